@@ -1,0 +1,7 @@
+"""``python -m synthgeo``."""
+
+import sys
+
+from synthgeo.cli import main
+
+sys.exit(main())

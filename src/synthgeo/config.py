@@ -1,0 +1,303 @@
+"""The release spec: a reviewed TOML file under ``models/`` parsed into frozen dataclasses.
+
+Unknown keys are errors, not ignored (spec: release.md). Paths resolve relative to the spec
+file; ``synthgeo:NAME`` names a data file shipped inside the package. Every default is written
+into the release record through :meth:`ReleaseSpec.to_dict`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from synthgeo._errors import SpecError
+
+__all__ = [
+    "DataConfig", "ModelConfig", "SamplerConfig", "SynthesisConfig", "RiskConfig",
+    "UtilityConfig", "ReleaseSpec", "load_spec", "bundled_spec_path",
+]
+
+BUNDLED_SPEC = "sacramento_2bed.toml"
+
+
+def _err(section: str, key: str, value: Any, expect: str) -> SpecError:
+    return SpecError(f"spec `[{section}] {key}` must be {expect}, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataConfig:
+    """Where the confidential points are and which columns play which role.
+
+    ``path`` (str): points file, relative to the spec or ``synthgeo:NAME``; ``x``/``y``: CSV
+    coordinate columns; ``crs``: CRS of those coordinates when the file has none; ``id``:
+    record id column; ``query``: pandas query selecting records; ``response``: response column on
+    the model scale (e.g. log-dollars); ``back_transform`` {"exp", "identity"}: g, from the model
+    scale to the scale a person knows (dollars); ``covariates``: released unchanged; ``subject``:
+    subject id column (records of one subject are never each other's neighbours);
+    ``target_crs``: "utm" or a projected CRS in metres; ``drop_duplicates``: drop exact
+    duplicate rows (they are always reported).
+    """
+
+    path: str
+    response: str
+    covariates: list[str] = field(default_factory=list)
+    x: str | None = None
+    y: str | None = None
+    crs: str | None = None
+    id: str | None = None
+    query: str | None = None
+    back_transform: str = "exp"
+    subject: str | None = None
+    target_crs: str = "utm"
+    drop_duplicates: bool = False
+
+    def __post_init__(self) -> None:
+        if self.back_transform not in ("exp", "identity"):
+            raise _err("data", "back_transform", self.back_transform, 'one of "exp", "identity"')
+        if not isinstance(self.covariates, list) or not all(
+            isinstance(c, str) for c in self.covariates
+        ):
+            raise _err("data", "covariates", self.covariates, "a list of column names")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelConfig:
+    """GP model and differential smoothing.
+
+    ``gp`` {"exact"}: GP representation ("nngp"/"auto" arrive with the scale work and are refused
+    until then); ``rho0``: correlation defining M = −log(ρ₀)/φ̂; ``M_m``: fixed M in metres
+    (skips the rule); ``k``: at risk when fewer than k − 1 neighbours within M (2 = paper);
+    ``gamma``: smoothing strength, a number ≥ 0 or "inf" (paper's restricted model);
+    ``at_risk_effect`` {"zero"}: the effect synthesised at at-risk sites; ``parametrization``
+    {"natural", "ridge"}; ``priors``: overrides of :class:`synthgeo.model.GPPriors` fields.
+    """
+
+    gp: str = "exact"
+    rho0: float = 0.2
+    M_m: float | None = None
+    k: int = 2
+    gamma: float | str = "inf"
+    at_risk_effect: str = "zero"
+    parametrization: str = "natural"
+    priors: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.gp != "exact":
+            raise _err("model", "gp", self.gp, '"exact" (the NNGP engine is not built yet)')
+        if not (isinstance(self.rho0, (int, float)) and 0 < self.rho0 < 1):
+            raise _err("model", "rho0", self.rho0, "a number strictly between 0 and 1")
+        if self.M_m is not None and not (isinstance(self.M_m, (int, float)) and self.M_m > 0):
+            raise _err("model", "M_m", self.M_m, "a positive distance in metres")
+        if not (isinstance(self.k, int) and self.k >= 2):
+            raise _err("model", "k", self.k, "an integer >= 2")
+        g = self.gamma
+        if not (g == "inf" or (isinstance(g, (int, float)) and g >= 0 and not math.isnan(g))):
+            raise _err("model", "gamma", g, 'a number >= 0 or "inf"')
+        if self.at_risk_effect != "zero":
+            raise _err("model", "at_risk_effect", self.at_risk_effect, '"zero"')
+        if self.parametrization not in ("natural", "ridge"):
+            raise _err("model", "parametrization", self.parametrization, '"natural" or "ridge"')
+        allowed = {
+            "beta_mean", "beta_sd", "sigma2_shape", "sigma2_scale", "nugget_shape",
+            "nugget_scale", "range_min_m", "range_max_m",
+        }
+        for key, val in self.priors.items():
+            if key not in allowed:
+                raise SpecError(
+                    f"unknown key `[model.priors] {key}`; allowed: {sorted(allowed)}"
+                )
+            if not isinstance(val, (int, float)):
+                raise _err("model.priors", key, val, "a number")
+
+    @property
+    def gamma_value(self) -> float:
+        """γ as a float (``inf`` for the paper's restricted model)."""
+        return math.inf if self.gamma == "inf" else float(self.gamma)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplerConfig:
+    """NUTS settings: ``sampler`` {"nutpie"}, ``backend`` {"numba"}, ``chains``, ``draws``,
+    ``tune`` (per chain), ``seed`` (int), ``on_convergence_failure`` {"stop", "warn"},
+    ``target_accept``.
+    """
+
+    sampler: str = "nutpie"
+    backend: str = "numba"
+    chains: int = 2
+    draws: int = 1000
+    tune: int = 1000
+    seed: int = 20181
+    target_accept: float = 0.9
+    on_convergence_failure: str = "stop"
+
+    def __post_init__(self) -> None:
+        if self.sampler != "nutpie":
+            raise _err("sampling", "sampler", self.sampler, '"nutpie"')
+        if self.backend not in ("numba", "jax"):
+            raise _err("sampling", "backend", self.backend, '"numba" or "jax"')
+        for key, lo in (("chains", 1), ("draws", 10), ("tune", 10)):
+            v = getattr(self, key)
+            if not (isinstance(v, int) and not isinstance(v, bool) and v >= lo):
+                raise _err("sampling", key, v, f"an integer >= {lo}")
+        if not (isinstance(self.seed, int) and self.seed >= 0):
+            raise _err("sampling", "seed", self.seed, "a non-negative integer")
+        if not (isinstance(self.target_accept, float) and 0.5 <= self.target_accept < 1):
+            raise _err("sampling", "target_accept", self.target_accept, "a number in [0.5, 1)")
+        if self.on_convergence_failure not in ("stop", "warn"):
+            raise _err(
+                "sampling", "on_convergence_failure", self.on_convergence_failure,
+                '"stop" or "warn"',
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SynthesisConfig:
+    """``n_implicates``: L, the number of partially synthetic data sets (Reiter's m)."""
+
+    n_implicates: int = 100
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.n_implicates, int) and self.n_implicates >= 2):
+            raise _err("synthesis", "n_implicates", self.n_implicates, "an integer >= 2")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RiskConfig:
+    """``eps``: absolute tolerances on the back-transformed scale (dollars); ``p``: relative."""
+
+    eps: list[float] = field(default_factory=lambda: [10_000.0])
+    p: list[float] = field(default_factory=lambda: [0.1])
+
+    def __post_init__(self) -> None:
+        for key in ("eps", "p"):
+            v = getattr(self, key)
+            if not (isinstance(v, list) and v and all(
+                isinstance(e, (int, float)) and e > 0 for e in v
+            )):
+                raise _err("risk", key, v, "a non-empty list of positive numbers")
+
+
+@dataclass(frozen=True, kw_only=True)
+class UtilityConfig:
+    """The analyst's model: ``formula`` (patsy, OLS) and ``alpha`` for (1 − α) intervals."""
+
+    formula: str | None = None
+    alpha: float = 0.05
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.alpha, float) and 0 < self.alpha < 1):
+            raise _err("utility", "alpha", self.alpha, "a number in (0, 1)")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseSpec:
+    """A whole release spec. ``source`` is the spec file (paths resolve against its folder)."""
+
+    data: DataConfig
+    model: ModelConfig = field(default_factory=ModelConfig)
+    sampling: SamplerConfig = field(default_factory=SamplerConfig)
+    synthesis: SynthesisConfig = field(default_factory=SynthesisConfig)
+    risk: RiskConfig = field(default_factory=RiskConfig)
+    utility: UtilityConfig = field(default_factory=UtilityConfig)
+    source: Path | None = None
+
+    @property
+    def formula(self) -> str:
+        """Analyst's formula; default ``response ~ covariate + ...``."""
+        if self.utility.formula:
+            return self.utility.formula
+        rhs = " + ".join(self.data.covariates) or "1"
+        return f"{self.data.response} ~ {rhs}"
+
+    def data_path(self) -> Path:
+        """Resolved path of the points file."""
+        p = self.data.path
+        if p.startswith("synthgeo:"):
+            return Path(str(resources.files("synthgeo") / "data" / p.split(":", 1)[1]))
+        path = Path(p)
+        if not path.is_absolute() and self.source is not None:
+            path = self.source.parent / path
+        return path
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as run, every default filled in (JSON-serialisable)."""
+        out = {
+            f.name: dataclasses.asdict(getattr(self, f.name))
+            for f in dataclasses.fields(self) if f.name != "source"
+        }
+        out["source"] = str(self.source) if self.source else None
+        return out
+
+    def replace(self, section: str, **changes: Any) -> ReleaseSpec:
+        """Copy with some keys of one section changed (validated again)."""
+        new = dataclasses.replace(getattr(self, section), **changes)
+        return dataclasses.replace(self, **{section: new})
+
+
+_SECTIONS = {
+    "data": DataConfig, "model": ModelConfig, "sampling": SamplerConfig,
+    "synthesis": SynthesisConfig, "risk": RiskConfig, "utility": UtilityConfig,
+}
+
+
+def _build(section: str, cls: type, raw: Any) -> Any:
+    if not isinstance(raw, dict):
+        raise SpecError(f"spec section `[{section}]` must be a table, got {raw!r}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - names)
+    if unknown:
+        raise SpecError(
+            f"unknown key(s) in `[{section}]`: {unknown}; allowed: {sorted(names)}"
+        )
+    try:
+        return cls(**raw)
+    except TypeError as exc:  # missing required key
+        missing = sorted(f.name for f in dataclasses.fields(cls)
+                         if f.default is dataclasses.MISSING
+                         and f.default_factory is dataclasses.MISSING and f.name not in raw)
+        raise SpecError(f"spec `[{section}]` is missing required key(s) {missing}") from exc
+
+
+def load_spec(path: str | Path) -> ReleaseSpec:
+    """Read and validate a release spec.
+
+    Parameters
+    ----------
+    path : str or Path
+        TOML file.
+
+    Returns
+    -------
+    ReleaseSpec
+
+    Raises
+    ------
+    SpecError
+        If the file is missing or not TOML, a section or key is unknown, a required key is
+        missing, or a value is impossible (each message names the key and the valid values).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"spec file {str(path)!r} does not exist")
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SpecError(f"spec file {str(path)!r} is not valid TOML: {exc}") from exc
+    unknown = sorted(set(raw) - set(_SECTIONS))
+    if unknown:
+        raise SpecError(f"unknown spec section(s) {unknown}; allowed: {sorted(_SECTIONS)}")
+    if "data" not in raw:
+        raise SpecError("spec has no `[data]` section (path, response, covariates, ...)")
+    parts = {name: _build(name, cls, raw.get(name, {})) for name, cls in _SECTIONS.items()}
+    return ReleaseSpec(**parts, source=path.resolve())
+
+
+def bundled_spec_path() -> Path:
+    """Path of the example spec shipped inside the package (Sacramento two-bedroom sales)."""
+    return Path(str(resources.files("synthgeo") / "data" / BUNDLED_SPEC))

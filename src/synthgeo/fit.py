@@ -1,0 +1,269 @@
+"""Fit the collapsed GP with PyMC + nutpie, check convergence, recover β and w.
+
+Sampler choice (measured in ``benchmarks/bench_samplers.py``): nutpie's NUTS on the PyMC model
+compiled with its numba backend. PyMC's own sampler over PyTensor's C backend (pip build, no
+BLAS) took > 8 minutes for N = 140 where nutpie took under a minute, compilation included.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import warnings
+from dataclasses import dataclass
+
+import arviz as az
+import numpy as np
+import pandas as pd
+
+from synthgeo._errors import ConvergenceError
+from synthgeo.config import SamplerConfig
+from synthgeo.model.conditionals import recover_effects
+from synthgeo.model.kernels import METRES_PER_KM, Sites
+from synthgeo.model.restricted_gp import GPPriors, build_model
+
+__all__ = ["GPFit", "Convergence", "fit_gp", "check_convergence", "HYPER_PARAMETERS"]
+
+log = logging.getLogger(__name__)
+
+#: Sampled (hyper-)parameters whose diagnostics gate a release.
+HYPER_PARAMETERS = ("sigma2", "nugget", "range")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Convergence:
+    """MCMC diagnostics (ArviZ) against the release thresholds.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per scalar parameter: ``r_hat``, ``ess_bulk``, ``ess_tail``.
+    n_divergent : int
+        Divergent transitions after warm-up.
+    max_r_hat, min_ess_bulk, min_ess_tail : float
+        Worst values over the table.
+    passed : bool
+        R-hat ≤ 1.01, bulk and tail ESS ≥ 100 per chain, no divergences.
+    problems : list of str
+        Human-readable reasons when not passed.
+    """
+
+    table: pd.DataFrame
+    n_divergent: int
+    max_r_hat: float
+    min_ess_bulk: float
+    min_ess_tail: float
+    passed: bool
+    problems: list[str]
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable summary."""
+        return {
+            "passed": self.passed, "max_r_hat": self.max_r_hat,
+            "min_ess_bulk": self.min_ess_bulk, "min_ess_tail": self.min_ess_tail,
+            "n_divergent": self.n_divergent, "problems": self.problems,
+            "per_parameter": self.table.reset_index(names="parameter").to_dict("records"),
+        }
+
+
+def check_convergence(
+    idata: az.InferenceData,
+    var_names: tuple[str, ...] = HYPER_PARAMETERS,
+    *,
+    max_r_hat: float = 1.01,
+    min_ess_per_chain: float = 100.0,
+) -> Convergence:
+    """Compare ArviZ's rank-normalised R-hat and bulk/tail ESS with the release thresholds.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        With ``posterior`` and ``sample_stats`` (``diverging``).
+    var_names : tuple of str
+        Parameters to check.
+    max_r_hat : float, default=1.01
+    min_ess_per_chain : float, default=100
+        Required bulk and tail ESS per chain (total ≥ this × number of chains).
+
+    Returns
+    -------
+    Convergence
+
+    References
+    ----------
+    Vehtari, Gelman, Simpson, Carpenter, Bürkner (2021), Rank-normalization, folding, and
+    localization: an improved R-hat. Bayesian Analysis 16(2), doi:10.1214/20-BA1221.
+    """
+    post = idata.posterior[list(var_names)]
+    table = pd.DataFrame({
+        "r_hat": _flat(az.rhat(post)),
+        "ess_bulk": _flat(az.ess(post, method="bulk")),
+        "ess_tail": _flat(az.ess(post, method="tail")),
+    })
+    n_chain = idata.posterior.sizes["chain"]
+    div = idata.sample_stats.get("diverging")
+    n_div = int(div.sum()) if div is not None else 0
+    need = min_ess_per_chain * n_chain
+    problems = []
+    if table["r_hat"].max() > max_r_hat:
+        problems.append(f"R-hat {table['r_hat'].max():.3f} > {max_r_hat} "
+                        f"({table['r_hat'].idxmax()})")
+    for col in ("ess_bulk", "ess_tail"):
+        if table[col].min() < need:
+            problems.append(f"{col} {table[col].min():.0f} < {need:.0f} ({table[col].idxmin()})")
+    if n_div:
+        problems.append(f"{n_div} divergent transitions")
+    return Convergence(
+        table=table, n_divergent=n_div, max_r_hat=float(table["r_hat"].max()),
+        min_ess_bulk=float(table["ess_bulk"].min()), min_ess_tail=float(table["ess_tail"].min()),
+        passed=not problems, problems=problems,
+    )
+
+
+def _flat(ds) -> pd.Series:
+    out = {}
+    for name, da in ds.data_vars.items():
+        vals = np.atleast_1d(da.values).ravel()
+        if vals.size == 1:
+            out[name] = float(vals[0])
+        else:
+            for i, v in enumerate(vals):
+                out[f"{name}[{i}]"] = float(v)
+    return pd.Series(out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GPFit:
+    """A fitted (restricted or unrestricted) GP regression.
+
+    Attributes
+    ----------
+    idata : arviz.InferenceData
+        ``posterior`` with ``sigma2``, ``nugget`` (response units²), ``range`` (effective range,
+        metres), ``phi`` (1/metre), ``beta`` (chain, draw, coef), ``w`` (chain, draw, site);
+        ``sample_stats``; ``constant_data`` with ``scale`` (D) and ``site_index``.
+    scale : ndarray of shape (n_sites,)
+        Diagonal of D.
+    priors : GPPriors
+    convergence : Convergence
+    seconds : dict
+        Wall time of ``compile``, ``sample`` and ``recover`` in seconds.
+    """
+
+    idata: az.InferenceData
+    scale: np.ndarray
+    priors: GPPriors
+    convergence: Convergence
+    seconds: dict[str, float]
+
+    def phi_quantiles(self, q: tuple[float, ...] = (0.05, 0.5, 0.95)) -> np.ndarray:
+        """Posterior quantiles of φ in 1/metre."""
+        return np.quantile(self.idata.posterior["phi"].values.ravel(), q)
+
+
+def fit_gp(
+    y: np.ndarray,
+    X: np.ndarray,
+    sites: Sites,
+    *,
+    priors: GPPriors,
+    coef_names: list[str],
+    scale: np.ndarray | None = None,
+    config: SamplerConfig | None = None,
+    parametrization: str = "natural",
+    random_seed: int | None = None,
+    label: str = "model",
+    progressbar: bool = False,
+) -> GPFit:
+    """Sample the collapsed posterior with nutpie, then draw β and w per retained draw.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_records,)
+        Response on the model scale.
+    X : ndarray of shape (n_records, n_coef)
+        Design matrix with intercept.
+    sites : Sites
+        Sites in metres.
+    priors : GPPriors
+    coef_names : list of str
+    scale : ndarray of shape (n_sites,), optional
+        Diagonal of D; ``None`` = unrestricted.
+    config : SamplerConfig, optional
+        Chains, draws, tune, target_accept, backend.
+    parametrization : {"natural", "ridge"}
+        See :func:`synthgeo.model.restricted_gp.build_model`.
+    random_seed : int, optional
+        Seed for NUTS and the β/w draws (overrides ``config.seed``).
+    label : str
+        Name used in log messages.
+    progressbar : bool
+        Show nutpie's progress bar.
+
+    Returns
+    -------
+    GPFit
+        Convergence is checked but not enforced here; see :func:`synthgeo.pipeline.run_release`.
+    """
+    import nutpie
+
+    config = config or SamplerConfig()
+    seed = config.seed if random_seed is None else random_seed
+    ss = np.random.SeedSequence(seed)
+    nuts_seed, recover_seed = (int(s.generate_state(1)[0]) for s in ss.spawn(2))
+    d = np.ones(sites.n_sites) if scale is None else np.asarray(scale, dtype=float)
+    model = build_model(y, X, sites, scale=d, priors=priors, coef_names=coef_names,
+                        parametrization=parametrization)
+    t0 = time.perf_counter()
+    compiled = nutpie.compile_pymc_model(model, backend=config.backend)
+    t1 = time.perf_counter()
+    log.info("%s: compiled in %.1f s; sampling %d x (%d + %d)", label, t1 - t0, config.chains,
+             config.tune, config.draws)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        idata = nutpie.sample(
+            compiled, chains=config.chains, draws=config.draws, tune=config.tune,
+            seed=nuts_seed, target_accept=config.target_accept, progress_bar=progressbar,
+            cores=min(config.chains, 2),
+        )
+    t2 = time.perf_counter()
+    post = idata.posterior
+    post["range"] = post["range_km"] * METRES_PER_KM
+    post["range"].attrs["units"] = "m"
+    post["phi"] = 3.0 / post["range"]
+    post["phi"].attrs["units"] = "1/m"
+    post = post.drop_vars([v for v in post.data_vars if v not in ("sigma2", "nugget", "range",
+                                                                   "phi", "range_km")])
+    effects = recover_effects(post, y, X, sites, scale=d, priors=priors, coef_names=coef_names,
+                              random_seed=recover_seed)
+    post = post.drop_vars("range_km").merge(effects)
+    idata.posterior = post
+    t3 = time.perf_counter()
+    import xarray as xr
+
+    const = xr.Dataset({
+        "scale": ("site", d), "site_index": ("record", sites.site_index),
+        "site_x_m": ("site", sites.coords_m[:, 0]), "site_y_m": ("site", sites.coords_m[:, 1]),
+    })
+    idata.add_groups(constant_data=const, observed_data=xr.Dataset({"y": ("record", y)}))
+    conv = check_convergence(idata)
+    if not conv.passed:
+        log.warning("%s: convergence problems: %s", label, "; ".join(conv.problems))
+    return GPFit(
+        idata=idata, scale=d, priors=priors, convergence=conv,
+        seconds={"compile": t1 - t0, "sample": t2 - t1, "recover": t3 - t2},
+    )
+
+
+def require_convergence(fits: dict[str, GPFit], policy: str) -> None:
+    """Raise :class:`ConvergenceError` (policy "stop") or warn (policy "warn") on failures."""
+    bad = {k: f.convergence.problems for k, f in fits.items() if not f.convergence.passed}
+    if not bad:
+        return
+    msg = "; ".join(f"{k}: {', '.join(v)}" for k, v in bad.items())
+    if policy == "stop":
+        raise ConvergenceError(
+            f"MCMC did not converge ({msg}); nothing was written to release/. Increase "
+            "`[sampling] draws`/`tune`, or set `on_convergence_failure = \"warn\"` for a preview"
+        )
+    warnings.warn(f"MCMC convergence problems ({msg})", UserWarning, stacklevel=2)

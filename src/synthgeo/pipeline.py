@@ -1,0 +1,232 @@
+"""The main job: spec → load → fit unrestricted → at-risk → fit restricted → synthesize →
+risk → utility. Writing the outputs is :mod:`synthgeo.release`'s job.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+import geopandas
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from synthgeo.config import ReleaseSpec
+from synthgeo.diagnostics.at_risk import AtRiskResult, find_at_risk
+from synthgeo.fit import GPFit, fit_gp, require_convergence
+from synthgeo.model.kernels import M_FROM_RHO0, Sites, make_sites
+from synthgeo.model.restricted_gp import GPPriors, default_priors, smoothing_scale
+from synthgeo.points import coordinates_m, load_points
+from synthgeo.risk import RiskResult, summarise_risk, within_eps_risk
+from synthgeo.synthesize import draw_implicates
+from synthgeo.utility import compare_to_confidential
+
+__all__ = ["PreparedData", "ReleaseResult", "prepare_data", "run_release"]
+
+log = logging.getLogger(__name__)
+
+MODELS = ("unrestricted", "restricted")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreparedData:
+    """Validated, projected records and the arrays the model needs.
+
+    Attributes
+    ----------
+    gdf : geopandas.GeoDataFrame
+        Records in a projected CRS (metres), all input columns kept.
+    y : ndarray of shape (n_records,)
+        Response on the model scale.
+    X : ndarray of shape (n_records, n_coef)
+        Intercept plus the spec's covariates.
+    coef_names : list of str
+    sites : Sites
+    record_id : ndarray of shape (n_records,)
+    id_column : str
+    """
+
+    gdf: geopandas.GeoDataFrame
+    y: np.ndarray
+    X: np.ndarray
+    coef_names: list[str]
+    sites: Sites
+    record_id: np.ndarray
+    id_column: str
+
+    @property
+    def n_records(self) -> int:
+        """N."""
+        return len(self.y)
+
+
+def prepare_data(spec: ReleaseSpec) -> PreparedData:
+    """Load, validate and project the spec's points; build y, X and the sites.
+
+    Raises
+    ------
+    synthgeo.InputError
+        For any problem with the points file (see :func:`synthgeo.points.load_points`).
+    """
+    d = spec.data
+    gdf = load_points(
+        spec.data_path(), x=d.x, y=d.y, crs=d.crs,
+        numeric_columns=[d.response, *d.covariates],
+        required_columns=[d.subject] if d.subject else (), id_column=d.id, query=d.query,
+        target_crs=d.target_crs, drop_duplicates=d.drop_duplicates,
+    )
+    id_col = d.id or "record"
+    y = gdf[d.response].to_numpy(dtype=float)
+    X = np.column_stack([np.ones(len(gdf))] + [gdf[c].to_numpy(dtype=float)
+                                               for c in d.covariates])
+    return PreparedData(
+        gdf=gdf, y=y, X=X, coef_names=["Intercept", *d.covariates],
+        sites=make_sites(coordinates_m(gdf)), record_id=gdf[id_col].to_numpy(), id_column=id_col,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseResult:
+    """Everything a release writes.
+
+    Attributes
+    ----------
+    spec : ReleaseSpec
+    data : PreparedData
+    fits : dict of str to GPFit
+        ``"unrestricted"`` and ``"restricted"``.
+    at_risk : AtRiskResult
+        At-risk rule at M (``radius_m``, metres).
+    at_risk_sensitivity : dict
+        At-risk record counts at M from φ's 5% and 95% posterior quantiles.
+    implicates : dict of str to xarray.Dataset
+        ``y_synthetic`` (implicate, record) per model.
+    risk : dict of str to RiskResult
+    risk_summary : pandas.DataFrame
+        At-risk vs other vs all, both models, reduction (see :func:`synthgeo.risk.summarise_risk`).
+    utility : pandas.DataFrame
+        Reiter (2003) table with CI overlap against the confidential OLS fit.
+    seconds : dict
+        Wall time per stage.
+    """
+
+    spec: ReleaseSpec
+    data: PreparedData
+    fits: dict[str, GPFit]
+    at_risk: AtRiskResult
+    at_risk_sensitivity: dict[str, float]
+    implicates: dict[str, xr.Dataset]
+    risk: dict[str, RiskResult]
+    risk_summary: pd.DataFrame
+    utility: pd.DataFrame
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def M_m(self) -> float:  # noqa: N802
+        """Distance M in metres."""
+        return self.at_risk.radius_m
+
+
+def _priors(spec: ReleaseSpec, data: PreparedData) -> GPPriors:
+    return default_priors(data.y, data.X, data.sites, **spec.model.priors)
+
+
+def run_release(spec: ReleaseSpec, *, progress=None) -> ReleaseResult:
+    """Fit both models, synthesise, score risk and utility (writes nothing).
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        A validated spec.
+    progress : callable, optional
+        ``progress(message: str)`` called at each stage (the CLI prints it).
+
+    Returns
+    -------
+    ReleaseResult
+
+    Raises
+    ------
+    synthgeo.InputError
+        Bad input data.
+    synthgeo.ConvergenceError
+        When a fit fails the convergence thresholds and ``on_convergence_failure = "stop"``.
+    """
+    say = progress or (lambda msg: log.info(msg))
+    seconds: dict[str, float] = {}
+    t = time.perf_counter()
+    data = prepare_data(spec)
+    seconds["load"] = time.perf_counter() - t
+    say(f"loaded {data.n_records} records at {data.sites.n_sites} sites "
+        f"({data.gdf.crs.name})")
+    priors = _priors(spec, data)
+    seeds = np.random.SeedSequence(spec.sampling.seed).spawn(4)
+    fit_seed = [int(s.generate_state(1)[0]) for s in seeds[:2]]
+    synth_seed = seeds[2:]
+    fits: dict[str, GPFit] = {}
+    common = dict(priors=priors, coef_names=data.coef_names, config=spec.sampling,
+                  parametrization=spec.model.parametrization)
+
+    say("fitting the unrestricted model")
+    t = time.perf_counter()
+    fits["unrestricted"] = fit_gp(data.y, data.X, data.sites, random_seed=fit_seed[0],
+                                  label="unrestricted", **common)
+    seconds["fit_unrestricted"] = time.perf_counter() - t
+
+    coords = coordinates_m(data.gdf)
+    subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
+    phi_q = fits["unrestricted"].phi_quantiles((0.05, 0.5, 0.95))
+    if spec.model.M_m is not None:
+        M = float(spec.model.M_m)
+    else:
+        M = float(M_FROM_RHO0(phi_q[1], spec.model.rho0))
+    at_risk = find_at_risk(coords, data.sites.site_index, M, k=spec.model.k, subject=subject)
+    sens = {}
+    for label, phi in (("phi_q05", phi_q[0]), ("phi_q95", phi_q[2])):
+        m_q = float(M_FROM_RHO0(phi, spec.model.rho0))
+        r = find_at_risk(coords, data.sites.site_index, m_q, k=spec.model.k, subject=subject)
+        sens[label] = {"phi_per_m": float(phi), "M_m": m_q, "n_at_risk": r.n_at_risk}
+    say(f"M = {M:,.0f} m: {at_risk.n_at_risk} at-risk records")
+
+    say("fitting the restricted model")
+    t = time.perf_counter()
+    scale = smoothing_scale(at_risk.site_at_risk.astype(float), spec.model.gamma_value)
+    fits["restricted"] = fit_gp(data.y, data.X, data.sites, scale=scale,
+                                random_seed=fit_seed[1], label="restricted", **common)
+    seconds["fit_restricted"] = time.perf_counter() - t
+    require_convergence(fits, spec.sampling.on_convergence_failure)
+
+    say(f"drawing {spec.synthesis.n_implicates} implicates per model")
+    t = time.perf_counter()
+    implicates = {
+        name: draw_implicates(fits[name], data.X, n_implicates=spec.synthesis.n_implicates,
+                              record_id=data.record_id, random_seed=synth_seed[i])
+        for i, name in enumerate(MODELS)
+    }
+    seconds["synthesize"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    risk = {
+        name: within_eps_risk(ds["y_synthetic"], data.y, eps=spec.risk.eps, p=spec.risk.p,
+                              transform=spec.data.back_transform)
+        for name, ds in implicates.items()
+    }
+    summary = summarise_risk(risk["unrestricted"], risk["restricted"], at_risk.at_risk)
+    seconds["risk"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    frame = pd.DataFrame(data.gdf.drop(columns="geometry"))[spec.data.covariates].copy()
+    frame[spec.data.response] = data.y
+    frame = frame.reset_index(drop=True)
+    utility = compare_to_confidential(
+        spec.formula, {k: v["y_synthetic"] for k, v in implicates.items()}, frame,
+        response=spec.data.response, truth=data.y, alpha=spec.utility.alpha,
+    )
+    seconds["utility"] = time.perf_counter() - t
+    return ReleaseResult(
+        spec=spec, data=data, fits=fits, at_risk=at_risk, at_risk_sensitivity=sens,
+        implicates=implicates, risk=risk, risk_summary=summary, utility=utility,
+        seconds=seconds,
+    )

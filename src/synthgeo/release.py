@@ -1,0 +1,309 @@
+"""Write a release: ``release/`` (publishable), ``confidential/``, ``release.json``, report.
+
+Spec: release.md. Everything is written into a temporary folder beside the output and moved
+into place at the end, so a failure leaves nothing half-written; an existing output folder is
+replaced only with ``overwrite=True``, and never when the input file lies inside it.
+``release/`` is built from a whitelist: record id, released location, the spec's covariates and
+the synthetic response; no other input column can reach it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import shutil
+import tempfile
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import geopandas
+import numpy as np
+import pandas as pd
+
+from synthgeo._errors import SpecError
+from synthgeo.pipeline import MODELS, ReleaseResult
+
+__all__ = ["check_output_dir", "write_release", "package_versions", "release_frames"]
+
+_PACKAGES = ("synthgeo", "numpy", "scipy", "pandas", "xarray", "pymc", "pytensor", "nutpie",
+             "arviz", "geopandas", "pyproj", "shapely", "statsmodels", "pyarrow")
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of synthgeo and its main dependencies (plus Python)."""
+    out = {"python": platform.python_version()}
+    for name in _PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def check_output_dir(out: Path, *, overwrite: bool, inputs: list[Path]) -> None:
+    """Refuse an existing output folder without ``overwrite``, or one that holds an input.
+
+    Raises
+    ------
+    SpecError
+        With the fix (``--overwrite`` or another ``--out``).
+    """
+    out = Path(out).resolve()
+    for p in inputs:
+        p = Path(p).resolve()
+        if p == out or out in p.parents:
+            raise SpecError(f"output folder {str(out)!r} contains the input {str(p)!r}; "
+                            "choose another `--out`")
+    if out.exists() and not overwrite:
+        raise SpecError(f"output folder {str(out)!r} exists; pass `--overwrite` to replace it "
+                        "or choose another `--out`")
+    if out.exists() and not out.is_dir():
+        raise SpecError(f"`--out` {str(out)!r} exists and is not a folder")
+
+
+def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
+    """Long-form publishable implicates per model (whitelisted columns only).
+
+    Returns
+    -------
+    dict of str to geopandas.GeoDataFrame
+        Columns ``implicate``, the id column, the location (original coordinate columns for a
+        CSV input, and the geometry in the input's CRS), covariates, and the synthetic response
+        under the response's name. Rows ordered by implicate, then record.
+    """
+    spec, data = result.spec, result.data
+    d = spec.data
+    loc_cols = [c for c in (d.x, d.y) if c]
+    base = pd.DataFrame({data.id_column: data.record_id})
+    for c in loc_cols + d.covariates:
+        base[c] = data.gdf[c].to_numpy()
+    src_crs = data.gdf.attrs.get("source_crs") or data.gdf.crs
+    geom = data.gdf.geometry.to_crs(src_crs).reset_index(drop=True)
+    frames = {}
+    for name in MODELS:
+        ys = result.implicates[name]["y_synthetic"]
+        parts = []
+        for j, imp in enumerate(ys["implicate"].values):
+            f = base.copy()
+            f.insert(0, "implicate", int(imp))
+            f[d.response] = ys.values[j]
+            parts.append(f)
+        long = pd.concat(parts, ignore_index=True)
+        frames[name] = geopandas.GeoDataFrame(
+            long, geometry=np.tile(geom.values, len(parts)), crs=geom.crs
+        )
+    return frames
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        v = float(obj)
+        return None if math.isnan(v) else ("inf" if math.isinf(v) else v)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def release_record(result: ReleaseResult, *, seconds: dict[str, float]) -> dict[str, Any]:
+    """The release record (``release.json``) as a dict."""
+    spec, data = result.spec, result.data
+    fits = {}
+    for name, fit in result.fits.items():
+        post = fit.idata.posterior
+        summ = {}
+        for var in ("sigma2", "nugget", "range", "phi"):
+            v = post[var].values.ravel()
+            summ[var] = {"mean": v.mean(), "sd": v.std(ddof=1), "q05": np.quantile(v, 0.05),
+                         "median": np.median(v), "q95": np.quantile(v, 0.95)}
+        beta = post["beta"]
+        for c in beta["coef"].values:
+            v = beta.sel(coef=c).values.ravel()
+            summ[f"beta[{c}]"] = {"mean": v.mean(), "sd": v.std(ddof=1),
+                                  "q05": np.quantile(v, 0.05), "median": np.median(v),
+                                  "q95": np.quantile(v, 0.95)}
+        fits[name] = {"posterior_summary": summ, "convergence": fit.convergence.to_dict(),
+                      "seconds": fit.seconds,
+                      "n_sites_smoothed": int(np.sum(fit.scale < 1))}
+    rec = {
+        "synthgeo_release_record": 1,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "spec": spec.to_dict(),
+        "input": {"path": str(spec.data_path()), "sha256": data.gdf.attrs.get("sha256"),
+                  "n_read": data.gdf.attrs.get("n_read"),
+                  "n_duplicates": data.gdf.attrs.get("n_duplicates")},
+        "versions": package_versions(),
+        "seed": spec.sampling.seed,
+        "crs": {"source": str(data.gdf.attrs.get("source_crs")), "projected": data.gdf.crs.name,
+                "projected_wkt": data.gdf.crs.to_wkt()},
+        "n_records": data.n_records, "n_sites": data.sites.n_sites,
+        "n_implicates": spec.synthesis.n_implicates,
+        "at_risk": {"rule": f"fewer than k-1 = {spec.model.k - 1} neighbouring records within M",
+                    "rho0": spec.model.rho0, "M_m": result.M_m,
+                    "M_source": "spec M_m" if spec.model.M_m else "-log(rho0)/median(phi)",
+                    "n_at_risk": result.at_risk.n_at_risk,
+                    "n_sites_at_risk": int(result.at_risk.site_at_risk.sum()),
+                    "sensitivity_to_phi": result.at_risk_sensitivity,
+                    "gamma": spec.model.gamma},
+        "priors": result.fits["unrestricted"].priors.to_dict(),
+        "fits": fits,
+        "risk_summary": result.risk_summary.to_dict("records"),
+        "utility": {"formula": spec.formula, "method": "OLS per implicate, Reiter (2003) rules",
+                    "ci_overlap": "Karr et al. (2006), unclamped: negative = disjoint",
+                    "table": result.utility.to_dict("records")},
+        "seconds": seconds,
+    }
+    return _jsonable(rec)
+
+
+def _data_user_readme(result: ReleaseResult) -> str:
+    spec = result.spec
+    d = spec.data
+    L = spec.synthesis.n_implicates
+    return f"""# Partially synthetic public-use file
+
+Produced by synthgeo {package_versions()['synthgeo']} from a confidential file of
+{result.data.n_records} records.
+
+## What is synthetic
+- `{d.response}` is **synthetic** in every row: drawn from a Bayesian spatial model
+  (Gaussian process with differential smoothing; Quick, Holan & Wikle 2018, JRSS-A 181(3)).
+  The model's restricted form removes the spatial effect at {result.at_risk.n_at_risk}
+  spatially isolated records (no neighbour within {result.M_m:,.0f} m).
+- Locations ({', '.join(c for c in (d.x, d.y) if c) or 'geometry'}) and covariates
+  ({', '.join(d.covariates) or 'none'}) are released unchanged. No record was suppressed.
+- There are L = {L} implicates (synthetic copies of the file). Analyse **every** implicate and
+  combine the results; a single implicate understates uncertainty.
+
+## Files
+- `implicates.parquet`: GeoParquet, long form, column `implicate` = 1..{L}.
+- `csv/implicate_NNN.csv`: one CSV per implicate, the same columns without geometry.
+
+## Combining rules (Reiter 2003, partially synthetic data)
+With q_l and u_l the estimate and its squared standard error from implicate l (l = 1..m):
+q_bar = mean(q_l); b_m = var(q_l) (divisor m-1); u_bar = mean(u_l);
+T_p = u_bar + b_m/m (not Rubin's rule); df = (m-1)(1 + u_bar/(b_m/m))^2;
+interval q_bar ± t_df sqrt(T_p).
+
+### Python
+```python
+import glob, numpy as np, pandas as pd, statsmodels.formula.api as smf
+from scipy import stats
+fits = [smf.ols("{spec.formula}", pd.read_csv(f)).fit() for f in sorted(glob.glob("csv/*.csv"))]
+q = np.array([f.params for f in fits]); u = np.array([f.bse**2 for f in fits]); m = len(fits)
+q_bar, b_m, u_bar = q.mean(0), q.var(0, ddof=1), u.mean(0)
+T_p = u_bar + b_m / m; df = (m - 1) * (1 + u_bar / (b_m / m))**2
+half = stats.t.ppf(0.975, df) * np.sqrt(T_p)
+print(pd.DataFrame({{"q_bar": q_bar, "lower": q_bar - half, "upper": q_bar + half}},
+                   index=fits[0].params.index))
+```
+
+### R
+```r
+files <- sort(Sys.glob("csv/*.csv"))
+fits <- lapply(files, function(f) lm({spec.formula}, data = read.csv(f)))
+q <- t(sapply(fits, coef)); u <- t(sapply(fits, function(f) diag(vcov(f)))); m <- length(fits)
+q_bar <- colMeans(q); b_m <- apply(q, 2, var); u_bar <- colMeans(u)
+T_p <- u_bar + b_m / m; df <- (m - 1) * (1 + u_bar / (b_m / m))^2
+cbind(q_bar, lower = q_bar - qt(0.975, df) * sqrt(T_p), upper = q_bar + qt(0.975, df) * sqrt(T_p))
+```
+"""
+
+
+def write_release(
+    result: ReleaseResult, out: str | os.PathLike, *, overwrite: bool = False,
+    report_html: str | None = None, seconds: dict[str, float] | None = None,
+) -> Path:
+    """Write all outputs atomically.
+
+    Parameters
+    ----------
+    result : ReleaseResult
+    out : path
+        Output folder (created; replaced only when ``overwrite``).
+    overwrite : bool, default=False
+    report_html : str, optional
+        The report page (see :func:`synthgeo.report.render_report`).
+    seconds : dict, optional
+        Stage timings for the release record.
+
+    Returns
+    -------
+    Path
+        The output folder.
+
+    Raises
+    ------
+    SpecError
+        If ``out`` exists without ``overwrite`` or contains the input.
+    """
+    out = Path(out).resolve()
+    check_output_dir(out, overwrite=overwrite, inputs=[result.spec.data_path()])
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        rel = tmp / "release"
+        (rel / "csv").mkdir(parents=True)
+        conf = tmp / "confidential"
+        conf.mkdir()
+        frames = release_frames(result)
+        # the restricted (differentially smoothed) model's implicates are the release; the
+        # unrestricted ones are kept for the board only
+        pub = frames["restricted"]
+        pub.to_parquet(rel / "implicates.parquet", index=False)
+        width = len(str(result.spec.synthesis.n_implicates))
+        for imp, part in pd.DataFrame(pub.drop(columns="geometry")).groupby("implicate"):
+            part.drop(columns="implicate").to_csv(
+                rel / "csv" / f"implicate_{int(imp):0{max(width, 3)}d}.csv", index=False
+            )
+        (rel / "README.md").write_text(_data_user_readme(result), encoding="utf-8")
+        frames["unrestricted"].to_parquet(conf / "implicates_unrestricted.parquet", index=False)
+        for name, fit in result.fits.items():
+            fit.idata.to_netcdf(str(conf / f"posterior_{name}.nc"), engine="h5netcdf")
+        risk = pd.DataFrame({
+            result.data.id_column: result.data.record_id,
+            "at_risk": result.at_risk.at_risk,
+            "n_neighbours_within_M": result.at_risk.n_neighbours,
+        })
+        for name in MODELS:
+            rf = result.risk[name].to_dataframe().reset_index(drop=True)
+            risk = pd.concat([risk, rf.add_suffix(f"_{name}")], axis=1)
+        risk.to_csv(conf / "risk_per_record.csv", index=False)
+        result.risk_summary.to_csv(conf / "risk_summary.csv", index=False)
+        result.utility.to_csv(conf / "utility_reiter.csv", index=False)
+        record = release_record(result, seconds=seconds or result.seconds)
+        (tmp / "release.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+        if report_html is not None:
+            (tmp / "report.html").write_text(report_html, encoding="utf-8")
+        if out.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            out.rename(trash / "old")
+            tmp.rename(out)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def sha256_of(path: Path) -> str:
+    """Hex sha256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
