@@ -33,8 +33,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="print synthgeo's and its main dependencies' versions and exit")
     p.add_argument("--verbose", action="store_true", help="log details; show tracebacks")
     p.add_argument("--quiet", action="store_true", help="print only errors and the result path")
+    # the same two flags after the subcommand (SUPPRESS keeps the top-level value otherwise)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="log details; show tracebacks")
+    common.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
+                        help="print only errors and the result path")
     sub = p.add_subparsers(dest="command")
-    r = sub.add_parser("run", help="fit, synthesise, score risk and utility, write the release")
+    r = sub.add_parser("run", parents=[common],
+                       help="fit, synthesise, score risk and utility, write the release")
     r.add_argument("spec", nargs="?", default=None,
                    help="release spec (TOML); default: the bundled Sacramento example")
     r.add_argument("--out", default="synthgeo-out",
@@ -49,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--implicates", type=int, help="override [synthesis] n_implicates (L >= 2)")
     r.add_argument("--on-convergence-failure", choices=["stop", "warn"],
                    help="override [sampling] on_convergence_failure (default in spec: stop)")
-    v = sub.add_parser("validate", help="check a spec and its data without fitting")
+    v = sub.add_parser("validate", parents=[common], help="check a spec and its data without fitting")
     v.add_argument("spec", nargs="?", default=None, help="release spec (TOML); default: bundled")
     return p
 
@@ -128,6 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         warnings.filterwarnings("ignore", category=DeprecationWarning)
         logging.getLogger("pymc").setLevel(logging.ERROR)
     say = (lambda m: None) if args.quiet else (lambda m: print(m, flush=True))
+    if not args.verbose:
+        # warnings (duplicates, convergence under "warn") as one line each, no source echo
+        warnings.showwarning = lambda message, category, *a, **k: print(
+            f"synthgeo: warning: {message}", file=sys.stderr, flush=True
+        )
     if args.version:
         print(f"synthgeo {__version__}\n{_versions()}")
         return 0
