@@ -29,6 +29,24 @@ def _err(section: str, key: str, value: Any, expect: str) -> SpecError:
     return SpecError(f"spec `[{section}] {key}` must be {expect}, got {value!r}")
 
 
+def _is_int(value: Any) -> bool:
+    """Return whether `value` is an integer, not a bool (TOML ``true`` is no count)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    """Return whether `value` is a finite int or float, not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# GPPriors fields that must be > 0 (beta_mean may be any finite number); kept here so that
+# loading a spec does not import PyMC; a test checks that they match GPPriors' fields
+_POSITIVE_PRIORS = (
+    "beta_sd", "sigma2_shape", "sigma2_scale", "nugget_sd_scale", "range_min_m", "range_max_m",
+)
+_PRIOR_KEYS = ("beta_mean", *_POSITIVE_PRIORS)
+
+
 @dataclass(frozen=True, kw_only=True)
 class DataConfig:
     """Where the confidential points are and which columns play which role.
@@ -57,12 +75,34 @@ class DataConfig:
     drop_duplicates: bool = False
 
     def __post_init__(self) -> None:
+        """Refuse impossible values with a :class:`SpecError` naming the key."""
+        for key in ("path", "response"):
+            if not (isinstance(getattr(self, key), str) and getattr(self, key)):
+                raise _err("data", key, getattr(self, key), "a non-empty string")
+        for key in ("x", "y", "id", "query", "subject"):
+            v = getattr(self, key)
+            if v is not None and not (isinstance(v, str) and v):
+                raise _err("data", key, v, "a non-empty string (or left out)")
+        for key in ("crs", "target_crs"):
+            v = getattr(self, key)
+            if v is not None and not ((isinstance(v, str) and v) or _is_int(v)):
+                raise _err("data", key, v, 'a CRS such as "EPSG:4326" (a string or EPSG code)')
+        if (self.x is None) != (self.y is None):
+            raise _err("data", "x" if self.x is None else "y", None,
+                       "given together with the other coordinate column")
+        if not isinstance(self.drop_duplicates, bool):
+            raise _err("data", "drop_duplicates", self.drop_duplicates, "true or false")
         if self.back_transform not in ("exp", "identity"):
             raise _err("data", "back_transform", self.back_transform, 'one of "exp", "identity"')
         if not isinstance(self.covariates, list) or not all(
             isinstance(c, str) for c in self.covariates
         ):
             raise _err("data", "covariates", self.covariates, "a list of column names")
+        if len(set(self.covariates)) != len(self.covariates):
+            raise _err("data", "covariates", self.covariates, "a list without repeated names")
+        if self.response in self.covariates:
+            raise _err("data", "covariates", self.covariates,
+                       f"columns other than the response {self.response!r}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,36 +123,43 @@ class ModelConfig:
     k: int = 2
     gamma: float | str = "inf"
     at_risk_effect: str = "zero"
-    parametrization: str = "natural"
+    parametrization: str = "ridge"
     priors: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        """Refuse impossible values with a :class:`SpecError` naming the key."""
         if self.gp != "exact":
             raise _err("model", "gp", self.gp, '"exact" (the NNGP engine is not built yet)')
-        if not (isinstance(self.rho0, (int, float)) and 0 < self.rho0 < 1):
+        if not (_is_number(self.rho0) and 0 < self.rho0 < 1):
             raise _err("model", "rho0", self.rho0, "a number strictly between 0 and 1")
-        if self.M_m is not None and not (isinstance(self.M_m, (int, float)) and self.M_m > 0):
-            raise _err("model", "M_m", self.M_m, "a positive distance in metres")
-        if not (isinstance(self.k, int) and self.k >= 2):
+        if self.M_m is not None and not (_is_number(self.M_m) and self.M_m > 0):
+            raise _err("model", "M_m", self.M_m, "a positive, finite distance in metres")
+        if not (_is_int(self.k) and self.k >= 2):
             raise _err("model", "k", self.k, "an integer >= 2")
         g = self.gamma
-        if not (g == "inf" or (isinstance(g, (int, float)) and g >= 0 and not math.isnan(g))):
+        numeric = isinstance(g, (int, float)) and not isinstance(g, bool)
+        if not (g == "inf" or (numeric and g >= 0 and not math.isnan(g))):
             raise _err("model", "gamma", g, 'a number >= 0 or "inf"')
         if self.at_risk_effect != "zero":
             raise _err("model", "at_risk_effect", self.at_risk_effect, '"zero"')
         if self.parametrization not in ("natural", "ridge"):
             raise _err("model", "parametrization", self.parametrization, '"natural" or "ridge"')
-        allowed = {
-            "beta_mean", "beta_sd", "sigma2_shape", "sigma2_scale", "nugget_shape",
-            "nugget_scale", "range_min_m", "range_max_m",
-        }
+        if not isinstance(self.priors, dict):
+            raise _err("model", "priors", self.priors,
+                       f"a table with keys among {sorted(_PRIOR_KEYS)}")
         for key, val in self.priors.items():
-            if key not in allowed:
+            if key not in _PRIOR_KEYS:
                 raise SpecError(
-                    f"unknown key `[model.priors] {key}`; allowed: {sorted(allowed)}"
+                    f"unknown key `[model.priors] {key}`; allowed: {sorted(_PRIOR_KEYS)}"
                 )
-            if not isinstance(val, (int, float)):
-                raise _err("model.priors", key, val, "a number")
+            if not _is_number(val):
+                raise _err("model.priors", key, val, "a finite number")
+            if key in _POSITIVE_PRIORS and not val > 0:
+                raise _err("model.priors", key, val, "a positive number")
+        lo, hi = self.priors.get("range_min_m"), self.priors.get("range_max_m")
+        if lo is not None and hi is not None and not lo < hi:
+            raise _err("model.priors", "range_min_m", lo,
+                       f"smaller than `range_max_m` = {hi!r}")
 
     @property
     def gamma_value(self) -> float:
@@ -122,9 +169,11 @@ class ModelConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class SamplerConfig:
-    """NUTS settings: ``sampler`` {"nutpie"}, ``backend`` {"numba"}, ``chains``, ``draws``,
-    ``tune`` (per chain), ``seed`` (int), ``on_convergence_failure`` {"stop", "warn"},
-    ``target_accept``.
+    """NUTS settings.
+
+    ``sampler`` {"nutpie"}, ``backend`` {"numba", "jax"}, ``chains`` (>= 2 unless
+    ``on_convergence_failure = "warn"``: R-hat compares chains), ``draws`` and ``tune`` (per
+    chain), ``seed`` (int), ``on_convergence_failure`` {"stop", "warn"}, ``target_accept``.
     """
 
     sampler: str = "nutpie"
@@ -137,23 +186,28 @@ class SamplerConfig:
     on_convergence_failure: str = "stop"
 
     def __post_init__(self) -> None:
+        """Refuse impossible values with a :class:`SpecError` naming the key."""
         if self.sampler != "nutpie":
             raise _err("sampling", "sampler", self.sampler, '"nutpie"')
         if self.backend not in ("numba", "jax"):
             raise _err("sampling", "backend", self.backend, '"numba" or "jax"')
         for key, lo in (("chains", 1), ("draws", 10), ("tune", 10)):
             v = getattr(self, key)
-            if not (isinstance(v, int) and not isinstance(v, bool) and v >= lo):
+            if not (_is_int(v) and v >= lo):
                 raise _err("sampling", key, v, f"an integer >= {lo}")
-        if not (isinstance(self.seed, int) and self.seed >= 0):
+        if not (_is_int(self.seed) and self.seed >= 0):
             raise _err("sampling", "seed", self.seed, "a non-negative integer")
-        if not (isinstance(self.target_accept, float) and 0.5 <= self.target_accept < 1):
+        if not (_is_number(self.target_accept) and 0.5 <= self.target_accept < 1):
             raise _err("sampling", "target_accept", self.target_accept, "a number in [0.5, 1)")
         if self.on_convergence_failure not in ("stop", "warn"):
             raise _err(
                 "sampling", "on_convergence_failure", self.on_convergence_failure,
                 '"stop" or "warn"',
             )
+        if self.chains < 2 and self.on_convergence_failure == "stop":
+            raise _err("sampling", "chains", self.chains,
+                       ">= 2 when `on_convergence_failure` = \"stop\" (R-hat compares chains); "
+                       'use more chains, or "warn" for a preview')
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -163,7 +217,8 @@ class SynthesisConfig:
     n_implicates: int = 100
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.n_implicates, int) and self.n_implicates >= 2):
+        """Refuse impossible values with a :class:`SpecError` naming the key."""
+        if not (_is_int(self.n_implicates) and self.n_implicates >= 2):
             raise _err("synthesis", "n_implicates", self.n_implicates, "an integer >= 2")
 
 
@@ -175,12 +230,11 @@ class RiskConfig:
     p: list[float] = field(default_factory=lambda: [0.1])
 
     def __post_init__(self) -> None:
+        """Refuse impossible values with a :class:`SpecError` naming the key."""
         for key in ("eps", "p"):
             v = getattr(self, key)
-            if not (isinstance(v, list) and v and all(
-                isinstance(e, (int, float)) and e > 0 for e in v
-            )):
-                raise _err("risk", key, v, "a non-empty list of positive numbers")
+            if not (isinstance(v, list) and v and all(_is_number(e) and e > 0 for e in v)):
+                raise _err("risk", key, v, "a non-empty list of positive, finite numbers")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,7 +245,11 @@ class UtilityConfig:
     alpha: float = 0.05
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.alpha, float) and 0 < self.alpha < 1):
+        """Refuse impossible values with a :class:`SpecError` naming the key."""
+        if self.formula is not None and not (isinstance(self.formula, str) and "~" in self.formula):
+            raise _err("utility", "formula", self.formula,
+                       'a patsy formula such as "log_price ~ sqft_living" (or left out)')
+        if not (_is_number(self.alpha) and 0 < self.alpha < 1):
             raise _err("utility", "alpha", self.alpha, "a number in (0, 1)")
 
 
@@ -216,17 +274,17 @@ class ReleaseSpec:
         return f"{self.data.response} ~ {rhs}"
 
     def data_path(self) -> Path:
-        """Resolved path of the points file."""
+        """Return the resolved path of the points file."""
         p = self.data.path
         if p.startswith("synthgeo:"):
             return Path(str(resources.files("synthgeo") / "data" / p.split(":", 1)[1]))
         path = Path(p)
         if not path.is_absolute() and self.source is not None:
-            path = self.source.parent / path
+            path = (self.source.parent / path).resolve()  # no "models/../data" in messages
         return path
 
     def to_dict(self) -> dict[str, Any]:
-        """The spec as run, every default filled in (JSON-serialisable)."""
+        """Return the spec as run, every default filled in (JSON-serialisable)."""
         out = {
             f.name: dataclasses.asdict(getattr(self, f.name))
             for f in dataclasses.fields(self) if f.name != "source"
@@ -236,6 +294,12 @@ class ReleaseSpec:
 
     def replace(self, section: str, **changes: Any) -> ReleaseSpec:
         """Copy with some keys of one section changed (validated again)."""
+        if section not in _SECTIONS:
+            raise SpecError(f"unknown spec section {section!r}; allowed: {sorted(_SECTIONS)}")
+        cls = type(getattr(self, section))
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(cls)})
+        if unknown:
+            raise SpecError(f"unknown key(s) in `[{section}]`: {unknown}")
         new = dataclasses.replace(getattr(self, section), **changes)
         return dataclasses.replace(self, **{section: new})
 
@@ -261,6 +325,8 @@ def _build(section: str, cls: type, raw: Any) -> Any:
         missing = sorted(f.name for f in dataclasses.fields(cls)
                          if f.default is dataclasses.MISSING
                          and f.default_factory is dataclasses.MISSING and f.name not in raw)
+        if not missing:
+            raise
         raise SpecError(f"spec `[{section}]` is missing required key(s) {missing}") from exc
 
 
@@ -283,6 +349,8 @@ def load_spec(path: str | Path) -> ReleaseSpec:
         missing, or a value is impossible (each message names the key and the valid values).
     """
     path = Path(path)
+    if path.is_dir():
+        raise SpecError(f"spec file {str(path)!r} is a folder; give the TOML file itself")
     if not path.is_file():
         raise SpecError(f"spec file {str(path)!r} does not exist")
     try:

@@ -106,7 +106,9 @@ def check_convergence(
     n_div = int(div.sum()) if div is not None else 0
     need = min_ess_per_chain * n_chain
     problems = []
-    if table["r_hat"].max() > max_r_hat:
+    if n_chain < 2 or table["r_hat"].isna().any():
+        problems.append("R-hat undefined (needs >= 2 chains)")
+    elif table["r_hat"].max() > max_r_hat:
         problems.append(f"R-hat {table['r_hat'].max():.3f} > {max_r_hat} "
                         f"({table['r_hat'].idxmax()})")
     for col in ("ess_bulk", "ess_tail"):
@@ -171,7 +173,7 @@ def fit_gp(
     coef_names: list[str],
     scale: np.ndarray | None = None,
     config: SamplerConfig | None = None,
-    parametrization: str = "natural",
+    parametrization: str = "ridge",
     random_seed: int | None = None,
     label: str = "model",
     progressbar: bool = False,

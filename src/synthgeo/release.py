@@ -28,7 +28,7 @@ import pandas as pd
 from synthgeo._errors import SpecError
 from synthgeo.pipeline import MODELS, ReleaseResult
 
-__all__ = ["check_output_dir", "write_release", "package_versions", "release_frames"]
+__all__ = ["check_output_dir", "input_paths", "write_release", "package_versions", "release_frames"]
 
 _PACKAGES = ("synthgeo", "numpy", "scipy", "pandas", "xarray", "pymc", "pytensor", "nutpie",
              "arviz", "geopandas", "pyproj", "shapely", "statsmodels", "pyarrow")
@@ -64,6 +64,15 @@ def check_output_dir(out: Path, *, overwrite: bool, inputs: list[Path]) -> None:
                         "or choose another `--out`")
     if out.exists() and not out.is_dir():
         raise SpecError(f"`--out` {str(out)!r} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / "release.json").is_file():
+        raise SpecError(f"output folder {str(out)!r} is not empty and holds no release.json, so "
+                        "it is not an earlier synthgeo output; `--overwrite` only replaces "
+                        "those: choose another `--out`")
+
+
+def input_paths(spec) -> list[Path]:
+    """Files an output folder must never contain: the points file and the spec."""
+    return [spec.data_path()] + ([spec.source] if spec.source is not None else [])
 
 
 def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
@@ -250,7 +259,7 @@ def write_release(
         If ``out`` exists without ``overwrite`` or contains the input.
     """
     out = Path(out).resolve()
-    check_output_dir(out, overwrite=overwrite, inputs=[result.spec.data_path()])
+    check_output_dir(out, overwrite=overwrite, inputs=input_paths(result.spec))
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
