@@ -19,7 +19,7 @@ __all__ = ["main"]
 
 
 def _versions() -> str:
-    from synthgeo.release import package_versions
+    from synthgeo._versions import package_versions
 
     return "\n".join(f"{k} {v}" for k, v in package_versions().items() if k != "synthgeo")
 
@@ -189,7 +189,11 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     # warning filters and the one-line display are restored on return (main may run in-process)
     with warnings.catch_warnings():
-        return _main(args)
+        try:
+            return _main(args)
+        except BrokenPipeError:  # e.g. `synthgeo --version | head -1`
+            sys.stderr.close()
+            return 0
 
 
 def _main(args: argparse.Namespace) -> int:

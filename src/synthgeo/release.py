@@ -13,11 +13,9 @@ import hashlib
 import json
 import math
 import os
-import platform
 import shutil
 import tempfile
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -26,24 +24,10 @@ import numpy as np
 import pandas as pd
 
 from synthgeo._errors import SpecError
+from synthgeo._versions import package_versions
 from synthgeo.pipeline import MODELS, ReleaseResult
 
 __all__ = ["check_output_dir", "input_paths", "write_release", "package_versions", "release_frames"]
-
-_PACKAGES = ("synthgeo", "numpy", "scipy", "pandas", "xarray", "pymc", "pytensor", "nutpie",
-             "arviz", "geopandas", "pyproj", "shapely", "statsmodels", "pyarrow")
-
-
-def package_versions() -> dict[str, str]:
-    """Installed versions of synthgeo and its main dependencies (plus Python)."""
-    out = {"python": platform.python_version()}
-    for name in _PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "not installed"
-    return out
-
 
 def check_output_dir(out: Path, *, overwrite: bool, inputs: list[Path]) -> None:
     """Refuse an existing output folder without ``overwrite``, or one that holds an input.
