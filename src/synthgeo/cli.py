@@ -164,16 +164,20 @@ def _cmd_run(args: argparse.Namespace, say) -> int:
                            "display.float_format", "{:.4g}".format):
         say("\n" + tables["overview"].to_string(index=False, header=False))
         risk = tables["risk"][["group", "measure", "n_records", "mean_unrestricted",
-                               "mean_restricted", "reduction", "attack_share_unrestricted",
+                               "mean_restricted", "reduction", "median_record_reduction",
+                               "attack_share_unrestricted",
                                "attack_share_restricted"]]
-        say("\nDisclosure risk (share of synthetic values within tolerance of the truth):")
+        say("\nDisclosure risk (share of synthetic values within tolerance of the truth; "
+            "reduction = 1 - mean restricted / mean unrestricted;\n attack = share of records "
+            "whose implicate average is within tolerance):")
         say(risk.to_string(index=False))
         util = tables["utility"][["model", "term", "estimate", "lower", "upper", "ci_overlap",
                                   "std_diff"]]
         say(f"\nUtility, Reiter (2003) for {spec.formula!r} (CI overlap vs confidential OLS):")
         say(util.to_string(index=False))
     say("\nstage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
-    print(f"report: {out / 'report.html'}")
+    print(f"release (restricted model's implicates): {out / 'release'}")
+    print(f"report (confidential): {out / 'report.html'}")
     return 0
 
 

@@ -143,7 +143,9 @@ def release_record(result: ReleaseResult, *, seconds: dict[str, float]) -> dict[
                 "projected_wkt": data.gdf.crs.to_wkt()},
         "n_records": data.n_records, "n_sites": data.sites.n_sites,
         "n_implicates": spec.synthesis.n_implicates,
-        "at_risk": {"rule": f"fewer than k-1 = {spec.model.k - 1} neighbouring records within M",
+        "released_model": "restricted",
+        "at_risk": {"rule": ("no other record within M" if spec.model.k == 2 else
+                             f"fewer than {spec.model.k - 1} other records within M"),
                     "rho0": spec.model.rho0, "M_m": result.M_m,
                     "M_source": "spec M_m" if spec.model.M_m else "-log(rho0)/median(phi)",
                     "n_at_risk": result.at_risk.n_at_risk,
@@ -173,8 +175,8 @@ Produced by synthgeo {package_versions()['synthgeo']} from a confidential file o
 ## What is synthetic
 - `{d.response}` is **synthetic** in every row: drawn from a Bayesian spatial model
   (Gaussian process with differential smoothing; Quick, Holan & Wikle 2018, JRSS-A 181(3)).
-  The model's restricted form removes the spatial effect at {result.at_risk.n_at_risk}
-  spatially isolated records (no neighbour within {result.M_m:,.0f} m).
+  The model's restricted form (differential smoothing) removes the spatial effect at
+  spatially isolated records, so their synthetic values do not track their true values.
 - Locations ({', '.join(c for c in (d.x, d.y) if c) or 'geometry'}) and covariates
   ({', '.join(d.covariates) or 'none'}) are released unchanged. No record was suppressed.
 - There are L = {L} implicates (synthetic copies of the file). Analyse **every** implicate and

@@ -36,12 +36,13 @@ def summary_tables(result: ReleaseResult) -> dict[str, pd.DataFrame]:
             ("sites", f"{data.sites.n_sites}"),
             ("CRS (projected)", data.gdf.crs.name),
             ("implicates (L)", f"{spec.synthesis.n_implicates}"),
+            ("released model", "restricted (differential smoothing, gamma = "
+                               f"{spec.model.gamma})"),
             ("M (metres)", f"{result.M_m:,.0f}"),
             ("at-risk records", f"{result.at_risk.n_at_risk}"),
-            ("at-risk records at phi 5% / 95% quantile",
+            ("sensitivity: at-risk records with M from phi's 5% / 95% quantile",
              f"{sens['phi_q05']['n_at_risk']} (M = {sens['phi_q05']['M_m']:,.0f} m) / "
              f"{sens['phi_q95']['n_at_risk']} (M = {sens['phi_q95']['M_m']:,.0f} m)"),
-            ("gamma", f"{spec.model.gamma}"),
             ("seed", f"{spec.sampling.seed}"),
             ("input sha256", f"{data.gdf.attrs.get('sha256', '')[:16]}…"),
         ],
