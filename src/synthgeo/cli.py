@@ -200,7 +200,18 @@ def main(argv: list[str] | None = None) -> int:
             return 0
 
 
+def _sigterm(signum, frame):  # noqa: ARG001
+    # turn SIGTERM into KeyboardInterrupt so that write_release removes its temporary folder
+    raise KeyboardInterrupt
+
+
 def _main(args: argparse.Namespace) -> int:
+    import signal
+
+    try:
+        signal.signal(signal.SIGTERM, _sigterm)
+    except ValueError:  # not the main thread (e.g. called from a worker): leave it
+        pass
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     if not args.verbose:

@@ -21,7 +21,8 @@ from synthgeo.model.restricted_gp import GPPriors, default_priors, smoothing_sca
 from synthgeo.points import coordinates_m, load_points
 from synthgeo.risk import RiskResult, summarise_risk, within_eps_risk
 from synthgeo.synthesize import draw_implicates
-from synthgeo.utility import compare_to_confidential
+from synthgeo._errors import InputError, SpecError
+from synthgeo.utility import compare_to_confidential, fit_ols
 
 __all__ = ["PreparedData", "ReleaseResult", "prepare_data", "run_release"]
 
@@ -81,10 +82,64 @@ def prepare_data(spec: ReleaseSpec) -> PreparedData:
     y = gdf[d.response].to_numpy(dtype=float)
     X = np.column_stack([np.ones(len(gdf))] + [gdf[c].to_numpy(dtype=float)
                                                for c in d.covariates])
+    _check_model_inputs(spec, y, X)
+    sites = make_sites(coordinates_m(gdf))
+    if sites.n_sites < 3:
+        raise InputError(
+            f"only {sites.n_sites} distinct location(s) among {len(y)} records: a spatial model "
+            "needs at least 3; records at one location are real data, but there is no spatial "
+            "variation to fit"
+        )
+    frame = pd.DataFrame(gdf.drop(columns="geometry"))[d.covariates].copy()
+    frame[d.response] = y
+    try:
+        fit_ols(spec.formula, frame.reset_index(drop=True))
+    except Exception as exc:  # patsy/statsmodels raise many types for a bad formula
+        raise SpecError(
+            f"`[utility] formula` {spec.formula!r} cannot be fitted to the response and the "
+            f"spec's covariates {d.covariates}: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0]}"
+        ) from exc
     return PreparedData(
         gdf=gdf, y=y, X=X, coef_names=["Intercept", *d.covariates],
-        sites=make_sites(coordinates_m(gdf)), record_id=gdf[id_col].to_numpy(), id_column=id_col,
+        sites=sites, record_id=gdf[id_col].to_numpy(), id_column=id_col,
     )
+
+
+def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray) -> None:
+    """Refuse inputs that would give a meaningless fit or leak the response.
+
+    Raises
+    ------
+    InputError
+        Back-transformed response not finite; constant response; a constant covariate (collinear
+        with the intercept); a covariate that determines the response (released covariates
+        would then disclose it).
+    """
+    d = spec.data
+    with np.errstate(over="ignore"):
+        g = np.exp(y) if d.back_transform == "exp" else y
+    if not np.all(np.isfinite(g)):
+        raise InputError(
+            f"`back_transform = {d.back_transform!r}` of response `{d.response}` overflows "
+            f"(largest value {np.max(y)!r}); is the response already on the log scale? Use "
+            "`back_transform = \"identity\"` for a response in dollars"
+        )
+    if np.ptp(y) == 0:
+        raise InputError(f"response `{d.response}` is constant ({y[0]!r}): nothing to model")
+    for j, c in enumerate(d.covariates, start=1):
+        x = X[:, j]
+        if np.ptp(x) == 0:
+            raise InputError(f"covariate `{c}` is constant ({x[0]!r}): it is collinear with "
+                             "the intercept; remove it from `[data] covariates`")
+        for target, what in ((y, "the response"), (g, "the back-transformed response")):
+            r = np.corrcoef(x, target)[0, 1]
+            if abs(r) > 0.9999:
+                raise InputError(
+                    f"covariate `{c}` determines {what} `{d.response}` (correlation {r:.6f}); "
+                    "covariates are released unchanged, so it would disclose the confidential "
+                    "value: remove it from `[data] covariates`"
+                )
 
 
 @dataclass(frozen=True, kw_only=True)

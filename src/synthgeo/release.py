@@ -48,6 +48,10 @@ def check_output_dir(out: Path, *, overwrite: bool, inputs: list[Path]) -> None:
                         "or choose another `--out`")
     if out.exists() and not out.is_dir():
         raise SpecError(f"`--out` {str(out)!r} exists and is not a folder")
+    parent = next((p for p in [out, *out.parents] if p.exists()), out.parent)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise SpecError(f"`--out` {str(out)!r}: folder {str(parent)!r} is not writable; "
+                        "choose another `--out`")
     if out.is_dir() and any(out.iterdir()) and not (out / "release.json").is_file():
         raise SpecError(f"output folder {str(out)!r} is not empty and holds no release.json, so "
                         "it is not an earlier synthgeo output; `--overwrite` only replaces "
@@ -282,6 +286,7 @@ def write_release(
         (tmp / "release.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
         if report_html is not None:
             (tmp / "report.html").write_text(report_html, encoding="utf-8")
+        os.chmod(tmp, 0o755)  # mkdtemp makes 0700; the release folder is meant to be shared
         if out.exists():
             trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
             out.rename(trash / "old")

@@ -1,0 +1,75 @@
+"""Inputs that load fine but would give a meaningless fit or leak the response are refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synthgeo import InputError, SpecError
+from synthgeo.config import bundled_spec_path, load_spec
+from synthgeo.pipeline import prepare_data
+
+
+@pytest.fixture()
+def sales(tmp_path):
+    spec = load_spec(bundled_spec_path())
+    raw = pd.read_csv(spec.data_path()).query("beds == 2").drop_duplicates(
+        subset=["lon", "lat", "price_usd"]).head(40)
+    return spec, raw, tmp_path
+
+
+def _spec(spec, raw, tmp_path, **data):
+    path = tmp_path / "pts.csv"
+    raw.to_csv(path, index=False)
+    s = spec.replace("data", path=str(path), query=None, **{k: v for k, v in data.items()
+                                                             if k != "formula"})
+    if "formula" in data:
+        s = s.replace("utility", formula=data["formula"])
+    return s
+
+
+def test_covariate_that_discloses_the_response(sales):
+    spec, raw, tmp = sales
+    s = _spec(spec, raw, tmp, covariates=["sqft_living", "price_usd"],
+              formula="log_price ~ sqft_living")
+    with pytest.raises(InputError, match="covariate `price_usd` determines the back-transformed"):
+        prepare_data(s)
+
+
+def test_exp_of_a_dollar_response_overflows(sales):
+    spec, raw, tmp = sales
+    s = _spec(spec, raw, tmp, response="price_usd", formula="price_usd ~ sqft_living")
+    with pytest.raises(InputError, match="back_transform = 'exp'.*overflows"):
+        prepare_data(s)
+
+
+def test_constant_covariate_and_response(sales):
+    spec, raw, tmp = sales
+    with pytest.raises(InputError, match="covariate `sqft_living` is constant"):
+        prepare_data(_spec(spec, raw.assign(sqft_living=1000), tmp))
+    with pytest.raises(InputError, match="response `log_price` is constant"):
+        prepare_data(_spec(spec, raw.assign(log_price=12.0), tmp))
+
+
+def test_all_records_at_one_location(sales):
+    spec, raw, tmp = sales
+    with pytest.raises(InputError, match="only 1 distinct location"):
+        prepare_data(_spec(spec, raw.assign(lon=-121.4, lat=38.6), tmp))
+
+
+def test_formula_checked_before_fitting(sales):
+    spec, raw, tmp = sales
+    with pytest.raises(SpecError, match=r"`\[utility\] formula` 'log_price ~ sqft_livin'"):
+        prepare_data(_spec(spec, raw, tmp, formula="log_price ~ sqft_livin"))
+
+
+def test_coincident_records_are_fine(sales):
+    spec, raw, tmp = sales
+    raw = raw.copy()
+    raw.iloc[1, raw.columns.get_loc("lon")] = raw.iloc[0]["lon"]
+    raw.iloc[1, raw.columns.get_loc("lat")] = raw.iloc[0]["lat"]
+    data = prepare_data(_spec(spec, raw, tmp))
+    assert data.n_records == 40
+    assert data.sites.n_sites == len(raw[["lon", "lat"]].drop_duplicates()) < 40
+    assert np.all(np.isfinite(data.y))
