@@ -45,6 +45,8 @@ class PreparedData:
         Intercept plus the spec's covariates.
     coef_names : list of str
     sites : Sites
+    frame : pandas.DataFrame
+        Covariates and the confidential response, n_records rows: the analyst's data.
     record_id : ndarray of shape (n_records,)
     id_column : str
     """
@@ -54,6 +56,7 @@ class PreparedData:
     X: np.ndarray
     coef_names: list[str]
     sites: Sites
+    frame: pd.DataFrame
     record_id: np.ndarray
     id_column: str
 
@@ -90,10 +93,10 @@ def prepare_data(spec: ReleaseSpec) -> PreparedData:
             "needs at least 3; records at one location are real data, but there is no spatial "
             "variation to fit"
         )
-    frame = pd.DataFrame(gdf.drop(columns="geometry"))[d.covariates].copy()
+    frame = pd.DataFrame(gdf.drop(columns="geometry"))[d.covariates].reset_index(drop=True)
     frame[d.response] = y
     try:
-        fit_ols(spec.formula, frame.reset_index(drop=True))
+        fit_ols(spec.formula, frame)
     except Exception as exc:  # patsy/statsmodels raise many types for a bad formula
         raise SpecError(
             f"`[utility] formula` {spec.formula!r} cannot be fitted to the response and the "
@@ -102,7 +105,7 @@ def prepare_data(spec: ReleaseSpec) -> PreparedData:
         ) from exc
     return PreparedData(
         gdf=gdf, y=y, X=X, coef_names=["Intercept", *d.covariates],
-        sites=sites, record_id=gdf[id_col].to_numpy(), id_column=id_col,
+        sites=sites, frame=frame, record_id=gdf[id_col].to_numpy(), id_column=id_col,
     )
 
 
@@ -272,11 +275,8 @@ def run_release(spec: ReleaseSpec, *, progress=None) -> ReleaseResult:
     seconds["risk"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    frame = pd.DataFrame(data.gdf.drop(columns="geometry"))[spec.data.covariates].copy()
-    frame[spec.data.response] = data.y
-    frame = frame.reset_index(drop=True)
     utility = compare_to_confidential(
-        spec.formula, {k: v["y_synthetic"] for k, v in implicates.items()}, frame,
+        spec.formula, {k: v["y_synthetic"] for k, v in implicates.items()}, data.frame,
         response=spec.data.response, truth=data.y, alpha=spec.utility.alpha,
     )
     seconds["utility"] = time.perf_counter() - t

@@ -9,7 +9,6 @@ the synthetic response; no other input column can reach it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -299,11 +298,3 @@ def write_release(
         raise
     return out
 
-
-def sha256_of(path: Path) -> str:
-    """Hex sha256 of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
