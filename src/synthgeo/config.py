@@ -24,6 +24,10 @@ __all__ = [
 
 BUNDLED_SPEC = "sacramento_2bed.toml"
 
+#: ``gp = "auto"`` uses the exact GP up to this many records and the NNGP beyond: the measured
+#: break-even of the grid route's cost per cell (benchmarks/bench_nngp.py, 2 cores).
+AUTO_EXACT_MAX_RECORDS = 1000
+
 
 def _err(section: str, key: str, value: Any, expect: str) -> SpecError:
     return SpecError(f"spec `[{section}] {key}` must be {expect}, got {value!r}")
@@ -109,8 +113,10 @@ class DataConfig:
 class ModelConfig:
     """GP model and differential smoothing.
 
-    ``gp`` {"exact"}: GP representation ("nngp"/"auto" arrive with the scale work and are refused
-    until then); ``rho0``: correlation defining M = −log(ρ₀)/φ̂; ``M_m``: fixed M in metres
+    ``gp`` {"exact", "nngp", "auto"}: GP representation (auto: exact up to
+    ``AUTO_EXACT_MAX_RECORDS`` records, NNGP beyond); ``n_neighbors``: NNGP conditioning-set
+    size m (2–50, default 15); ``rho0``: correlation defining M = −log(ρ₀)/φ̂; ``M_m``: fixed M
+    in metres
     (skips the rule); ``k``: at risk when fewer than k − 1 neighbours within M (2 = paper);
     ``gamma``: smoothing strength, a number ≥ 0 or "inf" (paper's restricted model);
     ``at_risk_effect`` {"zero"}: the effect synthesised at at-risk sites; ``parametrization``
@@ -118,6 +124,7 @@ class ModelConfig:
     """
 
     gp: str = "exact"
+    n_neighbors: int = 15
     rho0: float = 0.2
     M_m: float | None = None
     k: int = 2
@@ -128,8 +135,10 @@ class ModelConfig:
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
-        if self.gp != "exact":
-            raise _err("model", "gp", self.gp, '"exact" (the NNGP engine is not built yet)')
+        if self.gp not in ("exact", "nngp", "auto"):
+            raise _err("model", "gp", self.gp, 'one of "exact", "nngp", "auto"')
+        if not (_is_int(self.n_neighbors) and 2 <= self.n_neighbors <= 50):
+            raise _err("model", "n_neighbors", self.n_neighbors, "an integer from 2 to 50")
         if not (_is_number(self.rho0) and 0 < self.rho0 < 1):
             raise _err("model", "rho0", self.rho0, "a number strictly between 0 and 1")
         if self.M_m is not None and not (_is_number(self.M_m) and self.M_m > 0):
@@ -161,6 +170,12 @@ class ModelConfig:
             raise _err("model.priors", "range_min_m", lo,
                        f"smaller than `range_max_m` = {hi!r}")
 
+    def engine_for(self, n_records: int) -> str:
+        """Return the GP representation for ``n_records`` records ("exact" or "nngp")."""
+        if self.gp == "auto":
+            return "exact" if n_records <= AUTO_EXACT_MAX_RECORDS else "nngp"
+        return self.gp
+
     @property
     def gamma_value(self) -> float:
         """γ as a float (``inf`` for the paper's restricted model)."""
@@ -169,9 +184,11 @@ class ModelConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class SamplerConfig:
-    """NUTS settings.
+    """Posterior sampling settings.
 
-    ``sampler`` {"nutpie"}, ``backend`` {"numba", "jax"}, ``chains`` (>= 2 unless
+    ``sampler`` {"nutpie", "grid"}: NUTS (nutpie) over the collapsed posterior, or independent
+    draws from the conjugate grid posterior (:mod:`synthgeo.model.grid`; the only route for
+    ``gp = "nngp"``); ``backend`` {"numba", "jax"}, ``chains`` (>= 2 unless
     ``on_convergence_failure = "warn"``: R-hat compares chains), ``draws`` and ``tune`` (per
     chain), ``seed`` (int), ``on_convergence_failure`` {"stop", "warn"}, ``target_accept``.
     """
@@ -187,8 +204,8 @@ class SamplerConfig:
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
-        if self.sampler != "nutpie":
-            raise _err("sampling", "sampler", self.sampler, '"nutpie"')
+        if self.sampler not in ("nutpie", "grid"):
+            raise _err("sampling", "sampler", self.sampler, '"nutpie" or "grid"')
         if self.backend not in ("numba", "jax"):
             raise _err("sampling", "backend", self.backend, '"numba" or "jax"')
         for key, lo in (("chains", 1), ("draws", 10), ("tune", 10)):
@@ -264,6 +281,15 @@ class ReleaseSpec:
     risk: RiskConfig = field(default_factory=RiskConfig)
     utility: UtilityConfig = field(default_factory=UtilityConfig)
     source: Path | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse combinations of sections that cannot work together."""
+        if self.model.gp == "nngp" and self.sampling.sampler != "grid":
+            raise SpecError(
+                'spec `[model] gp = "nngp"` needs `[sampling] sampler = "grid"`: NUTS over the '
+                "NNGP likelihood needs thousands of gradient evaluations (~0.1 s each at 25,000 "
+                "records), the grid a few hundred evaluations without gradients"
+            )
 
     @property
     def formula(self) -> str:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import time
 import warnings
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import arviz as az
 import numpy as np
@@ -150,7 +151,14 @@ class GPFit:
     priors : GPPriors
     convergence : Convergence
     seconds : dict
-        Wall time of ``compile``, ``sample`` and ``recover`` in seconds.
+        Wall time per fitting stage in seconds.
+    engine : dict
+        How the posterior was computed: ``sampler`` ("nutpie" or "grid"), ``gp`` ("exact" or
+        "nngp"), ``n_neighbors``, and for the grid route its stages and checks.
+    effect_sampler : callable or None
+        ``effect_sampler(flat_index) -> ndarray (k, n_sites)``: w for the given flattened
+        (chain, draw) indices when the posterior does not store ``w`` for every draw (the grid
+        route draws w only for the draws that become implicates). Use :meth:`effects`.
     """
 
     idata: az.InferenceData
@@ -158,6 +166,29 @@ class GPFit:
     priors: GPPriors
     convergence: Convergence
     seconds: dict[str, float]
+    engine: dict = field(default_factory=lambda: {"sampler": "nutpie", "gp": "exact"})
+    effect_sampler: Callable[[np.ndarray], np.ndarray] | None = None
+
+    def effects(self, flat_index: np.ndarray) -> np.ndarray:
+        """Spatial effects w (model scale, before D) for flattened (chain, draw) indices.
+
+        Parameters
+        ----------
+        flat_index : ndarray of int, shape (k,)
+            Indices into the posterior flattened as chain-major (chain * n_draw + draw).
+
+        Returns
+        -------
+        ndarray of shape (k, n_sites)
+        """
+        flat_index = np.asarray(flat_index, dtype=int)
+        post = self.idata.posterior
+        if "w" in post:
+            ci, di = np.divmod(flat_index, post.sizes["draw"])
+            return post["w"].values[ci, di]
+        if self.effect_sampler is None:
+            raise ValueError("this fit holds no spatial effects")
+        return self.effect_sampler(flat_index)
 
     def phi_quantiles(self, q: tuple[float, ...] = (0.05, 0.5, 0.95)) -> np.ndarray:
         """Posterior quantiles of φ in 1/metre."""

@@ -7,13 +7,14 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 import geopandas
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from synthgeo.config import ReleaseSpec
+from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec
 from synthgeo.diagnostics.at_risk import AtRiskResult, find_at_risk
 from synthgeo.fit import GPFit, fit_gp, require_convergence
 from synthgeo.model.kernels import M_FROM_RHO0, Sites, make_sites
@@ -191,6 +192,25 @@ def _priors(spec: ReleaseSpec, data: PreparedData) -> GPPriors:
     return default_priors(data.y, data.X, data.sites, **spec.model.priors)
 
 
+def _fitter(spec: ReleaseSpec, data: PreparedData):
+    """``fit(scale=None, random_seed=..., label=...) -> GPFit`` for the spec's engine."""
+    priors = _priors(spec, data)
+    gp = spec.model.engine_for(data.n_records)
+    common = dict(priors=priors, coef_names=data.coef_names, config=spec.sampling)
+    if spec.sampling.sampler == "grid":
+        from synthgeo.fit_grid import fit_gp_grid
+
+        return partial(fit_gp_grid, data.y, data.X, data.sites, gp=gp,
+                       n_neighbors=spec.model.n_neighbors, **common)
+    if gp != "exact":
+        raise SpecError(
+            f'`[model] gp = "auto"` chose the NNGP for {data.n_records} records (more than '
+            f'{AUTO_EXACT_MAX_RECORDS}), which needs `[sampling] sampler = "grid"`'
+        )
+    return partial(fit_gp, data.y, data.X, data.sites,
+                   parametrization=spec.model.parametrization, **common)
+
+
 def run_release(spec: ReleaseSpec, *, progress=None) -> ReleaseResult:
     """Fit both models, synthesise, score risk and utility (writes nothing).
 
@@ -219,18 +239,15 @@ def run_release(spec: ReleaseSpec, *, progress=None) -> ReleaseResult:
     seconds["load"] = time.perf_counter() - t
     say(f"loaded {data.n_records} records at {data.sites.n_sites} sites "
         f"({data.gdf.crs.name})")
-    priors = _priors(spec, data)
     seeds = np.random.SeedSequence(spec.sampling.seed).spawn(4)
     fit_seed = [int(s.generate_state(1)[0]) for s in seeds[:2]]
     synth_seed = seeds[2:]
     fits: dict[str, GPFit] = {}
-    common = dict(priors=priors, coef_names=data.coef_names, config=spec.sampling,
-                  parametrization=spec.model.parametrization)
+    fit = _fitter(spec, data)
 
     say("fitting the unrestricted model")
     t = time.perf_counter()
-    fits["unrestricted"] = fit_gp(data.y, data.X, data.sites, random_seed=fit_seed[0],
-                                  label="unrestricted", **common)
+    fits["unrestricted"] = fit(random_seed=fit_seed[0], label="unrestricted")
     seconds["fit_unrestricted"] = time.perf_counter() - t
 
     coords = coordinates_m(data.gdf)
@@ -251,8 +268,7 @@ def run_release(spec: ReleaseSpec, *, progress=None) -> ReleaseResult:
     say("fitting the restricted model")
     t = time.perf_counter()
     scale = smoothing_scale(at_risk.site_at_risk.astype(float), spec.model.gamma_value)
-    fits["restricted"] = fit_gp(data.y, data.X, data.sites, scale=scale,
-                                random_seed=fit_seed[1], label="restricted", **common)
+    fits["restricted"] = fit(scale=scale, random_seed=fit_seed[1], label="restricted")
     seconds["fit_restricted"] = time.perf_counter() - t
     require_convergence(fits, spec.sampling.on_convergence_failure)
 

@@ -131,7 +131,7 @@ def release_record(result: ReleaseResult, *, seconds: dict[str, float]) -> dict[
                                   "q05": np.quantile(v, 0.05), "median": np.median(v),
                                   "q95": np.quantile(v, 0.95)}
         fits[name] = {"posterior_summary": summ, "convergence": fit.convergence.to_dict(),
-                      "seconds": fit.seconds,
+                      "seconds": fit.seconds, "engine": fit.engine,
                       "n_sites_smoothed": int(np.sum(fit.scale < 1))}
     rec = {
         "synthgeo_release_record": 1,

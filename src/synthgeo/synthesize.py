@@ -75,7 +75,7 @@ def draw_implicates(
     flat = implicate_draw_index(n_chain, n_draw, n_implicates)
     ci, di = np.divmod(flat, n_draw)
     beta = post["beta"].values[ci, di]  # (L, p)
-    w = post["w"].values[ci, di]  # (L, S)
+    w = fit.effects(flat)  # (L, S)
     nugget = post["nugget"].values[ci, di]  # (L,)
     idx = fit.idata.constant_data["site_index"].values
     d = fit.idata.constant_data["scale"].values

@@ -25,7 +25,7 @@ from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from synthgeo.model.kernels import Sites
 from synthgeo.model.restricted_gp import GPPriors
 
-__all__ = ["recover_effects", "JITTER"]
+__all__ = ["recover_effects", "draw_effects_exact", "JITTER"]
 
 #: Relative jitter added to σ²R's diagonal before its Cholesky (R is positive definite over
 #: distinct sites; the jitter only guards round-off for sites a few metres apart).
@@ -57,15 +57,63 @@ def _draw_one(
     Lp = np.linalg.cholesky(prec)
     mean = cho_solve((Lp, True), rhs, check_finite=False)
     beta = mean + solve_triangular(Lp.T, rng.standard_normal(p), lower=False)
+    w = _w_given_beta(rng, y - X @ beta, K, KD, d, idx, cf, sigma2, nugget)
+    return beta, w
+
+
+def _w_given_beta(rng, resid_beta, K, KD, d, idx, cf, sigma2, nugget):
+    """Matheron's rule: w | β, θ, y for residual y − Xβ (cf: Cholesky of Σ)."""
     S = K.shape[0]
+    n = resid_beta.shape[0]
     Lk = np.linalg.cholesky(K + JITTER * sigma2 * np.eye(S))
     w0 = Lk @ rng.standard_normal(S)
     e0 = rng.normal(0.0, np.sqrt(nugget), n)
-    resid = y - X @ beta - (d * w0)[idx] - e0
+    resid = resid_beta - (d * w0)[idx] - e0
     alpha = cho_solve(cf, resid, check_finite=False)  # Σ⁻¹(...), (N,)
     At_alpha = np.bincount(idx, weights=alpha, minlength=S)  # Aᵀ α
-    w = w0 + KD @ At_alpha
-    return beta, w
+    return w0 + KD @ At_alpha
+
+
+def draw_effects_exact(
+    draws: dict[str, np.ndarray],
+    y: np.ndarray,
+    X: np.ndarray,
+    sites: Sites,
+    *,
+    scale: np.ndarray,
+    random_seed: int | np.random.Generator | None = None,
+) -> np.ndarray:
+    """Draw w | β, θ, y at every site, exactly (dense; Matheron's rule), for given draws.
+
+    Parameters
+    ----------
+    draws : dict
+        ``sigma2`` (L,), ``alpha`` (L,) = τ²/σ², ``phi_km`` (L,) in 1/km, ``beta`` (L, p).
+    y, X, sites, scale
+        As :func:`recover_effects`.
+    random_seed : int, Generator or None
+
+    Returns
+    -------
+    ndarray of shape (L, S)
+        w on the model scale, before the D scaling.
+    """
+    rng = np.random.default_rng(random_seed)
+    d = np.asarray(scale, dtype=float)
+    dist_km = sites.distance_km()
+    idx = sites.site_index
+    n = y.shape[0]
+    out = np.empty((draws["sigma2"].shape[0], sites.n_sites))
+    for j in range(out.shape[0]):
+        sigma2 = float(draws["sigma2"][j])
+        nugget = float(draws["alpha"][j]) * sigma2
+        K = sigma2 * np.exp(-float(draws["phi_km"][j]) * dist_km)
+        KD = K * d[None, :]
+        Sigma = (d[:, None] * KD)[np.ix_(idx, idx)] + nugget * np.eye(n)
+        cf = cho_factor(Sigma, lower=True, check_finite=False)
+        out[j] = _w_given_beta(rng, y - X @ draws["beta"][j], K, KD, d, idx, cf, sigma2,
+                               nugget)
+    return out
 
 
 def recover_effects(

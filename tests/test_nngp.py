@@ -1,0 +1,210 @@
+"""NNGP engine and the conjugate grid route: exactness limits, laws, accuracy against exact."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+from scipy.spatial.distance import cdist
+
+from synthgeo._errors import SpecError
+from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ModelConfig, SamplerConfig, load_spec
+from synthgeo.model.grid import ExactCovariance, NNGPCovariance, grid_posterior
+from synthgeo.model.kernels import make_sites
+from synthgeo.model.nngp_effects import NNGPEffects
+from synthgeo.model.vecchia import ordered_neighbours, vecchia_factors
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _layout(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    xy = rng.uniform(0, 1, size=(n, 2))
+    xy[5] = xy[6]  # coincident records are real data
+    return xy
+
+
+def test_vecchia_with_all_earlier_neighbours_is_exact():
+    xy = _layout()
+    n = xy.shape[0]
+    d = np.ones(n)
+    d[[3, 10]] = 0.0  # at risk under gamma = inf
+    d[20] = 0.5  # finite gamma
+    g = ordered_neighbours(xy, n - 1, eligible=d > 0)
+    f = vecchia_factors(g, phi=5.0, alpha=0.1, d=d)
+    C = np.outer(d, d) * np.exp(-5.0 * cdist(xy, xy)) + 0.1 * np.eye(n)
+    Co = C[np.ix_(g.order, g.order)]
+    assert f.logdet == pytest.approx(np.linalg.slogdet(Co)[1], abs=1e-9)
+    np.testing.assert_allclose(f.precision().toarray(), np.linalg.inv(Co), atol=1e-9)
+
+
+@pytest.mark.parametrize("m", [1, 4, 7])
+def test_ordered_neighbours_match_brute_force(m):
+    xy = _layout(60, seed=m)
+    elig = np.ones(60, bool)
+    elig[::7] = False
+    g = ordered_neighbours(xy, m, eligible=elig)
+    pts, el = xy[g.order], elig[g.order]
+    for r in range(60):
+        earlier = [j for j in range(r) if el[j]]
+        want = np.sort(np.linalg.norm(pts[earlier] - pts[r], axis=1))[:m]
+        got_idx = g.neighbours[r][g.neighbours[r] >= 0]
+        assert all(j < r and el[j] for j in got_idx)
+        got = np.sort(np.linalg.norm(pts[got_idx] - pts[r], axis=1))
+        np.testing.assert_allclose(got, want)  # same distances (ties may swap points)
+        np.testing.assert_allclose(g.dist_in[r][: got_idx.size],
+                                   np.linalg.norm(pts[got_idx] - pts[r], axis=1))
+
+
+def _data(n=50, seed=1):
+    rng = np.random.default_rng(seed)
+    xy = _layout(n, seed) * 1000.0  # metres
+    X = np.column_stack([np.ones(n), rng.standard_normal(n)])
+    w = np.linalg.cholesky(np.exp(-cdist(xy, xy) / 300.0) + 1e-9 * np.eye(n)) @ rng.standard_normal(n)
+    y = X @ [1.0, 0.5] + w + rng.normal(0, 0.3, n)
+    return y, X, make_sites(xy)
+
+
+def test_nngp_backend_equals_exact_with_full_neighbour_sets():
+    y, X, sites = _data()
+    d = np.ones(sites.n_sites)
+    d[2] = 0.0
+    ex = ExactCovariance(y, X, sites, d).stats(3.0, 0.2)
+    nn = NNGPCovariance(y, X, sites, d, n_neighbors=y.size - 1).stats(3.0, 0.2)
+    assert nn.logdet == pytest.approx(ex.logdet, rel=1e-9)
+    np.testing.assert_allclose(nn.XtKX, ex.XtKX, rtol=1e-8)
+    np.testing.assert_allclose(nn.XtKy, ex.XtKy, rtol=1e-8)
+    assert nn.ytKy == pytest.approx(ex.ytKy, rel=1e-9)
+
+
+def test_grid_log_marginal_matches_numerical_integration():
+    """The Normal-inverse-gamma closed form equals ∫ N(y | Xμ, σ²(K + XVXᵀ)) IG(σ²) dσ²."""
+    y, X, sites = _data(30)
+    d = np.ones(sites.n_sites)
+    backend = ExactCovariance(y, X, sites, d)
+    V, mu, a, b = 4.0 * np.eye(2), np.array([0.5, 0.0]), 2.0, 0.7
+    gp = grid_posterior(backend, n=y.size, beta_mean=mu, V=V, sigma2_shape=a, sigma2_scale=b,
+                        range_min_m=100.0, range_max_m=900.0)
+    row = gp.cells.iloc[len(gp.cells) // 2]
+    phi_km, alpha = row["phi_per_m"] * 1000.0, row["nugget_ratio"]
+    idx = sites.site_index  # two records share a site
+    K = np.exp(-phi_km * sites.distance_km())[np.ix_(idx, idx)] + alpha * np.eye(y.size)
+    S = K + X @ V @ X.T
+
+    def integrand(s2):
+        return np.exp(stats.multivariate_normal(X @ mu, s2 * S).logpdf(y)
+                      + stats.invgamma(a, scale=b).logpdf(s2) + 40.0)
+
+    val, _ = integrate.quad(integrand, 1e-6, 50.0, limit=200, points=[0.1, 0.5, 1, 2, 5])
+    assert row["log_marginal"] == pytest.approx(np.log(val) - 40.0, abs=1e-6)
+
+
+def _precision_form(y, X, sites, d, sigma2, alpha, phi_km, beta):
+    """Exact w | y conditional of model.md: Q = (σ²R)⁻¹ + DAᵀAD/τ²."""
+    R = np.exp(-phi_km * sites.distance_km())
+    A = np.zeros((y.size, sites.n_sites))
+    A[np.arange(y.size), sites.site_index] = 1.0
+    tau2 = alpha * sigma2
+    Q = np.linalg.inv(sigma2 * R) + (d[:, None] * (A.T @ A) * d[None, :]) / tau2
+    cov = np.linalg.inv(Q)
+    return cov @ (d * (A.T @ (y - X @ beta))) / tau2, cov
+
+
+@pytest.mark.parametrize("solver", ["splu", "cg"])
+def test_nngp_effect_draws_have_the_exact_conditional_law(solver):
+    y, X, sites = _data(25)
+    d = np.ones(sites.n_sites)
+    d[4] = 0.0
+    eff = NNGPEffects(y, X, sites, d, n_neighbors=sites.n_sites - 1, solver=solver)
+    n = 4000
+    draws = {"sigma2": np.full(n, 1.3), "alpha": np.full(n, 0.15), "phi_km": np.full(n, 4.0),
+             "beta": np.tile([1.0, 0.5], (n, 1)), "cell": np.zeros(n, int)}
+    w = eff.draw(draws, np.random.default_rng(3))
+    act = d > 0
+    mean, cov = _precision_form(y, X, sites, d, 1.3, 0.15, 4.0, np.array([1.0, 0.5]))
+    se = np.sqrt(np.diag(cov) / n)
+    assert np.all(np.abs(w.mean(0)[act] - mean[act]) < 5 * se[act])
+    np.testing.assert_allclose(w.var(0)[act], np.diag(cov)[act], rtol=0.15)
+    # the at-risk site's effect follows its prior given the others (never enters the data)
+    assert np.isfinite(w[:, 4]).all() and w[:, 4].std() > 0
+
+
+def test_effect_draws_are_seeded():
+    y, X, sites = _data(30)
+    eff = NNGPEffects(y, X, sites, np.ones(sites.n_sites), n_neighbors=5)
+    draws = {"sigma2": np.array([1.0, 2.0]), "alpha": np.array([0.1, 0.2]),
+             "phi_km": np.array([3.0, 3.0]), "beta": np.zeros((2, 2)), "cell": np.array([0, 1])}
+    a = eff.draw(draws, np.random.default_rng(7))
+    b = eff.draw(draws, np.random.default_rng(7))
+    np.testing.assert_array_equal(a, b)
+
+
+def test_grid_fit_recovers_parameters():
+    from synthgeo.fit_grid import fit_gp_grid
+    from synthgeo.model.restricted_gp import default_priors
+    from synthgeo.testing import simulate_gp
+
+    sim = simulate_gp(n=300, random_seed=11)
+    sites = make_sites(sim["coords_m"])
+    pri = default_priors(sim["y"], sim["X"], sites)
+    for gp in ("exact", "nngp"):
+        fit = fit_gp_grid(sim["y"], sim["X"], sites, priors=pri, coef_names=["a", "b"],
+                          config=SamplerConfig(sampler="grid", draws=500), gp=gp)
+        post = fit.idata.posterior
+        assert fit.convergence.passed, fit.convergence.problems
+        lo, hi = np.quantile(post["sigma2"].values, [0.005, 0.995])
+        assert lo < 4.0 < hi
+        lo, hi = np.quantile(post["phi"].values, [0.005, 0.995])
+        assert lo < 12.7e-3 < hi
+        b = post["beta"].values.reshape(-1, 2)
+        assert np.quantile(b[:, 1], 0.005) < 0.5 < np.quantile(b[:, 1], 0.995)
+        w = fit.effects(np.arange(0, 1000, 50))
+        assert w.shape == (20, sites.n_sites)
+        assert np.corrcoef(w.mean(0)[sites.site_index], sim["w"])[0, 1] > 0.9
+
+
+def test_engine_choice_and_refusals(tmp_path):
+    assert ModelConfig(gp="auto").engine_for(AUTO_EXACT_MAX_RECORDS) == "exact"
+    assert ModelConfig(gp="auto").engine_for(AUTO_EXACT_MAX_RECORDS + 1) == "nngp"
+    for bad in (1, 51, 2.5, True):
+        with pytest.raises(SpecError, match="n_neighbors"):
+            ModelConfig(n_neighbors=bad)
+    with pytest.raises(SpecError, match="gp"):
+        ModelConfig(gp="hsgp")
+    spec = (ROOT / "models" / "sacramento_all.toml").read_text()
+    p = tmp_path / "s.toml"
+    p.write_text(spec.replace('gp = "auto"', 'gp = "nngp"').replace('sampler = "grid"',
+                                                                    'sampler = "nutpie"'))
+    with pytest.raises(SpecError, match='sampler = "grid"'):
+        load_spec(p)
+
+
+@pytest.mark.slow
+def test_nngp_matches_exact_on_the_paper_design_and_lucas(tmp_path):
+    """Issue 3, item 2: means within 0.25 posterior sd; restricted within-10% risk close."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from _engines import compare, run_engine
+
+    from synthgeo.simulation import simulate_paper_design
+
+    cases = [("paper", simulate_paper_design(2018), "log_income", [], "EPSG:32610")]
+    lucas = ROOT.parent / "shared" / "data" / "lucas_oh_house_sales.csv"
+    if lucas.exists():
+        import pandas as pd
+
+        fr = pd.read_csv(lucas).sample(1000, random_state=1)
+        cases.append(("lucas", fr, "log_price", ["TLA", "age", "beds"], "EPSG:2834"))
+    for name, frame, resp, cov, crs in cases:
+        kw = dict(response=resp, covariates=cov, crs=crs)
+        diff = compare(run_engine(frame, tmp_path / name, gp="exact", **kw),
+                       run_engine(frame, tmp_path / name, gp="nngp", **kw))
+        for key, v in diff.items():
+            if ":" in key:
+                assert abs(v) <= 0.25, (name, key, v)
+        assert abs(diff["risk_all_diff"]) <= 0.02, (name, diff)
+        if np.isfinite(diff["risk_at_risk_diff"]):
+            assert abs(diff["risk_at_risk_diff"]) <= 0.05, (name, diff)
+    assert cases[0][0] == "paper"
