@@ -76,7 +76,7 @@ def fit_gp_grid(
     config: SamplerConfig | None = None,
     gp: str = "nngp",
     n_neighbors: int = 15,
-    effect_solver: str = "splu",
+    effect_solver: str = "cg",
     settings: GridSettings | None = None,
     random_seed: int | None = None,
     label: str = "model",
