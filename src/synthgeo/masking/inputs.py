@@ -157,7 +157,7 @@ def read_region(path: str | os.PathLike, *, crs: pyproj.CRS, x: str | None = Non
         rings = (frame[ring_column].to_numpy() if ring_column in frame.columns
                  else np.zeros(len(frame)))
         polys = []
-        for ring in pd.unique(rings):
+        for ring in pd.unique(rings).tolist():
             pts = xy[rings == ring]
             if len(pts) < 3:
                 raise InputError(f"region ring {ring!r} in {path.name} has {len(pts)} vertices; "
@@ -240,16 +240,19 @@ def load_masking_inputs(
     given = None if crs is None else pyproj.CRS.from_user_input(crs)
     direct = given is not None and _metric_problem(given) is None
     target: Any = given if direct else "utm"
-    common = {"x": x, "y": y, "crs": crs, "coord_unit_m": coord_unit_m, "min_records": 1}
+    csv_options = {"x": x, "y": y, "crs": crs, "coord_unit_m": coord_unit_m}
+    # the cases get every option (load_points refuses CSV options on a layer); the households,
+    # when they are a layer, carry their own CRS and unit
     cases = _working(_load(cases_path, query=cases_query, id_column=id_column,
-                                 target_crs=target, **common))
+                           target_crs=target, min_records=1, **csv_options))
     source_crs = pyproj.CRS.from_wkt(cases.attrs["source_crs"])
     work = pyproj.CRS.from_user_input(cases.crs)
     same_file = households_path.resolve() == cases_path.resolve()
     households = _load(
         households_path, query=households_query, target_crs=work,
         id_column=id_column if same_file else None,
-        numeric_columns=[weight_column] if weight_column else (), **common)
+        numeric_columns=[weight_column] if weight_column else (), min_records=1,
+        **(csv_options if households_path.suffix.lower() == ".csv" else {}))
     hsrc = pyproj.CRS.from_wkt(households.attrs["source_crs"])
     if not hsrc.equals(source_crs, ignore_axis_order=True):
         raise InputError(f"the cases are in {source_crs.name!r} but the households in "

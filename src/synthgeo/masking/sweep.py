@@ -19,7 +19,7 @@ import geopandas
 import numpy as np
 import pandas as pd
 from shapely.geometry.base import BaseGeometry
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from synthgeo._errors import SpecError
 from synthgeo.masking._checks import check_k, resolve_seed
