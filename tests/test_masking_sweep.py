@@ -201,3 +201,25 @@ def test_chorley_sweep(chorley):
     assert t["attacker_success"].iloc[0] > 0.9
     assert np.all(np.diff(t["attacker_success"]) < 0)
     assert (t["redraw_share"] > 0).any()  # the window matters near the coast and edges
+
+
+def test_weights_equal_repeated_households(clustered):
+    # every point holding 2 households: k = 10 is the unit-weight k = 5, draw for draw
+    cases, hh, test = clustered
+    kw = dict(utility=test, n_replicates=15, random_seed=4, progressbar=False)
+    unit = choose_k(cases, hh, k_grid=(5,), **kw).table
+    double = choose_k(cases, hh, k_grid=(10,), weights=np.full(len(hh), 2.0), **kw).table
+    # (the dense/sparse split differs: it uses the 10th household, i.e. another neighbour)
+    split = ["k", "median_displacement_dense_m", "median_displacement_sparse_m"]
+    pd.testing.assert_frame_equal(unit.drop(columns=split), double.drop(columns=split))
+
+
+def test_close_call_note():
+    from synthgeo.masking.sweep import _notes
+
+    t = pd.DataFrame({"k": [10, 20], "attacker_success": [0.2, 0.045],
+                      "attacker_success_se": [0.01, 0.004], "detection_rate": [0.9, 0.95],
+                      "detection_rate_se": [0.02, 0.015]})
+    notes = _notes(t, 20, 0.05, 0.8)
+    assert len(notes) == 1 and "attacker success 0.045 is within two Monte Carlo" in notes[0]
+    assert _notes(t, None, 0.05, 0.8) == []
