@@ -145,6 +145,7 @@ def load_points(
     target_crs: str | int = "utm",
     drop_duplicates: bool = False,
     min_records: int = 10,
+    coord_unit_m: float = 1.0,
 ) -> geopandas.GeoDataFrame:
     """Read a points file, validate it and project it to a CRS in metres.
 
@@ -176,6 +177,11 @@ def load_points(
         first. They are reported with a warning either way.
     min_records : int, default=10
         Fewest records allowed after `query` and duplicate removal.
+    coord_unit_m : float, default=1.0
+        CSV only: metres per unit of the `x`/`y` columns, for a file that stores the
+        coordinates of a metre-based projected `crs` in another unit. The columns are multiplied
+        by it before `crs` is applied, e.g. ``1000`` for a file in kilometres on the British
+        National Grid (``crs="EPSG:27700"``). The input columns themselves are kept unscaled.
 
     Returns
     -------
@@ -191,7 +197,9 @@ def load_points(
     InputError
         Missing file or column; text, NaN or inf in coordinates or `numeric_columns`; lon/lat
         out of range; missing or conflicting CRS; non-point geometry; duplicate ids; bad `query`;
-        fewer than `min_records` records; `target_crs` geographic, Web Mercator or not metres.
+        fewer than `min_records` records; `target_crs` geographic, Web Mercator or not metres;
+        `coord_unit_m` not a positive number, or other than 1 for a non-CSV file or a geographic
+        or non-metre `crs`.
 
     Warns
     -----
@@ -205,6 +213,10 @@ def load_points(
             raise TypeError(f"`{name}` must be a list of column names, got the string {cols!r}")
     if isinstance(min_records, bool) or not isinstance(min_records, int) or min_records < 1:
         raise InputError(f"`min_records` must be a positive integer, got {min_records!r}")
+    if (isinstance(coord_unit_m, bool) or not isinstance(coord_unit_m, int | float)
+            or not np.isfinite(coord_unit_m) or coord_unit_m <= 0):
+        raise InputError(f"`coord_unit_m` must be a positive number of metres per coordinate "
+                         f"unit (1000 for kilometres), got {coord_unit_m!r}")
     target = None
     if not (isinstance(target_crs, str) and target_crs.lower() == "utm"):
         target = _parse_crs(target_crs, "target_crs")
@@ -218,6 +230,14 @@ def load_points(
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     frame, source_crs = _read(path, x, y, crs)
     is_csv = not isinstance(frame, geopandas.GeoDataFrame)
+    if coord_unit_m != 1:
+        if not is_csv:
+            raise InputError(f"`coord_unit_m` = {coord_unit_m!r} applies to CSV x/y columns only; "
+                             f"{path.name} has a geometry whose CRS defines its unit")
+        if problem := _metric_problem(source_crs):
+            raise InputError(f"`coord_unit_m` = {coord_unit_m!r} rescales coordinates to metres, "
+                             f"but `crs` {_describe(source_crs)} {problem}; give a projected "
+                             "`crs` in metres")
     n_read = len(frame)
     logger.info("read %d rows from %s", n_read, path)
 
@@ -243,6 +263,8 @@ def load_points(
 
     if is_csv:
         xy = np.column_stack([_as_numbers(frame, c, id_column, "coordinate") for c in extra[-2:]])
+        if coord_unit_m != 1:
+            xy = xy * float(coord_unit_m)
     else:
         geom = frame.geometry
         if (bad := geom.isna() | geom.is_empty).any():

@@ -1,0 +1,133 @@
+"""Score the mask actually released: attacker success, utility verdict, displacements."""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import geopandas
+import numpy as np
+
+from synthgeo._errors import InputError, SpecError
+from synthgeo.masking._checks import layer_xy, record_ids, resolve_seed
+from synthgeo.masking.attacker import Attacker, NearestHouseholdAttacker
+from synthgeo.masking.donut import DonutMask
+from synthgeo.masking.utility import UtilityTest
+
+__all__ = ["MaskEvaluation", "evaluate_mask"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaskEvaluation:
+    """Privacy and utility of one released mask.
+
+    Attributes
+    ----------
+    attacker_success : float
+        Mean attacker success over `n_attacks` random choices of the known cases.
+    attacker_success_se : float
+        Its Monte Carlo standard error (sd / √n_attacks).
+    n_attacks : int
+        Random choices of the known cases averaged over.
+    attacker : dict
+        The attacker model and its parameters (``n_known`` and ``baseline`` for the default).
+    utility : dict or None
+        The utility test, its parameters and its verdict on this mask (and on the truth); None
+        when no test was given.
+    median_displacement_m, min_displacement_m, max_displacement_m : float
+        Displacement between true and masked locations, metres.
+    """
+
+    attacker_success: float
+    attacker_success_se: float
+    n_attacks: int
+    attacker: dict[str, Any]
+    utility: dict[str, Any] | None
+    median_displacement_m: float
+    min_displacement_m: float
+    max_displacement_m: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the evaluation as a JSON-ready dict."""
+        return {"attacker_success": self.attacker_success,
+                "attacker_success_se": self.attacker_success_se, "n_attacks": self.n_attacks,
+                "attacker": self.attacker, "utility": self.utility,
+                "median_displacement_m": self.median_displacement_m,
+                "min_displacement_m": self.min_displacement_m,
+                "max_displacement_m": self.max_displacement_m}
+
+
+def evaluate_mask(
+    cases: geopandas.GeoDataFrame | geopandas.GeoSeries,
+    mask: DonutMask,
+    *,
+    attacker: Attacker | None = None,
+    utility: UtilityTest | None = None,
+    n_attacks: int = 200,
+    random_seed: int | np.random.Generator | None = None,
+) -> MaskEvaluation:
+    """Score the mask that is released: attacker success and the utility test on it.
+
+    Parameters
+    ----------
+    cases : geopandas.GeoDataFrame or geopandas.GeoSeries
+        True case locations, in the mask's case order and CRS.
+    mask : DonutMask
+        The mask (e.g. from :func:`~synthgeo.masking.mask_to_k`).
+    attacker : Attacker, optional
+        Default :class:`~synthgeo.masking.NearestHouseholdAttacker` (known share 0.3).
+    utility : UtilityTest, optional
+        E.g. :class:`~synthgeo.masking.ExcessNearSource`; its verdict on the mask and on the
+        truth are reported.
+    n_attacks : int, default=200
+        The attacker's known cases are random: success is averaged over this many choices.
+    random_seed : int or numpy.random.Generator, optional
+        Seed of the choices of known cases.
+
+    Returns
+    -------
+    MaskEvaluation
+
+    Raises
+    ------
+    InputError
+        If `cases` and the mask differ in length, ids or CRS.
+    SpecError
+        If `n_attacks` is not a positive integer.
+    """
+    xy, crs = layer_xy(cases, "cases")
+    mxy, mcrs = layer_xy(mask.masked, "mask.masked")
+    if len(xy) != len(mxy) or not np.array_equal(record_ids(cases),
+                                                 mask.masked[mask.id_column].to_numpy()):
+        raise InputError("`cases` and the mask hold different records (length or id order); "
+                         "pass the case layer the mask was made from")
+    if not crs.equals(mcrs, ignore_axis_order=True):
+        raise InputError(f"`cases` is in {crs.name!r} but the mask in {mcrs.name!r}")
+    if isinstance(n_attacks, bool) or not isinstance(n_attacks, numbers.Integral) \
+            or n_attacks < 1:
+        raise SpecError(f"`n_attacks` must be a positive integer, got {n_attacks!r}")
+    attacker = NearestHouseholdAttacker() if attacker is None else attacker
+    seed = resolve_seed(random_seed)
+    copies = np.broadcast_to(mxy, (int(n_attacks), *mxy.shape))
+    success = attacker.success(xy, copies, random_seed=np.random.default_rng(seed))
+    att = attacker.to_dict()
+    if isinstance(attacker, NearestHouseholdAttacker):
+        att.update(n_known=attacker.n_known(len(xy)), baseline=attacker.baseline(len(xy)))
+    util = None
+    if utility is not None:
+        util = {**utility.to_dict(), "passes": bool(utility.passes(mxy[None])[0]),
+                "passes_on_true_locations": bool(utility.passes(xy[None])[0])}
+        if hasattr(utility, "observed") and hasattr(utility, "expected"):
+            util.update(observed=int(utility.observed(mxy[None])[0]),
+                        observed_on_true_locations=int(utility.observed(xy[None])[0]),
+                        expected=float(utility.expected(len(xy))))
+    d = np.hypot(*(mxy - xy).T)
+    return MaskEvaluation(
+        attacker_success=float(success.mean()),
+        attacker_success_se=float(success.std(ddof=1) / np.sqrt(len(success)))
+        if len(success) > 1 else float("nan"),
+        n_attacks=int(n_attacks), attacker=att, utility=util,
+        median_displacement_m=float(np.median(d)), min_displacement_m=float(d.min()),
+        max_displacement_m=float(d.max()),
+    )

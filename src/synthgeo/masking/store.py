@@ -1,0 +1,398 @@
+"""Write and read masking outputs: the masked layer with its JSON sidecar, and choose-k results.
+
+"Mask once, reuse": a masked layer is written with its parameters (k, seed, input hashes and a
+key over all of them) so that a later run can find it, check that it is unchanged (sha256 of
+every file) and reuse it instead of drawing an independent mask, which would let an attacker
+average the two. Folders are written atomically (temporary folder + rename) and an existing
+folder is replaced only on request, and only when it holds an earlier output of the same kind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import geopandas
+import numpy as np
+import pandas as pd
+import pyproj
+
+from synthgeo._errors import InputError, SpecError
+from synthgeo.masking.donut import DonutMask
+from synthgeo.masking.sweep import ChooseKResult
+
+__all__ = ["MASK_SIDECAR", "CHOOSE_K_RECORD", "inputs_key", "write_mask", "read_mask",
+           "reuse_previous_mask", "write_choose_k", "sha256_file", "atomic_output_dir",
+           "check_output_dir", "jsonable"]
+
+MASK_SIDECAR = "mask.json"
+CHOOSE_K_RECORD = "choose_k.json"
+_LAYER = {"parquet": "masked.parquet", "gpkg": "masked.gpkg"}
+_FIXED_DATE = "2000-01-01T00:00:00.000Z"  # GeoPackage timestamps, for byte-identical files
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex sha256 digest of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def jsonable(value: Any) -> Any:
+    """Recursively turn NumPy scalars/arrays and non-finite floats into JSON values."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def inputs_key(params: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of a mask's inputs and parameters (seed excluded).
+
+    Parameters
+    ----------
+    params : dict
+        Input files' sha256, queries, columns, CRS, k and any other parameter of the mask.
+
+    Returns
+    -------
+    str
+        Hex digest. Two masks with the same key and seed were made from the same input files
+        (by hash) with the same parameters, so the earlier one can be reused as is.
+    """
+    text = json.dumps(jsonable(params), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def atomic_output_dir(out: str | os.PathLike, write: Callable[[Path], None], *, marker: str,
+                      overwrite: bool = False, inputs: Iterable[str | os.PathLike] = ()) -> Path:
+    """Write an output folder atomically: `write(tmp)` fills a temporary folder, then rename.
+
+    Parameters
+    ----------
+    out : path
+        Output folder.
+    write : callable
+        Fills the temporary folder it is given.
+    marker : str
+        File name that identifies an earlier output of this kind (only such a folder, or an
+        empty one, may be replaced).
+    overwrite : bool, default=False
+        Replace an existing output folder.
+    inputs : iterable of path
+        Input files the output folder must not contain.
+
+    Returns
+    -------
+    Path
+        The output folder (resolved).
+
+    Raises
+    ------
+    SpecError
+        Existing folder without `overwrite`, a folder that is not an earlier output of this
+        kind, a folder holding an input, or an unwritable parent.
+    """
+    out = Path(out).resolve()
+    check_output_dir(out, marker=marker, overwrite=overwrite, inputs=inputs)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        write(tmp)
+        os.chmod(tmp, 0o755)  # mkdtemp makes 0700
+        if out.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            out.rename(trash / "old")
+            tmp.rename(out)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def check_output_dir(out: str | os.PathLike, *, marker: str, overwrite: bool,
+                     inputs: Iterable[str | os.PathLike] = ()) -> None:
+    """Refuse an output folder that exists (without `overwrite`), holds an input or is foreign.
+
+    Raises
+    ------
+    SpecError
+        With the fix (``--overwrite`` or another ``--out``).
+    """
+    out = Path(out).resolve()
+    for p in inputs:
+        p = Path(p).resolve()
+        if p == out or out in p.parents:
+            raise SpecError(f"output folder {str(out)!r} contains the input {str(p)!r}; "
+                            "choose another `--out`")
+    if out.exists() and not out.is_dir():
+        raise SpecError(f"`--out` {str(out)!r} exists and is not a folder")
+    if out.exists() and not overwrite:
+        raise SpecError(f"output folder {str(out)!r} exists; pass `--overwrite` to replace it "
+                        "or choose another `--out`")
+    if out.is_dir() and any(out.iterdir()) and not (out / marker).is_file():
+        raise SpecError(f"output folder {str(out)!r} is not empty and holds no {marker}, so it "
+                        "is not an earlier output of this command; choose another `--out`")
+    parent = next((p for p in [out, *out.parents] if p.exists()), out.parent)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise SpecError(f"`--out` {str(out)!r}: folder {str(parent)!r} is not writable")
+
+
+def _write_gpkg(gdf: geopandas.GeoDataFrame, path: Path) -> None:
+    import pyogrio
+
+    old = pyogrio.get_gdal_config_option("OGR_CURRENT_DATE")
+    pyogrio.set_gdal_config_options({"OGR_CURRENT_DATE": _FIXED_DATE})
+    try:
+        gdf.to_file(path, layer="masked", driver="GPKG", engine="pyogrio")
+    finally:
+        pyogrio.set_gdal_config_options({"OGR_CURRENT_DATE": old})
+
+
+def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any] | None = None,
+               file_format: str = "parquet", overwrite: bool = False,
+               inputs: Iterable[str | os.PathLike] = ()) -> Path:
+    """Write a masked layer (publishable) and its confidential sidecar, atomically.
+
+    Parameters
+    ----------
+    mask : DonutMask
+        The mask (only its publishable layer is written, never r_k or the displacements).
+    out : path
+        Output folder; must not exist unless `overwrite`.
+    record : dict, optional
+        Provenance and parameters for the sidecar (inputs and their sha256, queries, the
+        ``inputs_key``, the evaluation of the mask); k, seed, n_cases, CRS and the sha256 of
+        the released files are added.
+    file_format : {"parquet", "gpkg"}, default="parquet"
+        GeoParquet (``masked.parquet``) or GeoPackage (``masked.gpkg``, layer ``masked``).
+    overwrite : bool, default=False
+        Replace an earlier masking output folder.
+    inputs : iterable of path
+        Input files the folder must not contain.
+
+    Returns
+    -------
+    Path
+        The output folder. ``release/`` (publishable) holds the layer, ``masked.csv`` (id,
+        ``x_m``, ``y_m`` in the layer's CRS) and ``masking.json`` (method, k, CRS: what a data
+        user needs). ``mask.json`` (confidential) holds the seed and everything else.
+
+    Raises
+    ------
+    SpecError
+        Bad `file_format` or output folder (see :func:`atomic_output_dir`).
+
+    Notes
+    -----
+    The seed is the key of the mask: with it and the method, anyone can recompute each
+    displacement's direction and relative distance and undo the mask. It is therefore kept in
+    the confidential ``mask.json`` only, never in ``release/``. Files are byte-identical for the
+    same inputs and seed (GeoPackage timestamps are fixed).
+    """
+    if file_format not in _LAYER:
+        raise SpecError(f"`file_format` = {file_format!r}; choose one of {sorted(_LAYER)}")
+    layer = mask.masked
+    crs = pyproj.CRS.from_user_input(layer.crs)
+
+    def write(tmp: Path) -> None:
+        rel = tmp / "release"
+        rel.mkdir()
+        name = _LAYER[file_format]
+        if file_format == "parquet":
+            layer.to_parquet(rel / name, index=False)
+        else:
+            _write_gpkg(layer, rel / name)
+        table = pd.DataFrame({mask.id_column: layer[mask.id_column].to_numpy(),
+                              "x_m": layer.geometry.x.to_numpy(),
+                              "y_m": layer.geometry.y.to_numpy()})
+        table.to_csv(rel / "masked.csv", index=False, float_format="%.3f")
+        public = {
+            "synthgeo_masked_points": 1,
+            "method": "donut geomask to k households: each point moved in a uniform random "
+                      "direction by a distance uniform in area between 0.5 r_k and r_k, r_k "
+                      "the distance to its k-th nearest household (Hampton et al. 2010, "
+                      "doi:10.1093/aje/kwq248)",
+            "k": mask.k, "n_points": len(layer), "id_column": mask.id_column,
+            "crs": crs.name, "crs_wkt": crs.to_wkt(), "units": "metres",
+            "files": [name, "masked.csv"],
+        }
+        (rel / "masking.json").write_text(json.dumps(jsonable(public), indent=2) + "\n",
+                                          encoding="utf-8")
+        side = {
+            "synthgeo_mask": 1,
+            "confidential": "holds the seed, the key of the mask: never publish this file",
+            **(record or {}),
+            "k": mask.k, "random_seed": mask.random_seed, "n_cases": len(layer),
+            "n_redraws": mask.n_redraws, "n_reused": mask.n_reused,
+            "id_column": mask.id_column, "crs": crs.name, "crs_wkt": crs.to_wkt(),
+            "layer": f"release/{name}",
+            "files": {f"release/{f}": sha256_file(rel / f)
+                      for f in (name, "masked.csv", "masking.json")},
+        }
+        (tmp / MASK_SIDECAR).write_text(json.dumps(jsonable(side), indent=2) + "\n",
+                                        encoding="utf-8")
+
+    return atomic_output_dir(out, write, marker=MASK_SIDECAR, overwrite=overwrite, inputs=inputs)
+
+
+def read_mask(folder: str | os.PathLike) -> tuple[geopandas.GeoDataFrame, dict[str, Any]]:
+    """Read a masked layer written by :func:`write_mask`, checking it is unchanged.
+
+    Parameters
+    ----------
+    folder : path
+        Folder holding ``mask.json`` and the files it lists.
+
+    Returns
+    -------
+    layer : geopandas.GeoDataFrame
+        The masked layer (``attrs["id_column"]`` set).
+    sidecar : dict
+        The parameters it was written with (``k``, ``random_seed``, ``inputs_key``, ...).
+
+    Raises
+    ------
+    InputError
+        No sidecar, a listed file missing or changed since it was written (sha256 differs).
+    """
+    folder = Path(folder)
+    side_path = folder / MASK_SIDECAR
+    if not side_path.is_file():
+        raise InputError(f"{str(folder)!r} holds no {MASK_SIDECAR}: not a synthgeo mask folder")
+    try:
+        side = json.loads(side_path.read_text(encoding="utf-8"))
+        files, layer_name, id_column = side["files"], side["layer"], side["id_column"]
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(f"could not read {side_path}: {exc!r}") from exc
+    for name, digest in files.items():
+        path = folder / name
+        if not path.is_file():
+            raise InputError(f"{name} listed in {side_path} is missing")
+        if sha256_file(path) != digest:
+            raise InputError(f"{path} changed since the mask was written (sha256 differs from "
+                             f"{MASK_SIDECAR}); restore it from the release, do not re-mask")
+    path = folder / layer_name
+    layer = (geopandas.read_parquet(path) if path.suffix == ".parquet"
+             else geopandas.read_file(path, layer="masked"))
+    layer.attrs["id_column"] = id_column
+    return layer, side
+
+
+def reuse_previous_mask(mask: DonutMask, previous: geopandas.GeoDataFrame,
+                        cases: geopandas.GeoDataFrame) -> DonutMask:
+    """Keep the earlier masked location of every case already released; mask only new ones.
+
+    Parameters
+    ----------
+    mask : DonutMask
+        A fresh mask of all current cases.
+    previous : geopandas.GeoDataFrame
+        An earlier masked layer (from :func:`read_mask`) with the same id column and CRS.
+    cases : geopandas.GeoDataFrame
+        The true case layer `mask` was made from (for the displacements).
+
+    Returns
+    -------
+    DonutMask
+        `mask` with the points of ids found in `previous` replaced by their earlier masked
+        points; ``n_reused`` counts them and ``displacement_m`` is recomputed.
+
+    Raises
+    ------
+    InputError
+        Different CRS or missing id column in `previous`, or repeated ids in it.
+
+    Notes
+    -----
+    Publishing two independent masks of the same case lets an attacker average them (the mean
+    of two donut displacements is on average closer to the truth); reusing the earlier point
+    keeps the disclosure risk at that of one mask. Ids must denote the same cases at the same
+    true locations in both releases (not checked: the earlier file holds no true locations).
+    """
+    col = mask.id_column
+    if col not in previous.columns:
+        raise InputError(f"the earlier masked layer has no id column `{col}`; reuse needs the "
+                         "same id column")
+    if previous.crs is None or not pyproj.CRS.from_user_input(previous.crs).equals(
+            pyproj.CRS.from_user_input(mask.masked.crs), ignore_axis_order=True):
+        raise InputError(f"the earlier masked layer is in {getattr(previous.crs, 'name', None)!r}"
+                         f", this mask in {mask.masked.crs.name!r}; reuse needs one CRS")
+    if previous[col].duplicated().any():
+        raise InputError(f"the earlier masked layer repeats ids in `{col}`")
+    old = previous.set_index(col).geometry
+    ids = mask.masked[col]
+    found = ids.isin(old.index).to_numpy()
+    layer = mask.masked.copy()
+    if found.any():
+        layer.loc[found, layer.geometry.name] = old.loc[ids[found]].to_numpy()
+    layer.attrs = dict(mask.masked.attrs)
+    true = np.column_stack([cases.geometry.x.to_numpy(), cases.geometry.y.to_numpy()])
+    disp = np.hypot(layer.geometry.x.to_numpy() - true[:, 0],
+                    layer.geometry.y.to_numpy() - true[:, 1])
+    return DonutMask(masked=layer, r_k_m=mask.r_k_m, displacement_m=disp, k=mask.k,
+                     random_seed=mask.random_seed, n_redraws=mask.n_redraws,
+                     id_column=col, n_reused=int(found.sum()))
+
+
+def write_choose_k(result: ChooseKResult, out: str | os.PathLike, *,
+                   record: dict[str, Any] | None = None, overwrite: bool = False,
+                   inputs: Iterable[str | os.PathLike] = ()) -> Path:
+    """Write a sweep's table, compliance record and figure into a new folder, atomically.
+
+    Parameters
+    ----------
+    result : ChooseKResult
+        Output of :func:`~synthgeo.masking.choose_k`.
+    out : path
+        Output folder; must not exist unless `overwrite`.
+    record : dict, optional
+        Provenance to put first in the record (inputs, sha256, versions, command).
+    overwrite : bool, default=False
+        Replace an earlier choose-k output folder.
+    inputs : iterable of path
+        Input files the folder must not contain.
+
+    Returns
+    -------
+    Path
+        The folder, holding ``sweep.csv`` (one row per k), ``choose_k.json`` (the compliance
+        record: provenance, then :meth:`ChooseKResult.to_record`) and ``choose_k.png``.
+
+    Raises
+    ------
+    SpecError
+        Bad output folder (see :func:`atomic_output_dir`).
+    """
+    from synthgeo.masking.plot import plot_choose_k
+
+    def write(tmp: Path) -> None:
+        result.table.to_csv(tmp / "sweep.csv", index=False, float_format="%.6g")
+        full = {"synthgeo_choose_k_record": 1, **(record or {}), **result.to_record()}
+        (tmp / CHOOSE_K_RECORD).write_text(json.dumps(jsonable(full), indent=2) + "\n",
+                                           encoding="utf-8")
+        plot_choose_k(result).savefig(tmp / "choose_k.png", dpi=120)
+
+    return atomic_output_dir(out, write, marker=CHOOSE_K_RECORD, overwrite=overwrite,
+                             inputs=inputs)

@@ -1,0 +1,55 @@
+"""load_points(coord_unit_m=...): CSV coordinates in kilometres on a metre-based CRS."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import geopandas
+import numpy as np
+import pandas as pd
+import pytest
+
+import synthgeo
+from synthgeo._errors import InputError
+from synthgeo.points import coordinates_m, load_points
+
+CHORLEY = Path(synthgeo.__file__).parent / "data" / "chorley_ribble_cancer.csv"
+
+
+def test_chorley_km_to_metres():
+    raw = pd.read_csv(CHORLEY)
+    with pytest.warns(UserWarning, match="exact duplicate"):
+        gdf = load_points(CHORLEY, x="x_km", y="y_km", crs="EPSG:27700", coord_unit_m=1000,
+                          target_crs="EPSG:27700", id_column="id")
+    assert gdf.crs.to_epsg() == 27700 and len(gdf) == 1036
+    np.testing.assert_allclose(coordinates_m(gdf), raw[["x_km", "y_km"]].to_numpy() * 1000)
+    assert gdf["x_km"].tolist() == raw["x_km"].tolist()  # input columns kept as read
+    # the derived lon/lat in the file agree with the km → m reading (to the 6 decimals given)
+    lonlat = gdf.to_crs(4326)
+    np.testing.assert_allclose(lonlat.geometry.x, raw["lon_derived"], atol=2e-6)
+    np.testing.assert_allclose(lonlat.geometry.y, raw["lat_derived"], atol=2e-6)
+    # and the distances to the incinerator are those the file states
+    d_km = np.hypot(*(coordinates_m(gdf) - [354_500, 413_600]).T) / 1000
+    np.testing.assert_allclose(d_km, raw["dist_incinerator_km"], atol=6e-4)
+
+
+def test_default_unit_unchanged(tmp_path):
+    path = tmp_path / "m.csv"
+    pd.DataFrame({"x": [350_000.0 + 10 * i for i in range(10)], "y": 410_000.0}).to_csv(path)
+    gdf = load_points(path, x="x", y="y", crs="EPSG:27700", target_crs="EPSG:27700")
+    assert coordinates_m(gdf)[1, 0] == 350_010.0
+
+
+def test_unit_refused_where_it_does_not_apply(tmp_path):
+    with pytest.raises(InputError, match="`coord_unit_m` must be a positive number"):
+        load_points(CHORLEY, x="x_km", y="y_km", crs="EPSG:27700", coord_unit_m=0)
+    with pytest.raises(InputError, match="`coord_unit_m` must be a positive number"):
+        load_points(CHORLEY, x="x_km", y="y_km", crs="EPSG:27700", coord_unit_m=float("nan"))
+    with pytest.raises(InputError, match="is geographic"):
+        load_points(CHORLEY, x="lon_derived", y="lat_derived", crs="EPSG:4326",
+                    coord_unit_m=1000)
+    gpkg = tmp_path / "p.gpkg"
+    geopandas.GeoDataFrame({"a": range(10)}, geometry=geopandas.points_from_xy(range(10),
+                           range(10)), crs=27700).to_file(gpkg)
+    with pytest.raises(InputError, match="applies to CSV x/y columns only"):
+        load_points(gpkg, coord_unit_m=1000)
