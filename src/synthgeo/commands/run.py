@@ -64,9 +64,11 @@ def run(args: argparse.Namespace, say) -> int:
     out = Path(args.out)
     check_output_dir(out, overwrite=args.overwrite, inputs=input_paths(spec))
     say(f"synthgeo {__version__}: {spec.source}")
-    result = run_release(spec, progress=lambda m: say(f"  {m}"))
+    bars = getattr(args, "progressbar", False)
+    result = run_release(spec, progress=lambda m: say(f"  {m}"), progressbar=bars)
     t = time.perf_counter()
-    html = render_report(result)
+    say("  writing the report and the release")
+    html = render_report(result, progressbar=bars)
     seconds = dict(result.seconds)
     out = write_release(result, out, overwrite=args.overwrite, report_html=html,
                         seconds=seconds)
