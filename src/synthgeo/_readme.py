@@ -19,7 +19,7 @@ def csv_name(implicate: int, n_implicates: int) -> str:
 
 
 def _check_values(result) -> str:
-    """The released model's combined estimates (synthetic data only), for users to check."""
+    """Return the released model's combined estimates (synthetic data only) as Markdown."""
     util = result.utility
     rows = util[util["model"] == "restricted"]
     if not len(rows):

@@ -121,8 +121,10 @@ def _jsonable(obj: Any) -> Any:
 
 
 def _file_list(folder: Path) -> list[dict[str, Any]]:
-    """Every file under ``folder`` (sorted), as ``{path, bytes, sha256}``, paths relative to
-    ``folder``'s parent."""
+    """List every file under ``folder`` (sorted) as ``{path, bytes, sha256}``.
+
+    Paths are relative to ``folder``'s parent (``release/...``).
+    """
     out = []
     for f in sorted(p for p in folder.rglob("*") if p.is_file()):
         h = hashlib.sha256()
@@ -138,7 +140,7 @@ def release_record(
     result: ReleaseResult, *, seconds: dict[str, float],
     release_files: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The release record (``release.json``) as a dict, valid against the package's schema.
+    """Build the release record (``release.json``) as a dict, valid against the schema.
 
     Parameters
     ----------
@@ -214,7 +216,7 @@ def release_record(
 
 
 def _data_user_readme(result: ReleaseResult) -> str:
-    """The data users' README (see :func:`synthgeo._readme.data_user_readme`)."""
+    """Return the data users' README (see :func:`synthgeo._readme.data_user_readme`)."""
     return data_user_readme(result)
 
 

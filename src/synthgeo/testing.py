@@ -41,12 +41,6 @@ def simulate_gp(
         ``coords_m`` (n, 2), ``X`` (n, p) with intercept, ``y`` (n,), ``w`` (n,).
     """
     rng = np.random.default_rng(random_seed)
-    from scipy.stats import norm
-
-    quantiles = norm.ppf((np.arange(n_draws) + 0.5) / n_draws)
-
-    def z() -> np.ndarray:  # (2, n_draws) stratified standard normal draws
-        return np.stack([rng.permutation(quantiles) for _ in range(2)])
     coords = rng.uniform(0, extent_m, size=(n, 2))
     X = np.column_stack([np.ones(n), rng.standard_normal((n, len(beta) - 1))])
     R = np.exp(-phi_per_m * cdist(coords, coords))
@@ -62,15 +56,16 @@ def fake_release_result(
     n_implicates: int = 20,
     random_seed: int = 0,
 ):
-    """A :class:`~synthgeo.pipeline.ReleaseResult` in seconds: the real pipeline without NUTS.
+    """Build a :class:`~synthgeo.pipeline.ReleaseResult` in seconds: the pipeline without NUTS.
 
     Runs :func:`synthgeo.pipeline.run_release` with the sampler replaced by independent draws
     of the hyper-parameters from a fixed, data-scaled log-normal distribution (σ² and τ²
     around half the OLS residual variance, the effective range around the geometric mean of
     its prior bounds, each with log-sd 0.2), stratified (each chain holds the same normal
-    quantiles in a random order) so that the convergence checks pass. Everything after sampling is synthgeo's own code:
-    exact recovery of β and w, the at-risk rule, synthesis, risk and utility. For tests of the
-    report and the release writer; the numbers are not a posterior.
+    quantiles in a random order) so that the convergence checks pass. Everything after
+    sampling is synthgeo's own code: exact recovery of β and w, the at-risk rule, synthesis,
+    risk and utility. For tests of the report and the release writer; the numbers are not a
+    posterior.
 
     Parameters
     ----------

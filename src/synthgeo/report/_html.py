@@ -100,7 +100,7 @@ def table(df: pd.DataFrame, *, id: str, floatfmt: str = "{:.4g}", header: bool =
 
 
 def img(uri: str, *, alt: str, id: str, caption: str = "") -> str:  # noqa: A002
-    """An embedded figure: ``<figure><img src="data:..."></figure>`` with a caption.
+    """Return an embedded figure: ``<figure><img src="data:..."></figure>`` with a caption.
 
     Raises
     ------
@@ -114,7 +114,7 @@ def img(uri: str, *, alt: str, id: str, caption: str = "") -> str:  # noqa: A002
 
 
 def page(*, title: str, subtitle: str, sections: list[Section], skipped: list[str]) -> str:
-    """The whole document: confidential first line, banner, contents, sections.
+    """Return the whole document: confidential first line, banner, contents, sections.
 
     Parameters
     ----------

@@ -48,7 +48,7 @@ def _measure_label(kind: str, tol: float) -> str:
 
 
 def summary_tables(result) -> dict[str, pd.DataFrame]:
-    """The tables every review needs, as DataFrames (the CLI prints the same ones).
+    """Return the tables every review needs, as DataFrames (the CLI prints the same ones).
 
     Parameters
     ----------
@@ -97,18 +97,18 @@ def _key_figures(result) -> str:
     rs = result.risk_summary
     rows = [("records (N)", f"{result.data.n_records:,}"),
             ("at-risk records (M = " f"{result.M_m:,.0f} m)", f"{result.at_risk.n_at_risk}")]
-    for group in ("at_risk", "all"):
+    for group, shown in (("at_risk", "at-risk"), ("all", "all")):
         hit = rs[(rs["group"] == group) & (rs["measure"] == label)]
         if len(hit):
             r = hit.iloc[0]
             if r["n_records"] == 0:
-                rows.append((f"risk {label}, {group}", "no records"))
+                rows.append((f"risk {label}, {shown} records", "no records"))
                 continue
             red = r["reduction"]
-            rows.append((f"risk {label}, {group} records: unrestricted → restricted",
+            rows.append((f"risk {label}, {shown} records: unrestricted → restricted",
                          f"{r['mean_unrestricted']:.1%} → {r['mean_restricted']:.1%} "
                          f"({'—' if pd.isna(red) else f'{red:.0%} reduction'})"))
-            rows.append((f"implicate-average attack {label}, {group} records",
+            rows.append((f"implicate-average attack {label}, {shown} records",
                          f"{r['attack_share_unrestricted']:.1%} → "
                          f"{r['attack_share_restricted']:.1%}"))
     util = result.utility[result.utility["model"] == "restricted"]
@@ -140,7 +140,7 @@ def _crs_name(crs: Any) -> str:
 
 
 def section_overview(result) -> Section:
-    """Data, N, CRS, spec, seed, versions, input hash, timings; the key figures first."""
+    """Build the overview: key figures, data, N, CRS, spec, seed, versions, hash, timings."""
     data, spec = result.data, result.spec
     attrs = data.gdf.attrs
     crs = data.gdf.crs
@@ -281,7 +281,7 @@ def section_surfaces(result, *, n_cells: int = 80, max_draws: int = 200) -> Sect
 
 def riskiest_records(risk_unrestricted: np.ndarray, at_risk: np.ndarray, *,
                      n_at_risk: int = 4, n_total: int = 8) -> np.ndarray:
-    """Records whose synthetic values the report plots: at-risk first, then the riskiest others.
+    """Choose the records whose synthetic values are plotted: at-risk first, then riskiest.
 
     Parameters
     ----------
