@@ -136,7 +136,8 @@ def plot_surfaces(
                    label="at-risk record")
         ax.set_title(f"{name}: posterior mean of w(s)", fontsize=10)
         _km(ax)
-    axes[0][0].legend(loc="lower left", fontsize=8)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", fontsize=8, frameon=False)
     fig.colorbar(im, ax=axes[0].tolist(), shrink=0.85, label="E[w(s) | y] (model scale)")
     return fig
 
@@ -187,7 +188,8 @@ def plot_synthetic_histograms(
         lo = min([truth] + [float(np.quantile(v, 0.005)) for v in values])
         hi = max([truth] + [float(np.quantile(v, 0.995)) for v in values])
         pad = 0.05 * (hi - lo or abs(truth) or 1.0)
-        bins = np.linspace(lo - pad, hi + pad, 31)
+        n_bins = int(np.clip(min(len(v) for v in values) // 3, 10, 40))  # L/3, in [10, 40]
+        bins = np.linspace(lo - pad, hi + pad, n_bins + 1)
         if eps:
             ax.axvspan(truth - eps, truth + eps, color="#f4d03f", alpha=0.35, lw=0,
                        label=f"truth ± {_money(eps, dollars)}")
@@ -222,6 +224,8 @@ def plot_risk_by_group(summary: pd.DataFrame) -> Figure:
     measures = list(dict.fromkeys(summary["measure"]))
     fig, axes = plt.subplots(1, len(measures), figsize=(5.2 * len(measures), 3.8),
                              squeeze=False, layout="constrained")
+    top_all = np.nanmax(summary[["mean_unrestricted", "mean_restricted"]].to_numpy(float))
+    ylim = min(1.05, 1.3 * top_all + 0.05) if np.isfinite(top_all) else 1.05
     for ax, measure in zip(axes[0], measures, strict=True):
         part = summary[summary["measure"] == measure].reset_index(drop=True)
         x = np.arange(len(part))
@@ -234,10 +238,10 @@ def plot_risk_by_group(summary: pd.DataFrame) -> Figure:
             txt = "empty" if row["n_records"] == 0 else (
                 "—" if pd.isna(red) else f"−{red:.0%}" if red >= 0 else f"+{-red:.0%}")
             top = np.nanmax([row["mean_unrestricted"], row["mean_restricted"], 0])
-            ax.text(i, top + 0.02, txt, ha="center", fontsize=8)
+            ax.text(i, top + 0.02 * ylim, txt, ha="center", fontsize=8)
         ax.set_xticks(x, [f"{g}\n(n = {n})" for g, n in zip(part["group"], part["n_records"])],
                       fontsize=8)
-        ax.set_ylim(0, 1.1)
+        ax.set_ylim(0, ylim)
         ax.set_ylabel("mean share of implicates", fontsize=8)
         ax.set_title(f"risk: {measure}", fontsize=10)
         ax.legend(fontsize=8, loc="upper right")

@@ -67,6 +67,12 @@ def _fmt(v: object, floatfmt: str) -> str:
     return str(v)
 
 
+def _header(name: object) -> str:
+    """Escaped column name; long snake_case names may wrap after their underscores."""
+    text = esc(name)
+    return text.replace("_", "_<wbr>") if len(str(name)) > 12 else text
+
+
 def _cls(v: object) -> str:
     numeric = isinstance(v, (int, float, np.integer, np.floating))
     return " class='num'" if numeric and not isinstance(v, (bool, np.bool_)) else ""
@@ -91,7 +97,7 @@ def table(df: pd.DataFrame, *, id: str, floatfmt: str = "{:.4g}", header: bool =
     """
     rows = []
     if header:
-        rows.append("<tr>" + "".join(f"<th>{esc(c)}</th>" for c in df.columns) + "</tr>")
+        rows.append("<tr>" + "".join(f"<th>{_header(c)}</th>" for c in df.columns) + "</tr>")
     for rec in df.itertuples(index=False):
         rows.append("<tr>" + "".join(
             f"<td{_cls(v)}>{esc(_fmt(v, floatfmt))}</td>" for v in rec) + "</tr>")

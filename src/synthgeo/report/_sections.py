@@ -151,6 +151,7 @@ def section_overview(result) -> Section:
         ("records read / duplicates", f"{attrs.get('n_read', '—')} / "
                                       f"{attrs.get('n_duplicates', '—')}"),
         ("records modelled (N)", f"{data.n_records}"),
+        ("M (metres)", f"{result.M_m:,.0f}"),
         ("distinct sites", f"{data.sites.n_sites}"),
         ("CRS of the input", _crs_name(attrs.get("source_crs"))),
         ("CRS of all distances", f"{crs.name}" + (f" (EPSG:{epsg}), metres" if epsg else "")),
@@ -257,7 +258,7 @@ def section_surfaces(result, *, n_cells: int = 80, max_draws: int = 200) -> Sect
         for name, fit in result.fits.items():
             w, _ = draws[name]
             d = float(np.asarray(fit.scale)[s]) if getattr(fit, "scale", None) is not None else 1.0
-            row[f"{name}: E[D·w] at site"] = float(np.mean(w[:, s]) * d)
+            row[f"{name}: E[D·w] at site"] = float(np.mean(w[:, s]) * d) + 0.0  # no "-0"
         rows.append(row)
     effects = (table(pd.DataFrame(rows), id="table-at-risk-effects", floatfmt="{:.3f}")
                if rows else "<p>No at-risk records.</p>")
