@@ -244,6 +244,20 @@ def test_report_has_every_section_and_embeds_every_image(fake_html):
     assert "<section id='locations'>" not in fake_html
 
 
+def test_converged_report_has_no_preview_warning(fake_result, fake_html):
+    assert all(f.convergence.passed for f in fake_result.fits.values())
+    assert "preview-warning" not in fake_html
+
+
+def test_unconverged_report_says_preview_only():
+    from synthgeo.testing import fake_release_result
+
+    bad = fake_release_result(n_draws=40)  # too few draws: ESS below 100 per chain
+    assert not bad.fits["unrestricted"].convergence.passed
+    html = render_report(bad)
+    assert "<p class='conf' id='preview-warning'>PREVIEW ONLY" in html
+
+
 def test_report_shows_the_location_section_when_present(fake_result):
     class WithLocations:
         locations = {"spatial_k": np.ones(fake_result.data.n_records, int), "k": 2,

@@ -52,5 +52,11 @@ def render_report(result, *, progressbar: bool = False) -> str:
     name = spec.source.name if spec.source else "spec"
     subtitle = (f"Spec <code>{esc(spec.source)}</code>; {result.data.n_records} records; "
                 f"L = {spec.synthesis.n_implicates} implicates of the restricted model.")
+    failed = [name for name, fit in result.fits.items() if not fit.convergence.passed]
+    if failed:
+        subtitle += (f"</p><p class='conf' id='preview-warning'>PREVIEW ONLY — MCMC did not "
+                     f"converge ({esc(', '.join(failed))}; see Convergence). This run went on "
+                     "because <code>on_convergence_failure = \"warn\"</code>; its files must not "
+                     "be released.")
     return page(title=f"synthgeo report: {name}", subtitle=subtitle, sections=sections,
                 skipped=skipped)
