@@ -7,6 +7,7 @@ forces either way).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
@@ -50,5 +51,15 @@ def progress_iter(iterable: Iterable[T], *, enabled: bool, desc: str, total: int
         return
     from tqdm import tqdm
 
-    yield from tqdm(iterable, desc=desc, total=total, unit=unit, file=sys.stderr,
-                    dynamic_ncols=True, leave=False)
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+        columns, lines = size.columns, size.lines
+    except (OSError, ValueError, AttributeError):  # not a terminal, or a replaced stream
+        columns = lines = 0
+    # a pty without a size (0 x 0, e.g. under `script` or some CI runners) makes tqdm draw
+    # nothing: give it a fixed width and height then
+    shape = {"dynamic_ncols": True} if columns > 0 else {"ncols": 100}
+    if lines <= 0:
+        shape["nrows"] = 24
+    yield from tqdm(iterable, desc=desc, total=total, unit=unit, file=sys.stderr, leave=False,
+                    **shape)
