@@ -21,3 +21,18 @@ def small_gp():
 @pytest.fixture()
 def rng():
     return np.random.default_rng(12345)
+
+
+#: Light settings for the one real end-to-end run the slow tests share.
+LIGHT = ["--draws", "300", "--tune", "300", "--implicates", "20",
+         "--on-convergence-failure", "warn"]
+
+
+@pytest.fixture(scope="session")
+def bundled_release(tmp_path_factory):
+    """Output folder of one `synthgeo run` of the bundled spec (light settings; slow tests)."""
+    from synthgeo.cli import main
+
+    out = tmp_path_factory.mktemp("bundled") / "out"
+    assert main(["--quiet", "run", "--out", str(out), *LIGHT]) == 0
+    return out

@@ -208,3 +208,25 @@ def test_nngp_matches_exact_on_the_paper_design_and_lucas(tmp_path):
         if np.isfinite(diff["risk_at_risk_diff"]):
             assert abs(diff["risk_at_risk_diff"]) <= 0.05, (name, diff)
     assert cases[0][0] == "paper"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gp", ["exact", "nngp"])
+def test_grid_route_release_end_to_end(tmp_path, gp):
+    """sacramento_all with the grid route writes a schema-valid record and the w surfaces."""
+    import json
+
+    from synthgeo.cli import main
+
+    spec = (ROOT / "models" / "sacramento_all.toml").read_text()
+    p = tmp_path / "s.toml"
+    p.write_text(spec.replace('gp = "auto"', f'gp = "{gp}"'))
+    out = tmp_path / "out"
+    assert main(["run", str(p), "--out", str(out), "--draws", "200", "--implicates", "20",
+                 "--quiet", "--progress", "never"]) == 0
+    rec = json.loads((out / "release.json").read_text())  # validated against the schema on write
+    for fit in rec["fits"].values():
+        assert fit["engine"]["sampler"] == "grid" and fit["engine"]["gp"] == gp
+        assert fit["convergence"]["passed"] and fit["convergence"]["max_r_hat"] <= 1.01
+    html = (out / "report.html").read_text()
+    assert "id='fig-surfaces'" in html

@@ -8,7 +8,8 @@ from importlib import metadata
 __all__ = ["package_versions"]
 
 _PACKAGES = ("synthgeo", "numpy", "scipy", "pandas", "xarray", "pymc", "pytensor", "nutpie",
-             "arviz", "geopandas", "pyproj", "shapely", "statsmodels", "pyarrow")
+             "numba", "arviz", "geopandas", "pyproj", "shapely", "statsmodels", "pyarrow",
+             "h5netcdf", "matplotlib", "tqdm", "jsonschema")
 
 
 def package_versions() -> dict[str, str]:

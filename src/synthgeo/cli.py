@@ -16,7 +16,7 @@ from synthgeo import __version__
 from synthgeo._errors import SynthgeoError
 from synthgeo.commands import COMMANDS
 
-__all__ = ["main"]
+__all__ = ["main", "progress_enabled", "PROGRESS_CHOICES"]
 
 
 def _versions() -> str:
@@ -37,21 +37,60 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"synthgeo: error: {_one_line(message)} (see `{self.prog} --help`)\n")
 
 
+#: Values of ``--progress``.
+PROGRESS_CHOICES = ("auto", "always", "never")
+
+_HELP = {
+    "verbose": "log details and show tracebacks of errors (default: off: one-line errors)",
+    "quiet": "print only errors, warnings and the output paths; no progress bars unless "
+             "--progress always (default: off)",
+    "progress": "progress bars on stderr for sampling, effect recovery, synthesis, risk, "
+                "utility and the report: auto = when stderr is a terminal and not --quiet; "
+                "always; never (default: auto)",
+}
+
+
+def progress_enabled(progress: str, *, quiet: bool, stderr_tty: bool) -> bool:
+    """Whether to draw progress bars: ``--progress`` always/never, else a TTY and not quiet.
+
+    Parameters
+    ----------
+    progress : {"auto", "always", "never"}
+    quiet : bool
+        ``--quiet`` given.
+    stderr_tty : bool
+        Standard error is a terminal.
+
+    Returns
+    -------
+    bool
+    """
+    if progress == "always":
+        return True
+    if progress == "never":
+        return False
+    return stderr_tty and not quiet
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="synthgeo",
         description="Partially synthetic geocoded public-use files with differential smoothing.",
     )
     p.add_argument("--version", action="store_true",
-                   help="print synthgeo's and its main dependencies' versions and exit")
-    p.add_argument("--verbose", action="store_true", help="log details; show tracebacks")
-    p.add_argument("--quiet", action="store_true", help="print only errors and the result path")
-    # the same two flags after the subcommand (SUPPRESS keeps the top-level value otherwise)
+                   help="print synthgeo's and its main dependencies' versions and exit "
+                        "(default: off)")
+    # the same flags before and after the subcommand (SUPPRESS keeps the top-level value when
+    # the flag is not repeated after it)
     common = _Parser(add_help=False)
-    common.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
-                        help="log details; show tracebacks")
-    common.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
-                        help="print only errors and the result path")
+    for parser, default in ((p, None), (common, argparse.SUPPRESS)):
+        kw = {} if default is None else {"default": default}
+        parser.add_argument("--verbose", action="store_true", **kw,
+                            help=_HELP["verbose"])
+        parser.add_argument("--quiet", action="store_true", **kw, help=_HELP["quiet"])
+        parser.add_argument("--progress", choices=PROGRESS_CHOICES,
+                            **({"default": "auto"} if default is None else kw),
+                            help=_HELP["progress"])
     sub = p.add_subparsers(dest="command")
     for name in COMMANDS:
         import_module(f"synthgeo.commands.{name}").add_parser(sub, common)
@@ -98,6 +137,10 @@ def _main(args: argparse.Namespace) -> int:
         for name in ("pymc", "arviz"):
             logging.getLogger(name).setLevel(logging.ERROR)
     say = (lambda m: None) if args.quiet else (lambda m: print(m, flush=True))
+    from synthgeo._progress import stderr_is_tty
+
+    args.progressbar = progress_enabled(args.progress, quiet=args.quiet,
+                                        stderr_tty=stderr_is_tty())
     if not args.verbose:
         # warnings (duplicates, convergence under "warn") as one line each, no source echo
         warnings.showwarning = lambda message, category, *a, **k: print(

@@ -232,7 +232,8 @@ def fit_gp(
     label : str
         Name used in log messages.
     progressbar : bool
-        Show nutpie's progress bar.
+        Show nutpie's progress bar (drawn by nutpie on a terminal only) and a tqdm bar for
+        the recovery of β and w.
 
     Returns
     -------
@@ -281,7 +282,8 @@ def _fit(model, nutpie, config, nuts_seed, recover_seed, y, X, sites, d, priors,
     post = post.drop_vars([v for v in post.data_vars if v not in ("sigma2", "nugget", "range",
                                                                    "phi", "range_km")])
     effects = recover_effects(post, y, X, sites, scale=d, priors=priors, coef_names=coef_names,
-                              random_seed=recover_seed)
+                              random_seed=recover_seed, progressbar=progressbar,
+                              desc=f"{label}: recover β, w")
     post = post.drop_vars("range_km").merge(effects)
     idata.posterior = post
     t3 = time.perf_counter()

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from synthgeo._progress import progress_iter
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec
 from synthgeo.diagnostics.at_risk import AtRiskResult, find_at_risk
 from synthgeo.fit import GPFit, fit_gp, require_convergence
@@ -192,7 +193,7 @@ def _priors(spec: ReleaseSpec, data: PreparedData) -> GPPriors:
     return default_priors(data.y, data.X, data.sites, **spec.model.priors)
 
 
-def _fitter(spec: ReleaseSpec, data: PreparedData):
+def _fitter(spec: ReleaseSpec, data: PreparedData, *, progressbar: bool = False):
     """``fit(scale=None, random_seed=..., label=...) -> GPFit`` for the spec's engine."""
     priors = _priors(spec, data)
     gp = spec.model.engine_for(data.n_records)
@@ -208,10 +209,10 @@ def _fitter(spec: ReleaseSpec, data: PreparedData):
             f'{AUTO_EXACT_MAX_RECORDS}), which needs `[sampling] sampler = "grid"`'
         )
     return partial(fit_gp, data.y, data.X, data.sites,
-                   parametrization=spec.model.parametrization, **common)
+                   parametrization=spec.model.parametrization, progressbar=progressbar, **common)
 
 
-def run_release(spec: ReleaseSpec, *, progress=None) -> ReleaseResult:
+def run_release(spec: ReleaseSpec, *, progress=None, progressbar: bool = False) -> ReleaseResult:
     """Fit both models, synthesise, score risk and utility (writes nothing).
 
     Parameters
@@ -220,6 +221,9 @@ def run_release(spec: ReleaseSpec, *, progress=None) -> ReleaseResult:
         A validated spec.
     progress : callable, optional
         ``progress(message: str)`` called at each stage (the CLI prints it).
+    progressbar : bool, default=False
+        Progress bars on stderr: nutpie's own for sampling, tqdm for the recovery of β and w,
+        synthesis, risk and the utility fits.
 
     Returns
     -------
@@ -243,7 +247,7 @@ def run_release(spec: ReleaseSpec, *, progress=None) -> ReleaseResult:
     fit_seed = [int(s.generate_state(1)[0]) for s in seeds[:2]]
     synth_seed = seeds[2:]
     fits: dict[str, GPFit] = {}
-    fit = _fitter(spec, data)
+    fit = _fitter(spec, data, progressbar=progressbar)
 
     say("fitting the unrestricted model")
     t = time.perf_counter()
@@ -277,7 +281,8 @@ def run_release(spec: ReleaseSpec, *, progress=None) -> ReleaseResult:
     implicates = {
         name: draw_implicates(fits[name], data.X, n_implicates=spec.synthesis.n_implicates,
                               record_id=data.record_id, random_seed=synth_seed[i])
-        for i, name in enumerate(MODELS)
+        for i, name in progress_iter(enumerate(MODELS), enabled=progressbar, desc="synthesis",
+                                     total=len(MODELS), unit="model")
     }
     seconds["synthesize"] = time.perf_counter() - t
 
@@ -285,7 +290,8 @@ def run_release(spec: ReleaseSpec, *, progress=None) -> ReleaseResult:
     risk = {
         name: within_eps_risk(ds["y_synthetic"], data.y, eps=spec.risk.eps, p=spec.risk.p,
                               transform=spec.data.back_transform)
-        for name, ds in implicates.items()
+        for name, ds in progress_iter(implicates.items(), enabled=progressbar, desc="risk",
+                                      total=len(implicates), unit="model")
     }
     summary = summarise_risk(risk["unrestricted"], risk["restricted"], at_risk.at_risk)
     seconds["risk"] = time.perf_counter() - t
@@ -294,6 +300,7 @@ def run_release(spec: ReleaseSpec, *, progress=None) -> ReleaseResult:
     utility = compare_to_confidential(
         spec.formula, {k: v["y_synthetic"] for k, v in implicates.items()}, data.frame,
         response=spec.data.response, truth=data.y, alpha=spec.utility.alpha,
+        progressbar=progressbar,
     )
     seconds["utility"] = time.perf_counter() - t
     return ReleaseResult(

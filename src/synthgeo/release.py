@@ -9,6 +9,7 @@ the synthetic response; no other input column can reach it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -23,10 +24,16 @@ import numpy as np
 import pandas as pd
 
 from synthgeo._errors import SpecError
+from synthgeo._readme import csv_name, data_user_readme
 from synthgeo._versions import package_versions
 from synthgeo.pipeline import MODELS, ReleaseResult
+from synthgeo.record_schema import validate_release_record
 
-__all__ = ["check_output_dir", "input_paths", "write_release", "package_versions", "release_frames"]
+__all__ = ["check_output_dir", "input_paths", "write_release", "package_versions", "release_frames",
+           "release_record", "EMPTY_REVIEW"]
+
+#: The review block of a new release record: the board fills it in (see the schema).
+EMPTY_REVIEW = {"reviewer": None, "decision": None, "date": None, "conditions": None}
 
 def check_output_dir(out: Path, *, overwrite: bool, inputs: list[Path]) -> None:
     """Refuse an existing output folder without ``overwrite``, or one that holds an input.
@@ -113,8 +120,44 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
-def release_record(result: ReleaseResult, *, seconds: dict[str, float]) -> dict[str, Any]:
-    """The release record (``release.json``) as a dict."""
+def _file_list(folder: Path) -> list[dict[str, Any]]:
+    """List every file under ``folder`` (sorted) as ``{path, bytes, sha256}``.
+
+    Paths are relative to ``folder``'s parent (``release/...``).
+    """
+    out = []
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h = hashlib.sha256()
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        out.append({"path": f.relative_to(folder.parent).as_posix(), "bytes": f.stat().st_size,
+                    "sha256": h.hexdigest()})
+    return out
+
+
+def release_record(
+    result: ReleaseResult, *, seconds: dict[str, float],
+    release_files: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Build the release record (``release.json``) as a dict, valid against the schema.
+
+    Parameters
+    ----------
+    result : ReleaseResult
+    seconds : dict of str to float
+        Wall time per stage, seconds.
+    release_files : list of dict, optional
+        ``{path, bytes, sha256}`` of every file under ``release/`` (written by
+        :func:`write_release`); empty when not given.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable; NaN as null, infinities as "inf"/"-inf". Optional keys
+        ``locations`` and ``engine`` appear when the result carries them. The ``review`` block
+        is all null, for the board (see :data:`EMPTY_REVIEW`).
+    """
     spec, data = result.spec, result.data
     fits = {}
     for name, fit in result.fits.items():
@@ -161,63 +204,20 @@ def release_record(result: ReleaseResult, *, seconds: dict[str, float]) -> dict[
         "utility": {"formula": spec.formula, "method": "OLS per implicate, Reiter (2003) rules",
                     "ci_overlap": "Karr et al. (2006), unclamped: negative = disjoint",
                     "table": result.utility.to_dict("records")},
+        "release_files": list(release_files or []),
         "seconds": seconds,
+        "review": dict(EMPTY_REVIEW),
     }
+    for optional in ("locations", "engine"):
+        value = getattr(result, optional, None)
+        if value is not None:
+            rec[optional] = value.to_dict() if hasattr(value, "to_dict") else value
     return _jsonable(rec)
 
 
 def _data_user_readme(result: ReleaseResult) -> str:
-    spec = result.spec
-    d = spec.data
-    L = spec.synthesis.n_implicates
-    return f"""# Partially synthetic public-use file
-
-Produced by synthgeo {package_versions()['synthgeo']} from a confidential file of
-{result.data.n_records} records.
-
-## What is synthetic
-- `{d.response}` is **synthetic** in every row: drawn from a Bayesian spatial model
-  (Gaussian process with differential smoothing; Quick, Holan & Wikle 2018, JRSS-A 181(3)).
-  The model's restricted form (differential smoothing) removes the spatial effect at
-  spatially isolated records, so their synthetic values do not track their true values.
-- Locations ({', '.join(c for c in (d.x, d.y) if c) or 'geometry'}) and covariates
-  ({', '.join(d.covariates) or 'none'}) are released unchanged. No record was suppressed.
-- There are L = {L} implicates (synthetic copies of the file). Analyse **every** implicate and
-  combine the results; a single implicate understates uncertainty.
-
-## Files
-- `implicates.parquet`: GeoParquet, long form, column `implicate` = 1..{L}.
-- `csv/implicate_NNN.csv`: one CSV per implicate, the same columns without geometry.
-
-## Combining rules (Reiter 2003, partially synthetic data)
-With q_l and u_l the estimate and its squared standard error from implicate l (l = 1..m):
-q_bar = mean(q_l); b_m = var(q_l) (divisor m-1); u_bar = mean(u_l);
-T_p = u_bar + b_m/m (not Rubin's rule); df = (m-1)(1 + u_bar/(b_m/m))^2;
-interval q_bar ± t_df sqrt(T_p).
-
-### Python
-```python
-import glob, numpy as np, pandas as pd, statsmodels.formula.api as smf
-from scipy import stats
-fits = [smf.ols("{spec.formula}", pd.read_csv(f)).fit() for f in sorted(glob.glob("csv/*.csv"))]
-q = np.array([f.params for f in fits]); u = np.array([f.bse**2 for f in fits]); m = len(fits)
-q_bar, b_m, u_bar = q.mean(0), q.var(0, ddof=1), u.mean(0)
-T_p = u_bar + b_m / m; df = (m - 1) * (1 + u_bar / (b_m / m))**2
-half = stats.t.ppf(0.975, df) * np.sqrt(T_p)
-print(pd.DataFrame({{"q_bar": q_bar, "lower": q_bar - half, "upper": q_bar + half}},
-                   index=fits[0].params.index))
-```
-
-### R
-```r
-files <- sort(Sys.glob("csv/*.csv"))
-fits <- lapply(files, function(f) lm({spec.formula}, data = read.csv(f)))
-q <- t(sapply(fits, coef)); u <- t(sapply(fits, function(f) diag(vcov(f)))); m <- length(fits)
-q_bar <- colMeans(q); b_m <- apply(q, 2, var); u_bar <- colMeans(u)
-T_p <- u_bar + b_m / m; df <- (m - 1) * (1 + u_bar / (b_m / m))^2
-cbind(q_bar, lower = q_bar - qt(0.975, df) * sqrt(T_p), upper = q_bar + qt(0.975, df) * sqrt(T_p))
-```
-"""
+    """Return the data users' README (see :func:`synthgeo._readme.data_user_readme`)."""
+    return data_user_readme(result)
 
 
 def write_release(
@@ -261,11 +261,10 @@ def write_release(
         # unrestricted ones are kept for the board only
         pub = frames["restricted"]
         pub.to_parquet(rel / "implicates.parquet", index=False)
-        width = len(str(result.spec.synthesis.n_implicates))
+        n_impl = result.spec.synthesis.n_implicates
         for imp, part in pd.DataFrame(pub.drop(columns="geometry")).groupby("implicate"):
-            part.drop(columns="implicate").to_csv(
-                rel / "csv" / f"implicate_{int(imp):0{max(width, 3)}d}.csv", index=False
-            )
+            part.drop(columns="implicate").to_csv(rel / "csv" / csv_name(imp, n_impl),
+                                                  index=False)
         (rel / "README.md").write_text(_data_user_readme(result), encoding="utf-8")
         frames["unrestricted"].to_parquet(conf / "implicates_unrestricted.parquet", index=False)
         for name, fit in result.fits.items():
@@ -281,7 +280,9 @@ def write_release(
         risk.to_csv(conf / "risk_per_record.csv", index=False)
         result.risk_summary.to_csv(conf / "risk_summary.csv", index=False)
         result.utility.to_csv(conf / "utility_reiter.csv", index=False)
-        record = release_record(result, seconds=seconds or result.seconds)
+        record = release_record(result, seconds=seconds or result.seconds,
+                                release_files=_file_list(rel))
+        validate_release_record(record)
         (tmp / "release.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
         if report_html is not None:
             (tmp / "report.html").write_text(report_html, encoding="utf-8")

@@ -17,6 +17,7 @@ import statsmodels.formula.api as smf
 import xarray as xr
 from scipy import stats
 
+from synthgeo._progress import progress_iter
 from synthgeo.risk import _check_synthetic
 
 __all__ = [
@@ -263,7 +264,7 @@ def _check_frame(frame: Any, n_records: int | None, response: Any) -> pd.DataFra
 
 def reiter_ols(
     formula: str, synthetic: xr.DataArray, frame: pd.DataFrame, *, response: str,
-    alpha: float = 0.05,
+    alpha: float = 0.05, progressbar: bool = False, desc: str = "utility",
 ) -> CombinedEstimate:
     """Fit the analyst's OLS model to each implicate and combine with Reiter's (2003) rules.
 
@@ -280,6 +281,10 @@ def reiter_ols(
         Column of ``frame`` that receives each implicate's synthetic response.
     alpha : float, default=0.05
         The interval has coverage 1 − alpha.
+    progressbar : bool, default=False
+        tqdm bar over the implicates on stderr.
+    desc : str, default="utility"
+        The bar's label.
 
     Returns
     -------
@@ -301,7 +306,8 @@ def reiter_ols(
     synthetic = _check_synthetic(synthetic)
     data = _check_frame(frame, synthetic.sizes["record"], response)
     params, variances = [], []
-    for values in synthetic.values:
+    for values in progress_iter(synthetic.values, enabled=progressbar, desc=desc,
+                                unit="implicate"):
         data[response] = values
         fit = fit_ols(formula, data, alpha=alpha)
         params.append(fit.params)
@@ -365,7 +371,7 @@ def ci_overlap(lower_orig: Any, upper_orig: Any, lower_syn: Any, upper_syn: Any)
 
 def compare_to_confidential(
     formula: str, synthetic_by_model: Mapping[str, xr.DataArray], frame: pd.DataFrame, *,
-    response: str, truth: Any, alpha: float = 0.05,
+    response: str, truth: Any, alpha: float = 0.05, progressbar: bool = False,
 ) -> pd.DataFrame:
     r"""Compare Reiter-combined OLS fits on synthetic data with the fit on the confidential data.
 
@@ -383,6 +389,8 @@ def compare_to_confidential(
         Confidential response, same scale as the synthetic values.
     alpha : float, default=0.05
         Intervals have coverage 1 − alpha.
+    progressbar : bool, default=False
+        tqdm bars over the implicates of each model on stderr.
 
     Returns
     -------
@@ -416,7 +424,8 @@ def compare_to_confidential(
         "std_diff": 0.0,
     })]
     for model, syn in synthetic_by_model.items():
-        est = reiter_ols(formula, syn, frame, response=response, alpha=alpha)
+        est = reiter_ols(formula, syn, frame, response=response, alpha=alpha,
+                         progressbar=progressbar, desc=f"utility ({model})")
         if list(est.names) != terms:
             raise ValueError(f"model {model!r} gave terms {est.names!r}, expected {terms!r}.")
         tables.append(pd.DataFrame({

@@ -18,18 +18,20 @@ def add_input_args(p: argparse.ArgumentParser) -> None:
                    help="household (address) points or a population proxy, same CRS as CASES; "
                         "may be the same file as CASES, told apart by the two queries")
     g = p.add_argument_group("reading the files")
-    g.add_argument("--x", metavar="COL", help="CSV: x (easting/longitude) column")
-    g.add_argument("--y", metavar="COL", help="CSV: y (northing/latitude) column")
+    g.add_argument("--x", metavar="COL", help="CSV: x (easting/longitude) column (default: none; required for CSV)")
+    g.add_argument("--y", metavar="COL", help="CSV: y (northing/latitude) column (default: none; required for CSV)")
     g.add_argument("--crs", metavar="CRS",
                    help='CSV: CRS of the x/y columns, e.g. "EPSG:27700"; required for CSV '
-                        "(EPSG:4326 is never assumed)")
+                        "(EPSG:4326 is never assumed; default: none)")
     g.add_argument("--coord-unit-m", type=float, default=1.0, metavar="M",
                    help="CSV: metres per unit of the x/y columns, --source and a CSV --region "
                         "(default: 1; 1000 for kilometres)")
     g.add_argument("--cases-query", metavar="EXPR",
-                   help="""pandas query selecting the cases, e.g. "cancer == 'larynx'" """)
+                   help="""pandas query selecting the cases, e.g. "cancer == 'larynx'" """
+                        "(default: all rows)")
     g.add_argument("--households-query", metavar="EXPR",
-                   help="""pandas query selecting the households, e.g. "cancer == 'lung'" """)
+                   help="""pandas query selecting the households, e.g. "cancer == 'lung'" """
+                        "(default: all rows)")
     g.add_argument("--id-col", metavar="COL",
                    help="unique case id column, written with the masked points (default: row "
                         "numbers in a column `record`)")
@@ -52,7 +54,8 @@ def add_utility_args(p: argparse.ArgumentParser, *, required: bool) -> None:
                         "--coord-unit-m), e.g. 354.5,413.6 for km on the British National Grid"
                         + ("" if required else " (default: no utility test)"))
     g.add_argument("--radius-m", type=float, metavar="R", required=required,
-                   help="radius R around the source, metres (distance <= R counts)")
+                   help="radius R around the source, metres (distance <= R counts; default: "
+                        "none, no utility test)")
     g.add_argument("--min-ratio", type=float, default=2.0, metavar="F",
                    help="detected when observed >= F × expected (default: 2); expected = cases "
                         "× share of households within R")

@@ -47,7 +47,7 @@ def add_parser(sub, common) -> None:
                         "CSV with x_m/y_m in metres is always written too")
     p.add_argument("--overwrite", action="store_true",
                    help="replace an earlier mask in --out (only if it was never released: two "
-                        "independent masks of the same cases can be averaged)")
+                        "independent masks of the same cases can be averaged; default: refuse)")
     p.add_argument("--reuse", metavar="DIR",
                    help="earlier mask folder: cases whose id is in it keep their earlier masked "
                         "point; only new cases are masked (default: none)")

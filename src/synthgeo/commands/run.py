@@ -30,25 +30,26 @@ def add_parser(sub, common) -> None:
     r.add_argument("--overwrite", action="store_true",
                    help="replace an existing output folder of an earlier run (default: refuse)")
     r.add_argument("--draws", type=int, metavar="N",
-                   help="posterior draws kept per chain, integer >= 10 (overrides [sampling] "
-                        "draws; bundled spec: 1000)")
+                   help="posterior draws kept per chain, integer >= 10 (default: the spec's "
+                        "[sampling] draws; bundled spec: 1000)")
     r.add_argument("--tune", type=int, metavar="N",
                    help="warm-up (tuning) iterations per chain, discarded, integer >= 10 "
-                        "(overrides [sampling] tune; bundled spec: 1000)")
+                        "(default: the spec's [sampling] tune; bundled spec: 1000)")
     r.add_argument("--chains", type=int, metavar="N",
                    help="number of MCMC chains, integer >= 2 (R-hat compares chains; 1 only "
-                        "with --on-convergence-failure warn) (overrides [sampling] chains; "
-                        "bundled spec: 2)")
+                        "with --on-convergence-failure warn) (default: the spec's [sampling] "
+                        "chains; bundled spec: 2)")
     r.add_argument("--seed", type=int, metavar="INT",
-                   help="random seed, non-negative integer (overrides [sampling] seed; bundled "
-                        "spec: 20181); same spec + seed gives byte-identical release files")
+                   help="random seed, non-negative integer (default: the spec's [sampling] "
+                        "seed; bundled spec: 20181); same spec + seed gives byte-identical "
+                        "release files")
     r.add_argument("--implicates", type=int, metavar="L",
-                   help="number L of synthetic data sets (Reiter's m), integer >= 2 (overrides "
-                        "[synthesis] n_implicates; bundled spec: 100)")
+                   help="number L of synthetic data sets (Reiter's m), integer >= 2 (default: "
+                        "the spec's [synthesis] n_implicates; bundled spec: 100)")
     r.add_argument("--on-convergence-failure", choices=["stop", "warn"],
                    help="when R-hat > 1.01, divergences or low ESS: stop before writing "
-                        "release/, or warn and go on (overrides [sampling] "
-                        "on_convergence_failure; default: stop)")
+                        "release/, or warn and go on (default: the spec's [sampling] "
+                        "on_convergence_failure; bundled spec: stop)")
 
 
 def run(args: argparse.Namespace, say) -> int:
@@ -64,9 +65,11 @@ def run(args: argparse.Namespace, say) -> int:
     out = Path(args.out)
     check_output_dir(out, overwrite=args.overwrite, inputs=input_paths(spec))
     say(f"synthgeo {__version__}: {spec.source}")
-    result = run_release(spec, progress=lambda m: say(f"  {m}"))
+    bars = getattr(args, "progressbar", False)
+    result = run_release(spec, progress=lambda m: say(f"  {m}"), progressbar=bars)
     t = time.perf_counter()
-    html = render_report(result)
+    say("  writing the report and the release")
+    html = render_report(result, progressbar=bars)
     seconds = dict(result.seconds)
     out = write_release(result, out, overwrite=args.overwrite, report_html=html,
                         seconds=seconds)

@@ -22,6 +22,7 @@ import numpy as np
 import xarray as xr
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
+from synthgeo._progress import progress_iter
 from synthgeo.model.kernels import Sites
 from synthgeo.model.restricted_gp import GPPriors
 
@@ -126,6 +127,8 @@ def recover_effects(
     priors: GPPriors,
     coef_names: list[str],
     random_seed: int | np.random.Generator | None = None,
+    progressbar: bool = False,
+    desc: str = "recover β, w",
 ) -> xr.Dataset:
     """Draw β and w at every site for every retained posterior draw.
 
@@ -148,6 +151,10 @@ def recover_effects(
         Names for the ``coef`` dimension.
     random_seed : int, Generator or None
         Seed.
+    progressbar : bool, default=False
+        tqdm bar over the draws on stderr.
+    desc : str
+        The bar's label.
 
     Returns
     -------
@@ -165,11 +172,11 @@ def recover_effects(
     s2 = posterior["sigma2"].values
     t2 = posterior["nugget"].values
     phi = 3.0 / posterior["range_km"].values
-    for c in range(n_chain):
-        for j in range(n_draw):
-            beta[c, j], w[c, j] = _draw_one(
-                rng, y, X, dist_km, idx, d, s2[c, j], t2[c, j], phi[c, j], priors
-            )
+    pairs = [(c, j) for c in range(n_chain) for j in range(n_draw)]
+    for c, j in progress_iter(pairs, enabled=progressbar, desc=desc, unit="draw"):
+        beta[c, j], w[c, j] = _draw_one(
+            rng, y, X, dist_km, idx, d, s2[c, j], t2[c, j], phi[c, j], priors
+        )
     coords = {"chain": posterior["chain"].values, "draw": posterior["draw"].values}
     return xr.Dataset(
         {

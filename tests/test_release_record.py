@@ -1,0 +1,205 @@
+"""release.json against the package's JSON Schema, and the data users' README in release/."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from jsonschema import Draft202012Validator
+
+from synthgeo.config import _SECTIONS
+from synthgeo.record_schema import release_schema, validate_release_record
+from synthgeo.release import EMPTY_REVIEW, release_record, write_release
+
+
+@pytest.fixture(scope="module")
+def fake_result():
+    from synthgeo.testing import fake_release_result
+
+    return fake_release_result(n_implicates=12)
+
+
+@pytest.fixture(scope="module")
+def record(fake_result):
+    return json.loads(json.dumps(release_record(fake_result, seconds={"total": 1.0})))
+
+
+@pytest.fixture(scope="module")
+def written(fake_result, tmp_path_factory):
+    out = tmp_path_factory.mktemp("rel") / "out"
+    write_release(fake_result, out, report_html="<!-- CONFIDENTIAL -->\n<html></html>")
+    return out
+
+
+def _walk(node, path="#"):
+    if isinstance(node, dict):
+        yield path, node
+        for k, v in node.items():
+            yield from _walk(v, f"{path}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _walk(v, f"{path}/{i}")
+
+
+def test_schema_is_valid_and_every_object_is_closed():
+    schema = release_schema()
+    Draft202012Validator.check_schema(schema)
+    open_objects = [p for p, n in _walk(schema)
+                    if n.get("type") == "object" and n.get("additionalProperties") is not False]
+    assert open_objects == []
+    # only the two keys other branches add are optional
+    assert set(schema["properties"]) - set(schema["required"]) == {"engine", "locations"}
+
+
+def test_schema_spec_keys_match_the_config_dataclasses():
+    spec = release_schema()["properties"]["spec"]["properties"]
+    for section, cls in _SECTIONS.items():
+        assert set(spec[section]["properties"]) == {f.name for f in dataclasses.fields(cls)}, (
+            f"update [spec.{section}] in synthgeo/data/release.schema.json")
+
+
+def test_record_validates_and_leaves_the_review_empty(record):
+    validate_release_record(record)
+    assert record["review"] == EMPTY_REVIEW
+    assert all(v is None for v in record["review"].values())
+
+
+@pytest.mark.parametrize("where", [
+    (), ("fits", "unrestricted", "convergence"), ("review",), ("at_risk",),
+    ("spec", "model"), ("input",),
+])
+def test_an_unknown_field_fails(record, where):
+    bad = copy.deepcopy(record)
+    node = bad
+    for key in where:
+        node = node[key]
+    node["surprise"] = 1
+    with pytest.raises(ValueError, match=r"Additional properties are not allowed "
+                                         r"\('surprise' was unexpected\)"):
+        validate_release_record(bad)
+
+
+def test_unknown_field_in_a_table_row_fails(record):
+    bad = copy.deepcopy(record)
+    bad["utility"]["table"][0]["p_value"] = 0.5
+    with pytest.raises(ValueError, match=r"utility/table/0: Additional properties"):
+        validate_release_record(bad)
+
+
+def test_missing_review_fails(record):
+    bad = copy.deepcopy(record)
+    del bad["review"]
+    with pytest.raises(ValueError, match=r"'review' is a required property"):
+        validate_release_record(bad)
+
+
+def test_a_filled_in_review_validates_and_a_bad_one_does_not(record):
+    good = copy.deepcopy(record)
+    good["review"] = {"reviewer": "Disclosure Review Board (chair: A. N. Other)",
+                      "decision": "approved with conditions", "date": "2026-12-01",
+                      "conditions": ["publish with the README", "re-review in 2027"]}
+    validate_release_record(good)
+    for field, value, match in (("decision", "ok", r"review/decision: 'ok' is not one of"),
+                                ("date", "1 Dec 2026", r"review/date: '1 Dec 2026' does not"),
+                                ("conditions", 3, r"review/conditions: 3 is not valid")):
+        bad = copy.deepcopy(good)
+        bad["review"][field] = value
+        with pytest.raises(ValueError, match=match):
+            validate_release_record(bad)
+
+
+def test_optional_locations_and_engine_validate(record):
+    more = copy.deepcopy(record)
+    more["locations"] = {"radius_m": 100.0}
+    more["engine"] = "exact"
+    validate_release_record(more)
+
+
+def test_written_record_lists_the_release_files_with_hashes(written):
+    rec = json.loads((written / "release.json").read_text())
+    validate_release_record(rec)
+    files = sorted(p for p in (written / "release").rglob("*") if p.is_file())
+    listed = {f["path"]: f for f in rec["release_files"]}
+    assert sorted(listed) == [p.relative_to(written).as_posix() for p in files]
+    for p in files:
+        entry = listed[p.relative_to(written).as_posix()]
+        assert entry["bytes"] == p.stat().st_size
+        assert entry["sha256"] == hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+# --- the data users' README -------------------------------------------------------------------
+
+
+def _code(readme: str, lang: str) -> str:
+    return re.search(rf"```{lang}\n(.*?)```", readme, re.S).group(1)
+
+
+def test_readme_names_the_real_files_and_says_what_is_synthetic(written, fake_result):
+    readme = (written / "release" / "README.md").read_text()
+    for name in re.findall(r"`csv/(implicate_\d+\.csv)`", readme):
+        assert (written / "release" / "csv" / name).is_file()
+    assert "`csv/implicate_001.csv` … `csv/implicate_012.csv`" in readme
+    assert "m = 12 implicates" in readme
+    assert "**synthetic**" in readme and "no record was suppressed" in readme
+    assert "T_p   = u_bar + b_m / m" in readme and "not** Rubin's rule" in readme
+    # no count of at-risk records and no M: they would point at the smoothed records
+    assert str(fake_result.at_risk.n_at_risk) + " at-risk" not in readme
+    assert f"{fake_result.M_m:,.0f}" not in readme
+    # no true value
+    for v in np.exp(fake_result.data.y[:20]):
+        assert f"{v:.6g}" not in readme
+
+
+def _expected(fake_result):
+    util = fake_result.utility
+    return util[util["model"] == "restricted"].set_index("term")
+
+
+def test_readme_python_example_reproduces_the_reiter_table(written, fake_result, tmp_path):
+    script = tmp_path / "example.py"
+    script.write_text(_code((written / "release" / "README.md").read_text(), "python"))
+    out = subprocess.run([sys.executable, str(script)], cwd=written / "release",
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    want = _expected(fake_result)
+    for term, row in want.iterrows():
+        line = next(ln for ln in out.splitlines() if ln.startswith(term))
+        q_bar, se, df, lower, upper = map(float, line.split()[1:])
+        np.testing.assert_allclose([q_bar, se, df, lower, upper],
+                                   [row["estimate"], row["se"], row["df"], row["lower"],
+                                    row["upper"]], rtol=2e-5)
+
+
+@pytest.mark.skipif(shutil.which("Rscript") is None,
+                    reason="R is not installed (Debian: apt-get install r-base-core)")
+def test_readme_r_example_reproduces_the_reiter_table(written, fake_result, tmp_path):
+    script = tmp_path / "example.R"
+    script.write_text(_code((written / "release" / "README.md").read_text(), "r"))
+    out = subprocess.run(["Rscript", str(script)], cwd=written / "release",
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    want = _expected(fake_result)
+    for term, row in want.iterrows():
+        r_term = "(Intercept)" if term == "Intercept" else term
+        line = next(ln for ln in out.splitlines() if ln.startswith(r_term))
+        vals = list(map(float, line.split()[1:]))
+        np.testing.assert_allclose(vals, [row["estimate"], row["se"], row["df"], row["lower"],
+                                          row["upper"]], rtol=2e-5)
+
+
+# --- the real bundled run (slow) --------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_bundled_run_record_validates(bundled_release):
+    rec = json.loads((Path(bundled_release) / "release.json").read_text())
+    validate_release_record(rec)
+    assert rec["review"] == EMPTY_REVIEW
+    assert len(rec["release_files"]) == 22
