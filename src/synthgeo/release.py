@@ -161,6 +161,7 @@ def release_record(result: ReleaseResult, *, seconds: dict[str, float]) -> dict[
         "utility": {"formula": spec.formula, "method": "OLS per implicate, Reiter (2003) rules",
                     "ci_overlap": "Karr et al. (2006), unclamped: negative = disjoint",
                     "table": result.utility.to_dict("records")},
+        "locations": (None if result.locations is None else result.locations.summary()),
         "seconds": seconds,
     }
     return _jsonable(rec)
@@ -280,6 +281,8 @@ def write_release(
             risk = pd.concat([risk, rf.add_suffix(f"_{name}")], axis=1)
         risk.to_csv(conf / "risk_per_record.csv", index=False)
         result.risk_summary.to_csv(conf / "risk_summary.csv", index=False)
+        if result.locations is not None:  # per-record k and outlier labels: board only
+            result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
         result.utility.to_csv(conf / "utility_reiter.csv", index=False)
         record = release_record(result, seconds=seconds or result.seconds)
         (tmp / "release.json").write_text(json.dumps(record, indent=2), encoding="utf-8")

@@ -63,6 +63,17 @@ def _table(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
                       border=0)
 
 
+def _locations_section(result: ReleaseResult) -> list[str]:
+    """Minimal location-diagnostics table (the full layout comes with the report rewrite)."""
+    if result.locations is None:
+        return []
+    from synthgeo.anonymity.diagnostics import report_tables
+
+    t = report_tables(result.locations)
+    return ["<h2>Locations (diagnostics only; no location moved)</h2>", _table(t["overview"]),
+            _table(t["k_histogram"])]
+
+
 def render_report(result: ReleaseResult) -> str:
     """Render the report page.
 
@@ -92,6 +103,7 @@ def render_report(result: ReleaseResult) -> str:
         f"<p>Rule: no neighbouring record within M = −log({spec.model.rho0})/φ̂ = "
         f"{result.M_m:,.0f} m (φ̂ the posterior median of the unrestricted fit). "
         f"{len(at)} at-risk record(s): ids {html.escape(', '.join(map(str, at)))}.</p>",
+        *_locations_section(result),
         "<h2>Disclosure risk (share of synthetic values within tolerance of the truth)</h2>",
         "<p>Reduction = 1 − mean(restricted)/mean(unrestricted) within each group; "
         "attack share = share of records whose implicate-average lies within tolerance.</p>",

@@ -11,4 +11,6 @@ from __future__ import annotations
 COMMANDS: tuple[str, ...] = (
     "run",
     "validate",
+    "kanon",
+    "outliers",
 )
