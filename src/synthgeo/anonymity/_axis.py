@@ -10,6 +10,7 @@ whole record by the driver in :mod:`synthgeo.anonymity.outliers`).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import pdist
@@ -95,10 +96,10 @@ class Axis:
         if not members.any():
             return out
         comp = self.component[members]
-        pairs = np.unique(np.column_stack([comp, self.subject[members]]), axis=0)
-        ids, counts = np.unique(pairs[:, 0], return_counts=True)
-        lookup = dict(zip(ids.tolist(), counts.tolist()))
-        out[members] = [lookup[c] for c in comp.tolist()]
+        n_subj = int(self.subject.max()) + 1
+        pairs = np.unique(comp * n_subj + self.subject[members])  # distinct (group, subject)
+        per_group = np.bincount(pairs // n_subj, minlength=len(self.true))
+        out[members] = per_group[comp]
         return out
 
     def cell_counts(self, records: np.ndarray, level: np.ndarray, active: np.ndarray,
@@ -119,20 +120,16 @@ class Axis:
             key_o = self._keys(self.published[idx], size)
             q = records[sel]
             key_q = self._keys(self.true[q], size)
-            pairs = np.unique(np.column_stack([key_o, self.subject[idx]]), axis=0)
-            keys, n_subj = np.unique(pairs[:, 0], return_counts=True)
-            base = np.zeros(len(q), dtype=np.int64)
-            own = np.zeros(len(q), dtype=bool)
-            if len(keys):
-                pos = np.minimum(np.searchsorted(keys, key_q), len(keys) - 1)
-                hit = keys[pos] == key_q
-                base[hit] = n_subj[pos[hit]]
-                # is the record's own subject already among the others in its cell?
-                both = np.concatenate([pairs, np.column_stack([key_q, self.subject[q]])])
-                inv = np.unique(both, axis=0, return_inverse=True)[1].ravel()
-                seen = np.zeros(int(inv.max()) + 1, dtype=bool)
-                seen[inv[:len(pairs)]] = True
-                own = seen[inv[len(pairs):]]
+            codes = pd.factorize(np.concatenate([key_o, key_q]))[0].astype(np.int64)
+            n_subj = int(self.subject.max()) + 1
+            pairs = np.unique(codes[:len(key_o)] * n_subj + self.subject[idx])  # (cell, subject)
+            per_cell = np.bincount(pairs // n_subj, minlength=int(codes.max()) + 1)
+            cq = codes[len(key_o):]
+            base = per_cell[cq]
+            # is the record's own subject already among the others in its cell?
+            mine = cq * n_subj + self.subject[q]
+            pos = np.minimum(np.searchsorted(pairs, mine), max(len(pairs) - 1, 0))
+            own = (pairs[pos] == mine) if len(pairs) else np.zeros(len(q), dtype=bool)
             out[sel] = base + (~own).astype(np.int64)
         return out
 

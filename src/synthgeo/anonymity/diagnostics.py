@@ -87,7 +87,7 @@ class LocationDiagnostics:
                 "policy", "unit_column", "time_column", "n_passes", "converged", "labels",
                 "disposals", "isolation_ratio", "isolation_ratio_time", "suppressed",
                 "n_units_breaching", "suggestions", "hole_check", "group_extent",
-                "generalised_cells_m", "bias_statement", "refused", "failures")},
+                "generalised_cells_m", "bias_statement", "refused", "failures", "advice")},
             "at_risk": self.relation_to_at_risk(),
             "seconds": self.seconds,
         }

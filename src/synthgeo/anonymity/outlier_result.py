@@ -78,6 +78,8 @@ class OutlierResult:
     bias_statement : str
     failures : list of str
         Why the policy refuses (caps breached, no fixed point); empty when it passes.
+    advice : str
+        Which parameter to move (first-pass estimates of k and r_max that would pass).
     crs_wkt : str
         CRS of `published_m`.
     """
@@ -114,6 +116,7 @@ class OutlierResult:
     bias: pd.DataFrame
     bias_statement: str
     failures: list[str] = field(default_factory=list)
+    advice: str = ""
     crs_wkt: str = ""
 
     @property
@@ -140,11 +143,13 @@ class OutlierResult:
         return out
 
     def refusal_message(self) -> str:
-        """All failures in one message (empty string when the policy passes)."""
-        return " | ".join(self.failures)
+        """Return all failures and the advice in one message (empty when the policy passes)."""
+        if not self.failures:
+            return ""
+        return "; ".join(self.failures) + " — " + self.advice
 
     def to_dataframe(self) -> pd.DataFrame:
-        """Labels per record (confidential): ids, ratios, labels, disposals, published location."""
+        """Return labels per record (confidential): ratios, labels, disposals, locations."""
         out = pd.DataFrame({self.id_column: self.record_id})
         if self.unit is not None:
             out[self.unit_column] = self.unit
@@ -251,6 +256,7 @@ class OutlierResult:
                                               for s in np.unique(cells)}},
             "bias": self.bias.to_dict("records"), "bias_statement": self.bias_statement,
             "refused": self.refused, "failures": self.failures,
+            "advice": self.advice if self.failures else None,
         }
         return rec
 

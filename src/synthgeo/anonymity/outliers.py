@@ -244,7 +244,8 @@ def apply_outlier_policy(
     bias = checks.bias_table(points, suppressed, attributes)
     statement = checks.bias_statement(bias, int(suppressed.sum()), int((~suppressed).sum()))
 
-    failures = _failures(policy, converged, overall, units, unit, suggestions, bool(time))
+    failures, advice = _failures(policy, converged, overall, units, unit, suggestions,
+                                 bool(time))
     result = OutlierResult(
         policy=policy, id_column=prep.id_column, record_id=prep.record_id, unit_column=unit,
         time_column=time, unit=unit_values, isolation_m=d0,
@@ -260,7 +261,7 @@ def apply_outlier_policy(
         published_time_s=pub_t, time_interval_s=interval, n_passes=len(passes),
         converged=converged, passes=passes, overall=overall, units=units,
         suggestions=suggestions, hole=hole, groups=groups, bias=bias,
-        bias_statement=statement, failures=failures, crs_wkt=prep.crs_wkt,
+        bias_statement=statement, failures=failures, advice=advice, crs_wkt=prep.crs_wkt,
     )
     if hole.get("flag"):
         warnings.warn(hole["message"], UserWarning, stacklevel=2)
@@ -270,8 +271,8 @@ def apply_outlier_policy(
 
 
 def _failures(policy: OutlierPolicy, converged: bool, overall: dict, units: pd.DataFrame | None,
-              unit: str | None, suggestions: dict, has_time: bool) -> list[str]:
-    """Refusal messages: what breached and which parameter to move."""
+              unit: str | None, suggestions: dict, has_time: bool) -> tuple[list[str], str]:
+    """Return what breached (one item each) and the advice: which parameter to move."""
     s = suggestions["space"]
     move = [f"lower `k` (now {policy.k})" + (f" to {s['k_max_passing']}" if s["k_max_passing"]
                                                and s["k_max_passing"] < policy.k else ""),
@@ -290,16 +291,16 @@ def _failures(policy: OutlierPolicy, converged: bool, overall: dict, units: pd.D
     out = []
     if not converged:
         out.append(f"the outlier policy found no fixed point in {policy.max_passes} passes "
-                   "(each pass's disposals isolated other records); " + fix)
+                   "(each pass's disposals isolated other records)")
     if not overall["passes"]:
         out.append(f"suppressed share {overall['share']:.2%} ({overall['n_suppressed']} of "
                    f"{overall['n_records']}) exceeds `max_suppressed_share` = "
-                   f"{policy.max_suppressed_share:.2%}; " + fix)
+                   f"{policy.max_suppressed_share:.2%}")
     if units is not None and not units["passes"].all():
         bad = units[~units["passes"]]
         shown = ", ".join(f"{r.unit!r} {r.share:.1%} ({r.n_suppressed} of {r.n_records})"
                           for r in bad.head(5).itertuples())
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
         out.append(f"{len(bad)} unit(s) of `{unit}` exceed `max_unit_suppressed_share` = "
-                   f"{policy.max_unit_suppressed_share:.0%}: {shown}{more}; " + fix)
-    return out
+                   f"{policy.max_unit_suppressed_share:.0%}: {shown}{more}")
+    return out, fix
