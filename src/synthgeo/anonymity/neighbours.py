@@ -37,6 +37,8 @@ rounding in a projection (1e-12 of 100 m is 0.1 nm)."""
 
 _CHUNK_CELLS = 4_000_000  # rows × columns of one k-NN query block (bounds memory)
 _GRID_SUBDIVISIONS = 4  # grid cells of side radius / 4 for the k_max lower bound
+_ORDER_MIN = 20_000  # reorder queries for locality above this many
+_CAP_SAMPLE = 2_000  # records probed to decide whether the grid lower bound pays
 
 
 def codes(values: np.ndarray | Sequence | None, n: int, name: str) -> np.ndarray | None:
@@ -109,16 +111,28 @@ def _embed(coords: np.ndarray, group: np.ndarray | None, reach: float) -> np.nda
     return np.column_stack([coords, group.astype(np.float64) * step])
 
 
+def _locality_order(points: np.ndarray) -> np.ndarray:
+    """Return a permutation putting nearby points next to each other (KD-tree leaf order).
+
+    Queries issued in this order reuse the tree nodes in cache: about 2x faster at 10^6.
+    """
+    if len(points) < _ORDER_MIN:
+        return np.arange(len(points))
+    return cKDTree(points, balanced_tree=False, compact_nodes=False).indices
+
+
 def _query(tree: cKDTree, points: np.ndarray, k: int, upper: float = np.inf):
-    """k-NN query in row blocks; returns (distances, indices) of shape (n, k)."""
+    """k-NN query in row blocks, in locality order; returns (distances, indices), shape (n, k)."""
     n = len(points)
     dist = np.empty((n, k), dtype=np.float64)
     idx = np.empty((n, k), dtype=np.int64)
+    order = _locality_order(points)
     step = max(1, _CHUNK_CELLS // k)
     for s in range(0, n, step):
-        d, i = tree.query(points[s:s + step], k=k, distance_upper_bound=upper, workers=-1)
-        dist[s:s + step] = np.reshape(d, (-1, k))
-        idx[s:s + step] = np.reshape(i, (-1, k))
+        rows = order[s:s + step]
+        d, i = tree.query(points[rows], k=k, distance_upper_bound=upper, workers=-1)
+        dist[rows] = np.reshape(d, (-1, k))
+        idx[rows] = np.reshape(i, (-1, k))
     return dist, idx
 
 
@@ -156,6 +170,16 @@ def _grid_lower_bound(coords: np.ndarray, group: np.ndarray | None, radius: floa
             hit = cells[pos] == target
             bound[hit] += count[pos[hit]]
     return bound[inverse]
+
+
+def _cap_is_common(tree: cKDTree, pts: np.ndarray, r_eff: float, cap: int) -> bool:
+    """Whether ≥ 5% of an evenly spaced probe of records reach the cap (then the grid pays)."""
+    n = len(pts)
+    if n < _ORDER_MIN:
+        return False
+    probe = pts[np.linspace(0, n - 1, min(n, _CAP_SAMPLE)).astype(np.int64)]
+    counts = tree.query_ball_point(probe, r_eff, return_length=True, workers=-1)
+    return bool(np.mean(counts >= cap) >= 0.05)
 
 
 def _distinct_in_rows(labels: np.ndarray) -> np.ndarray:
@@ -227,11 +251,11 @@ def radius_counts(
     tree = cKDTree(pts)
     if subj is None:
         out = np.full(n, -1, dtype=np.int64)
-        todo = np.arange(n)
-        if cap is not None:
+        todo = tree.indices  # leaf order: nearby queries share cached nodes
+        if cap is not None and _cap_is_common(tree, pts, r_eff, cap):
             certain = _grid_lower_bound(xy, group, r) >= cap
             out[certain] = cap
-            todo = np.flatnonzero(~certain)
+            todo = todo[~certain[todo]]
         out[todo] = tree.query_ball_point(pts[todo], r_eff, return_length=True, workers=-1)
         return out if cap is None else np.minimum(out, cap)
     out = np.zeros(n, dtype=np.int64)
