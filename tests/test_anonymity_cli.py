@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import geopandas
@@ -14,7 +15,10 @@ from synthgeo.anonymity import OutlierPolicy, apply_outlier_policy, measure_spat
 from synthgeo.cli import main
 from synthgeo.points import load_points
 
-DATA = Path("/work/shared/data")
+# the project's shared real data sets live beside the repository (../shared/data; see its
+# README for provenance); SYNTHGEO_SHARED_DATA points elsewhere
+DATA = Path(os.environ.get("SYNTHGEO_SHARED_DATA",
+                           Path(__file__).resolve().parents[2] / "shared" / "data"))
 MPLS = DATA / "minneapolis_police_stops_2017.csv"
 LUCAS = DATA / "lucas_oh_house_sales.csv"
 MPLS_ARGS = [str(MPLS), "--x", "lon", "--y", "lat", "--crs", "EPSG:4326", "--id-col", "idNum"]

@@ -95,7 +95,7 @@ class Axis:
         out = np.zeros(len(self.true), dtype=np.int64)
         if not members.any():
             return out
-        comp = self.component[members]
+        comp = self.component[members].astype(np.int64)
         n_subj = int(self.subject.max()) + 1
         pairs = np.unique(comp * n_subj + self.subject[members])  # distinct (group, subject)
         per_group = np.bincount(pairs // n_subj, minlength=len(self.true))
@@ -172,7 +172,7 @@ class Axis:
         keep = members[a] & members[b]
         graph = coo_matrix((np.ones(int(keep.sum())), (a[keep], b[keep])), shape=(n, n))
         _, comp = connected_components(graph, directed=False)
-        self.component = comp
+        self.component = comp.astype(np.int64)
         idx = np.flatnonzero(members)
         c = comp[idx]
         sums = np.zeros((n, self.true.shape[1]))
