@@ -101,3 +101,29 @@ def test_layers_without_crs_or_in_web_mercator_are_refused(layout_52n, tmp_path)
         load_points(path_csv, x="lon", y="lat")
     with pytest.raises(InputError, match="Web Mercator"):
         load_points(path_csv, x="lon", y="lat", crs="EPSG:4326", target_crs="EPSG:3857")
+
+
+def test_local_crs_is_utm_in_one_zone_and_equidistant_across_zones(tmp_path):
+    """Spec: the UTM zone of the data, or an azimuthal equidistant projection centred on the
+    data when it spans several zones; distances then stay close to geodesic."""
+    rng = np.random.default_rng(7)
+    lon = np.concatenate([rng.uniform(-125, -124, 20), rng.uniform(-101, -100, 20)])
+    lat = rng.uniform(40, 41, 40)
+    path = tmp_path / "wide.csv"
+    pd.DataFrame({"lon": lon, "lat": lat}).to_csv(path, index=False)
+    gdf = load_points(path, x="lon", y="lat", crs="EPSG:4326", target_crs="local")
+    assert gdf.crs.coordinate_operation.method_name == "Azimuthal Equidistant"
+    xy = coordinates_m(gdf)
+    # 1,000+ km pairs: equidistant from the centre, so within ~1% of geodesic here, whereas the
+    # UTM zone of the centre distorts them more
+    i, j = 0, 25
+    d_geo = GEOD.inv(lon[i], lat[i], lon[j], lat[j])[2]
+    assert np.hypot(*(xy[i] - xy[j])) == pytest.approx(d_geo, rel=0.01)
+    with pytest.warns(UserWarning, match="more than one UTM zone"):
+        utm = load_points(path, x="lon", y="lat", crs="EPSG:4326")
+    d_utm = np.hypot(*(coordinates_m(utm)[i] - coordinates_m(utm)[j]))
+    assert abs(d_utm / d_geo - 1) > abs(np.hypot(*(xy[i] - xy[j])) / d_geo - 1)
+    narrow = tmp_path / "narrow.csv"
+    pd.DataFrame({"lon": lon[:20], "lat": lat[:20]}).to_csv(narrow, index=False)
+    assert load_points(narrow, x="lon", y="lat", crs="EPSG:4326",
+                       target_crs="local").crs.to_epsg() == 32610

@@ -17,9 +17,11 @@ def add_points_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--crs", metavar="CRS",
                    help='CRS of --x/--y (required for CSV; e.g. "EPSG:4326" for lon/lat '
                         "degrees); a file's own CRS is used otherwise (never assumed)")
-    p.add_argument("--target-crs", default="utm", metavar="CRS",
-                   help='projected CRS in metres for distances (default: "utm", the UTM zone '
-                        "of the data); geographic and Web Mercator (EPSG:3857) are refused")
+    p.add_argument("--target-crs", default="local", metavar="CRS",
+                   help='projected CRS in metres for distances (default: "local" = the UTM '
+                        "zone of the data, or an azimuthal equidistant projection centred on "
+                        'the data when it spans several zones; "utm" forces UTM); geographic '
+                        "and Web Mercator (EPSG:3857) are refused")
     p.add_argument("--id-col", metavar="COL",
                    help="record id column, unique (default: the row number 0..N-1)")
     p.add_argument("--query", metavar="EXPR",
