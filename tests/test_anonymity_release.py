@@ -104,12 +104,13 @@ def test_report_tables(bundled):
     assert t["at_risk"]["at_risk"].tolist() == ["not at risk"]
 
 
+@pytest.mark.filterwarnings("error::UserWarning")
 def test_cap_breach_in_a_release_is_reported_not_raised(bundled):
     _, data = bundled
     policy = AnonymityConfig(r_max_m=50.0, max_suppressed_share=0.0).policy()
-    with pytest.warns(UserWarning, match="would refuse a release that moved locations"):
-        loc = location_diagnostics(data.gdf, policy=policy, id_column="id")
+    loc = location_diagnostics(data.gdf, policy=policy, id_column="id")  # no raise, no warning
     assert loc.outliers.refused and loc.summary()["outlier_policy"]["refused"]
+    assert "exceeds `max_suppressed_share`" in loc.summary()["outlier_policy"]["failures"][0]
 
 
 def test_missing_anonymity_column_fails_at_load(tmp_path):

@@ -235,11 +235,11 @@ def run_release(spec: ReleaseSpec, *, progress=None) -> ReleaseResult:
     t = time.perf_counter()
     locations = _locations(spec, data)
     seconds["locations"] = time.perf_counter() - t
-    sk = locations.spatial_k.summary()
-    say(f"locations: {sk['n_below_k']} of {sk['n_records']} records below k = {sk['k']} "
-        f"within {sk['radius_m']:g} m; outlier policy at r_max = "
-        f"{spec.anonymity.r_max_m:g} m would suppress "
-        f"{locations.outliers.overall['n_suppressed']} (diagnostics only)")
+    sk, ol = locations.spatial_k.summary(), locations.outliers
+    say(f"locations (diagnostics only, none moved): {sk['n_below_k']} of {sk['n_records']} "
+        f"records below k = {sk['k']} within {sk['radius_m']:g} m; the outlier policy at "
+        f"r_max = {spec.anonymity.r_max_m:g} m would suppress {ol.overall['n_suppressed']}"
+        + (" and refuse a location release" if ol.refused else ""))
     priors = _priors(spec, data)
     seeds = np.random.SeedSequence(spec.sampling.seed).spawn(4)
     fit_seed = [int(s.generate_state(1)[0]) for s in seeds[:2]]

@@ -129,8 +129,9 @@ def location_diagnostics(
     k_max : int or None, default=100
         Cap on counts (read "≥ k_max").
     policy : OutlierPolicy
-        r_max_m, ratios, caps. A breached cap or a missing fixed point is reported (with a
-        warning), not raised: the release moves no location.
+        r_max_m, ratios, caps. A breached cap or a missing fixed point is reported
+        (``outliers.failures``, the summary's ``refused``), not raised and not warned about:
+        the release moves no location, so it is a finding for the board, not a failure.
     group_by : sequence of str, default=()
         Quasi-identifier columns for spatial k.
     unit, time_column, subject, id_column : str, optional
@@ -145,11 +146,6 @@ def location_diagnostics(
     InputError, SpecError, TypeError
         As :func:`synthgeo.anonymity.spatial_k.measure_spatial_k` and
         :func:`synthgeo.anonymity.outliers.apply_outlier_policy`.
-
-    Warns
-    -----
-    UserWarning
-        When the policy would refuse a location release (caps, no fixed point).
     """
     t0 = time.perf_counter()
     sk = measure_spatial_k(points, radius_m, k=k, group_by=list(group_by), subject=subject,
@@ -158,11 +154,6 @@ def location_diagnostics(
         warnings.simplefilter("ignore", UserWarning)  # the hole check is reported in the summary
         ol = apply_outlier_policy(points, policy, unit=unit, time=time_column, subject=subject,
                                   id_column=id_column, on_failure="report")
-    if ol.refused:
-        warnings.warn("location diagnostics: the outlier policy would refuse a release that "
-                      "moved locations: " + ol.refusal_message() + " (this release publishes "
-                      "locations unchanged; their protection rests on the synthesis)",
-                      UserWarning, stacklevel=2)
     return LocationDiagnostics(spatial_k=sk, outliers=ol, seconds=time.perf_counter() - t0)
 
 
