@@ -104,11 +104,25 @@ def test_suppression_and_per_unit_shares():
     assert len(res.disposed_layer(layer(xy))) == 12
 
 
+def test_subjects_are_deduplicated_before_the_isolation_distance():
+    # a person with four records at one spot and one other person 50 m away: as records the
+    # first spot looks 5-anonymous; as subjects there are only two people
+    xy = np.vstack([np.zeros((4, 2)), [[50.0, 0.0]], cluster(6, at=(5000, 0))])
+    pid = ["p"] * 4 + ["q"] + [f"c{i}" for i in range(6)]
+    by_record = run(xy, k=2)
+    by_subject = run(xy, k=3, subject="pid", cols={"pid": pid})
+    assert (by_record.label[:5] == "ok").all()
+    # k = 3 needs two other subjects: the nearest after q is the cluster 5 km away
+    assert by_subject.isolation_m[0] == pytest.approx(5000 - 10, abs=1)
+    assert by_subject.label[0] == "suppress"
+
+
 def test_global_cap_refuses_and_names_the_parameters():
     xy = np.vstack([cluster(8), [[1000.0, 1000.0]], [[-2000.0, 500.0]]])
     policy = OutlierPolicy(k=5, r_max_m=100.0, max_suppressed_share=0.1)
     with pytest.raises(SpecError, match=r"suppressed share 20\.00% \(2 of 10\) exceeds "
-                                        r"`max_suppressed_share` = 10\.00%.*lower `k` \(now 5\)"
+                                        r"`max_suppressed_share` = 10\.00%.*lower `k` \(now 5; even k = 2 "
+                                        r"would not pass at this r_max\)"
                                         r".*raise `r_max_m` \(now 100 m\) to about"):
         apply_outlier_policy(layer(xy), policy)
     passing = apply_outlier_policy(layer(xy), OutlierPolicy(k=5, r_max_m=100.0,

@@ -87,8 +87,8 @@ def test_release_diagnostics_related_to_at_risk(bundled):
     assert not any(f"{v:.3f}"[:-1] in text for v in x[:20])
     per_record = loc.per_record()
     assert len(per_record) == 140
-    assert {"id", "spatial_k", "below_k", "isolation_ratio", "label", "disposal",
-            "at_risk"} <= set(per_record.columns)
+    assert {"id", "spatial_k", "below_k", "isolation_ratio", "policy_label",
+            "policy_disposal", "at_risk"} <= set(per_record.columns)
     assert not {"x_m", "y_m", "published_x_m"} & set(per_record.columns)
 
 

@@ -60,7 +60,7 @@ class Axis:
     """Mutable state of one axis during the fixed-point iteration (internal)."""
 
     def __init__(self, name: str, coords: np.ndarray, r_max: float, subject: np.ndarray,
-                 k: int) -> None:
+                 k: int, *, has_subjects: bool = True) -> None:
         self.name = name
         self.true = np.asarray(coords, dtype=np.float64)
         if self.true.ndim == 1:
@@ -68,6 +68,8 @@ class Axis:
         n = len(self.true)
         self.r_max = float(r_max)
         self.subject = subject
+        # without a subject column every record is its own subject (faster neighbour search)
+        self.subject_arg = subject if has_subjects else None
         self.k = int(k)
         self.published = self.true.copy()
         self.status = np.full(n, POINT, dtype=np.int8)
@@ -85,7 +87,7 @@ class Axis:
 
         The last column is d_i, from the record's published location; inf when fewer exist.
         """
-        dist, _ = nearest_other_subjects(self.published, self.k - 1, subject=self.subject,
+        dist, _ = nearest_other_subjects(self.published, self.k - 1, subject=self.subject_arg,
                                          query=query, candidates=np.flatnonzero(active))
         return dist
 
@@ -150,7 +152,7 @@ class Axis:
         """
         if len(query) == 0:
             return query
-        _, nb = nearest_other_subjects(self.published, self.k - 1, subject=self.subject,
+        _, nb = nearest_other_subjects(self.published, self.k - 1, subject=self.subject_arg,
                                        query=query, candidates=candidates)
         short = (nb < 0).any(axis=1)
         q = query[~short]

@@ -93,11 +93,19 @@ class LocationDiagnostics:
         }
 
     def per_record(self) -> pd.DataFrame:
-        """Per-record k and labels (confidential folder only)."""
+        """Return per-record k and policy labels (confidential folder only).
+
+        The policy's columns are prefixed ``policy_`` (``policy_label``, ``policy_disposal``,
+        ...): what the outlier policy would do; this release moves no location.
+        """
         sk = self.spatial_k.to_dataframe().drop(columns=["x_m", "y_m"])
         ol = self.outliers.to_dataframe()
         keep = [c for c in ol.columns if c not in sk.columns and not c.startswith("published")]
-        out = pd.concat([sk, ol[keep]], axis=1)
+        # what the policy *would* do: nothing is moved in this release
+        hypothetical = {c: f"policy_{c}" for c in keep if c.startswith(("label", "disposal",
+                                                                        "flagged", "group",
+                                                                        "cell"))}
+        out = pd.concat([sk, ol[keep].rename(columns=hypothetical)], axis=1)
         if self.at_risk is not None:
             out["at_risk"] = self.at_risk
         return out

@@ -370,6 +370,7 @@ def nearest_other_subjects(
         raise SpecError(f"`n_neighbours` must be a positive integer, got {n_neighbours!r}")
     need = int(n_neighbours)
     subj = codes(subject, n, "subject")
+    own_records = subj is None
     if subj is None:
         subj = np.arange(n, dtype=np.int64)
     group = codes(groups, n, "groups")
@@ -393,14 +394,16 @@ def nearest_other_subjects(
         found = idx < n_tree
         lab = np.where(found, subj_c[np.minimum(idx, n_tree - 1)], -1)
         lab[lab == subj[q[todo]][:, None]] = -1  # own subject is never a neighbour
-        # first record of each subject in distance order: stable sort by label
-        order = np.argsort(lab, axis=1, kind="stable")
-        sl = np.take_along_axis(lab, order, axis=1)
-        first_sorted = np.ones_like(sl, dtype=bool)
-        first_sorted[:, 1:] = sl[:, 1:] != sl[:, :-1]
-        first = np.empty_like(first_sorted)
-        np.put_along_axis(first, order, first_sorted, axis=1)
-        first &= lab >= 0
+        if own_records:  # every record its own subject: each other record is a new subject
+            first = lab >= 0
+        else:  # first record of each subject in distance order: stable sort by label
+            order = np.argsort(lab, axis=1, kind="stable")
+            sl = np.take_along_axis(lab, order, axis=1)
+            first_sorted = np.ones_like(sl, dtype=bool)
+            first_sorted[:, 1:] = sl[:, 1:] != sl[:, :-1]
+            first = np.empty_like(first_sorted)
+            np.put_along_axis(first, order, first_sorted, axis=1)
+            first &= lab >= 0
         rank = np.cumsum(first, axis=1)  # 1-based rank of each new subject
         n_found = rank[:, -1]
         done = (n_found >= need) | (width >= n_tree) | ~found[:, -1]

@@ -136,10 +136,11 @@ def apply_outlier_policy(
     k = policy.k
     subj = prep.subject if prep.subject is not None else np.arange(n, dtype=np.int64)
     unit_values = None if unit is None else points[unit].to_numpy(dtype=object)
-    axes = [Axis("space", prep.coords_m, policy.r_max_m, subj, k)]
+    own = prep.subject is not None
+    axes = [Axis("space", prep.coords_m, policy.r_max_m, subj, k, has_subjects=own)]
     if time:
         t = times_s(points[time], prep.record_id, time)
-        axes.append(Axis("time", t, policy.r_max_time_s, subj, k))
+        axes.append(Axis("time", t, policy.r_max_time_s, subj, k, has_subjects=own))
     first_dist: dict[str, np.ndarray] = {}
     suppressed = np.zeros(n, dtype=bool)
     flagged = np.zeros(n, dtype=np.int64)
@@ -274,8 +275,10 @@ def _failures(policy: OutlierPolicy, converged: bool, overall: dict, units: pd.D
               unit: str | None, suggestions: dict, has_time: bool) -> tuple[list[str], str]:
     """Return what breached (one item each) and the advice: which parameter to move."""
     s = suggestions["space"]
-    move = [f"lower `k` (now {policy.k})" + (f" to {s['k_max_passing']}" if s["k_max_passing"]
-                                               and s["k_max_passing"] < policy.k else ""),
+    k_ok = s["k_max_passing"]
+    move = [f"lower `k` (now {policy.k}" + (f"; {k_ok} would pass)" if k_ok and k_ok < policy.k
+                                             else "; even k = 2 would not pass at this r_max)"
+                                             if k_ok is None else ")"),
             f"raise `r_max_m` (now {policy.r_max_m:g} m)" + (
                 f" to about {s['r_max_min_passing']:,.0f} m"
                 if np.isfinite(s["r_max_min_passing"]) and s["r_max_min_passing"] >
