@@ -6,12 +6,15 @@ at it for both the tree and the brute force: the inclusive boundary is tested, n
 
 from __future__ import annotations
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from synthgeo import InputError, SpecError
+from synthgeo.anonymity import neighbours
 from synthgeo.anonymity.neighbours import (
     nearest_other_subjects,
     other_subject_record_counts,
@@ -67,12 +70,15 @@ def test_radius_counts_equal_brute_force(layout):
     within = _within(xy, r)
     same = groups[:, None] == groups[None, :]
     records = within.sum(1)
-    np.testing.assert_array_equal(radius_counts(xy, r), records)
-    np.testing.assert_array_equal(radius_counts(xy, r, k_max=k_max), np.minimum(records, k_max))
     grouped = (within & same).sum(1)
-    np.testing.assert_array_equal(radius_counts(xy, r, groups=groups), grouped)
-    np.testing.assert_array_equal(radius_counts(xy, r, groups=groups, k_max=k_max),
-                                  np.minimum(grouped, k_max))
+    for budget in (0, 10_000_000):  # per-record route (grid bound + ball counts), pair listing
+        with mock.patch.object(neighbours, "_PAIR_BUDGET", budget):
+            np.testing.assert_array_equal(radius_counts(xy, r), records)
+            np.testing.assert_array_equal(radius_counts(xy, r, k_max=k_max),
+                                          np.minimum(records, k_max))
+            np.testing.assert_array_equal(radius_counts(xy, r, groups=groups), grouped)
+            np.testing.assert_array_equal(radius_counts(xy, r, groups=groups, k_max=k_max),
+                                          np.minimum(grouped, k_max))
     subjects = np.array([len(set(subject[within[i] & same[i]])) for i in range(len(xy))])
     np.testing.assert_array_equal(radius_counts(xy, r, groups=groups, subject=subject), subjects)
     np.testing.assert_array_equal(
@@ -103,9 +109,16 @@ def test_nearest_other_subjects_equal_brute_force(layout, need):
         assert np.all(subject[idx[i][found]] != subject[i])
 
 
-def test_dense_core_lower_bound_path_is_exact_below_the_cap():
-    # 2,000 points in a 60 m square (every count >= 100) plus a sparse ring: the grid lower
-    # bound settles the core, the tree the ring; both must agree with brute force
+@pytest.mark.parametrize("pair_budget", [0, 10_000_000])
+def test_every_counting_route_is_exact_below_the_cap(monkeypatch, pair_budget):
+    # 2,000 points in a 60 m square (every count >= 100) plus a sparse ring. Budget 0 forces
+    # the per-record route, where the grid lower bound settles the core and the tree the ring;
+    # the default lists the pairs. Both must agree with brute force.
+    monkeypatch.setattr(neighbours, "_PAIR_BUDGET", pair_budget)
+    calls = []
+    real = neighbours._grid_lower_bound
+    monkeypatch.setattr(neighbours, "_grid_lower_bound",
+                        lambda *a: calls.append(1) or real(*a))
     rng = np.random.default_rng(3)
     core = rng.integers(0, 60, size=(2000, 2))
     ring = rng.integers(-3000, 3000, size=(400, 2))
@@ -114,6 +127,8 @@ def test_dense_core_lower_bound_path_is_exact_below_the_cap():
     got = radius_counts(xy, 100.0, k_max=100)
     np.testing.assert_array_equal(got, np.minimum(within.sum(1), 100))
     assert (got[:2000] == 100).all() and (got[2000:] < 100).mean() > 0.9
+    assert bool(calls) == (pair_budget == 0)
+    np.testing.assert_array_equal(radius_counts(xy, 100.0), within.sum(1))
 
 
 def test_duplicates_count_themselves_and_each_other():

@@ -6,10 +6,14 @@ itself included, optionally within groups, optionally capped at ``k_max``), the 
 other subject). Distances are Euclidean in the coordinates given: projected metres for space,
 seconds for time. A neighbour at exactly the radius counts (inclusive).
 
-Speed (spec: anonymity.md, "Speed"): every query runs in C over all cores (``workers=-1``).
-Groups are handled in one tree by an extra coordinate axis holding ``group code × B`` with ``B``
-larger than any within-group distance, so records of different groups are never within reach
-and within-group distances are exact. With a cap ``k_max``, records whose count is certainly
+Speed (spec: anonymity.md, "Speed"): everything runs in SciPy's C code. Groups are handled in
+one tree by an extra coordinate axis holding ``group code × B`` with ``B`` larger than any
+within-group distance, so records of different groups are never within reach and within-group
+distances are exact. A probe of 2,000 records picks the route for counts: when the layout holds
+at most 10^7 pairs within the radius they are listed once by a dual-tree self-join
+(``cKDTree.query_pairs``) and counted; denser layouts are counted per record
+(``query_ball_point(return_length=True, workers=-1)``, queries in the tree's leaf order so that
+nearby queries share cached nodes). With a cap ``k_max``, records whose count is certainly
 ≥ ``k_max`` are found first by a grid lower bound (cells of side r/4 wholly inside the radius of
 every point of a record's cell) and skip the tree query: dense city cores then cost O(1) per
 record, and the counts below the cap stay exact.
@@ -38,7 +42,8 @@ rounding in a projection (1e-12 of 100 m is 0.1 nm)."""
 _CHUNK_CELLS = 4_000_000  # rows × columns of one k-NN query block (bounds memory)
 _GRID_SUBDIVISIONS = 4  # grid cells of side radius / 4 for the k_max lower bound
 _ORDER_MIN = 20_000  # reorder queries for locality above this many
-_CAP_SAMPLE = 2_000  # records probed to decide whether the grid lower bound pays
+_PROBE = 2_000  # records probed to choose the counting route
+_PAIR_BUDGET = 10_000_000  # list pairs (dual-tree self-join) when there are at most this many
 
 
 def codes(values: np.ndarray | Sequence | None, n: int, name: str) -> np.ndarray | None:
@@ -172,14 +177,11 @@ def _grid_lower_bound(coords: np.ndarray, group: np.ndarray | None, radius: floa
     return bound[inverse]
 
 
-def _cap_is_common(tree: cKDTree, pts: np.ndarray, r_eff: float, cap: int) -> bool:
-    """Whether ≥ 5% of an evenly spaced probe of records reach the cap (then the grid pays)."""
+def _probe(tree: cKDTree, pts: np.ndarray, r_eff: float) -> np.ndarray:
+    """Count neighbours of an evenly spaced probe of records: how dense the layout is."""
     n = len(pts)
-    if n < _ORDER_MIN:
-        return False
-    probe = pts[np.linspace(0, n - 1, min(n, _CAP_SAMPLE)).astype(np.int64)]
-    counts = tree.query_ball_point(probe, r_eff, return_length=True, workers=-1)
-    return bool(np.mean(counts >= cap) >= 0.05)
+    rows = np.unique(np.linspace(0, n - 1, min(n, _PROBE)).astype(np.int64))
+    return tree.query_ball_point(pts[rows], r_eff, return_length=True, workers=-1)
 
 
 def _distinct_in_rows(labels: np.ndarray) -> np.ndarray:
@@ -250,9 +252,16 @@ def radius_counts(
     pts = _embed(xy, group, r_eff)
     tree = cKDTree(pts)
     if subj is None:
+        probe = _probe(tree, pts, r_eff)
+        if n * (probe.mean() - 1) / 2 <= _PAIR_BUDGET:
+            # sparse enough to list every pair once: one dual-tree self-join
+            pairs = tree.query_pairs(r_eff, output_type="ndarray")
+            out = 1 + np.bincount(pairs[:, 0], minlength=n) + np.bincount(pairs[:, 1],
+                                                                          minlength=n)
+            return out.astype(np.int64) if cap is None else np.minimum(out, cap)
         out = np.full(n, -1, dtype=np.int64)
         todo = tree.indices  # leaf order: nearby queries share cached nodes
-        if cap is not None and _cap_is_common(tree, pts, r_eff, cap):
+        if cap is not None and np.mean(probe >= cap) >= 0.05:  # the grid bound pays
             certain = _grid_lower_bound(xy, group, r) >= cap
             out[certain] = cap
             todo = todo[~certain[todo]]
