@@ -15,6 +15,7 @@ import pytest
 
 from synthgeo import SpecError
 from synthgeo.config import (
+    AnonymityConfig,
     DataConfig,
     ModelConfig,
     ReleaseSpec,
@@ -129,9 +130,11 @@ def _field_defaults(cls) -> dict:
 def test_to_dict_contains_every_default(tmp_path):
     spec = load_spec(write_spec(tmp_path, MINIMAL))
     rec = spec.to_dict()
-    assert set(rec) == {"data", "model", "sampling", "synthesis", "risk", "utility", "source"}
+    assert set(rec) == {"data", "model", "sampling", "synthesis", "risk", "utility", "anonymity",
+                        "source"}
     sections = {"data": DataConfig, "model": ModelConfig, "sampling": SamplerConfig,
-                "synthesis": SynthesisConfig, "risk": RiskConfig, "utility": UtilityConfig}
+                "synthesis": SynthesisConfig, "risk": RiskConfig, "utility": UtilityConfig,
+                "anonymity": AnonymityConfig}
     for name, cls in sections.items():
         assert set(rec[name]) == {f.name for f in dataclasses.fields(cls)}, name
         for key, default in _field_defaults(cls).items():

@@ -78,6 +78,16 @@ def test_outputs_and_record(two_runs):
         assert needle in html
     long = pq.read_table(out / "release/implicates.parquet").to_pandas()
     assert len(long) == 140 * 20 and long["implicate"].nunique() == 20
+    # location diagnostics: summary in release.json, per-record k/labels in confidential/
+    loc = rec["locations"]
+    assert loc["moves_locations"] is False
+    assert loc["spatial_k"]["radius_m"] == 100.0 and loc["spatial_k"]["n_records"] == 140
+    assert loc["at_risk"]["n_at_risk"] == rec["at_risk"]["n_at_risk"]
+    assert loc["at_risk"]["n_at_risk_below_k"] <= loc["at_risk"]["n_at_risk"]
+    per_record = pd.read_csv(out / "confidential/locations_per_record.csv")
+    assert len(per_record) == 140 and per_record["at_risk"].sum() == rec["at_risk"]["n_at_risk"]
+    assert not (out / "release/locations_per_record.csv").exists()
+    assert "Locations (diagnostics only" in html
 
 
 def test_release_holds_no_confidential_value(two_runs):

@@ -56,8 +56,8 @@ def test_schema_is_valid_and_every_object_is_closed():
     open_objects = [p for p, n in _walk(schema)
                     if n.get("type") == "object" and n.get("additionalProperties") is not False]
     assert open_objects == []
-    # only the two keys other branches add are optional
-    assert set(schema["properties"]) - set(schema["required"]) == {"engine", "locations"}
+    # only the location diagnostics are optional (a run may skip that stage)
+    assert set(schema["properties"]) - set(schema["required"]) == {"locations"}
 
 
 def test_schema_spec_keys_match_the_config_dataclasses():
@@ -117,11 +117,23 @@ def test_a_filled_in_review_validates_and_a_bad_one_does_not(record):
             validate_release_record(bad)
 
 
-def test_optional_locations_and_engine_validate(record):
-    more = copy.deepcopy(record)
-    more["locations"] = {"radius_m": 100.0}
-    more["engine"] = "exact"
-    validate_release_record(more)
+def test_locations_and_fit_engines_are_closed(record):
+    """The location summary and each fit's engine validate; unknown fields in them fail."""
+    assert record["locations"]["moves_locations"] is False
+    validate_release_record(record)
+    for where in (("locations",), ("locations", "spatial_k"), ("locations", "outlier_policy"),
+                  ("fits", "restricted", "engine")):
+        bad = copy.deepcopy(record)
+        obj = bad
+        for key in where:
+            obj = obj.setdefault(key, {"sampler": "nutpie", "gp": "exact"}) if key == "engine" \
+                else obj[key]
+        obj["surprise"] = 1
+        with pytest.raises(Exception, match="surprise"):
+            validate_release_record(bad)
+    no_loc = copy.deepcopy(record)
+    del no_loc["locations"]  # optional: a run without the location stage
+    validate_release_record(no_loc)
 
 
 def test_written_record_lists_the_release_files_with_hashes(written):

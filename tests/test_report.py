@@ -227,21 +227,21 @@ def test_report_first_line_is_confidential(fake_html):
 
 def test_report_has_every_section_and_embeds_every_image(fake_html):
     for sid in ("overview", "at-risk", "surfaces", "histograms", "risk", "utility",
-                "convergence"):
+                "convergence", "locations"):
         assert f"<section id='{sid}'>" in fake_html
     for tid in ("table-key-figures", "table-overview", "table-versions", "table-risk",
                 "table-utility", "table-convergence", "table-at-risk-sensitivity",
                 "table-at-risk-effects"):
         assert f"<table id='{tid}'>" in fake_html
     srcs = re.findall(r"<img [^>]*src='([^']+)'", fake_html)
-    assert len(srcs) == 7  # map, surfaces, histograms, 2 risk, utility, rank
+    assert len(srcs) == 8  # map, surfaces, histograms, 2 risk, utility, rank, spatial k
     for src in srcs:
         _png(src)
     # self-contained: nothing is fetched
     assert not re.search(r"(src|href)=['\"]?(https?:|//)", fake_html)
     assert "<script" not in fake_html and "<link" not in fake_html
-    assert "Location diagnostics (spatial k, outlier policy)" in fake_html  # listed as skipped
-    assert "<section id='locations'>" not in fake_html
+    # the location diagnostics of the released points (ReleaseResult.locations)
+    assert "outlier" in fake_html.split("<section id='locations'>")[1]
 
 
 def test_converged_report_has_no_preview_warning(fake_result, fake_html):

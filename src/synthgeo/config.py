@@ -19,7 +19,7 @@ from synthgeo._errors import SpecError
 
 __all__ = [
     "DataConfig", "ModelConfig", "SamplerConfig", "SynthesisConfig", "RiskConfig",
-    "UtilityConfig", "ReleaseSpec", "load_spec", "bundled_spec_path",
+    "UtilityConfig", "AnonymityConfig", "ReleaseSpec", "load_spec", "bundled_spec_path",
 ]
 
 BUNDLED_SPEC = "sacramento_2bed.toml"
@@ -271,6 +271,74 @@ class UtilityConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class AnonymityConfig:
+    """Location diagnostics of the released locations (spec: anonymity.md; optional section).
+
+    ``radius_m``: the attacker's positional uncertainty about an exact location, metres
+    (spatial k counts records within it); ``k``: anonymity threshold (spatial k below it, and
+    the outlier policy's (k−1)-th neighbour); ``k_max``: cap on counts (read "≥ k_max");
+    ``r_max_m``: the largest generalisation tolerable, metres (default 2,000 m, the spec's
+    worked example); ``merge_ratio``, ``generalise_ratio``: label thresholds on ι = d/r_max;
+    ``max_suppressed_share``, ``max_unit_suppressed_share``: caps; ``max_passes``: passes to a
+    fixed point; ``group_by``: quasi-identifier columns for spatial k; ``unit``: administrative
+    unit column (per-unit cap, hole check); ``time`` and ``r_max_time`` (e.g. "6h"): temporal
+    outliers. Diagnostics only: no location is moved or dropped.
+    """
+
+    radius_m: float = 100.0
+    k: int = 5
+    k_max: int = 100
+    r_max_m: float = 2000.0
+    merge_ratio: float = 2.0
+    generalise_ratio: float = 4.0
+    max_suppressed_share: float = 0.01
+    max_unit_suppressed_share: float = 0.10
+    max_passes: int = 5
+    group_by: list[str] = field(default_factory=list)
+    unit: str | None = None
+    time: str | None = None
+    r_max_time: str | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse impossible values with a :class:`SpecError` naming the key."""
+        from synthgeo.anonymity.policy import check_policy
+
+        if not (_is_number(self.radius_m) and self.radius_m > 0):
+            raise _err("anonymity", "radius_m", self.radius_m, "a positive distance in metres")
+        check_policy(prefix="spec `[anonymity] ", k=self.k, r_max_m=self.r_max_m,
+                     merge_ratio=self.merge_ratio, generalise_ratio=self.generalise_ratio,
+                     max_suppressed_share=self.max_suppressed_share,
+                     max_unit_suppressed_share=self.max_unit_suppressed_share,
+                     max_passes=self.max_passes, r_max_time=self.r_max_time)
+        if not (_is_int(self.k_max) and self.k_max >= self.k):
+            raise _err("anonymity", "k_max", self.k_max,
+                       f"an integer >= `k` = {self.k} (counts are exact below the cap)")
+        if not (isinstance(self.group_by, list) and all(isinstance(c, str) and c
+                                                        for c in self.group_by)):
+            raise _err("anonymity", "group_by", self.group_by, "a list of column names")
+        for key in ("unit", "time", "r_max_time"):
+            v = getattr(self, key)
+            if v is not None and not (isinstance(v, str) and v):
+                raise _err("anonymity", key, v, "a non-empty string (or left out)")
+        if (self.time is None) != (self.r_max_time is None):
+            missing = "r_max_time" if self.r_max_time is None else "time"
+            raise _err("anonymity", missing, None,
+                       "given together with `time` / `r_max_time` (temporal outliers need both)")
+
+    def policy(self):
+        """Return the :class:`synthgeo.anonymity.OutlierPolicy` these keys describe."""
+        from synthgeo.anonymity.policy import OutlierPolicy
+
+        return OutlierPolicy(
+            k=self.k, r_max_m=self.r_max_m, merge_ratio=self.merge_ratio,
+            generalise_ratio=self.generalise_ratio,
+            max_suppressed_share=self.max_suppressed_share,
+            max_unit_suppressed_share=self.max_unit_suppressed_share,
+            r_max_time=self.r_max_time, max_passes=self.max_passes,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class ReleaseSpec:
     """A whole release spec. ``source`` is the spec file (paths resolve against its folder)."""
 
@@ -280,6 +348,7 @@ class ReleaseSpec:
     synthesis: SynthesisConfig = field(default_factory=SynthesisConfig)
     risk: RiskConfig = field(default_factory=RiskConfig)
     utility: UtilityConfig = field(default_factory=UtilityConfig)
+    anonymity: AnonymityConfig = field(default_factory=AnonymityConfig)
     source: Path | None = None
 
     def __post_init__(self) -> None:
@@ -333,6 +402,7 @@ class ReleaseSpec:
 _SECTIONS = {
     "data": DataConfig, "model": ModelConfig, "sampling": SamplerConfig,
     "synthesis": SynthesisConfig, "risk": RiskConfig, "utility": UtilityConfig,
+    "anonymity": AnonymityConfig,
 }
 
 

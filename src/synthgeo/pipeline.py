@@ -1,5 +1,7 @@
-"""The main job: spec → load → fit unrestricted → at-risk → fit restricted → synthesize →
-risk → utility. Writing the outputs is :mod:`synthgeo.release`'s job.
+"""The main job: spec → load → fit both models → at-risk → synthesize → risk → utility.
+
+Order: load → location diagnostics → fit unrestricted → at-risk → fit restricted →
+synthesize → risk → utility. Writing the outputs is :mod:`synthgeo.release`'s job.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from synthgeo._errors import InputError, SpecError
 from synthgeo._progress import progress_iter
+from synthgeo.anonymity.diagnostics import LocationDiagnostics, location_diagnostics
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec
 from synthgeo.diagnostics.at_risk import AtRiskResult, find_at_risk
 from synthgeo.fit import GPFit, fit_gp, require_convergence
@@ -23,7 +27,6 @@ from synthgeo.model.restricted_gp import GPPriors, default_priors, smoothing_sca
 from synthgeo.points import coordinates_m, load_points
 from synthgeo.risk import RiskResult, summarise_risk, within_eps_risk
 from synthgeo.synthesize import draw_implicates
-from synthgeo._errors import InputError, SpecError
 from synthgeo.utility import compare_to_confidential, fit_ols
 
 __all__ = ["PreparedData", "ReleaseResult", "prepare_data", "run_release"]
@@ -80,7 +83,7 @@ def prepare_data(spec: ReleaseSpec) -> PreparedData:
     gdf = load_points(
         spec.data_path(), x=d.x, y=d.y, crs=d.crs,
         numeric_columns=[d.response, *d.covariates],
-        required_columns=[d.subject] if d.subject else (), id_column=d.id, query=d.query,
+        required_columns=_required_columns(spec), id_column=d.id, query=d.query,
         target_crs=d.target_crs, drop_duplicates=d.drop_duplicates,
     )
     id_col = d.id or "record"
@@ -109,6 +112,13 @@ def prepare_data(spec: ReleaseSpec) -> PreparedData:
         gdf=gdf, y=y, X=X, coef_names=["Intercept", *d.covariates],
         sites=sites, frame=frame, record_id=gdf[id_col].to_numpy(), id_column=id_col,
     )
+
+
+def _required_columns(spec: ReleaseSpec) -> list[str]:
+    """Columns the spec names besides response and covariates (subject, [anonymity] ones)."""
+    a = spec.anonymity
+    cols = [spec.data.subject, *a.group_by, a.unit, a.time]
+    return list(dict.fromkeys(c for c in cols if c))
 
 
 def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray) -> None:
@@ -170,6 +180,10 @@ class ReleaseResult:
         Reiter (2003) table with CI overlap against the confidential OLS fit.
     seconds : dict
         Wall time per stage.
+    locations : LocationDiagnostics or None
+        Spatial k within ``[anonymity] radius_m`` and the outlier-policy labels of the
+        released locations, related to the at-risk records (diagnostics only: no location is
+        moved or dropped); None when not computed.
     """
 
     spec: ReleaseSpec
@@ -182,6 +196,7 @@ class ReleaseResult:
     risk_summary: pd.DataFrame
     utility: pd.DataFrame
     seconds: dict[str, float] = field(default_factory=dict)
+    locations: LocationDiagnostics | None = None
 
     @property
     def M_m(self) -> float:  # noqa: N802
@@ -243,6 +258,14 @@ def run_release(spec: ReleaseSpec, *, progress=None, progressbar: bool = False) 
     seconds["load"] = time.perf_counter() - t
     say(f"loaded {data.n_records} records at {data.sites.n_sites} sites "
         f"({data.gdf.crs.name})")
+    t = time.perf_counter()
+    locations = _locations(spec, data)
+    seconds["locations"] = time.perf_counter() - t
+    sk, ol = locations.spatial_k.summary(), locations.outliers
+    say(f"locations (diagnostics only, none moved): {sk['n_below_k']} of {sk['n_records']} "
+        f"records below k = {sk['k']} within {sk['radius_m']:g} m; the outlier policy at "
+        f"r_max = {spec.anonymity.r_max_m:g} m would suppress {ol.overall['n_suppressed']}"
+        + (" and refuse a location release" if ol.refused else ""))
     seeds = np.random.SeedSequence(spec.sampling.seed).spawn(4)
     fit_seed = [int(s.generate_state(1)[0]) for s in seeds[:2]]
     synth_seed = seeds[2:]
@@ -268,6 +291,7 @@ def run_release(spec: ReleaseSpec, *, progress=None, progressbar: bool = False) 
         r = find_at_risk(coords, data.sites.site_index, m_q, k=spec.model.k, subject=subject)
         sens[label] = {"phi_per_m": float(phi), "M_m": m_q, "n_at_risk": r.n_at_risk}
     say(f"M = {M:,.0f} m: {at_risk.n_at_risk} at-risk records")
+    locations = locations.with_at_risk(at_risk.at_risk)
 
     say("fitting the restricted model")
     t = time.perf_counter()
@@ -306,5 +330,15 @@ def run_release(spec: ReleaseSpec, *, progress=None, progressbar: bool = False) 
     return ReleaseResult(
         spec=spec, data=data, fits=fits, at_risk=at_risk, at_risk_sensitivity=sens,
         implicates=implicates, risk=risk, risk_summary=summary, utility=utility,
-        seconds=seconds,
+        seconds=seconds, locations=locations,
+    )
+
+
+def _locations(spec: ReleaseSpec, data: PreparedData) -> LocationDiagnostics:
+    """Location diagnostics of the released (unchanged) locations, from ``[anonymity]``."""
+    a = spec.anonymity
+    return location_diagnostics(
+        data.gdf, radius_m=a.radius_m, k=a.k, k_max=a.k_max, policy=a.policy(),
+        group_by=a.group_by, unit=a.unit, time_column=a.time, subject=spec.data.subject,
+        id_column=data.id_column,
     )

@@ -170,8 +170,11 @@ def load_points(
         :meth:`pandas.DataFrame.query` expression applied after reading and before the checks,
         e.g. ``"beds == 2"``.
     target_crs : str or int, default="utm"
-        ``"utm"`` uses :meth:`geopandas.GeoDataFrame.estimate_utm_crs` of the data; otherwise any
-        projected CRS whose axis unit is the metre (never Web Mercator).
+        ``"utm"`` uses :meth:`geopandas.GeoDataFrame.estimate_utm_crs` of the data (with a
+        warning when it spans more than one zone); ``"local"`` does the same within one zone
+        and otherwise uses an azimuthal equidistant projection centred on the data (spec:
+        anonymity.md, "Distances and CRS"); otherwise any projected CRS whose axis unit is the
+        metre (never Web Mercator).
     drop_duplicates : bool, default=False
         Drop exact duplicate rows (same location and all columns but the id equal), keeping the
         first. They are reported with a warning either way.
@@ -218,7 +221,8 @@ def load_points(
         raise InputError(f"`coord_unit_m` must be a positive number of metres per coordinate "
                          f"unit (1000 for kilometres), got {coord_unit_m!r}")
     target = None
-    if not (isinstance(target_crs, str) and target_crs.lower() == "utm"):
+    local = isinstance(target_crs, str) and target_crs.lower() == "local"
+    if not (isinstance(target_crs, str) and target_crs.lower() in ("utm", "local")):
         target = _parse_crs(target_crs, "target_crs")
         if problem := _metric_problem(target):
             msg = f'`target_crs` = {target_crs!r} {problem}; use "utm" or a local metric CRS'
@@ -320,6 +324,8 @@ def load_points(
         id_column = "record"
         gdf.insert(0, id_column, np.arange(len(gdf)))
 
+    if target is None and local:
+        target = _local_crs(gdf)
     if target is None:
         target = pyproj.CRS.from_user_input(gdf.estimate_utm_crs())
         if source_crs.is_geographic and (span := float(np.ptp(xy[:, 0]))) > 6.0:
@@ -332,6 +338,25 @@ def load_points(
     gdf.attrs.update(source_crs=source_crs.to_wkt(), sha256=digest, n_read=n_read,
                      n_duplicates=n_duplicates, id_column=id_column)
     return gdf
+
+
+def _local_crs(gdf: geopandas.GeoDataFrame) -> pyproj.CRS:
+    """Return the UTM zone of the data, or an azimuthal equidistant CRS centred on it.
+
+    The equidistant projection is used when the data span more than 6° of longitude (one UTM
+    zone), measured across the antimeridian when that is shorter.
+    """
+    lonlat = gdf.geometry.to_crs(4326)
+    lon, lat = lonlat.x.to_numpy(), lonlat.y.to_numpy()
+    if float(np.ptp(lon)) > 180.0:  # e.g. the Pacific: measure in [0, 360)
+        lon = np.mod(lon, 360.0)
+    if float(np.ptp(lon)) <= 6.0:
+        return pyproj.CRS.from_user_input(gdf.estimate_utm_crs())
+    lon0 = (float(lon.min()) + float(lon.max())) / 2
+    lon0 = lon0 - 360.0 if lon0 > 180.0 else lon0
+    lat0 = (float(lat.min()) + float(lat.max())) / 2
+    return pyproj.CRS.from_proj4(f"+proj=aeqd +lat_0={lat0:.6f} +lon_0={lon0:.6f} "
+                                 "+datum=WGS84 +units=m +no_defs")
 
 
 def check_projected(gdf: geopandas.GeoDataFrame | geopandas.GeoSeries) -> pyproj.CRS:

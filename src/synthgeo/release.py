@@ -208,10 +208,8 @@ def release_record(
         "seconds": seconds,
         "review": dict(EMPTY_REVIEW),
     }
-    for optional in ("locations", "engine"):
-        value = getattr(result, optional, None)
-        if value is not None:
-            rec[optional] = value.to_dict() if hasattr(value, "to_dict") else value
+    if getattr(result, "locations", None) is not None:
+        rec["locations"] = result.locations.summary()
     return _jsonable(rec)
 
 
@@ -279,6 +277,8 @@ def write_release(
             risk = pd.concat([risk, rf.add_suffix(f"_{name}")], axis=1)
         risk.to_csv(conf / "risk_per_record.csv", index=False)
         result.risk_summary.to_csv(conf / "risk_summary.csv", index=False)
+        if result.locations is not None:  # per-record k and outlier labels: board only
+            result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
         result.utility.to_csv(conf / "utility_reiter.csv", index=False)
         record = release_record(result, seconds=seconds or result.seconds,
                                 release_files=_file_list(rel))

@@ -20,7 +20,7 @@ __all__ = ["draw_implicates", "implicate_draw_index"]
 
 
 def implicate_draw_index(n_chain: int, n_draw: int, n_implicates: int) -> np.ndarray:
-    """Indices into the flattened (chain, draw) sample, evenly spread, shape (n_implicates,).
+    """Return indices into the flattened (chain, draw) sample, evenly spread, (n_implicates,).
 
     Raises
     ------

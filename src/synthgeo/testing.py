@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.distance import cdist
 
-__all__ = ["simulate_gp", "fake_release_result"]
+__all__ = ["simulate_gp", "fake_release_result", "clustered_points"]
 
 
 def simulate_gp(
@@ -144,3 +144,42 @@ def fake_release_result(
     with warnings.catch_warnings(), mock.patch.object(pipeline, "fit_gp", fake_fit_gp):
         warnings.simplefilter("ignore", UserWarning)  # the bundled file's known duplicate
         return pipeline.run_release(spec)
+
+
+def clustered_points(
+    n: int,
+    *,
+    n_clusters: int = 20,
+    cluster_sd_m: float = 500.0,
+    clustered_share: float = 0.7,
+    extent_m: float = 50_000.0,
+    random_seed: int | np.random.Generator | None = 0,
+) -> np.ndarray:
+    """Seeded city-like layout: Gaussian clusters plus uniform background (benchmarks, tests).
+
+    Parameters
+    ----------
+    n : int
+        Number of points.
+    n_clusters : int, default=20
+        Cluster centres, uniform over the square.
+    cluster_sd_m : float, default=500
+        Standard deviation of each cluster, metres (isotropic).
+    clustered_share : float, default=0.7
+        Share of points in clusters (each assigned a centre at random); the rest are uniform.
+    extent_m : float, default=50000
+        Side of the square, metres (clustered points may fall slightly outside it).
+    random_seed : int, Generator or None
+        Seed.
+
+    Returns
+    -------
+    ndarray of shape (n, 2)
+        Coordinates in metres.
+    """
+    rng = np.random.default_rng(random_seed)
+    n_c = int(round(clustered_share * n))
+    centres = rng.uniform(0, extent_m, size=(n_clusters, 2))
+    clustered = centres[rng.integers(0, n_clusters, n_c)] + rng.normal(0, cluster_sd_m, (n_c, 2))
+    background = rng.uniform(0, extent_m, size=(n - n_c, 2))
+    return np.vstack([clustered, background])

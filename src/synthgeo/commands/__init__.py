@@ -13,4 +13,6 @@ COMMANDS: tuple[str, ...] = (
     "validate",
     "mask",
     "choose_k",
+    "kanon",
+    "outliers",
 )

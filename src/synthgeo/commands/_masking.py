@@ -18,8 +18,10 @@ def add_input_args(p: argparse.ArgumentParser) -> None:
                    help="household (address) points or a population proxy, same CRS as CASES; "
                         "may be the same file as CASES, told apart by the two queries")
     g = p.add_argument_group("reading the files")
-    g.add_argument("--x", metavar="COL", help="CSV: x (easting/longitude) column (default: none; required for CSV)")
-    g.add_argument("--y", metavar="COL", help="CSV: y (northing/latitude) column (default: none; required for CSV)")
+    g.add_argument("--x", metavar="COL",
+                   help="CSV: x (easting/longitude) column (default: none; required for CSV)")
+    g.add_argument("--y", metavar="COL",
+                   help="CSV: y (northing/latitude) column (default: none; required for CSV)")
     g.add_argument("--crs", metavar="CRS",
                    help='CSV: CRS of the x/y columns, e.g. "EPSG:27700"; required for CSV '
                         "(EPSG:4326 is never assumed; default: none)")

@@ -46,7 +46,8 @@ def add_parser(sub, common) -> None:
                    help="output folder (default: ./synthgeo-choose-k); must not exist (see "
                         "--overwrite)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace an existing output folder of an earlier choose-k run (default: refuse)")
+                   help="replace an existing output folder of an earlier choose-k run "
+                        "(default: refuse)")
 
 
 def _grid(text: str) -> list[int]:

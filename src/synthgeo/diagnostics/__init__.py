@@ -1,0 +1,1 @@
+"""Diagnostics of the confidential data before fitting (the at-risk rule)."""

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
-from scipy.spatial import cKDTree
+
+from synthgeo.anonymity.neighbours import other_subject_record_counts
 
 __all__ = ["AtRiskResult", "find_at_risk", "neighbour_counts"]
 
@@ -21,7 +21,7 @@ __all__ = ["AtRiskResult", "find_at_risk", "neighbour_counts"]
 def neighbour_counts(
     coords_m: np.ndarray, radius_m: float, *, subject: np.ndarray | None = None
 ) -> np.ndarray:
-    """Number of records of other subjects within ``radius_m`` of each record.
+    """Count the records of other subjects within ``radius_m`` of each record.
 
     Parameters
     ----------
@@ -41,23 +41,15 @@ def neighbour_counts(
     Raises
     ------
     ValueError
-        If ``radius_m`` is negative or not finite.
+        If ``radius_m`` is negative or not finite (a :class:`synthgeo.SpecError`).
+
+    Notes
+    -----
+    The KD-tree machinery shared with the location diagnostics
+    (:func:`synthgeo.anonymity.neighbours.other_subject_record_counts`): all records within M
+    minus the records of the record's own subject within M.
     """
-    coords_m = np.asarray(coords_m, dtype=float)
-    if not (np.isfinite(radius_m) and radius_m >= 0):
-        raise ValueError(f"`radius_m` must be a finite number >= 0 metres, got {radius_m!r}")
-    tree = cKDTree(coords_m)
-    # cKDTree's ball query is inclusive (d <= r); a tiny relative slack absorbs rounding so that
-    # a neighbour at exactly M by construction is counted
-    r = radius_m * (1 + 1e-12)
-    if subject is None:
-        return tree.query_ball_point(coords_m, r, return_length=True, workers=-1) - 1
-    subject = pd.factorize(np.asarray(subject))[0]
-    balls = tree.query_ball_point(coords_m, r, workers=-1)
-    out = np.empty(len(coords_m), dtype=np.int64)
-    for i, nb in enumerate(balls):
-        out[i] = np.count_nonzero(subject[np.asarray(nb, dtype=np.int64)] != subject[i])
-    return out
+    return other_subject_record_counts(coords_m, radius_m, subject=subject)
 
 
 @dataclass(frozen=True, kw_only=True)

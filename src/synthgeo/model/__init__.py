@@ -1,0 +1,1 @@
+"""The GP regression: sites, kernels, the PyMC model, Vecchia/NNGP, grid posterior."""

@@ -66,6 +66,7 @@ class GPPriors:
     range_max_m: float
 
     def __post_init__(self) -> None:
+        """Refuse non-positive scales and an empty range interval with a SpecError."""
         for name in ("beta_sd", "sigma2_shape", "sigma2_scale", "nugget_sd_scale"):
             v = getattr(self, name)
             if not (np.isfinite(v) and v > 0):

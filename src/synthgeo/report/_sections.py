@@ -464,6 +464,33 @@ def _as_frame(obj: Any, value_name: str) -> pd.DataFrame | None:
     return pd.DataFrame(obj)
 
 
+def locations_for_report(locations: Any) -> Any:
+    """Turn :class:`synthgeo.anonymity.LocationDiagnostics` into :func:`section_locations`' keys.
+
+    Anything else (a mapping, None) is returned unchanged.
+    """
+    if locations is None or not hasattr(locations, "spatial_k") or not hasattr(
+            locations, "outliers"):
+        return locations
+    from synthgeo.anonymity.diagnostics import report_tables
+
+    sk, ol = locations.spatial_k, locations.outliers
+    tables = report_tables(locations)
+    pol = ol.policy
+    policy = {"k": pol.k, "r_max_m": pol.r_max_m,
+              "max_suppressed_share": pol.max_suppressed_share,
+              "max_unit_suppressed_share": pol.max_unit_suppressed_share,
+              "outcome": "passes" if not ol.refused else "would refuse"}
+    return {
+        "spatial_k": sk.spatial_k, "radius_m": sk.radius_m, "k": sk.k,
+        "k_max": getattr(sk, "k_max", None),
+        "summary": dict(zip(tables["overview"]["item"], tables["overview"]["value"])),
+        "worst_offenders": tables["worst_offenders"],
+        "outlier_policy": tables["labels"],
+        "policy": policy,
+    }
+
+
 def section_locations(locations: Any) -> Section | None:
     """Spatial-k histogram and summary, worst offenders, and the outlier-policy table.
 
@@ -487,6 +514,7 @@ def section_locations(locations: Any) -> Section | None:
     -------
     Section or None
     """
+    locations = locations_for_report(locations)
     if locations is None:
         return None
     parts = []

@@ -1,0 +1,276 @@
+"""The outlier policy on hand-made layouts: labels, disposals, fixed point, caps, hole, time.
+
+Metres throughout (EPSG:32615); r_max = 100 m and k = 5 unless a test says otherwise.
+"""
+
+from __future__ import annotations
+
+import geopandas
+import numpy as np
+import pandas as pd
+import pytest
+import shapely
+
+from synthgeo import SpecError
+from synthgeo.anonymity import OutlierPolicy, apply_outlier_policy
+from synthgeo.anonymity.checks import bias_table, cap_suggestions
+
+LOOSE = dict(max_suppressed_share=1.0, max_unit_suppressed_share=1.0)
+
+
+def layer(xy, **cols):
+    xy = np.asarray(xy, float)
+    return geopandas.GeoDataFrame(cols, geometry=geopandas.points_from_xy(xy[:, 0], xy[:, 1]),
+                                  crs="EPSG:32615")
+
+
+def cluster(n, at=(0.0, 0.0), spread=10.0):
+    """n points on a small circle of radius `spread` around `at` (all within 2·spread)."""
+    ang = 2 * np.pi * np.arange(n) / n
+    return np.column_stack([at[0] + spread * np.cos(ang), at[1] + spread * np.sin(ang)])
+
+
+def run(xy, k=5, r_max=100.0, **kw):
+    policy_kw = {key: kw.pop(key) for key in list(kw) if key in OutlierPolicy.__dataclass_fields__}
+    cols = kw.pop("cols", {})
+    return apply_outlier_policy(layer(xy, **cols), OutlierPolicy(k=k, r_max_m=r_max,
+                                                                  **{**LOOSE, **policy_kw}),
+                                on_failure="report", **kw)
+
+
+@pytest.mark.parametrize("dist, label", [(100.0, "ok"), (100.5, "merge"), (200.0, "merge"),
+                                         (200.5, "generalise"), (400.0, "generalise"),
+                                         (400.5, "suppress")])
+def test_label_thresholds_are_inclusive(dist, label):
+    # four coincident records and one at `dist`: its 4th nearest other is at `dist`
+    xy = np.vstack([np.zeros((4, 2)), [[dist, 0.0]], cluster(6, at=(-5000, 0))])
+    res = run(xy, k=5)
+    assert res.isolation_m[4] == pytest.approx(dist)
+    assert res.isolation_ratio[4] == pytest.approx(dist / 100)
+    assert res.label_space[4] == label
+
+
+def test_merge_publishes_the_group_at_its_centroid():
+    # a cluster of six (everyone ok) and an outlier 150 m away: it merges with its four nearest
+    core = cluster(6)
+    out = np.array([[160.0, 0.0]])
+    xy = np.vstack([core, out])
+    res = run(xy)
+    assert res.label.tolist() == ["ok"] * 6 + ["merge"]
+    assert res.isolation_ratio[6] == pytest.approx(np.sort(np.hypot(*(core - out).T))[3] / 100)
+    d = np.hypot(*(core - out).T)
+    members = np.r_[np.argsort(d)[:4], 6]
+    assert set(np.flatnonzero(res.disposal == "merged")) == set(members)
+    np.testing.assert_allclose(res.published_m[members], np.tile(xy[members].mean(0), (5, 1)))
+    others = np.setdiff1d(np.arange(6), members)
+    np.testing.assert_allclose(res.published_m[others], xy[others])
+    assert res.converged and res.n_passes == 2
+    g = res.groups.iloc[0]
+    assert (g["n_records"], g["n_subjects"]) == (5, 5)
+    assert g["diameter"] == pytest.approx(
+        max(np.hypot(*(a - b)) for a in xy[members] for b in xy[members]))
+
+
+def test_generalise_publishes_the_smallest_quadtree_cell_with_k():
+    core = cluster(6)
+    xy = np.vstack([core, [[300.0, 0.0]]])  # ι = 2.9: generalise
+    res = run(xy)
+    assert res.label[6] == "generalise" and res.disposal[6] == "generalised"
+    origin = np.floor(xy.min(0))
+    size = 1.0
+    while True:  # brute force: the smallest dyadic cell holding the record and >= 4 others
+        cell = np.floor((xy - origin) / size)
+        if (cell[:6] == cell[6]).all(axis=1).sum() + 1 >= 5:
+            break
+        size *= 2
+    assert res.cell_size_m[6] == size
+    np.testing.assert_allclose(res.published_m[6], origin + (cell[6] + 0.5) * size)
+    layer_out = res.disposed_layer(layer(xy))
+    poly = layer_out.geometry.iloc[6]
+    assert poly.geom_type == "Polygon" and poly.area == pytest.approx(size**2)
+    assert poly.covers(shapely.Point(300.0, 0.0))
+
+
+@pytest.mark.filterwarnings("ignore:hole:UserWarning")
+def test_suppression_and_per_unit_shares():
+    xy = np.vstack([cluster(6), cluster(6, at=(3000, 0)), [[1000.0, 1000.0]]])
+    unit = ["a"] * 6 + ["b"] * 6 + ["b"]
+    res = run(xy, unit="district", cols={"district": unit})
+    assert res.label[12] == "suppress" and res.suppressed.sum() == 1
+    u = res.units.set_index("unit")
+    assert (u.loc["b", "n_suppressed"], u.loc["b", "n_records"]) == (1, 7)
+    assert u.loc["b", "share"] == pytest.approx(1 / 7) and u.loc["a", "share"] == 0
+    assert not res.disposed_layer(layer(xy)).index.size == 13
+    assert len(res.disposed_layer(layer(xy))) == 12
+
+
+def test_subjects_are_deduplicated_before_the_isolation_distance():
+    # a person with four records at one spot and one other person 50 m away: as records the
+    # first spot looks 5-anonymous; as subjects there are only two people
+    xy = np.vstack([np.zeros((4, 2)), [[50.0, 0.0]], cluster(6, at=(5000, 0))])
+    pid = ["p"] * 4 + ["q"] + [f"c{i}" for i in range(6)]
+    by_record = run(xy, k=2)
+    by_subject = run(xy, k=3, subject="pid", cols={"pid": pid})
+    assert (by_record.label[:5] == "ok").all()
+    # k = 3 needs two other subjects: the nearest after q is the cluster 5 km away
+    assert by_subject.isolation_m[0] == pytest.approx(5000 - 10, abs=1)
+    assert by_subject.label[0] == "suppress"
+
+
+def test_global_cap_refuses_and_names_the_parameters():
+    xy = np.vstack([cluster(8), [[1000.0, 1000.0]], [[-2000.0, 500.0]]])
+    policy = OutlierPolicy(k=5, r_max_m=100.0, max_suppressed_share=0.1)
+    with pytest.raises(SpecError, match=r"suppressed share 20\.00% \(2 of 10\) exceeds "
+                                        r"`max_suppressed_share` = 10\.00%.*lower `k` \(now 5; even k = 2 "
+                                        r"would not pass at this r_max\)"
+                                        r".*raise `r_max_m` \(now 100 m\) to about"):
+        apply_outlier_policy(layer(xy), policy)
+    passing = apply_outlier_policy(layer(xy), OutlierPolicy(k=5, r_max_m=100.0,
+                                                            max_suppressed_share=0.2))
+    assert not passing.refused and passing.overall["share"] == pytest.approx(0.2)
+
+
+def test_cap_suggestions_first_pass():
+    # d to the 1st..4th nearest other; suppression when d > 4 r_max = 400
+    d = np.array([[10, 20, 30, 40]] * 8 + [[100, 300, 500, 900], [50, 450, 600, 700]], float)
+    s = cap_suggestions(d, None, k=5, r_max=100.0, generalise_ratio=4.0, max_share=0.1,
+                        max_unit_share=1.0)
+    # k = 5: 2 of 10 suppressed (20%) > 10%; k = 3 (2nd neighbour): 1 of 10 passes
+    assert s["k_max_passing"] == 3
+    # r_max must put the second-largest d_4 (700) at the suppression boundary: 700 / 4
+    assert s["r_max_min_passing"] == pytest.approx(175.0)
+
+
+def test_hole_check_flags_a_single_unit_with_suppressions():
+    xy = np.vstack([cluster(6), cluster(6, at=(3000, 0)), [[1000.0, 1000.0]]])
+    with pytest.warns(UserWarning, match="hole"):
+        res = run(xy, unit="u", cols={"u": ["a"] * 6 + ["b"] * 7})
+    assert res.hole["flag"] and res.hole["unit"] == "b" and res.hole["n_suppressed"] == 1
+    xy2 = np.vstack([xy, [[-1000.0, -1000.0]]])
+    res2 = run(xy2, unit="u", cols={"u": ["a"] * 6 + ["b"] * 7 + ["a"]})
+    assert not res2.hole["flag"] and res2.hole["n_units_with_suppressions"] == 2
+    with pytest.warns(UserWarning, match="hole: only u 'b' had suppressions"):
+        apply_outlier_policy(layer(xy, u=["a"] * 6 + ["b"] * 7),
+                             OutlierPolicy(k=5, r_max_m=100.0, **LOOSE), unit="u")
+
+
+def _chain(n_pairs):
+    """An isolated record 150 m left of a chain of pairs (90 m apart, pairs 150 m apart)."""
+    pos = [0.0]
+    for _ in range(n_pairs):
+        pos += [pos[-1] + 150, pos[-1] + 240]
+    return np.column_stack([pos, np.zeros(len(pos))])
+
+
+def test_reclassification_reaches_a_fixed_point():
+    # k = 2: merging the outlier with its neighbour moves that neighbour away from its pair,
+    # which then merges, and so on along the chain: one new merge per pass
+    res = run(_chain(3), k=2)
+    assert res.converged and res.n_passes == 5
+    assert [p["space"]["merge"] for p in res.passes] == [1, 1, 1, 1, 0]
+    assert (res.disposal == "merged").all()
+    # every group formed around an outlier spans more than r_max (spec: flag them)
+    assert res.groups["exceeds_r_max"].all()
+
+
+def test_no_fixed_point_in_five_passes_refuses():
+    policy = OutlierPolicy(k=2, r_max_m=100.0, **LOOSE)
+    with pytest.raises(SpecError, match="no fixed point in 5 passes"):
+        apply_outlier_policy(layer(_chain(4)), policy)
+    more = apply_outlier_policy(layer(_chain(4)), OutlierPolicy(k=2, r_max_m=100.0,
+                                                                max_passes=6, **LOOSE))
+    assert more.converged and more.n_passes == 6
+
+
+def test_temporal_outliers_worse_of_space_and_time():
+    xy = np.zeros((8, 2))  # one spot: spatially everyone is ok
+    t0 = pd.Timestamp("2017-03-01T00:00:00Z")
+    minutes = [0, 2, 4, 6, 8, 90, 180, 600]  # the last three are late
+    times = [(t0 + pd.Timedelta(minutes=m)).isoformat() for m in minutes]
+    res = run(xy, time="t", cols={"t": times}, r_max_time="1h")
+    # 4th nearest other in time: 90 min -> 88 min (ratio 1.47, merge); 180 -> 176 min (2.93,
+    # generalise); 600 -> 594 min (9.9, suppress)
+    assert res.isolation_time_s[5:].tolist() == [88 * 60, 176 * 60, 594 * 60]
+    assert res.label_time[5:].tolist() == ["merge", "generalise", "suppress"]
+    assert (res.label_space == "ok").all()
+    assert res.label[5:].tolist() == ["merge", "generalise", "suppress"]
+    assert res.disposal[7] == "suppressed" and res.disposal_time[6] == "generalised"
+    # generalised to the smallest nested bin holding >= 5: 03:00 lies in [00:00, 06:00)
+    assert res.time_interval_s[6] == 6 * 3600
+    frame = res.to_dataframe()
+    assert frame.loc[6, "published_time"] == "2017-03-01T00:00:00Z"
+    merged = res.disposal_time == "merged"
+    assert merged[5] and merged.sum() == 5
+    assert len(set(frame.loc[merged, "published_time"])) == 1
+
+
+def test_time_without_tolerance_is_refused():
+    with pytest.raises(SpecError, match="without a time tolerance"):
+        apply_outlier_policy(layer(np.zeros((3, 2)), t=["2017-01-01"] * 3),
+                             OutlierPolicy(k=2, r_max_m=100.0), time="t")
+
+
+def test_bias_table_standardised_mean_differences():
+    frame = pd.DataFrame({"price": [1.0, 2.0, 3.0, 10.0, 12.0],
+                          "sex": ["F", "F", "M", "M", "M"]})
+    sup = np.array([False, False, False, True, True])
+    t = bias_table(frame, sup, ["price", "sex"]).set_index(["attribute", "value"])
+    # price: means 11 vs 2, variances 2 and 1 -> d = 9 / sqrt(1.5)
+    assert t.loc[("price", "mean"), "smd"] == pytest.approx(9 / np.sqrt(1.5))
+    # sex M: 100% vs 33%; d = (1 - 1/3) / sqrt((0 + 2/9) / 2)
+    assert t.loc[("sex", "M"), "smd"] == pytest.approx((2 / 3) / np.sqrt(1 / 9))
+    assert t["flag"].all()
+
+
+def test_bias_statement_on_a_selective_suppression():
+    xy = np.vstack([cluster(10), [[2000.0, 0.0]], [[-2000.0, 0.0]]])
+    area = [100.0] * 10 + [5000.0, 6000.0]
+    res = run(xy, cols={"lot_m2": area, "kind": ["urban"] * 10 + ["farm"] * 2})
+    assert "lot_m2: mean 5500 vs 100" in res.bias_statement
+    assert "With only 2 suppressed" in res.bias_statement
+
+
+def test_disposed_layer_is_a_whitelist():
+    xy = np.vstack([cluster(6), [[160.0, 0.0]], [[1000.0, 1000.0]]])
+    gdf = layer(xy, secret_x=xy[:, 0], name=list("abcdefgh"))
+    gdf.attrs["id_column"] = "name"
+    res = apply_outlier_policy(gdf, OutlierPolicy(k=5, r_max_m=100.0, **LOOSE))
+    out = res.disposed_layer(gdf)
+    assert set(out.columns) == {"name", "disposal", "cell_size_m", "geometry"}
+    assert "h" not in set(out["name"])  # suppressed
+    moved = out.set_index("name").loc["g"].geometry
+    assert moved.x != 160.0  # the outlier sits at its group's centroid
+
+
+def test_worked_example_84200_global_passes_small_units_fail():
+    """Spec: 84,200 locations, k = 5, r_max = 2,000 m: 146 suppressed (0.17%) passes a 1% cap,
+    but 130 of them in two rural districts with 900 records between them lose 14%."""
+    rng = np.random.default_rng(84200)
+    n_urban = 84200 - 900 - 16
+    urban = rng.uniform(0, 10_000, (n_urban, 2))  # dense: 4th neighbour ~40 m
+    urban_unit = np.where(urban[:, 0] < 5000, "urban_west", "urban_east")
+    # 2 x 65 rural records alone on a 10 km grid (4th nearest other 10 km: ι = 5 > 4)
+    grid = np.array([[100_000 + 10_000 * i, 100_000 + 10_000 * j]
+                     for i in range(13) for j in range(10)], float)
+    # 2 x 385 rural records in hamlets of five within 10 m (all ok)
+    hamlets = np.vstack([cluster(5, at=(-50_000 - 1000 * h, -50_000)) for h in range(154)])
+    remote = np.array([[300_000 + 10_000 * i, 0.0] for i in range(16)])  # 16 urban outliers
+    xy = np.vstack([urban, grid, hamlets, remote])
+    unit = np.concatenate([urban_unit, ["rural_a"] * 65 + ["rural_b"] * 65,
+                           ["rural_a"] * 385 + ["rural_b"] * 385, ["urban_west"] * 16])
+    gdf = layer(xy, district=unit)
+    policy = OutlierPolicy(k=5, r_max_m=2000.0)
+    res = apply_outlier_policy(gdf, policy, unit="district", on_failure="report")
+    assert len(xy) == 84200
+    assert res.overall["n_suppressed"] == 146
+    assert res.overall["share"] == pytest.approx(146 / 84200) and res.overall["passes"]
+    u = res.units.set_index("unit")
+    for d in ("rural_a", "rural_b"):
+        assert (u.loc[d, "n_suppressed"], u.loc[d, "n_records"]) == (65, 450)
+        assert u.loc[d, "share"] == pytest.approx(0.144, abs=1e-3) and not u.loc[d, "passes"]
+    assert u.loc["urban_west", "passes"] and u.loc["urban_east", "n_suppressed"] == 0
+    assert res.converged and res.refused
+    with pytest.raises(SpecError, match=r"2 unit\(s\) of `district` exceed "
+                                        r"`max_unit_suppressed_share` = 10%: 'rural_a' 14\.4% "
+                                        r"\(65 of 450\)"):
+        apply_outlier_policy(gdf, policy, unit="district")
