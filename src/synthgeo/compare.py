@@ -15,6 +15,7 @@ records and are compared with the confidential OLS fit on *all* records, as the 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 import logging
 import time
 from dataclasses import dataclass, field
@@ -33,7 +34,8 @@ from synthgeo.spatial_utility import spatial_utility_tables
 from synthgeo.synthesize import draw_implicates
 from synthgeo.utility import compare_to_confidential
 
-__all__ = ["ComparisonResult", "compare_models", "posterior_summary", "subset_data"]
+__all__ = ["ComparisonResult", "compare_models", "posterior_summary", "subset_data",
+           "write_comparison"]
 
 log = logging.getLogger(__name__)
 
@@ -281,3 +283,86 @@ def compare_models(spec: ReleaseSpec, *, progress=None, n_bins: int = 12,
         risk=risk, at_risk_records=_at_risk_records(release, supp, kept), spatial=spatial,
         seconds=seconds,
     )
+
+
+def write_comparison(
+    result: ComparisonResult, out, *, overwrite: bool = False, frontier=None,
+) -> Path:
+    """Write the comparison's tables (CSV), ``comparison.json`` and the frontier, atomically.
+
+    The folder holds confidential figures (risk per at-risk record, the confidential OLS fit):
+    it is for the methodologist and the board, never for release.
+
+    Parameters
+    ----------
+    result : ComparisonResult
+    out : path
+        Output folder; an existing one is replaced only with ``overwrite`` and only when it
+        holds ``comparison.json`` (an earlier comparison).
+    overwrite : bool, default=False
+    frontier : FrontierResult, optional
+        Adds ``frontier.csv`` and ``frontier.png``.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    SpecError
+        If ``out`` exists without ``overwrite``, is not an earlier comparison, or contains an
+        input.
+    """
+    import json
+    import os
+    import shutil
+    import tempfile
+
+    from synthgeo._errors import SpecError
+    from synthgeo.release import input_paths, package_versions
+
+    out = Path(out).resolve()
+    for p in input_paths(result.release.spec):
+        p = Path(p).resolve()
+        if p == out or out in p.parents:
+            raise SpecError(f"output folder {str(out)!r} contains the input {str(p)!r}; "
+                            "choose another `--out`")
+    if out.exists():
+        if not overwrite:
+            raise SpecError(f"output folder {str(out)!r} exists; pass `--overwrite` to replace "
+                            "it or choose another `--out`")
+        if not (out / "comparison.json").is_file():
+            raise SpecError(f"output folder {str(out)!r} holds no comparison.json, so it is not "
+                            "an earlier `synthgeo compare` output; choose another `--out`")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        for name, table in result.tables().items():
+            table.to_csv(tmp / f"{name}.csv", index=False)
+        rel = result.release
+        record = {
+            "what": "synthgeo compare: unrestricted, restricted and suppressed fits "
+                    "(confidential: not for release)",
+            "spec": rel.spec.to_dict(), "M_m": rel.M_m, "n_at_risk": rel.at_risk.n_at_risk,
+            "engines": {k: {kk: vv for kk, vv in f.engine.items() if kk != "grid_stages"}
+                        for k, f in result.fits.items()},
+            "seconds": result.seconds, "versions": package_versions(),
+        }
+        if frontier is not None:
+            frontier.table.to_csv(tmp / "frontier.csv", index=False)
+            frontier.plot(tmp / "frontier.png")
+            record["frontier_seconds"] = frontier.seconds
+        (tmp / "comparison.json").write_text(json.dumps(record, indent=2, default=str),
+                                             encoding="utf-8")
+        os.chmod(tmp, 0o755)
+        if out.exists():
+            trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            out.rename(trash / "old")
+            tmp.rename(out)
+            shutil.rmtree(trash, ignore_errors=True)
+        else:
+            tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out

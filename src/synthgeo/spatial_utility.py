@@ -59,7 +59,8 @@ def semivariogram(
     Returns
     -------
     pandas.DataFrame
-        One row per bin: ``lag_m`` (mean pair distance, metres), ``n_pairs`` and ``gamma``
+        One row per bin: ``bin`` (index), ``bin_upper_m`` (upper edge, metres), ``lag_m``
+        (mean pair distance, metres), ``n_pairs`` and ``gamma``
         (shape (L,) per row as columns ``gamma_0 ... gamma_{L-1}``; a single vector gives one
         column ``gamma``). Empty bins are dropped.
 
@@ -83,7 +84,8 @@ def semivariogram(
     sums = np.stack([np.bincount(b, weights=row, minlength=n_bins) for row in sq])
     ok = n_pairs > 0
     gamma = sums[:, ok] / (2.0 * n_pairs[ok])
-    cols = {"lag_m": lag[ok] / n_pairs[ok], "n_pairs": n_pairs[ok]}
+    cols = {"bin": np.flatnonzero(ok), "bin_upper_m": edges[1:][ok],
+            "lag_m": lag[ok] / n_pairs[ok], "n_pairs": n_pairs[ok]}
     if Z.shape[0] == 1 and np.ndim(values) == 1:
         cols["gamma"] = gamma[0]
     else:
@@ -183,7 +185,8 @@ def spatial_utility_tables(
     Returns
     -------
     dict
-        ``semivariogram``: one row per model × lag bin, columns ``model, lag_m, n_pairs,
+        ``semivariogram``: one row per model × lag bin, columns ``model, bin_upper_m, lag_m,
+        n_pairs,
         gamma`` (confidential value, or the mean over implicates), ``gamma_q05``,
         ``gamma_q95`` (5%/95% over implicates; NaN for the confidential row);
         ``morans_i``: one row per model, columns ``model, n_records, morans_i`` (mean over
@@ -201,7 +204,8 @@ def spatial_utility_tables(
         sv = semivariogram(coords_m[keep], resid, max_lag_m=max_lag_m, n_bins=n_bins)
         g = sv.filter(like="gamma_").to_numpy()
         sv_rows.append(pd.DataFrame({
-            "model": model, "lag_m": sv["lag_m"], "n_pairs": sv["n_pairs"],
+            "model": model, "bin_upper_m": sv["bin_upper_m"], "lag_m": sv["lag_m"],
+            "n_pairs": sv["n_pairs"],
             "gamma": g.mean(axis=1),
             "gamma_q05": np.quantile(g, 0.05, axis=1) if model != "confidential" else np.nan,
             "gamma_q95": np.quantile(g, 0.95, axis=1) if model != "confidential" else np.nan,

@@ -11,4 +11,5 @@ from __future__ import annotations
 COMMANDS: tuple[str, ...] = (
     "run",
     "validate",
+    "compare",
 )
