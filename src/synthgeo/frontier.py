@@ -59,7 +59,7 @@ class FrontierResult:
     seconds: dict[str, float] = field(default_factory=dict)
 
     def plot(self, path: str | Path | None = None):
-        """Plot risk reduction (at-risk and other records) against mean CI overlap.
+        """Plot risk reductions and CI overlap against γ, one line per ρ₀.
 
         Parameters
         ----------
@@ -77,26 +77,27 @@ class FrontierResult:
         import matplotlib.pyplot as plt
 
         t = self.table
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharex=True, constrained_layout=True)
-        markers = dict(zip(t["gamma"].unique(), "osD^v*"))
-        for ax, col, title in ((axes[0], "reduction_at_risk", "at-risk records"),
-                               (axes[1], "reduction_other", "other records")):
+        order = list(dict.fromkeys(t["gamma"]))
+        fig, axes = plt.subplots(1, 3, figsize=(13, 4), constrained_layout=True)
+        panels = (("reduction_at_risk", f"risk reduction, at-risk records ({self.measure_rel})"),
+                  ("reduction_other", f"risk reduction, other records ({self.measure_rel})"),
+                  ("mean_ci_overlap", "mean CI overlap (analyst's model)"))
+        for ax, (col, title) in zip(axes, panels):
             for rho0, g in t.groupby("rho0"):
-                ax.plot(g["mean_ci_overlap"], g[col], ":", color="0.7", zorder=1)
-                for _, row in g.iterrows():
-                    ax.scatter(row["mean_ci_overlap"], row[col], marker=markers[row["gamma"]],
-                               color=plt.cm.viridis(float(rho0) / 0.35), zorder=2,
-                               label=f"γ={row['gamma']}, ρ₀={rho0}")
-            ax.set_xlabel("mean CI overlap (analyst's model vs confidential OLS)")
-            ax.set_ylabel(f"risk reduction vs unrestricted ({self.measure_rel})")
-            ax.set_title(title)
-            ax.axhline(0, color="0.5", lw=0.8)
-        handles, labels = axes[0].get_legend_handles_labels()
-        axes[1].legend(handles, labels, fontsize=7, ncol=2, loc="best")
+                x = [order.index(v) for v in g["gamma"]]
+                n = int(g["n_at_risk"].iloc[0])
+                ax.plot(x, g[col], "o-", label=f"ρ₀ = {rho0} ({n} at risk)")
+            ax.set_xticks(range(len(order)), [f"γ={v}" for v in order])
+            ax.set_title(title, fontsize=10)
+            if col != "mean_ci_overlap":
+                ax.axhline(0, color="0.5", lw=0.8)
+        axes[0].legend(fontsize=8)
+        fig.suptitle("Risk–utility frontier (reduction = 1 − mean restricted risk / mean "
+                     "unrestricted risk)", fontsize=11)
         if path is not None:
             path = Path(path)
             tmp = path.with_name(f".{path.name}.tmp")
-            fig.savefig(tmp, format="png", dpi=120)
+            fig.savefig(tmp, format="png", dpi=110)
             tmp.replace(path)
             plt.close(fig)
         return fig
