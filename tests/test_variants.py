@@ -193,12 +193,12 @@ def test_kriged_effects_match_simple_kriging_formula():
     w = rng.standard_normal((3, 30))
     phi = np.array([0.004, 0.004, 0.01])
     got = kriged_effects(w, phi, xy, inactive)
-    A, I = ~inactive, inactive
+    act, ina = ~inactive, inactive
     for j in range(3):
         R = np.exp(-phi[j] * cdist(xy, xy))
-        want = R[np.ix_(I, A)] @ np.linalg.solve(R[np.ix_(A, A)], w[j, A])
-        np.testing.assert_allclose(got[j, I], want, rtol=1e-6)
-        np.testing.assert_array_equal(got[j, A], w[j, A])
+        want = R[np.ix_(ina, act)] @ np.linalg.solve(R[np.ix_(act, act)], w[j, act])
+        np.testing.assert_allclose(got[j, ina], want, rtol=1e-6)
+        np.testing.assert_array_equal(got[j, act], w[j, act])
     # with every active site as a neighbour, the NNGP form is the exact one
     np.testing.assert_allclose(kriged_effects(w, phi, xy, inactive, n_neighbors=28), got,
                                rtol=1e-6)

@@ -15,10 +15,10 @@ records and are compared with the confidential OLS fit on *all* records, as the 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 import logging
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -67,7 +67,8 @@ class ComparisonResult:
     at_risk_records : pandas.DataFrame
         Per at-risk record: truth, each model's synthetic mean and sd (model scale), and risk.
     spatial : dict of str to pandas.DataFrame
-        ``semivariogram`` and ``morans_i`` (:func:`synthgeo.spatial_utility.spatial_utility_tables`).
+        ``semivariogram`` and ``morans_i``
+        (:func:`synthgeo.spatial_utility.spatial_utility_tables`).
     seconds : dict
         Wall time per stage.
     """
@@ -95,7 +96,7 @@ class ComparisonResult:
 
 
 def subset_data(data: PreparedData, keep: np.ndarray) -> PreparedData:
-    """The prepared data restricted to the records in ``keep`` (sites rebuilt).
+    """Restrict the prepared data to the records in ``keep`` (sites rebuilt).
 
     Parameters
     ----------

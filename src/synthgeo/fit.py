@@ -22,8 +22,8 @@ from synthgeo._errors import ConvergenceError, SpecError
 from synthgeo.config import SamplerConfig
 from synthgeo.model.conditionals import recover_effects
 from synthgeo.model.kernels import METRES_PER_KM, Sites
-from synthgeo.model.smoothing import Smoothing
 from synthgeo.model.restricted_gp import GPPriors, build_model
+from synthgeo.model.smoothing import Smoothing
 
 __all__ = ["GPFit", "Convergence", "fit_gp", "check_convergence", "HYPER_PARAMETERS"]
 

@@ -89,7 +89,7 @@ def simulate_paper_design(
 
 
 def paper_design_csv(random_seed: int = PAPER_SEED) -> str:
-    """The paper design as CSV text, as shipped in ``synthgeo/data/paper_simulation.csv``.
+    """Return the paper design as CSV text, as shipped in ``synthgeo/data/paper_simulation.csv``.
 
     Parameters
     ----------
