@@ -222,3 +222,14 @@ def test_kriged_synthesis_puts_the_neighbourhood_level_at_the_at_risk_site(small
     want = kriged_effects(w, post["phi"].values[ci, di], coords, a > 0)
     diff = krig["y_synthetic"].values[:, at] - zero["y_synthetic"].values[:, at]
     np.testing.assert_allclose(diff, want[:, small_gp["sites"].site_index[at]], rtol=1e-10)
+
+
+def test_auto_gamma_with_no_site_at_risk_is_unrestricted(small_gp):
+    a = np.zeros(small_gp["sites"].n_sites)
+    sm = Smoothing(a=a, gamma="auto")
+    np.testing.assert_array_equal(sm.scale(), np.ones_like(a))
+    f_auto, f_u = _fit(small_gp, sm), _fit(small_gp, None)
+    np.testing.assert_array_equal(f_auto.idata.posterior["beta"].values,
+                                  f_u.idata.posterior["beta"].values)
+    with pytest.raises(ValueError, match="`alpha`.*is needed"):
+        Smoothing(a=np.ones(3), gamma="auto").scale()

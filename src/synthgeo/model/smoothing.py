@@ -108,9 +108,11 @@ class Smoothing:
         Raises
         ------
         ValueError
-            If γ = "auto" and ``alpha`` is not given.
+            If γ = "auto", some a_s > 0 and ``alpha`` is not given.
         """
         if self.gamma == "auto" and alpha is None:
+            if not self.depends_on_nugget:  # no site at risk: D = I whatever γ
+                return np.ones(np.shape(self.a))
             raise ValueError("`alpha` (tau2/sigma2) is needed when gamma = 'auto'")
         return smoothing_scale(self.a, self.gamma_at(alpha if alpha is not None else 1.0))
 
