@@ -1,5 +1,7 @@
-"""Time ``synthgeo compare`` (three fits, L implicates, risk, Reiter, spatial utility) and the
-risk-utility frontier on the paper's simulated design; print the paper-comparison figures.
+"""Time ``synthgeo compare`` and the risk-utility frontier on the paper's simulated design.
+
+Three fits, L implicates, risk, Reiter, spatial utility; prints the figures to set beside the
+paper's.
 
     python benchmarks/bench_compare.py [--frontier] [--spec models/paper_simulation.toml]
 
@@ -13,8 +15,6 @@ import argparse
 import os
 import time
 from pathlib import Path
-
-import numpy as np
 
 from synthgeo.compare import compare_models
 from synthgeo.config import load_spec
@@ -53,7 +53,6 @@ def main() -> None:
         fr = risk_utility_frontier(spec)
         print(f"frontier (20 settings): {time.perf_counter() - t:.1f} s")
         print(fr.table.round(3).to_string(index=False))
-    np.set_printoptions(precision=3)
 
 
 if __name__ == "__main__":
