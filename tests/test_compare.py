@@ -111,7 +111,8 @@ def test_write_comparison_is_atomic_and_refuses_existing(paper_comparison, tmp_p
 
     out = write_comparison(paper_comparison, tmp_path / "cmp")
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["at_risk_records.csv", "comparison.json", "morans_i.csv", "posterior.csv",
+    assert names == ["at_risk_records.csv", "comparison.json", "local_means.csv", "morans_i.csv",
+                     "posterior.csv",
                      "risk.csv", "semivariogram.csv", "utility.csv"]
     with pytest.raises(SpecError, match="exists; pass `--overwrite`"):
         write_comparison(paper_comparison, out)
@@ -152,3 +153,15 @@ def test_frontier_rows_and_plot(tmp_path):
     assert (t["mean_ci_overlap"] > 0.9).all()
     fr.plot(tmp_path / "f.png")
     assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_local_means_match_hand_computed_cells():
+    from synthgeo.spatial_utility import local_means
+
+    xy = np.array([[1, 1], [2, 3], [4, 4], [11, 1], [12, 2], [15, 9], [25, 5.0]])
+    z = np.array([1.0, 2.0, 3.0, 10.0, 20.0, 30.0, 7.0])
+    lm = local_means(xy, z, cell_m=10.0, min_records=2, origin_m=(0.0, 0.0))
+    assert lm[["cell_x", "cell_y", "n_records"]].values.tolist() == [[0, 0, 3], [1, 0, 3]]
+    np.testing.assert_allclose(lm["mean"], [2.0, 20.0])
+    two = local_means(xy, np.stack([z, 2 * z]), cell_m=10.0, min_records=2, origin_m=(0, 0))
+    np.testing.assert_allclose(two["mean_1"], [4.0, 40.0])

@@ -95,6 +95,9 @@ def run(args: argparse.Namespace, say) -> int:
         say(result.at_risk_records.to_string(index=False))
         say("\nMoran's I of the response (k-NN weights; mean and 5-95% over implicates):")
         say(result.spatial["morans_i"].to_string(index=False))
+        say("\nLocal means in grid cells (>= 5 records): RMS difference from the confidential "
+            "cell means, model scale:")
+        say(result.spatial["local_means"].to_string(index=False))
         sv = result.spatial["semivariogram"].pivot(index="bin_upper_m", columns="model",
                                                    values="gamma")
         sv.index = sv.index.map(lambda x: f"{x:,.0f}")
