@@ -166,6 +166,20 @@ def release_record(result: ReleaseResult, *, seconds: dict[str, float]) -> dict[
     return _jsonable(rec)
 
 
+def _smoothing_sentence(spec) -> str:
+    """How the released model treats isolated records, in words (for the data users)."""
+    m = spec.model
+    if m.gamma_value == float("inf"):
+        if m.at_risk_effect == "kriged":
+            return ("replaces the spatial effect at spatially isolated records by the level "
+                    "predicted from the surrounding records")
+        return "removes the spatial effect at spatially isolated records"
+    if m.gamma == "auto":
+        return ("shrinks the spatial effect at spatially isolated records until it is no "
+                "larger than the noise")
+    return f"shrinks the spatial effect at spatially isolated records (gamma = {m.gamma})"
+
+
 def _data_user_readme(result: ReleaseResult) -> str:
     spec = result.spec
     d = spec.data
@@ -178,8 +192,8 @@ Produced by synthgeo {package_versions()['synthgeo']} from a confidential file o
 ## What is synthetic
 - `{d.response}` is **synthetic** in every row: drawn from a Bayesian spatial model
   (Gaussian process with differential smoothing; Quick, Holan & Wikle 2018, JRSS-A 181(3)).
-  The model's restricted form (differential smoothing) removes the spatial effect at
-  spatially isolated records, so their synthetic values do not track their true values.
+  The model's restricted form (differential smoothing) {_smoothing_sentence(spec)},
+  so their synthetic values do not track their true values.
 - Locations ({', '.join(c for c in (d.x, d.y) if c) or 'geometry'}) and covariates
   ({', '.join(d.covariates) or 'none'}) are released unchanged. No record was suppressed.
 - There are L = {L} implicates (synthetic copies of the file). Analyse **every** implicate and
