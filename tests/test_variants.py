@@ -233,3 +233,15 @@ def test_auto_gamma_with_no_site_at_risk_is_unrestricted(small_gp):
                                   f_u.idata.posterior["beta"].values)
     with pytest.raises(ValueError, match="`alpha`.*is needed"):
         Smoothing(a=np.ones(3), gamma="auto").scale()
+
+
+def test_posterior_summary_reports_gamma_auto(small_gp):
+    from synthgeo.compare import posterior_summary
+
+    a = _a(small_gp["sites"].n_sites)
+    fit = _fit(small_gp, Smoothing(a=a, gamma="auto"))
+    tab = posterior_summary({"restricted": fit}).set_index("parameter")
+    post = fit.idata.posterior
+    want = np.maximum(0, (post["sigma2"] / post["nugget"]).values.ravel() - 1).mean()
+    assert tab.loc["gamma_auto", "mean"] == pytest.approx(want)
+    assert "gamma_auto" not in posterior_summary({"u": _fit(small_gp, None)})["parameter"].values

@@ -128,7 +128,8 @@ def posterior_summary(fits: dict[str, GPFit]) -> pd.DataFrame:
     pandas.DataFrame
         Columns ``model, parameter, mean, sd, q2.5, q50, q97.5``. Parameters ``beta[<term>]``,
         ``sigma2`` (partial sill), ``tau2`` (nugget), ``phi_per_km`` (decay, 1/km: the paper's
-        φ per unit of its unit square), ``range_m`` (effective range 3/φ, metres).
+        φ per unit of its unit square), ``range_m`` (effective range 3/φ, metres), and for a
+        restricted fit with γ = "auto" ``gamma_auto`` = max(0, σ²/τ² − 1) per draw.
     """
     rows = []
     for model, fit in fits.items():
@@ -139,6 +140,9 @@ def posterior_summary(fits: dict[str, GPFit]) -> pd.DataFrame:
                        "tau2": post["nugget"].values.ravel(),
                        "phi_per_km": post["phi"].values.ravel() * 1000.0,
                        "range_m": post["range"].values.ravel()})
+        if fit.smoothing is not None and fit.smoothing.gamma == "auto":
+            ratio = (post["sigma2"] / post["nugget"]).values.ravel()
+            series["gamma_auto"] = np.maximum(0.0, ratio - 1.0)
         for name, v in series.items():
             q = np.quantile(v, [0.025, 0.5, 0.975])
             rows.append({"model": model, "parameter": name, "mean": float(v.mean()),
