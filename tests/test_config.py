@@ -256,7 +256,7 @@ BAD_VALUES = [
     # (section, TOML line, regex the message must match: names the key and the valid values)
     ("model", "rho0 = 1.5", r"`\[model\] rho0` must be .*between 0 and 1.*got 1\.5"),
     ("model", "rho0 = 0", r"`\[model\] rho0`.*got 0"),
-    ("model", "gamma = -1", r"`\[model\] gamma` must be a number >= 0 or \"inf\", got -1"),
+    ("model", "gamma = -1", r"`\[model\] gamma` must be a number >= 0, \"inf\" or \"auto\", got -1"),
     ("model", 'gamma = "big"', r"`\[model\] gamma`.*got 'big'"),
     ("model", "gamma = nan", r"`\[model\] gamma`.*got nan"),
     ("model", "gamma = true", r"`\[model\] gamma`.*got True"),

@@ -66,3 +66,13 @@ def test_same_result_on_a_local_distributed_cluster(tmp_path):
     np.testing.assert_array_equal(local.risk_rel, remote.risk_rel)
     np.testing.assert_array_equal(xr.open_zarr(local.path, consolidated=False)["y_synthetic"].values,
                                   xr.open_zarr(remote.path, consolidated=False)["y_synthetic"].values)
+
+
+def test_per_implicate_scale_is_applied_row_by_row():
+    """gamma = "auto": D varies by draw; row l of an (L, S) scale multiplies w^(l)."""
+    draws, X, y, idx, d = _problem()
+    rng = np.random.default_rng(3)
+    D = rng.uniform(0.2, 1.0, (24, d.size))
+    a = implicates_dask(draws, X, idx, D, seed=9, chunk=5).compute()
+    b = implicates_dask(draws, X, idx, np.ones(d.size), seed=9, chunk=5).compute()
+    np.testing.assert_allclose(a - b, (draws.w * (D - 1.0))[:, idx], atol=1e-12)

@@ -12,6 +12,18 @@ from __future__ import annotations
 __all__ = ["data_user_readme", "csv_name"]
 
 
+def _smoothing_words(spec) -> str:
+    """Say in words what the released model did to the spatial effect at isolated records."""
+    m = spec.model
+    if m.gamma == "inf":
+        if getattr(m, "at_risk_effect", "zero") == "kriged":
+            return "replaced by the level predicted from the surrounding records"
+        return "removed"
+    if m.gamma == "auto":
+        return "shrunk until it is no larger than the noise"
+    return f"shrunk towards zero (gamma = {m.gamma})"
+
+
 def csv_name(implicate: int, n_implicates: int) -> str:
     """File name of one implicate's CSV, e.g. ``implicate_007.csv`` (zero-padded, >= 3 digits)."""
     width = max(len(str(n_implicates)), 3)
@@ -77,7 +89,7 @@ def data_user_readme(result) -> str:
     alpha = spec.utility.alpha
     tq = 1 - alpha / 2  # t quantile of a (1 - alpha) interval
     level = f"{100 * (1 - alpha):g}%"
-    smoothing = ("removed" if spec.model.gamma == "inf" else "shrunk towards zero")
+    smoothing = _smoothing_words(spec)
     back = (f"\n`{d.response}` is on the log scale: `exp({d.response})` is on the original "
             "scale\n(e.g. dollars). Combine estimates on the scale the model is fitted on.\n"
             if d.back_transform == "exp" else "")

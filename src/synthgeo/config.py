@@ -118,8 +118,11 @@ class ModelConfig:
     size m (2–50, default 15); ``rho0``: correlation defining M = −log(ρ₀)/φ̂; ``M_m``: fixed M
     in metres
     (skips the rule); ``k``: at risk when fewer than k − 1 neighbours within M (2 = paper);
-    ``gamma``: smoothing strength, a number ≥ 0 or "inf" (paper's restricted model);
-    ``at_risk_effect`` {"zero"}: the effect synthesised at at-risk sites; ``parametrization``
+    ``gamma``: smoothing strength, a number ≥ 0, "inf" (paper's restricted model) or "auto"
+    (γ = max(0, σ²/τ² − 1) per posterior draw, grid sampler only); ``at_risk_weight``
+    {"binary", "continuous"}: a_s ∈ {0, 1} by the rule, or graded a = 1 − min(1, ρ_nn/ρ₀)
+    (needs a finite γ); ``at_risk_effect`` {"zero", "kriged"}: the effect synthesised at
+    at-risk sites under γ = "inf" (none, or kriged from the other sites); ``parametrization``
     {"natural", "ridge"}; ``priors``: overrides of :class:`synthgeo.model.GPPriors` fields.
     """
 
@@ -129,6 +132,7 @@ class ModelConfig:
     M_m: float | None = None
     k: int = 2
     gamma: float | str = "inf"
+    at_risk_weight: str = "binary"
     at_risk_effect: str = "zero"
     parametrization: str = "ridge"
     priors: dict[str, float] = field(default_factory=dict)
@@ -147,10 +151,27 @@ class ModelConfig:
             raise _err("model", "k", self.k, "an integer >= 2")
         g = self.gamma
         numeric = isinstance(g, (int, float)) and not isinstance(g, bool)
-        if not (g == "inf" or (numeric and g >= 0 and not math.isnan(g))):
-            raise _err("model", "gamma", g, 'a number >= 0 or "inf"')
-        if self.at_risk_effect != "zero":
-            raise _err("model", "at_risk_effect", self.at_risk_effect, '"zero"')
+        if not (g in ("inf", "auto") or (numeric and g >= 0 and not math.isnan(g))):
+            raise _err("model", "gamma", g, 'a number >= 0, "inf" or "auto"')
+        is_inf = g == "inf" or (numeric and math.isinf(g))
+        if self.at_risk_weight not in ("binary", "continuous"):
+            raise _err("model", "at_risk_weight", self.at_risk_weight,
+                       'one of "binary", "continuous"')
+        if self.at_risk_weight == "continuous" and is_inf:
+            raise SpecError(
+                '`[model] at_risk_weight = "continuous"` needs a finite `gamma` (a number or '
+                '"auto"): with gamma = "inf" every site with a > 0 loses its effect, so the '
+                "graded weights collapse to the binary rule"
+            )
+        if self.at_risk_effect not in ("zero", "kriged"):
+            raise _err("model", "at_risk_effect", self.at_risk_effect, '"zero" or "kriged"')
+        if self.at_risk_effect == "kriged" and not is_inf:
+            raise SpecError(
+                '`[model] at_risk_effect = "kriged"` replaces the removed effect at at-risk '
+                'sites, which only happens with `gamma = "inf"`; with a finite gamma the '
+                'at-risk sites keep a (shrunk) effect of their own. Use gamma = "inf" or '
+                'at_risk_effect = "zero"'
+            )
         if self.parametrization not in ("natural", "ridge"):
             raise _err("model", "parametrization", self.parametrization, '"natural" or "ridge"')
         if not isinstance(self.priors, dict):
@@ -177,8 +198,10 @@ class ModelConfig:
         return self.gp
 
     @property
-    def gamma_value(self) -> float:
-        """γ as a float (``inf`` for the paper's restricted model)."""
+    def gamma_value(self) -> float | str:
+        """γ as a float (``inf`` for the paper's restricted model) or ``"auto"``."""
+        if self.gamma == "auto":
+            return "auto"
         return math.inf if self.gamma == "inf" else float(self.gamma)
 
 
@@ -353,6 +376,11 @@ class ReleaseSpec:
 
     def __post_init__(self) -> None:
         """Refuse combinations of sections that cannot work together."""
+        if self.model.gamma == "auto" and self.sampling.sampler != "grid":
+            raise SpecError(
+                '`[model] gamma = "auto"` (gamma = max(0, sigma2/tau2 - 1) per draw) needs '
+                '`[sampling] sampler = "grid"`, where it enters every grid cell exactly'
+            )
         if self.model.gp == "nngp" and self.sampling.sampler != "grid":
             raise SpecError(
                 'spec `[model] gp = "nngp"` needs `[sampling] sampler = "grid"`: NUTS over the '

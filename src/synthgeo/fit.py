@@ -18,11 +18,12 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from synthgeo._errors import ConvergenceError
+from synthgeo._errors import ConvergenceError, SpecError
 from synthgeo.config import SamplerConfig
 from synthgeo.model.conditionals import recover_effects
 from synthgeo.model.kernels import METRES_PER_KM, Sites
 from synthgeo.model.restricted_gp import GPPriors, build_model
+from synthgeo.model.smoothing import Smoothing
 
 __all__ = ["GPFit", "Convergence", "fit_gp", "check_convergence", "HYPER_PARAMETERS"]
 
@@ -159,6 +160,9 @@ class GPFit:
         ``effect_sampler(flat_index) -> ndarray (k, n_sites)``: w for the given flattened
         (chain, draw) indices when the posterior does not store ``w`` for every draw (the grid
         route draws w only for the draws that become implicates). Use :meth:`effects`.
+    smoothing : Smoothing or None
+        When D depends on the draw (γ = "auto"), the rule giving d(α); ``scale`` then holds
+        d at the posterior median of α, for reports only. Use :meth:`scales`.
     """
 
     idata: az.InferenceData
@@ -168,6 +172,7 @@ class GPFit:
     seconds: dict[str, float]
     engine: dict = field(default_factory=lambda: {"sampler": "nutpie", "gp": "exact"})
     effect_sampler: Callable[[np.ndarray], np.ndarray] | None = None
+    smoothing: Smoothing | None = None
 
     def effects(self, flat_index: np.ndarray) -> np.ndarray:
         """Spatial effects w (model scale, before D) for flattened (chain, draw) indices.
@@ -189,6 +194,19 @@ class GPFit:
         if self.effect_sampler is None:
             raise ValueError("this fit holds no spatial effects")
         return self.effect_sampler(flat_index)
+
+    def scales(self, flat_index: np.ndarray) -> np.ndarray:
+        """D's diagonal for flattened (chain, draw) indices, shape (k, n_sites).
+
+        Equal to ``scale`` in every row unless γ = "auto", where row j is d(α_j) with
+        α_j = τ²/σ² of draw j.
+        """
+        flat_index = np.asarray(flat_index, dtype=int)
+        if self.smoothing is None or not self.smoothing.depends_on_nugget:
+            return np.broadcast_to(self.scale, (flat_index.size, self.scale.size)).copy()
+        post = self.idata.posterior
+        alpha = (post["nugget"] / post["sigma2"]).values.ravel()[flat_index]
+        return np.stack([self.smoothing.scale(float(a)) for a in alpha])
 
     def phi_quantiles(self, q: tuple[float, ...] = (0.05, 0.5, 0.95)) -> np.ndarray:
         """Posterior quantiles of φ in 1/metre."""
@@ -246,6 +264,13 @@ def fit_gp(
     seed = config.seed if random_seed is None else random_seed
     ss = np.random.SeedSequence(seed)
     nuts_seed, recover_seed = (int(s.generate_state(1)[0]) for s in ss.spawn(2))
+    if isinstance(scale, Smoothing):
+        if scale.depends_on_nugget:
+            raise SpecError(
+                '`[model] gamma = "auto"` (gamma evaluated per draw) needs `[sampling] sampler '
+                '= "grid"`; the NUTS route takes a fixed gamma'
+            )
+        scale = scale.scale()
     d = np.ones(sites.n_sites) if scale is None else np.asarray(scale, dtype=float)
     model = build_model(y, X, sites, scale=d, priors=priors, coef_names=coef_names,
                         parametrization=parametrization)

@@ -39,6 +39,7 @@ from synthgeo.model.grid import (
 from synthgeo.model.kernels import METRES_PER_KM, Sites
 from synthgeo.model.nngp_effects import NNGPEffects
 from synthgeo.model.restricted_gp import GPPriors
+from synthgeo.model.smoothing import Smoothing
 
 __all__ = ["fit_gp_grid", "grid_prior_description"]
 
@@ -96,8 +97,9 @@ def fit_gp_grid(
         ``range_max_m`` are used (see the module docstring for the conjugate forms);
         ``nugget_sd_scale`` is not (the nugget share is uniform).
     coef_names : list of str
-    scale : ndarray of shape (n_sites,), optional
-        Diagonal of D; ``None`` = unrestricted.
+    scale : ndarray of shape (n_sites,) or Smoothing, optional
+        Diagonal of D; ``None`` = unrestricted. A :class:`~synthgeo.model.smoothing.Smoothing`
+        with γ = "auto" makes D a function of each grid cell's α = τ²/σ² (exact per cell).
     config : SamplerConfig, optional
         ``chains`` x ``draws`` independent draws are kept (arranged as chains so that ArviZ's
         diagnostics apply); ``seed``.
@@ -130,14 +132,18 @@ def fit_gp_grid(
     config = config or SamplerConfig()
     seed = config.seed if random_seed is None else random_seed
     draw_seed, effect_seed = np.random.SeedSequence(seed).spawn(2)
-    d = np.ones(sites.n_sites) if scale is None else np.asarray(scale, dtype=float)
+    smoothing = scale if isinstance(scale, Smoothing) else None
+    if smoothing is not None and not smoothing.depends_on_nugget:
+        scale = smoothing.scale()
+    d_arg = scale if smoothing is not None and smoothing.depends_on_nugget else (
+        np.ones(sites.n_sites) if scale is None else np.asarray(scale, dtype=float))
     p = X.shape[1]
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
         if gp == "exact":
-            backend = ExactCovariance(y, X, sites, d)
+            backend = ExactCovariance(y, X, sites, d_arg)
         else:
-            backend = NNGPCovariance(y, X, sites, d, n_neighbors=n_neighbors)
+            backend = NNGPCovariance(y, X, sites, d_arg, n_neighbors=n_neighbors)
         t1 = time.perf_counter()
         post_grid = grid_posterior(
             backend, n=y.shape[0], beta_mean=np.full(p, priors.beta_mean),
@@ -164,6 +170,10 @@ def fit_gp_grid(
         },
         coords=coords,
     )
+    if isinstance(d_arg, Smoothing):  # d at the posterior median of α, for reports
+        d = d_arg.scale(float(np.median(draws["alpha"])))
+    else:
+        d = d_arg
     const = xr.Dataset({
         "scale": ("site", d), "site_index": ("record", sites.site_index),
         "site_x_m": ("site", sites.coords_m[:, 0]), "site_y_m": ("site", sites.coords_m[:, 1]),
@@ -184,7 +194,7 @@ def fit_gp_grid(
     if gp == "exact":
         sampler_obj = None
     else:
-        sampler_obj = NNGPEffects(y, X, sites, d, n_neighbors=n_neighbors,
+        sampler_obj = NNGPEffects(y, X, sites, d_arg, n_neighbors=n_neighbors,
                                   solver=effect_solver)
     cache: dict[tuple, np.ndarray] = {}
     seconds = {"setup": t1 - t0, "grid": t2 - t1, "recover": 0.0}
@@ -197,7 +207,8 @@ def fit_gp_grid(
             rng = np.random.default_rng(effect_seed)
             with threadpool_limits(limits=1):
                 if sampler_obj is None:
-                    cache[key] = draw_effects_exact(sel, y, X, sites, scale=d, random_seed=rng)
+                    cache[key] = draw_effects_exact(sel, y, X, sites, scale=d_arg,
+                                                   random_seed=rng)
                 else:
                     cache[key] = sampler_obj.draw(sel, rng)
             seconds["recover"] += time.perf_counter() - t
@@ -214,5 +225,6 @@ def fit_gp_grid(
         "priors": grid_prior_description(priors, p),
     }
     fit = GPFit(idata=idata, scale=d, priors=priors, convergence=conv,
-                seconds=seconds, engine=engine, effect_sampler=effect_sampler)
+                seconds=seconds, engine=engine, effect_sampler=effect_sampler,
+                smoothing=smoothing)
     return fit

@@ -20,16 +20,18 @@ from synthgeo._errors import InputError, SpecError
 from synthgeo._progress import progress_iter
 from synthgeo.anonymity.diagnostics import LocationDiagnostics, location_diagnostics
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec
-from synthgeo.diagnostics.at_risk import AtRiskResult, find_at_risk
+from synthgeo.diagnostics.at_risk import AtRiskResult, continuous_weights, find_at_risk
 from synthgeo.fit import GPFit, fit_gp, require_convergence
 from synthgeo.model.kernels import M_FROM_RHO0, Sites, make_sites
-from synthgeo.model.restricted_gp import GPPriors, default_priors, smoothing_scale
+from synthgeo.model.restricted_gp import GPPriors, default_priors
+from synthgeo.model.smoothing import Smoothing
 from synthgeo.points import coordinates_m, load_points
 from synthgeo.risk import RiskResult, summarise_risk, within_eps_risk
 from synthgeo.synthesize import draw_implicates
 from synthgeo.utility import compare_to_confidential, fit_ols
 
-__all__ = ["PreparedData", "ReleaseResult", "prepare_data", "run_release"]
+__all__ = ["PreparedData", "ReleaseResult", "prepare_data", "run_release",
+           "restricted_smoothing"]
 
 log = logging.getLogger(__name__)
 
@@ -227,6 +229,37 @@ def _fitter(spec: ReleaseSpec, data: PreparedData, *, progressbar: bool = False)
                    parametrization=spec.model.parametrization, progressbar=progressbar, **common)
 
 
+def restricted_smoothing(
+    spec: ReleaseSpec, coords_m: np.ndarray, sites: Sites, at_risk: AtRiskResult,
+    phi_per_m: float, *, subject: np.ndarray | None = None,
+) -> Smoothing:
+    """D of the restricted model from the spec's at-risk weights and γ (spec: model.md).
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        ``[model] at_risk_weight``, ``gamma``, ``rho0``, ``k``.
+    coords_m : ndarray of shape (n_records, 2)
+        Record coordinates, metres.
+    sites : Sites
+    at_risk : AtRiskResult
+        The binary rule at M (its site flags are a under ``at_risk_weight = "binary"``).
+    phi_per_m : float
+        φ̂ (1/metre) for the continuous weights.
+    subject : ndarray of shape (n_records,), optional
+
+    Returns
+    -------
+    Smoothing
+    """
+    if spec.model.at_risk_weight == "continuous":
+        a, _ = continuous_weights(coords_m, sites.site_index, phi_per_m, spec.model.rho0,
+                                  k=spec.model.k, subject=subject)
+    else:
+        a = at_risk.site_at_risk.astype(float)
+    return Smoothing(a=a, gamma=spec.model.gamma_value)
+
+
 def run_release(spec: ReleaseSpec, *, progress=None, progressbar: bool = False) -> ReleaseResult:
     """Fit both models, synthesise, score risk and utility (writes nothing).
 
@@ -295,8 +328,9 @@ def run_release(spec: ReleaseSpec, *, progress=None, progressbar: bool = False) 
 
     say("fitting the restricted model")
     t = time.perf_counter()
-    scale = smoothing_scale(at_risk.site_at_risk.astype(float), spec.model.gamma_value)
-    fits["restricted"] = fit(scale=scale, random_seed=fit_seed[1], label="restricted")
+    smoothing = restricted_smoothing(spec, coords, data.sites, at_risk, float(phi_q[1]),
+                                     subject=subject)
+    fits["restricted"] = fit(scale=smoothing, random_seed=fit_seed[1], label="restricted")
     seconds["fit_restricted"] = time.perf_counter() - t
     require_convergence(fits, spec.sampling.on_convergence_failure)
 
@@ -304,7 +338,9 @@ def run_release(spec: ReleaseSpec, *, progress=None, progressbar: bool = False) 
     t = time.perf_counter()
     implicates = {
         name: draw_implicates(fits[name], data.X, n_implicates=spec.synthesis.n_implicates,
-                              record_id=data.record_id, random_seed=synth_seed[i])
+                              record_id=data.record_id, random_seed=synth_seed[i],
+                              at_risk_effect=(spec.model.at_risk_effect
+                                              if name == "restricted" else "zero"))
         for i, name in progress_iter(enumerate(MODELS), enabled=progressbar, desc="synthesis",
                                      total=len(MODELS), unit="model")
     }

@@ -12,7 +12,13 @@ import numpy as np
 import pandas as pd
 from scipy.spatial.distance import cdist
 
-__all__ = ["PAPER_DESIGN", "simulate_paper_design"]
+__all__ = ["PAPER_DESIGN", "PAPER_SEED", "simulate_paper_design", "paper_design_csv"]
+
+#: Seed of the bundled data set ``synthgeo:paper_simulation.csv``. Chosen among seeds 2010–2039
+#: as the draw closest to the paper's (its isolated record's log income 7.38 vs the paper's
+#: 7.08, mean log income 11.6 vs the paper's β̂₀ ≈ 11.4): the paper's pattern needs an outlier
+#: far below the mean, which a random draw gives only sometimes.
+PAPER_SEED = 2035
 
 #: The paper's generating values (units: 1 = 1 km; response in log-dollars).
 PAPER_DESIGN = {
@@ -80,3 +86,21 @@ def simulate_paper_design(
     })
     frame.attrs.update({**PAPER_DESIGN, "n": n, "unit_m": unit_m, "random_seed": random_seed})
     return frame
+
+
+def paper_design_csv(random_seed: int = PAPER_SEED) -> str:
+    """Return the paper design as CSV text, as shipped in ``synthgeo/data/paper_simulation.csv``.
+
+    Parameters
+    ----------
+    random_seed : int, default=PAPER_SEED
+        Seed of :func:`simulate_paper_design`.
+
+    Returns
+    -------
+    str
+        CSV with columns ``id, x_m, y_m, log_income, w_true, is_outlier``; floats with 12
+        significant digits (the same seed gives the same bytes).
+    """
+    frame = simulate_paper_design(random_seed)
+    return frame.to_csv(index=False, float_format="%.12g", lineterminator="\n")

@@ -54,7 +54,8 @@ class PosteriorDraws:
 
 def _block(w_block, beta, nugget, X, site_index, scale, seeds, block_info=None):
     lo, hi = block_info[0]["array-location"][0]
-    out = (beta[lo:hi] @ X.T) + (np.asarray(w_block) * scale)[:, site_index]
+    d = scale[lo:hi] if scale.ndim == 2 else scale  # per-implicate D (gamma = "auto")
+    out = (beta[lo:hi] @ X.T) + (np.asarray(w_block) * d)[:, site_index]
     for j, ell in enumerate(range(lo, hi)):
         rng = np.random.default_rng(seeds[ell])
         out[j] += rng.standard_normal(X.shape[0]) * np.sqrt(nugget[ell])
@@ -70,8 +71,9 @@ def implicates_dask(draws: PosteriorDraws, X: np.ndarray, site_index: np.ndarray
     draws : PosteriorDraws
     X : ndarray of shape (N, p)
     site_index : ndarray of int, shape (N,)
-    scale : ndarray of shape (S,)
-        D's diagonal.
+    scale : ndarray of shape (S,) or (L, S)
+        D's diagonal, or one per implicate when D depends on the draw (γ = "auto";
+        :meth:`synthgeo.fit.GPFit.scales`).
     seed : int
         Seed of the error draws (one child seed per implicate).
     chunk : int, default=10

@@ -15,6 +15,7 @@ import numpy as np
 import xarray as xr
 
 from synthgeo.fit import GPFit
+from synthgeo.model.kriging import kriged_effects
 
 __all__ = ["draw_implicates", "implicate_draw_index"]
 
@@ -43,6 +44,7 @@ def draw_implicates(
     n_implicates: int = 100,
     record_id: np.ndarray | None = None,
     random_seed: int | np.random.Generator | None = None,
+    at_risk_effect: str = "zero",
 ) -> xr.Dataset:
     """Draw L partially synthetic responses for every record.
 
@@ -59,6 +61,10 @@ def draw_implicates(
         Values of the ``record`` coordinate (the input's record ids).
     random_seed : int, Generator or None
         Seed for the error draws e.
+    at_risk_effect : {"zero", "kriged"}, default="zero"
+        Effect synthesised at sites with d_s = 0 (at risk under γ = ∞): none (the paper), or
+        the kriging mean of w there from the active sites' w of the same draw
+        (:func:`synthgeo.model.kriging.kriged_effects`; beyond the paper, spec: model.md).
 
     Returns
     -------
@@ -75,11 +81,21 @@ def draw_implicates(
     flat = implicate_draw_index(n_chain, n_draw, n_implicates)
     ci, di = np.divmod(flat, n_draw)
     beta = post["beta"].values[ci, di]  # (L, p)
+    if at_risk_effect not in ("zero", "kriged"):
+        raise ValueError(f"`at_risk_effect` must be 'zero' or 'kriged', got {at_risk_effect!r}")
     w = fit.effects(flat)  # (L, S)
     nugget = post["nugget"].values[ci, di]  # (L,)
-    idx = fit.idata.constant_data["site_index"].values
-    d = fit.idata.constant_data["scale"].values
-    mean = beta @ X.T + (w * d)[:, idx]
+    const = fit.idata.constant_data
+    idx = const["site_index"].values
+    d = fit.scales(flat)  # (L, S)
+    effect = w * d
+    inactive = np.all(d == 0, axis=0)
+    if at_risk_effect == "kriged" and inactive.any():
+        coords = np.column_stack([const["site_x_m"].values, const["site_y_m"].values])
+        kriged = kriged_effects(w, post["phi"].values[ci, di], coords, inactive,
+                                n_neighbors=fit.engine.get("n_neighbors"))
+        effect[:, inactive] = kriged[:, inactive]
+    mean = beta @ X.T + effect[:, idx]
     y = mean + rng.standard_normal(mean.shape) * np.sqrt(nugget)[:, None]
     n_rec = X.shape[0]
     return xr.Dataset(

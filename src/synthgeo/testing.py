@@ -119,6 +119,10 @@ def fake_release_result(
                           centre_range / METRES_PER_KM * np.exp(0.2 * z()))},
             coords={"chain": [0, 1], "draw": np.arange(n_draws)},
         )
+        from synthgeo.model.smoothing import Smoothing
+
+        if isinstance(scale, Smoothing):  # the fake posterior has no nugget ratio per cell
+            scale = scale.scale() if not scale.depends_on_nugget else scale.scale(0.5)
         d = np.ones(sites.n_sites) if scale is None else np.asarray(scale, float)
         post["range"] = post["range_km"] * METRES_PER_KM
         post["phi"] = 3.0 / post["range"]

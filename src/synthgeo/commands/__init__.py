@@ -15,4 +15,5 @@ COMMANDS: tuple[str, ...] = (
     "choose_k",
     "kanon",
     "outliers",
+    "compare",
 )

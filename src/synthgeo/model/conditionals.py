@@ -25,6 +25,7 @@ from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from synthgeo._progress import progress_iter
 from synthgeo.model.kernels import Sites
 from synthgeo.model.restricted_gp import GPPriors
+from synthgeo.model.smoothing import scale_function
 
 __all__ = ["recover_effects", "draw_effects_exact", "JITTER"]
 
@@ -90,8 +91,11 @@ def draw_effects_exact(
     ----------
     draws : dict
         ``sigma2`` (L,), ``alpha`` (L,) = τ²/σ², ``phi_km`` (L,) in 1/km, ``beta`` (L, p).
-    y, X, sites, scale
+    y, X, sites
         As :func:`recover_effects`.
+    scale : ndarray of shape (S,) or Smoothing
+        D's diagonal, or a :class:`~synthgeo.model.smoothing.Smoothing` evaluated at each
+        draw's α (γ = "auto").
     random_seed : int, Generator or None
 
     Returns
@@ -100,7 +104,7 @@ def draw_effects_exact(
         w on the model scale, before the D scaling.
     """
     rng = np.random.default_rng(random_seed)
-    d = np.asarray(scale, dtype=float)
+    d_of = scale_function(scale, sites.n_sites)
     dist_km = sites.distance_km()
     idx = sites.site_index
     n = y.shape[0]
@@ -108,6 +112,7 @@ def draw_effects_exact(
     for j in range(out.shape[0]):
         sigma2 = float(draws["sigma2"][j])
         nugget = float(draws["alpha"][j]) * sigma2
+        d = d_of(float(draws["alpha"][j]))
         K = sigma2 * np.exp(-float(draws["phi_km"][j]) * dist_km)
         KD = K * d[None, :]
         Sigma = (d[:, None] * KD)[np.ix_(idx, idx)] + nugget * np.eye(n)

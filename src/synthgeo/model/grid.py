@@ -36,6 +36,7 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.special import gammaln
 
 from synthgeo.model.kernels import METRES_PER_KM, Sites
+from synthgeo.model.smoothing import Smoothing, scale_function
 from synthgeo.model.vecchia import NeighbourGraph, ordered_neighbours, vecchia_factors
 
 __all__ = ["GridSettings", "GridPosterior", "ExactCovariance", "NNGPCovariance",
@@ -93,22 +94,25 @@ class ExactCovariance:
     y : ndarray of shape (N,)
     X : ndarray of shape (N, p)
     sites : Sites
-    scale : ndarray of shape (S,)
-        D's diagonal per site.
+    scale : ndarray of shape (S,) or Smoothing
+        D's diagonal per site, or a :class:`~synthgeo.model.smoothing.Smoothing` whose D
+        depends on the cell's α = τ²/σ² (γ = "auto": K is rebuilt with d(α) in every cell,
+        so the smoothing enters the likelihood exactly).
     """
 
     name = "exact"
 
-    def __init__(self, y: np.ndarray, X: np.ndarray, sites: Sites, scale: np.ndarray):
+    def __init__(self, y: np.ndarray, X: np.ndarray, sites: Sites, scale):
         self.y, self.X = y, X
         self.dist_km = sites.distance_km()
         self.idx = sites.site_index
-        self.d = np.asarray(scale, float)
+        self.d_of = scale_function(scale, sites.n_sites)
 
     def stats(self, phi_km: float, alpha: float) -> _CellStats:
         """Return log|K| and the K⁻¹ products for one cell."""
         n = self.y.shape[0]
-        R = np.exp(-phi_km * self.dist_km) * np.outer(self.d, self.d)
+        d = self.d_of(alpha)
+        R = np.exp(-phi_km * self.dist_km) * np.outer(d, d)
         K = R[np.ix_(self.idx, self.idx)]
         K[np.diag_indices(n)] += alpha
         cf = cho_factor(K, lower=True, check_finite=False)
@@ -126,27 +130,30 @@ class NNGPCovariance:
     Parameters
     ----------
     y, X, sites, scale
-        As :class:`ExactCovariance`.
+        As :class:`ExactCovariance` (the neighbour graph uses the sites that are active for
+        every α; with γ = "auto" the factors are rebuilt with d(α) per cell).
     n_neighbors : int
         m (default 15).
     """
 
     name = "nngp"
 
-    def __init__(self, y: np.ndarray, X: np.ndarray, sites: Sites, scale: np.ndarray,
+    def __init__(self, y: np.ndarray, X: np.ndarray, sites: Sites, scale,
                  n_neighbors: int = 15):
-        d_rec = np.asarray(scale, float)[sites.site_index]
+        self.d_of = scale_function(scale, sites.n_sites)
+        self.site_index = sites.site_index
+        active = (scale.active if isinstance(scale, Smoothing)
+                  else self.d_of(None) > 0)[sites.site_index]
         coords_km = sites.coords_m[sites.site_index] / METRES_PER_KM
         self.graph: NeighbourGraph = ordered_neighbours(coords_km, n_neighbors,
-                                                        eligible=d_rec > 0)
-        self.d = d_rec
+                                                        eligible=active)
         o = self.graph.order
         self.Xy = np.column_stack([X, y])[o]
         self.p = X.shape[1]
 
     def stats(self, phi_km: float, alpha: float) -> _CellStats:
         """Return log|K̃| and the K̃⁻¹ products for one cell."""
-        f = vecchia_factors(self.graph, phi_km, alpha, self.d)
+        f = vecchia_factors(self.graph, phi_km, alpha, self.d_of(alpha)[self.site_index])
         W = f.whiten(self.Xy)
         G = W.T @ W
         p = self.p

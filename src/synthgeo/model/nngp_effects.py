@@ -27,6 +27,7 @@ from scipy.sparse.linalg import cg, splu
 from scipy.spatial import cKDTree
 
 from synthgeo.model.kernels import METRES_PER_KM, Sites
+from synthgeo.model.smoothing import Smoothing, scale_function
 from synthgeo.model.vecchia import LATENT_JITTER, ordered_neighbours, vecchia_factors
 
 __all__ = ["NNGPEffects"]
@@ -40,8 +41,9 @@ class NNGPEffects:
     y : ndarray of shape (N,)
     X : ndarray of shape (N, p)
     sites : Sites
-    scale : ndarray of shape (S,)
-        D's diagonal per site.
+    scale : ndarray of shape (S,) or Smoothing
+        D's diagonal per site, or a :class:`~synthgeo.model.smoothing.Smoothing` evaluated at
+        each grid cell's α (γ = "auto"); the active set is the sites with d > 0 for every α.
     n_neighbors : int, default=15
     solver : {"splu", "cg"}, default="cg"
         Sparse LU per grid cell, or Jacobi-preconditioned conjugate gradients per draw
@@ -56,10 +58,11 @@ class NNGPEffects:
         if solver not in ("splu", "cg"):
             raise ValueError(f"`solver` must be 'splu' or 'cg', got {solver!r}")
         self.y, self.X, self.sites = y, X, sites
-        self.d = np.asarray(scale, float)
+        self.d_of = scale_function(scale, sites.n_sites)
         self.solver, self.cg_rtol = solver, cg_rtol
-        self.active = np.flatnonzero(self.d > 0)
-        self.inactive = np.flatnonzero(self.d <= 0)
+        act = scale.active if isinstance(scale, Smoothing) else self.d_of(None) > 0
+        self.active = np.flatnonzero(act)
+        self.inactive = np.flatnonzero(~act)
         coords_km = sites.coords_m / METRES_PER_KM
         self.graph = ordered_neighbours(coords_km[self.active], n_neighbors)
         self.perm = self.active[self.graph.order]  # site id of each ordered active point
@@ -105,15 +108,16 @@ class NNGPEffects:
             rows = np.flatnonzero(draws["cell"] == cell)
             phi_km, alpha = float(draws["phi_km"][rows[0]]), float(draws["alpha"][rows[0]])
             sig = np.sqrt(draws["sigma2"][rows])
+            d = self.d_of(alpha)
             if self.active.size:
                 f = vecchia_factors(self.graph, phi_km, 0.0)
                 ib = f.i_minus_b()
-                obs = (self.d[self.perm] ** 2) * self.n_per_site[self.perm] / alpha
+                obs = (d[self.perm] ** 2) * self.n_per_site[self.perm] / alpha
                 Qbar = (ib.T @ sp.diags(1.0 / f.F) @ ib + sp.diags(obs)).tocsc()
                 # D Aᵀ r / α on the ordered active sites, for all draws of this cell
                 At_r = np.stack([np.bincount(idx, weights=resid[r], minlength=S)
                                  for r in rows])  # (k, S)
-                rhs = (self.d[self.perm] * At_r[:, self.perm]) / alpha
+                rhs = (d[self.perm] * At_r[:, self.perm]) / alpha
                 z1 = rng.standard_normal(rhs.shape)
                 z2 = rng.standard_normal(rhs.shape)
                 rhs += sig[:, None] * ((ib.T @ (z1 / np.sqrt(f.F)).T).T

@@ -31,6 +31,7 @@ from pytensor.tensor.slinalg import cholesky, solve_triangular
 
 from synthgeo._errors import SpecError
 from synthgeo.model.kernels import METRES_PER_KM, Sites
+from synthgeo.model.smoothing import smoothing_scale
 
 __all__ = ["GPPriors", "default_priors", "build_model", "smoothing_scale"]
 
@@ -119,36 +120,6 @@ def default_priors(
     )
     vals.update({k: v for k, v in overrides.items() if v is not None})
     return GPPriors(**vals)
-
-
-def smoothing_scale(a: np.ndarray, gamma: float) -> np.ndarray:
-    """Differential-smoothing scale ``d_s = (1 + γ a_s)^(-1/2)`` per site.
-
-    Parameters
-    ----------
-    a : ndarray of shape (n_sites,)
-        At-risk weight in [0, 1] (1 = at risk, 0 = not).
-    gamma : float
-        Smoothing strength γ ≥ 0; ``numpy.inf`` gives d_s = 0 wherever a_s > 0.
-
-    Returns
-    -------
-    ndarray of shape (n_sites,)
-        Diagonal of D in [0, 1].
-
-    Raises
-    ------
-    ValueError
-        If γ < 0 or a is outside [0, 1].
-    """
-    a = np.asarray(a, dtype=float)
-    if np.any((a < 0) | (a > 1)) or not np.all(np.isfinite(a)):
-        raise ValueError("at-risk weights `a` must lie in [0, 1]")
-    if not gamma >= 0:
-        raise ValueError(f"`gamma` must be >= 0 (or inf), got {gamma!r}")
-    if np.isinf(gamma):
-        return np.where(a > 0, 0.0, 1.0)
-    return 1.0 / np.sqrt(1.0 + gamma * a)
 
 
 def build_model(
