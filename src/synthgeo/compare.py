@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from synthgeo._atomic import atomic_folder
 from synthgeo.config import ReleaseSpec
 from synthgeo.fit import GPFit
 from synthgeo.model.kernels import make_sites
@@ -319,9 +320,6 @@ def write_comparison(
         input.
     """
     import json
-    import os
-    import shutil
-    import tempfile
 
     from synthgeo._errors import SpecError
     from synthgeo.release import input_paths, package_versions
@@ -339,9 +337,7 @@ def write_comparison(
         if not (out / "comparison.json").is_file():
             raise SpecError(f"output folder {str(out)!r} holds no comparison.json, so it is not "
                             "an earlier `synthgeo compare` output; choose another `--out`")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with atomic_folder(out) as tmp:
         for name, table in result.tables().items():
             table.to_csv(tmp / f"{name}.csv", index=False)
         rel = result.release
@@ -359,15 +355,4 @@ def write_comparison(
             record["frontier_seconds"] = frontier.seconds
         (tmp / "comparison.json").write_text(json.dumps(record, indent=2, default=str),
                                              encoding="utf-8")
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            out.rename(trash / "old")
-            tmp.rename(out)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out

@@ -13,8 +13,6 @@ import hashlib
 import json
 import math
 import os
-import shutil
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -23,6 +21,7 @@ import geopandas
 import numpy as np
 import pandas as pd
 
+from synthgeo._atomic import atomic_folder
 from synthgeo._errors import SpecError
 from synthgeo._readme import csv_name, data_user_readme
 from synthgeo._versions import package_versions
@@ -247,9 +246,7 @@ def write_release(
     """
     out = Path(out).resolve()
     check_output_dir(out, overwrite=overwrite, inputs=input_paths(result.spec))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with atomic_folder(out) as tmp:
         rel = tmp / "release"
         (rel / "csv").mkdir(parents=True)
         conf = tmp / "confidential"
@@ -286,16 +283,5 @@ def write_release(
         (tmp / "release.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
         if report_html is not None:
             (tmp / "report.html").write_text(report_html, encoding="utf-8")
-        os.chmod(tmp, 0o755)  # mkdtemp makes 0700; the release folder is meant to be shared
-        if out.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            out.rename(trash / "old")
-            tmp.rename(out)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from synthgeo._atomic import atomic_folder
 from synthgeo._errors import SpecError
 
 __all__ = ["check_folder", "write_folder", "jsonable"]
@@ -98,24 +97,11 @@ def write_folder(
         Existing folder without `overwrite`, a foreign folder, a folder holding an input.
     """
     out = check_folder(out, marker=marker, overwrite=overwrite, inputs=inputs)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with atomic_folder(out) as tmp:
         for name, writer in files.items():
             if isinstance(writer, dict):
                 (tmp / name).write_text(json.dumps(jsonable(writer), indent=2, allow_nan=False),
                                         encoding="utf-8")
             else:
                 writer(tmp / name)
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            out.rename(trash / "old")
-            tmp.rename(out)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out

@@ -13,8 +13,6 @@ import hashlib
 import json
 import math
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pyproj
 
+from synthgeo._atomic import atomic_folder
 from synthgeo._errors import InputError, SpecError
 from synthgeo.masking.donut import DonutMask
 from synthgeo.masking.sweep import ChooseKResult
@@ -113,21 +112,8 @@ def atomic_output_dir(out: str | os.PathLike, write: Callable[[Path], None], *, 
     """
     out = Path(out).resolve()
     check_output_dir(out, marker=marker, overwrite=overwrite, inputs=inputs)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with atomic_folder(out) as tmp:
         write(tmp)
-        os.chmod(tmp, 0o755)  # mkdtemp makes 0700
-        if out.exists():
-            trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            out.rename(trash / "old")
-            tmp.rename(out)
-            shutil.rmtree(trash, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 
