@@ -87,7 +87,8 @@ def test_outputs_and_record(two_runs):
     per_record = pd.read_csv(out / "confidential/locations_per_record.csv")
     assert len(per_record) == 140 and per_record["at_risk"].sum() == rec["at_risk"]["n_at_risk"]
     assert not (out / "release/locations_per_record.csv").exists()
-    assert "Locations (diagnostics only" in html
+    assert "Location diagnostics: spatial k and outlier policy" in html
+    assert "none (diagnostics only)" in html  # the report says no location was moved
 
 
 def test_release_holds_no_confidential_value(two_runs):
