@@ -191,7 +191,10 @@ def test_nngp_matches_exact_on_the_paper_design_and_lucas(tmp_path):
     from synthgeo.simulation import simulate_paper_design
 
     cases = [("paper", simulate_paper_design(2018), "log_income", [], "EPSG:32610")]
-    lucas = ROOT.parent / "shared" / "data" / "lucas_oh_house_sales.csv"
+    import os
+
+    shared = Path(os.environ.get("SYNTHGEO_SHARED_DATA", ROOT.parent / "shared" / "data"))
+    lucas = shared / "lucas_oh_house_sales.csv"
     if lucas.exists():
         import pandas as pd
 

@@ -85,7 +85,7 @@ def run(args: argparse.Namespace, say) -> int:
                       max_attacker_success=args.max_attacker_success,
                       min_detection_rate=args.min_detection, weights=inputs.weights,
                       region=inputs.region, random_seed=args.seed,
-                      progressbar=not args.quiet)
+                      progressbar=getattr(args, "progressbar", False))
     seconds = time.perf_counter() - t0
     record = {
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
