@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -352,3 +353,70 @@ def test_subprocess_exit_code_and_one_line(case, rows):
                      r"numeric column `log_price` has 1 missing \(NaN\) value\(s\) at `id` \[6\]")
     assert "report:" not in proc.stdout
     assert not paths["out"].exists()
+
+
+# --- found by the break-it tester (session 2) ------------------------------------------------
+
+
+def test_formula_cannot_run_code(capsys, case, tmp_path):
+    marker = tmp_path / "pwned"
+    paths = case(extra=f'[utility]\nformula = "log_price ~ sqft_living + '
+                       f'0*__import__(\\"os\\").system(\\"touch {marker}\\")"\n')
+    rc, _, err = cli(capsys, "validate", paths["spec"])
+    assert_one_error(rc, err, r"formula.*quotes, brackets, `__`")
+    assert not marker.exists()
+    paths = case(extra='[utility]\nformula = "log_price ~ os.system"\n')
+    rc, _, err = cli(capsys, "validate", paths["spec"])
+    assert_one_error(rc, err, r"names `os.system`")
+
+
+@pytest.mark.parametrize("key", ["id", "x"])
+def test_released_columns_must_not_carry_the_response(capsys, case, rows, key):
+    frame = rows.copy()
+    frame["price_copy"] = frame["price_usd"] + frame.index * 1e-6  # unique, = the price
+    data_extra = "" if key == "id" else ""
+    text = SPEC.format(extra="", data_extra=data_extra)
+    if key == "id":
+        text = text.replace('id = "id"', 'id = "price_copy"')
+    else:
+        text = text.replace('x = "lon"', 'x = "price_copy"').replace(
+            'crs = "EPSG:4326"', 'crs = "EPSG:32610"')
+    paths = case(frame, spec_text=text)
+    rc, _, err = cli(capsys, "validate", paths["spec"])
+    assert_one_error(rc, err, rf"`\[data\] {key}` column `price_copy` determines the response")
+
+
+def test_a_non_2d_crs_is_bad_input_not_a_bug(capsys, case):
+    paths = case(spec_text=SPEC.format(extra="", data_extra="").replace(
+        'crs = "EPSG:4326"', 'crs = "EPSG:4978"'))
+    rc, _, err = cli(capsys, "validate", paths["spec"])
+    assert_one_error(rc, err, r"cannot project the points.*2-D CRS")
+    assert "unexpected" not in err
+
+
+def test_numeric_time_column_is_refused():
+    from synthgeo._errors import InputError
+    from synthgeo.anonymity.outliers import times_s
+
+    with pytest.raises(InputError, match="holds numbers, not date-times"):
+        times_s(pd.Series([1995, 1996, 1997]), np.arange(3), "syear")
+
+
+def test_outliers_keep_cannot_publish_true_coordinates(capsys, tmp_path, rows):
+    f = tmp_path / "p.csv"
+    rows.to_csv(f, index=False)
+    rc, _, err = cli(capsys, "outliers", f, "--x", "lon", "--y", "lat", "--crs", "EPSG:4326",
+                     "--id-col", "id", "--k", "3", "--r-max-m", "500", "--keep", "lat,lon",
+                     "--out", tmp_path / "o")
+    assert_one_error(rc, err, r"`--keep` names the coordinate column")
+    assert not (tmp_path / "o").exists()
+
+
+def test_gamma_auto_record_is_schema_valid():
+    from synthgeo.record_schema import release_schema
+
+    gamma = release_schema()["properties"]["spec"]["properties"]["model"]["properties"]["gamma"]
+    from jsonschema import validate
+
+    for ok in (0, 2.5, "inf", "auto"):
+        validate(ok, gamma)

@@ -31,7 +31,8 @@ def files(folder: Path) -> dict[str, bytes]:
 
 def test_choose_k_chorley(tmp_path, capsys):
     out = tmp_path / "ck"
-    assert main(["choose-k", *INPUTS, *SOURCE, "--replicates", "20", "--out", str(out)]) == 0
+    assert main(["choose-k", *INPUTS, *SOURCE, "--replicates", "20", "--out", str(out),
+                 "--progress", "always"]) == 0
     cap = capsys.readouterr()
     assert "No k on the grid meets both targets" in cap.out
     assert "aggregated counts" in cap.out and "secure enclave" in cap.out

@@ -93,6 +93,7 @@ def prepare_data(spec: ReleaseSpec) -> PreparedData:
     X = np.column_stack([np.ones(len(gdf))] + [gdf[c].to_numpy(dtype=float)
                                                for c in d.covariates])
     _check_model_inputs(spec, y, X)
+    _check_released_columns(spec, gdf, y)
     sites = make_sites(coordinates_m(gdf))
     if sites.n_sites < 3:
         raise InputError(
@@ -102,6 +103,7 @@ def prepare_data(spec: ReleaseSpec) -> PreparedData:
         )
     frame = pd.DataFrame(gdf.drop(columns="geometry"))[d.covariates].reset_index(drop=True)
     frame[d.response] = y
+    check_formula_names(spec.formula, [d.response, *d.covariates])
     try:
         fit_ols(spec.formula, frame)
     except Exception as exc:  # patsy/statsmodels raise many types for a bad formula
@@ -157,6 +159,68 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray) -> None
                     "covariates are released unchanged, so it would disclose the confidential "
                     "value: remove it from `[data] covariates`"
                 )
+
+
+#: Names a `[utility] formula` may call besides the spec's columns (patsy evaluates the
+#: formula as Python, so anything else is refused before it runs).
+FORMULA_FUNCTIONS = frozenset({"I", "C", "log", "exp", "sqrt", "np", "np.log", "np.exp",
+                               "np.sqrt", "np.log1p", "center", "standardize", "scale", "bs",
+                               "cr", "Q"})
+
+
+def check_formula_names(formula: str, columns: list[str]) -> None:
+    """Refuse a formula naming anything but the given columns and a few transforms.
+
+    Patsy evaluates formula terms as Python expressions, so a reviewed spec must not be able to
+    run code through its formula (``__import__("os").system(...)``).
+
+    Raises
+    ------
+    SpecError
+        For a dunder, a string literal or an unknown name.
+    """
+    import re
+
+    if "__" in formula or re.search(r"[\"'`;\[\]{}]", formula):
+        raise SpecError(f"`[utility] formula` {formula!r} holds characters a model formula "
+                        "does not need (quotes, brackets, `__`); name columns and transforms only")
+    allowed = set(columns) | FORMULA_FUNCTIONS
+    for name in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", formula):
+        if name not in allowed:
+            raise SpecError(
+                f"`[utility] formula` {formula!r} names `{name}`, which is neither the response, "
+                f"a covariate {columns[1:]} nor one of {sorted(FORMULA_FUNCTIONS)}"
+            )
+
+
+def _check_released_columns(spec: ReleaseSpec, gdf, y: np.ndarray) -> None:
+    """Refuse an id or coordinate column that is, or determines, the confidential response.
+
+    The id and the coordinates are released unchanged, so they must not carry the response.
+
+    Raises
+    ------
+    InputError
+    """
+    d = spec.data
+    with np.errstate(over="ignore"):
+        g = np.exp(y) if d.back_transform == "exp" else y
+    for key in ("id", "x", "y", "subject"):
+        col = getattr(d, key)
+        if col is None or col not in gdf.columns:
+            continue
+        if col == d.response:
+            raise InputError(f"`[data] {key}` names the response column `{col}`: it is released "
+                             "unchanged and would disclose the confidential value")
+        vals = pd.to_numeric(gdf[col], errors="coerce").to_numpy(dtype=float)
+        if np.isfinite(vals).all() and np.ptp(vals) > 0:
+            for target in (y, g):
+                if np.ptp(target) > 0 and abs(np.corrcoef(vals, target)[0, 1]) > 0.9999:
+                    raise InputError(
+                        f"`[data] {key}` column `{col}` determines the response "
+                        f"`{d.response}`; it is released unchanged and would disclose the "
+                        "confidential value: use another column"
+                    )
 
 
 @dataclass(frozen=True, kw_only=True)

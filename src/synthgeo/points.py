@@ -324,20 +324,46 @@ def load_points(
         id_column = "record"
         gdf.insert(0, id_column, np.arange(len(gdf)))
 
-    if target is None and local:
-        target = _local_crs(gdf)
-    if target is None:
-        target = pyproj.CRS.from_user_input(gdf.estimate_utm_crs())
-        if source_crs.is_geographic and (span := float(np.ptp(xy[:, 0]))) > 6.0:
-            msg = (f"the points span {span:.1f}° of longitude, more than one UTM zone, so "
-                   f"{_describe(target)} distorts distances far from its zone; consider an "
-                   "azimuthal equidistant `target_crs` centred on the data (+proj=aeqd +units=m)")
-            warnings.warn(msg, UserWarning, stacklevel=2)
-    gdf = gdf.to_crs(target)
+    try:
+        if target is None and local:
+            target = _local_crs(gdf)
+        if target is None:
+            target = pyproj.CRS.from_user_input(gdf.estimate_utm_crs())
+            if source_crs.is_geographic and (span := float(np.ptp(xy[:, 0]))) > 6.0:
+                msg = (f"the points span {span:.1f}° of longitude, more than one UTM zone, so "
+                       f"{_describe(target)} distorts distances far from its zone; consider an "
+                       "azimuthal equidistant `target_crs` centred on the data "
+                       "(+proj=aeqd +units=m)")
+                warnings.warn(msg, UserWarning, stacklevel=2)
+        gdf = gdf.to_crs(target)
+    except (RuntimeError, pyproj.exceptions.ProjError) as exc:
+        raise InputError(f"cannot project the points from {_describe(source_crs)} to a metric "
+                         f"CRS ({exc}); give the 2-D CRS of the coordinates (e.g. EPSG:4326 for "
+                         "lon/lat degrees, or a projected CRS in metres)") from exc
+    _warn_implausible(gdf, xy, source_crs)
     logger.info("projected %d points to %s", len(gdf), _describe(target))
     gdf.attrs.update(source_crs=source_crs.to_wkt(), sha256=digest, n_read=n_read,
                      n_duplicates=n_duplicates, id_column=id_column)
     return gdf
+
+
+def _warn_implausible(gdf: geopandas.GeoDataFrame, xy: np.ndarray, source_crs) -> None:
+    """Warn when coordinates and CRS look mismatched (degrees labelled as a metre CRS)."""
+    out = np.column_stack([gdf.geometry.x.to_numpy(), gdf.geometry.y.to_numpy()])
+    if len(out) < 2 or not np.isfinite(out).all():
+        return
+    extent = float(np.hypot(*np.ptp(out, axis=0)))
+    distinct = len(np.unique(out, axis=0)) > 1
+    looks_like_degrees = (not source_crs.is_geographic and np.all(np.abs(xy[:, 0]) <= 180)
+                          and np.all(np.abs(xy[:, 1]) <= 90))
+    if distinct and (extent < 1.0 or looks_like_degrees):
+        warnings.warn(
+            f"the {len(out)} points span only {extent:.3g} m after projection from "
+            f"{_describe(source_crs)}, and their coordinates lie within ±180/±90: are they "
+            "lon/lat degrees labelled with a metre CRS? Distances (and every k) would be wrong"
+            if looks_like_degrees else
+            f"the {len(out)} distinct points span only {extent:.3g} m: check the CRS given for "
+            "the coordinates", UserWarning, stacklevel=3)
 
 
 def _local_crs(gdf: geopandas.GeoDataFrame) -> pyproj.CRS:

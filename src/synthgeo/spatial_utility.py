@@ -279,6 +279,10 @@ def spatial_utility_tables(
         syn = local_means(coords_m[keep], values, cell_m=cell_m, min_records=min_records,
                           origin_m=origin)
         diff = syn.filter(like="mean_").to_numpy() - ref["mean"].to_numpy()[:, None]
+        if diff.size == 0:  # no cell holds min_records records (small files): nothing to compare
+            lm_rows.append({"model": model, "cell_m": cell_m, "n_cells": 0, "rmse": np.nan,
+                            "rmse_q95": np.nan, "max_abs_diff": np.nan})
+            continue
         rmse = np.sqrt((diff**2).mean(axis=0))
         lm_rows.append({"model": model, "cell_m": cell_m, "n_cells": len(ref),
                         "rmse": float(rmse.mean()), "rmse_q95": float(np.quantile(rmse, 0.95)),

@@ -50,6 +50,12 @@ def times_s(values: pd.Series, id_values: np.ndarray, column: str) -> np.ndarray
     InputError
         Naming the first records whose time is missing or not a date-time.
     """
+    if pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        # pandas would read numbers as nanoseconds since 1970: a year or YYMMDD column would
+        # then put every record within a second of each other and the time check would pass
+        raise InputError(f"time column `{column}` holds numbers, not date-times; give ISO "
+                         "8601 times such as 2017-01-01T06:00:42Z (convert years, YYMMDD codes "
+                         "or epoch seconds first)")
     parsed = pd.to_datetime(values, utc=True, errors="coerce", format="mixed")
     bad = parsed.isna().to_numpy()
     if bad.any():

@@ -139,6 +139,13 @@ def run(args: argparse.Namespace, say) -> int:
         check_folder(args.out, marker=MARKER, overwrite=args.overwrite,
                      inputs=(Path(args.points),))
     keep, attributes = columns(args.keep), columns(args.attributes) or None
+    coords = [c for c in (getattr(args, "x", None), getattr(args, "y", None)) if c]
+    if set(keep) & set(coords):
+        from synthgeo._errors import SpecError
+
+        bad = sorted(set(keep) & set(coords))
+        raise SpecError(f"`--keep` names the coordinate column(s) {bad}: the disposed layer "
+                        "publishes the treated location, never the true one")
     gdf = load(args, [c for c in (args.unit_col, args.time_col) if c] + keep +
                (attributes or []))
     t_load = time.perf_counter() - t0

@@ -70,12 +70,12 @@ def run(args: argparse.Namespace, say) -> int:
     t = time.perf_counter()
     say("  writing the report and the release")
     html = render_report(result, progressbar=bars)
+    tables = summary_tables(result)  # before writing: a failure after the rename would lie
     seconds = dict(result.seconds)
     out = write_release(result, out, overwrite=args.overwrite, report_html=html,
                         seconds=seconds)
     seconds["write"] = time.perf_counter() - t
     seconds["total"] = time.perf_counter() - t0
-    tables = summary_tables(result)
     with pd.option_context("display.width", 160, "display.max_columns", 20,
                            "display.float_format", "{:.4g}".format):
         say("\n" + tables["overview"].to_string(index=False, header=False))
