@@ -334,6 +334,14 @@ def require_convergence(fits: dict[str, GPFit], policy: str) -> None:
     if not bad:
         return
     msg = "; ".join(f"{k}: {', '.join(v)}" for k, v in bad.items())
+    grid = any(f.engine.get("sampler") == "grid" for f in fits.values())
+    if policy == "stop" and grid:
+        raise ConvergenceError(
+            f"posterior checks failed ({msg}); nothing was written to release/. The grid "
+            "route's draws are independent: raise `[sampling] draws` for Monte Carlo R-hat/ESS; "
+            "grid problems (cell or edge mass) need the prior bounds checked. Or set "
+            "`on_convergence_failure = \"warn\"` for a preview"
+        )
     if policy == "stop":
         raise ConvergenceError(
             f"MCMC did not converge ({msg}); nothing was written to release/. Increase "

@@ -105,8 +105,9 @@ def _read(path: Path, x: str | None, y: str | None, crs: Any) -> tuple[pd.DataFr
         if x is None or y is None:
             raise InputError(f"a CSV input needs `x` and `y` column names, got x={x!r}, y={y!r}")
         if given is None:
-            raise InputError(f"the CSV {path.name} has no CRS: set `crs` in the spec to the CRS of "
-                             'its `x`/`y` columns, e.g. "EPSG:4326" for longitude/latitude')
+            raise InputError(f"the CSV {path.name} has no CRS: set `crs` in the spec (or "
+                             "`--crs` on the command line) to the CRS of its `x`/`y` columns, "
+                             'e.g. "EPSG:4326" for longitude/latitude')
         try:
             return pd.read_csv(path), given
         except (ValueError, UnicodeDecodeError) as exc:
@@ -122,8 +123,8 @@ def _read(path: Path, x: str | None, y: str | None, crs: Any) -> tuple[pd.DataFr
         raise InputError(f"could not read {path.name} as a spatial layer: {exc}") from exc
     if gdf.crs is None:
         if given is None:
-            raise InputError(f"{path.name} has no CRS and `crs` is not set: set `crs` in the spec "
-                             "to the CRS the coordinates are in (EPSG:4326 is never assumed)")
+            raise InputError(f"{path.name} has no CRS and `crs` is not set: set `crs` in the "
+                             "spec (or `--crs`) to the CRS the coordinates are in (EPSG:4326 is never assumed)")
         return gdf.set_crs(given), given
     file_crs = pyproj.CRS.from_user_input(gdf.crs)
     if given is not None and not file_crs.equals(given, ignore_axis_order=True):
