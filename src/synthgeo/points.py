@@ -124,7 +124,8 @@ def _read(path: Path, x: str | None, y: str | None, crs: Any) -> tuple[pd.DataFr
     if gdf.crs is None:
         if given is None:
             raise InputError(f"{path.name} has no CRS and `crs` is not set: set `crs` in the "
-                             "spec (or `--crs`) to the CRS the coordinates are in (EPSG:4326 is never assumed)")
+                             "spec (or `--crs`) to the CRS the coordinates are in (EPSG:4326 "
+                             "is never assumed)")
         return gdf.set_crs(given), given
     file_crs = pyproj.CRS.from_user_input(gdf.crs)
     if given is not None and not file_crs.equals(given, ignore_axis_order=True):
