@@ -116,6 +116,18 @@ def main(argv: list[str] | None = None) -> int:
             return 0
 
 
+def _say(message: str) -> None:
+    """Print a progress or summary line; a closed pipe (``| head``) silences, not aborts."""
+    try:
+        print(message, flush=True)
+    except BrokenPipeError:
+        import os
+
+        # the reader has gone: send the rest of stdout to /dev/null and let the job finish
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
 def _sigterm(signum, frame):  # noqa: ARG001
     # turn SIGTERM into KeyboardInterrupt so that write_release removes its temporary folder
     raise KeyboardInterrupt
@@ -136,7 +148,7 @@ def _main(args: argparse.Namespace) -> int:
         # arviz logs notes to stderr through its own handler (e.g. R-hat of one chain)
         for name in ("pymc", "arviz"):
             logging.getLogger(name).setLevel(logging.ERROR)
-    say = (lambda m: None) if args.quiet else (lambda m: print(m, flush=True))
+    say = (lambda m: None) if args.quiet else _say
     from synthgeo._progress import stderr_is_tty
 
     args.progressbar = progress_enabled(args.progress, quiet=args.quiet,
