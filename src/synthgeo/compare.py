@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from synthgeo._atomic import atomic_folder
+from synthgeo._atomic import atomic_folder, check_output_dir
 from synthgeo.config import ReleaseSpec
 from synthgeo.fit import GPFit
 from synthgeo.model.kernels import make_sites
@@ -321,22 +321,11 @@ def write_comparison(
     """
     import json
 
-    from synthgeo._errors import SpecError
     from synthgeo.release import input_paths, package_versions
 
-    out = Path(out).resolve()
-    for p in input_paths(result.release.spec):
-        p = Path(p).resolve()
-        if p == out or out in p.parents:
-            raise SpecError(f"output folder {str(out)!r} contains the input {str(p)!r}; "
-                            "choose another `--out`")
-    if out.exists():
-        if not overwrite:
-            raise SpecError(f"output folder {str(out)!r} exists; pass `--overwrite` to replace "
-                            "it or choose another `--out`")
-        if not (out / "comparison.json").is_file():
-            raise SpecError(f"output folder {str(out)!r} holds no comparison.json, so it is not "
-                            "an earlier `synthgeo compare` output; choose another `--out`")
+    out = check_output_dir(out, marker="comparison.json", overwrite=overwrite,
+                           inputs=input_paths(result.release.spec),
+                           what="an earlier `synthgeo compare` output", empty_ok=False)
     with atomic_folder(out) as tmp:
         for name, table in result.tables().items():
             table.to_csv(tmp / f"{name}.csv", index=False)

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from synthgeo._atomic import atomic_folder
-from synthgeo._errors import SpecError
+from synthgeo._atomic import check_output_dir as _check_output_dir
 from synthgeo._readme import csv_name, data_user_readme
 from synthgeo._versions import package_versions
 from synthgeo.pipeline import MODELS, ReleaseResult
@@ -40,27 +40,11 @@ def check_output_dir(out: Path, *, overwrite: bool, inputs: list[Path]) -> None:
     Raises
     ------
     SpecError
-        With the fix (``--overwrite`` or another ``--out``).
+        With the fix (``--overwrite`` or another ``--out``); see
+        :func:`synthgeo._atomic.check_output_dir`.
     """
-    out = Path(out).resolve()
-    for p in inputs:
-        p = Path(p).resolve()
-        if p == out or out in p.parents:
-            raise SpecError(f"output folder {str(out)!r} contains the input {str(p)!r}; "
-                            "choose another `--out`")
-    if out.exists() and not overwrite:
-        raise SpecError(f"output folder {str(out)!r} exists; pass `--overwrite` to replace it "
-                        "or choose another `--out`")
-    if out.exists() and not out.is_dir():
-        raise SpecError(f"`--out` {str(out)!r} exists and is not a folder")
-    parent = next((p for p in [out, *out.parents] if p.exists()), out.parent)
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise SpecError(f"`--out` {str(out)!r}: folder {str(parent)!r} is not writable; "
-                        "choose another `--out`")
-    if out.is_dir() and any(out.iterdir()) and not (out / "release.json").is_file():
-        raise SpecError(f"output folder {str(out)!r} is not empty and holds no release.json, so "
-                        "it is not an earlier synthgeo output; `--overwrite` only replaces "
-                        "those: choose another `--out`")
+    _check_output_dir(out, marker="release.json", overwrite=overwrite, inputs=inputs,
+                      what="an earlier synthgeo output")
 
 
 def input_paths(spec) -> list[Path]:

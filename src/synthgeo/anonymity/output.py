@@ -11,10 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from synthgeo._atomic import atomic_folder
-from synthgeo._errors import SpecError
+from synthgeo._atomic import atomic_folder, check_output_dir
 
-__all__ = ["check_folder", "write_folder", "jsonable"]
+__all__ = ["write_folder", "jsonable"]
 
 
 def jsonable(obj: Any) -> Any:
@@ -35,32 +34,6 @@ def jsonable(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     return obj
-
-
-def check_folder(out: str | os.PathLike, *, marker: str, overwrite: bool = False,
-                 inputs: tuple[Path, ...] = ()) -> Path:
-    """Refuse an output folder before any work (see :func:`write_folder`); return it resolved.
-
-    Raises
-    ------
-    SpecError
-        Existing folder without `overwrite`, a foreign folder, a folder holding an input.
-    """
-    out = Path(out).resolve()
-    for p in inputs:
-        p = Path(p).resolve()
-        if p == out or out in p.parents:
-            raise SpecError(f"output folder {str(out)!r} contains the input {str(p)!r}; "
-                            "choose another `--out`")
-    if out.exists():
-        if not overwrite:
-            raise SpecError(f"output folder {str(out)!r} exists; pass `--overwrite` to replace "
-                            "it or choose another `--out`")
-        if not out.is_dir() or (any(out.iterdir()) and not (out / marker).is_file()):
-            raise SpecError(f"`--out` {str(out)!r} is not an earlier output of this command "
-                            f"(no {marker}); `--overwrite` only replaces those: choose another "
-                            "`--out`")
-    return out
 
 
 def write_folder(
@@ -96,7 +69,7 @@ def write_folder(
     SpecError
         Existing folder without `overwrite`, a foreign folder, a folder holding an input.
     """
-    out = check_folder(out, marker=marker, overwrite=overwrite, inputs=inputs)
+    out = check_output_dir(out, marker=marker, overwrite=overwrite, inputs=inputs)
     with atomic_folder(out) as tmp:
         for name, writer in files.items():
             if isinstance(writer, dict):

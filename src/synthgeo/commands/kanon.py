@@ -46,15 +46,16 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import pandas as pd
 
+    from synthgeo._atomic import check_output_dir
     from synthgeo._versions import package_versions
-    from synthgeo.anonymity.output import check_folder, write_folder
+    from synthgeo.anonymity.output import write_folder
     from synthgeo.anonymity.spatial_k import measure_spatial_k
 
     t0 = time.perf_counter()
     group_by = columns(args.group_by)
     if args.out:
-        check_folder(args.out, marker=MARKER, overwrite=args.overwrite,
-                     inputs=(Path(args.points),))
+        check_output_dir(args.out, marker=MARKER, overwrite=args.overwrite,
+                         inputs=(Path(args.points),))
     gdf = load(args, group_by)
     t_load = time.perf_counter() - t0
     t = time.perf_counter()

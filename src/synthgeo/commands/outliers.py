@@ -120,10 +120,11 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import pyproj
 
+    from synthgeo._atomic import check_output_dir
     from synthgeo._errors import SpecError
     from synthgeo._versions import package_versions
     from synthgeo.anonymity.outliers import apply_outlier_policy
-    from synthgeo.anonymity.output import check_folder, write_folder
+    from synthgeo.anonymity.output import write_folder
     from synthgeo.anonymity.policy import OutlierPolicy
 
     t0 = time.perf_counter()
@@ -136,8 +137,8 @@ def run(args: argparse.Namespace, say) -> int:
         max_unit_suppressed_share=args.max_unit_suppressed_share, r_max_time=args.r_max_time,
         max_passes=args.max_passes)
     if args.out:
-        check_folder(args.out, marker=MARKER, overwrite=args.overwrite,
-                     inputs=(Path(args.points),))
+        check_output_dir(args.out, marker=MARKER, overwrite=args.overwrite,
+                         inputs=(Path(args.points),))
     keep, attributes = columns(args.keep), columns(args.attributes) or None
     coords = [c for c in (getattr(args, "x", None), getattr(args, "y", None)) if c]
     if set(keep) & set(coords):

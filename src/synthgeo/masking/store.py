@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pyproj
 
-from synthgeo._atomic import atomic_folder
+from synthgeo._atomic import atomic_folder, check_output_dir
 from synthgeo._errors import InputError, SpecError
 from synthgeo.masking.donut import DonutMask
 from synthgeo.masking.sweep import ChooseKResult
@@ -115,34 +115,6 @@ def atomic_output_dir(out: str | os.PathLike, write: Callable[[Path], None], *, 
     with atomic_folder(out) as tmp:
         write(tmp)
     return out
-
-
-def check_output_dir(out: str | os.PathLike, *, marker: str, overwrite: bool,
-                     inputs: Iterable[str | os.PathLike] = ()) -> None:
-    """Refuse an output folder that exists (without `overwrite`), holds an input or is foreign.
-
-    Raises
-    ------
-    SpecError
-        With the fix (``--overwrite`` or another ``--out``).
-    """
-    out = Path(out).resolve()
-    for p in inputs:
-        p = Path(p).resolve()
-        if p == out or out in p.parents:
-            raise SpecError(f"output folder {str(out)!r} contains the input {str(p)!r}; "
-                            "choose another `--out`")
-    if out.exists() and not out.is_dir():
-        raise SpecError(f"`--out` {str(out)!r} exists and is not a folder")
-    if out.exists() and not overwrite:
-        raise SpecError(f"output folder {str(out)!r} exists; pass `--overwrite` to replace it "
-                        "or choose another `--out`")
-    if out.is_dir() and any(out.iterdir()) and not (out / marker).is_file():
-        raise SpecError(f"output folder {str(out)!r} is not empty and holds no {marker}, so it "
-                        "is not an earlier output of this command; choose another `--out`")
-    parent = next((p for p in [out, *out.parents] if p.exists()), out.parent)
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise SpecError(f"`--out` {str(out)!r}: folder {str(parent)!r} is not writable")
 
 
 def _write_gpkg(gdf: geopandas.GeoDataFrame, path: Path) -> None:
