@@ -125,6 +125,30 @@ def _required_columns(spec: ReleaseSpec) -> list[str]:
     return list(dict.fromkeys(c for c in cols if c))
 
 
+#: A released column whose |correlation| with the response, or with its back-transform,
+#: exceeds this is taken to disclose it.
+DISCLOSURE_CORRELATION = 0.9999
+
+
+def _back_transformed(spec: ReleaseSpec, y: np.ndarray) -> np.ndarray:
+    """g(y), the response on the scale a person knows (dollars); may overflow to inf."""
+    with np.errstate(over="ignore"):
+        return np.exp(y) if spec.data.back_transform == "exp" else y
+
+
+def _determines_response(values: np.ndarray, y: np.ndarray,
+                         g: np.ndarray) -> tuple[float, str] | None:
+    """(correlation, which) when `values` determine y or g(y), else None."""
+    if np.ptp(values) == 0:
+        return None
+    for target, what in ((y, "the response"), (g, "the back-transformed response")):
+        if np.ptp(target) > 0:
+            r = float(np.corrcoef(values, target)[0, 1])
+            if abs(r) > DISCLOSURE_CORRELATION:
+                return r, what
+    return None
+
+
 def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray) -> None:
     """Refuse inputs that would give a meaningless fit or leak the response.
 
@@ -136,8 +160,7 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray) -> None
         would then disclose it).
     """
     d = spec.data
-    with np.errstate(over="ignore"):
-        g = np.exp(y) if d.back_transform == "exp" else y
+    g = _back_transformed(spec, y)
     if not np.all(np.isfinite(g)):
         raise InputError(
             f"`back_transform = {d.back_transform!r}` of response `{d.response}` overflows "
@@ -151,14 +174,13 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray) -> None
         if np.ptp(x) == 0:
             raise InputError(f"covariate `{c}` is constant ({x[0]!r}): it is collinear with "
                              "the intercept; remove it from `[data] covariates`")
-        for target, what in ((y, "the response"), (g, "the back-transformed response")):
-            r = np.corrcoef(x, target)[0, 1]
-            if abs(r) > 0.9999:
-                raise InputError(
-                    f"covariate `{c}` determines {what} `{d.response}` (correlation {r:.6f}); "
-                    "covariates are released unchanged, so it would disclose the confidential "
-                    "value: remove it from `[data] covariates`"
-                )
+        if hit := _determines_response(x, y, g):
+            r, what = hit
+            raise InputError(
+                f"covariate `{c}` determines {what} `{d.response}` (correlation {r:.6f}); "
+                "covariates are released unchanged, so it would disclose the confidential "
+                "value: remove it from `[data] covariates`"
+            )
 
 
 #: Names a `[utility] formula` may call besides the spec's columns (patsy evaluates the
@@ -203,8 +225,7 @@ def _check_released_columns(spec: ReleaseSpec, gdf, y: np.ndarray) -> None:
     InputError
     """
     d = spec.data
-    with np.errstate(over="ignore"):
-        g = np.exp(y) if d.back_transform == "exp" else y
+    g = _back_transformed(spec, y)
     for key in ("id", "x", "y", "subject"):
         col = getattr(d, key)
         if col is None or col not in gdf.columns:
@@ -213,14 +234,11 @@ def _check_released_columns(spec: ReleaseSpec, gdf, y: np.ndarray) -> None:
             raise InputError(f"`[data] {key}` names the response column `{col}`: it is released "
                              "unchanged and would disclose the confidential value")
         vals = pd.to_numeric(gdf[col], errors="coerce").to_numpy(dtype=float)
-        if np.isfinite(vals).all() and np.ptp(vals) > 0:
-            for target in (y, g):
-                if np.ptp(target) > 0 and abs(np.corrcoef(vals, target)[0, 1]) > 0.9999:
-                    raise InputError(
-                        f"`[data] {key}` column `{col}` determines the response "
-                        f"`{d.response}`; it is released unchanged and would disclose the "
-                        "confidential value: use another column"
-                    )
+        if np.isfinite(vals).all() and _determines_response(vals, y, g):
+            raise InputError(
+                f"`[data] {key}` column `{col}` determines the response `{d.response}`; it is "
+                "released unchanged and would disclose the confidential value: use another column"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
