@@ -200,7 +200,7 @@ class GridPosterior:
         a = self.cells["a_post"].to_numpy()[cell]
         b = self.cells["b_post"].to_numpy()[cell]
         sigma2 = b / rng.gamma(a)
-        L = np.linalg.cholesky(self.M_inv[cell])  # (n, p, p)
+        L = np.linalg.cholesky(self.M_inv)[cell]  # one factor per cell, (n, p, p)
         z = rng.standard_normal((n, self.m.shape[1]))
         beta = self.m[cell] + np.sqrt(sigma2)[:, None] * np.einsum("npq,nq->np", L, z)
         return {
