@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from synthgeo.compare import compare_models
+from synthgeo.studies.compare import compare_models
 from synthgeo.config import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +47,7 @@ def main() -> None:
             print(f"  reduction {g:8s} {meas:15s} restricted "
                   f"{risk.loc[(g, meas, 'restricted'), 'reduction']:.2f}")
     if args.frontier:
-        from synthgeo.frontier import risk_utility_frontier
+        from synthgeo.studies.frontier import risk_utility_frontier
 
         t = time.perf_counter()
         fr = risk_utility_frontier(spec)

@@ -5,7 +5,7 @@ sd 500 m, 30% uniform over 50 x 50 km. For each size it prints wall seconds (tre
 query together) of
 
 - ``kdtree``: plain ``cKDTree.query_ball_point(return_length=True, workers=-1)``, exact counts;
-- ``spatial_k``: :func:`synthgeo.anonymity.radius_counts` with the cap ``k_max`` (default 100):
+- ``spatial_k``: :func:`synthgeo.locations.radius_counts` with the cap ``k_max`` (default 100):
   the grid lower bound settles dense cores, the tree the rest; exact below the cap;
 - ``kth_4``: distance to the 4th nearest other record (the outlier policy's d_i for k = 5);
 - ``strtree``: at 10^4 and 10^5, the loop guidance documents show — for each point, buffer it
@@ -29,8 +29,8 @@ import numpy as np
 import shapely
 from scipy.spatial import cKDTree
 
-from synthgeo.anonymity import nearest_other_subjects, radius_counts
-from synthgeo.anonymity.neighbours import RADIUS_SLACK
+from synthgeo.locations import nearest_other_subjects, radius_counts
+from synthgeo.locations.neighbours import RADIUS_SLACK
 from synthgeo.testing import clustered_points
 
 

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from synthgeo.model.grid import ExactCovariance, NNGPCovariance
+from synthgeo.inference.grid_posterior import ExactCovariance, NNGPCovariance
 from synthgeo.model.kernels import make_sites
-from synthgeo.model.nngp_effects import NNGPEffects
+from synthgeo.inference.nngp_effects import NNGPEffects
 
 HERE = Path(__file__).resolve().parent
 LUCAS = HERE.parent.parent / "shared" / "data" / "lucas_oh_house_sales.csv"
@@ -75,7 +75,7 @@ def accuracy() -> None:
     sys.path.insert(0, str(HERE))
     from _engines import compare, run_engine
 
-    from synthgeo.simulation import simulate_paper_design
+    from synthgeo.studies.simulation import simulate_paper_design
 
     cases = [("paper design N=500", simulate_paper_design(2018), "log_income", [],
               "EPSG:32610")]

@@ -18,7 +18,7 @@ import dask
 import dask.array as da
 import numpy as np
 
-from synthgeo.stream import PosteriorDraws, stream_release
+from synthgeo.synthesis.stream import PosteriorDraws, stream_release
 
 
 def _w_block(block, seed, block_info=None):

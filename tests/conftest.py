@@ -31,7 +31,7 @@ LIGHT = ["--draws", "300", "--tune", "300", "--implicates", "20",
 @pytest.fixture(scope="session")
 def bundled_release(tmp_path_factory):
     """Output folder of one `synthgeo run` of the bundled spec (light settings; slow tests)."""
-    from synthgeo.cli import main
+    from synthgeo.cli.main import main
 
     out = tmp_path_factory.mktemp("bundled") / "out"
     assert main(["--quiet", "run", "--out", str(out), *LIGHT]) == 0

@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synthgeo.anonymity import OutlierPolicy, apply_outlier_policy, measure_spatial_k
-from synthgeo.cli import main
-from synthgeo.points import load_points
+from synthgeo.locations import OutlierPolicy, apply_outlier_policy, measure_spatial_k
+from synthgeo.cli.main import main
+from synthgeo.io.points import load_points
 
 # the project's shared real data sets live beside the repository (../shared/data; see its
 # README for provenance); SYNTHGEO_SHARED_DATA points elsewhere

@@ -14,8 +14,8 @@ import pyproj
 import pytest
 
 from synthgeo import InputError
-from synthgeo.anonymity import measure_spatial_k, radius_counts
-from synthgeo.points import coordinates_m, load_points
+from synthgeo.locations import measure_spatial_k, radius_counts
+from synthgeo.io.points import coordinates_m, load_points
 
 GEOD = pyproj.Geod(ellps="WGS84")
 # distances (m) from each centre: none within 3% of the 100 m radius, so that the tiny scale

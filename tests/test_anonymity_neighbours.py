@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from synthgeo import InputError, SpecError
-from synthgeo.anonymity import neighbours
-from synthgeo.anonymity.neighbours import (
+from synthgeo.locations import neighbours
+from synthgeo.locations.neighbours import (
     nearest_other_subjects,
     other_subject_record_counts,
     radius_counts,

@@ -12,8 +12,8 @@ import pytest
 import shapely
 
 from synthgeo import SpecError
-from synthgeo.anonymity import OutlierPolicy, apply_outlier_policy
-from synthgeo.anonymity.checks import bias_table, cap_suggestions
+from synthgeo.locations import OutlierPolicy, apply_outlier_policy
+from synthgeo.locations.policy_checks import bias_table, cap_suggestions
 
 LOOSE = dict(max_suppressed_share=1.0, max_unit_suppressed_share=1.0)
 

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from synthgeo import InputError, SpecError
-from synthgeo.anonymity import measure_spatial_k
-from synthgeo.anonymity.spatial_k import quantile_count
+from synthgeo.locations import measure_spatial_k
+from synthgeo.locations.spatial_k import quantile_count
 
 # 3 x 3 lattice, 100 m spacing, ids 0..8 row by row (x fastest)
 LATTICE = np.array([[x, y] for y in (0, 100, 200) for x in (0, 100, 200)], float)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from synthgeo.diagnostics.at_risk import find_at_risk, neighbour_counts
+from synthgeo.model.at_risk import find_at_risk, neighbour_counts
 from synthgeo.model.kernels import M_FROM_RHO0, make_sites
 
 # 3 x 3 lattice with 100 m spacing, plus an isolated record 1 km away and a coincident pair

@@ -1,7 +1,7 @@
 """The command line refuses bad input with one line naming the column/parameter (release.md).
 
 Fast: every ``run`` here must fail before any model is fitted, and the output folder must not
-appear. The CLI runs in-process through :func:`synthgeo.cli.main`; one subprocess call checks the
+appear. The CLI runs in-process through :func:`synthgeo.cli.main.main`; one subprocess call checks the
 real exit code and that no traceback reaches the user.
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from synthgeo.cli import main
+from synthgeo.cli.main import main
 from synthgeo.config import bundled_spec_path
 
 SACRAMENTO = bundled_spec_path().parent / "sacramento_home_sales.csv"
@@ -396,7 +396,7 @@ def test_a_non_2d_crs_is_bad_input_not_a_bug(capsys, case):
 
 def test_numeric_time_column_is_refused():
     from synthgeo._errors import InputError
-    from synthgeo.anonymity.outliers import times_s
+    from synthgeo.locations.outliers import times_s
 
     with pytest.raises(InputError, match="holds numbers, not date-times"):
         times_s(pd.Series([1995, 1996, 1997]), np.arange(3), "syear")
@@ -413,7 +413,7 @@ def test_outliers_keep_cannot_publish_true_coordinates(capsys, tmp_path, rows):
 
 
 def test_gamma_auto_record_is_schema_valid():
-    from synthgeo.record_schema import release_schema
+    from synthgeo.release.schema import release_schema
 
     gamma = release_schema()["properties"]["spec"]["properties"]["model"]["properties"]["gamma"]
     from jsonschema import validate

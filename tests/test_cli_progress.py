@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from synthgeo._progress import progress_iter
-from synthgeo.cli import _parser, main, progress_enabled
+from synthgeo.cli.main import _parser, main, progress_enabled
 
 
 def _all_parsers():

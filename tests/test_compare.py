@@ -12,8 +12,8 @@ from scipy.spatial.distance import cdist
 
 from synthgeo._errors import SpecError
 from synthgeo.config import load_spec
-from synthgeo.simulation import PAPER_SEED, paper_design_csv
-from synthgeo.spatial_utility import knn_weights, morans_i, semivariogram
+from synthgeo.studies.simulation import PAPER_SEED, paper_design_csv
+from synthgeo.utility.spatial import knn_weights, morans_i, semivariogram
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_SPEC = ROOT / "models" / "paper_simulation.toml"
@@ -64,7 +64,7 @@ def test_morans_i_matches_formula_and_known_patterns():
 
 @pytest.fixture(scope="module")
 def paper_comparison():
-    from synthgeo.compare import compare_models
+    from synthgeo.studies.compare import compare_models
 
     return compare_models(load_spec(PAPER_SPEC))
 
@@ -107,7 +107,7 @@ def test_paper_design_pattern(paper_comparison):
 
 
 def test_write_comparison_is_atomic_and_refuses_existing(paper_comparison, tmp_path):
-    from synthgeo.compare import write_comparison
+    from synthgeo.studies.compare import write_comparison
 
     out = write_comparison(paper_comparison, tmp_path / "cmp")
     names = sorted(p.name for p in out.iterdir())
@@ -126,7 +126,7 @@ def test_write_comparison_is_atomic_and_refuses_existing(paper_comparison, tmp_p
 
 
 def test_cli_compare_help_and_refusals(tmp_path, capsys):
-    from synthgeo.cli import main
+    from synthgeo.cli.main import main
 
     assert main(["compare", "--help"]) == 0
     text = capsys.readouterr().out
@@ -140,7 +140,7 @@ def test_cli_compare_help_and_refusals(tmp_path, capsys):
 
 
 def test_frontier_rows_and_plot(tmp_path):
-    from synthgeo.frontier import risk_utility_frontier
+    from synthgeo.studies.frontier import risk_utility_frontier
 
     spec = load_spec(PAPER_SPEC).replace("synthesis", n_implicates=40)
     fr = risk_utility_frontier(spec, gammas=(0.0, "inf"), rho0s=(0.2,))
@@ -156,7 +156,7 @@ def test_frontier_rows_and_plot(tmp_path):
 
 
 def test_local_means_match_hand_computed_cells():
-    from synthgeo.spatial_utility import local_means
+    from synthgeo.utility.spatial import local_means
 
     xy = np.array([[1, 1], [2, 3], [4, 4], [11, 1], [12, 2], [15, 9], [25, 5.0]])
     z = np.array([1.0, 2.0, 3.0, 10.0, 20.0, 30.0, 7.0])

@@ -10,9 +10,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from synthgeo.cli import main
+from synthgeo.cli.main import main
 from synthgeo.config import SamplerConfig, bundled_spec_path, load_spec
-from synthgeo.fit import fit_gp
+from synthgeo.inference.nuts import fit_gp
 from synthgeo.model.kernels import make_sites
 from synthgeo.model.restricted_gp import default_priors
 from synthgeo.testing import simulate_gp

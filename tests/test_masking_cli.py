@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import synthgeo
-from synthgeo.cli import main
+from synthgeo.cli.main import main
 from synthgeo.masking import mask_to_k, read_mask, reuse_previous_mask, write_mask
 
 DATA = Path(synthgeo.__file__).parent / "data"

@@ -20,7 +20,7 @@ from synthgeo.masking import (
     plot_choose_k,
     smallest_k_meeting,
 )
-from synthgeo.points import load_points
+from synthgeo.io.points import load_points
 
 CRS = "EPSG:27700"
 DATA = Path(synthgeo.__file__).parent / "data"  # copies of ../shared/data, see README

@@ -8,7 +8,7 @@ import pytest
 from scipy.spatial.distance import cdist
 from scipy.stats import multivariate_normal
 
-from synthgeo.model.conditionals import _draw_one
+from synthgeo.inference.conditionals import _draw_one
 from synthgeo.model.kernels import make_sites
 from synthgeo.model.restricted_gp import GPPriors, build_model, default_priors, smoothing_scale
 

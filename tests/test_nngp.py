@@ -12,9 +12,9 @@ from scipy.spatial.distance import cdist
 
 from synthgeo._errors import SpecError
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ModelConfig, SamplerConfig, load_spec
-from synthgeo.model.grid import ExactCovariance, NNGPCovariance, grid_posterior
+from synthgeo.inference.grid_posterior import ExactCovariance, NNGPCovariance, grid_posterior
 from synthgeo.model.kernels import make_sites
-from synthgeo.model.nngp_effects import NNGPEffects
+from synthgeo.inference.nngp_effects import NNGPEffects
 from synthgeo.model.vecchia import ordered_neighbours, vecchia_factors
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,7 +143,7 @@ def test_effect_draws_are_seeded():
 
 
 def test_grid_fit_recovers_parameters():
-    from synthgeo.fit_grid import fit_gp_grid
+    from synthgeo.inference.grid import fit_gp_grid
     from synthgeo.model.restricted_gp import default_priors
     from synthgeo.testing import simulate_gp
 
@@ -188,7 +188,7 @@ def test_nngp_matches_exact_on_the_paper_design_and_lucas(tmp_path):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from _engines import compare, run_engine
 
-    from synthgeo.simulation import simulate_paper_design
+    from synthgeo.studies.simulation import simulate_paper_design
 
     cases = [("paper", simulate_paper_design(2018), "log_income", [], "EPSG:32610")]
     import os
@@ -219,7 +219,7 @@ def test_grid_route_release_end_to_end(tmp_path, gp):
     """sacramento_all with the grid route writes a schema-valid record and the w surfaces."""
     import json
 
-    from synthgeo.cli import main
+    from synthgeo.cli.main import main
 
     spec = (ROOT / "models" / "sacramento_all.toml").read_text()
     p = tmp_path / "s.toml"

@@ -1,4 +1,4 @@
-"""Tests for synthgeo.points: reading, validation and projection of input points."""
+"""Tests for synthgeo.io.points: reading, validation and projection of input points."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 import synthgeo
 from synthgeo._errors import InputError
-from synthgeo.points import check_projected, coordinates_m, load_points
+from synthgeo.io.points import check_projected, coordinates_m, load_points
 
 SACRAMENTO = Path(synthgeo.__file__).parent / "data" / "sacramento_home_sales.csv"
 LONLAT = {"x": "lon", "y": "lat", "crs": "EPSG:4326"}

@@ -11,7 +11,7 @@ import pytest
 
 import synthgeo
 from synthgeo._errors import InputError
-from synthgeo.points import coordinates_m, load_points
+from synthgeo.io.points import coordinates_m, load_points
 
 CHORLEY = Path(synthgeo.__file__).parent / "data" / "chorley_ribble_cancer.csv"
 

@@ -17,8 +17,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from synthgeo.config import _SECTIONS
-from synthgeo.record_schema import release_schema, validate_release_record
-from synthgeo.release import EMPTY_REVIEW, release_record, write_release
+from synthgeo.release.schema import release_schema, validate_release_record
+from synthgeo.release.writer import EMPTY_REVIEW, release_record, write_release
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from scipy.spatial.distance import cdist
 
-from synthgeo.report import _figures as F
-from synthgeo.report import (
+from synthgeo.release.report import _figures as F
+from synthgeo.release.report import (
     _surface,
     grid_over,
     posterior_mean_surface,
@@ -20,7 +20,7 @@ from synthgeo.report import (
     section_locations,
     section_surfaces,
 )
-from synthgeo.report._html import CONFIDENTIAL_LINE, table
+from synthgeo.release.report._html import CONFIDENTIAL_LINE, table
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from synthgeo.report._html import CONFIDENTIAL_LINE
+from synthgeo.release.report._html import CONFIDENTIAL_LINE
 
 CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"),
                              "/usr/bin/chromium") if p and Path(p).exists()), None)
@@ -109,7 +109,7 @@ def _check_page(browser, report: Path, shots: Path, tag: str) -> list[Path]:
 
 @needs_browser
 def test_fake_release_report_in_chromium(browser, tmp_path):
-    from synthgeo.report import render_report
+    from synthgeo.release.report import render_report
     from synthgeo.testing import fake_release_result
 
     report = tmp_path / "report.html"

@@ -1,4 +1,4 @@
-"""Tests for synthgeo.risk: hand-checkable within-ε risk and the risk summary."""
+"""Tests for synthgeo.risk.within_eps: hand-checkable within-ε risk and the risk summary."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from synthgeo.risk import RiskResult, summarise_risk, within_eps_risk
+from synthgeo.risk.within_eps import RiskResult, summarise_risk, within_eps_risk
 
 # 3 records x 4 implicates, in dollars; distances to the truth are written next to each row.
 TRUTH_USD = np.array([100_000.0, 50_000.0, 20_000.0])

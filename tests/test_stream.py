@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from synthgeo.risk import within_eps_risk
-from synthgeo.stream import PosteriorDraws, implicates_dask, stream_release
+from synthgeo.risk.within_eps import within_eps_risk
+from synthgeo.synthesis.stream import PosteriorDraws, implicates_dask, stream_release
 
 
 def _problem(n=300, S=120, L=24, seed=0):

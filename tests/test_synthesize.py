@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from synthgeo.fit import GPFit, check_convergence, require_convergence
-from synthgeo.synthesize import draw_implicates, implicate_draw_index
+from synthgeo.inference.result import GPFit, check_convergence, require_convergence
+from synthgeo.synthesis.implicates import draw_implicates, implicate_draw_index
 
 
 def _fake_fit(n_chain=2, n_draw=50, n_site=3, nugget=1e-12):

@@ -1,4 +1,4 @@
-"""Tests for synthgeo.utility: Reiter (2003) combining rules, CI overlap, OLS comparison."""
+"""Tests for synthgeo.utility.reiter: Reiter (2003) combining rules, CI overlap, OLS comparison."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 from scipy import stats
 
-from synthgeo.utility import (
+from synthgeo.utility.reiter import (
     CombinedEstimate,
     ci_overlap,
     combine_reiter,

@@ -8,16 +8,16 @@ from scipy.spatial.distance import cdist
 
 from synthgeo._errors import SpecError
 from synthgeo.config import ModelConfig, SamplerConfig
-from synthgeo.diagnostics.at_risk import continuous_weights, find_at_risk, kth_neighbour_distance
-from synthgeo.fit_grid import fit_gp_grid
-from synthgeo.model.conditionals import draw_effects_exact
-from synthgeo.model.grid import ExactCovariance, GridSettings, NNGPCovariance
+from synthgeo.model.at_risk import continuous_weights, find_at_risk, kth_neighbour_distance
+from synthgeo.inference.grid import fit_gp_grid
+from synthgeo.inference.conditionals import draw_effects_exact
+from synthgeo.inference.grid_posterior import ExactCovariance, GridSettings, NNGPCovariance
 from synthgeo.model.kernels import make_sites
 from synthgeo.model.kriging import kriged_effects
-from synthgeo.model.nngp_effects import NNGPEffects
+from synthgeo.inference.nngp_effects import NNGPEffects
 from synthgeo.model.restricted_gp import default_priors
 from synthgeo.model.smoothing import Smoothing, smoothing_scale
-from synthgeo.synthesize import draw_implicates
+from synthgeo.synthesis.implicates import draw_implicates
 
 CFG = SamplerConfig(sampler="grid", chains=2, draws=50, seed=3, on_convergence_failure="warn")
 FAST = GridSettings(n_coarse=6, n_fine=6, max_stages=2)
@@ -236,7 +236,7 @@ def test_auto_gamma_with_no_site_at_risk_is_unrestricted(small_gp):
 
 
 def test_posterior_summary_reports_gamma_auto(small_gp):
-    from synthgeo.compare import posterior_summary
+    from synthgeo.studies.compare import posterior_summary
 
     a = _a(small_gp["sites"].n_sites)
     fit = _fit(small_gp, Smoothing(a=a, gamma="auto"))

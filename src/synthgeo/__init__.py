@@ -1,7 +1,7 @@
 """synthgeo: partially synthetic geocoded public-use files with differential smoothing.
 
-Pipeline: load (:mod:`synthgeo.points`) → model (:mod:`synthgeo.model`) → fit
-(:mod:`synthgeo.fit`) → synthesize → risk → utility → release/report.
+Pipeline: load (:mod:`synthgeo.io.points`) → model (:mod:`synthgeo.model`) → fit
+(:mod:`synthgeo.inference.nuts`) → synthesize → risk → utility → release/report.
 """
 
 from synthgeo._errors import ConvergenceError, InputError, SpecError, SynthgeoError

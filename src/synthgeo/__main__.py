@@ -2,6 +2,6 @@
 
 import sys
 
-from synthgeo.cli import main
+from synthgeo.cli.main import main
 
 sys.exit(main())

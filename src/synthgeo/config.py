@@ -210,7 +210,7 @@ class SamplerConfig:
     """Posterior sampling settings.
 
     ``sampler`` {"nutpie", "grid"}: NUTS (nutpie) over the collapsed posterior, or independent
-    draws from the conjugate grid posterior (:mod:`synthgeo.model.grid`; the only route for
+    draws from the conjugate grid posterior (:mod:`synthgeo.inference.grid_posterior`; the only route for
     ``gp = "nngp"``); ``backend`` {"numba", "jax"}, ``chains`` (>= 2 unless
     ``on_convergence_failure = "warn"``: R-hat compares chains), ``draws`` and ``tune`` (per
     chain), ``seed`` (int), ``on_convergence_failure`` {"stop", "warn"}, ``target_accept``.
@@ -324,7 +324,7 @@ class AnonymityConfig:
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
-        from synthgeo.anonymity.policy import check_policy
+        from synthgeo.locations.policy import check_policy
 
         if not (_is_number(self.radius_m) and self.radius_m > 0):
             raise _err("anonymity", "radius_m", self.radius_m, "a positive distance in metres")
@@ -349,8 +349,8 @@ class AnonymityConfig:
                        "given together with `time` / `r_max_time` (temporal outliers need both)")
 
     def policy(self):
-        """Return the :class:`synthgeo.anonymity.OutlierPolicy` these keys describe."""
-        from synthgeo.anonymity.policy import OutlierPolicy
+        """Return the :class:`synthgeo.locations.OutlierPolicy` these keys describe."""
+        from synthgeo.locations.policy import OutlierPolicy
 
         return OutlierPolicy(
             k=self.k, r_max_m=self.r_max_m, merge_ratio=self.merge_ratio,

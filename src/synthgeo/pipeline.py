@@ -1,13 +1,14 @@
 """The main job: spec → load → fit both models → at-risk → synthesize → risk → utility.
 
 Order: load → location diagnostics → fit unrestricted → at-risk → fit restricted →
-synthesize → risk → utility. Writing the outputs is :mod:`synthgeo.release`'s job.
+synthesize → risk → utility. Writing the outputs is :mod:`synthgeo.release.writer`'s job.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -18,17 +19,18 @@ import xarray as xr
 
 from synthgeo._errors import InputError, SpecError
 from synthgeo._progress import progress_iter
-from synthgeo.anonymity.diagnostics import LocationDiagnostics, location_diagnostics
+from synthgeo.locations.diagnostics import LocationDiagnostics, location_diagnostics
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec
-from synthgeo.diagnostics.at_risk import AtRiskResult, continuous_weights, find_at_risk
-from synthgeo.fit import GPFit, fit_gp, require_convergence
+from synthgeo.model.at_risk import AtRiskResult, continuous_weights, find_at_risk
+from synthgeo.inference.nuts import fit_gp
+from synthgeo.inference.result import GPFit, require_convergence
 from synthgeo.model.kernels import M_FROM_RHO0, Sites, make_sites
 from synthgeo.model.restricted_gp import GPPriors, default_priors
 from synthgeo.model.smoothing import Smoothing
-from synthgeo.points import coordinates_m, load_points
-from synthgeo.risk import RiskResult, summarise_risk, within_eps_risk
-from synthgeo.synthesize import draw_implicates
-from synthgeo.utility import compare_to_confidential, fit_ols
+from synthgeo.io.points import coordinates_m, load_points
+from synthgeo.risk.within_eps import RiskResult, summarise_risk, within_eps_risk
+from synthgeo.synthesis.implicates import draw_implicates
+from synthgeo.utility.reiter import compare_to_confidential, fit_ols
 
 __all__ = ["PreparedData", "ReleaseResult", "prepare_data", "run_release",
            "restricted_smoothing"]
@@ -36,6 +38,11 @@ __all__ = ["PreparedData", "ReleaseResult", "prepare_data", "run_release",
 log = logging.getLogger(__name__)
 
 MODELS = ("unrestricted", "restricted")
+
+#: A fitting function: ``(y, X, sites, *, priors, coef_names, config, scale, random_seed,
+#: label) -> GPFit``, as :func:`synthgeo.inference.nuts.fit_gp` and
+#: :func:`synthgeo.inference.grid.fit_gp_grid`.
+Fitter = Callable[..., GPFit]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,7 +86,7 @@ def prepare_data(spec: ReleaseSpec) -> PreparedData:
     Raises
     ------
     synthgeo.InputError
-        For any problem with the points file (see :func:`synthgeo.points.load_points`).
+        For any problem with the points file (see :func:`synthgeo.io.points.load_points`).
     """
     d = spec.data
     gdf = load_points(
@@ -259,7 +266,7 @@ class ReleaseResult:
         ``y_synthetic`` (implicate, record) per model.
     risk : dict of str to RiskResult
     risk_summary : pandas.DataFrame
-        At-risk vs other vs all, both models, reduction (see :func:`synthgeo.risk.summarise_risk`).
+        At-risk vs other vs all, both models, reduction (see :func:`synthgeo.risk.within_eps.summarise_risk`).
     utility : pandas.DataFrame
         Reiter (2003) table with CI overlap against the confidential OLS fit.
     seconds : dict
@@ -292,13 +299,19 @@ def _priors(spec: ReleaseSpec, data: PreparedData) -> GPPriors:
     return default_priors(data.y, data.X, data.sites, **spec.model.priors)
 
 
-def _fitter(spec: ReleaseSpec, data: PreparedData, *, progressbar: bool = False):
-    """``fit(scale=None, random_seed=..., label=...) -> GPFit`` for the spec's engine."""
+def _fitter(spec: ReleaseSpec, data: PreparedData, *, progressbar: bool = False,
+            fitter: Fitter | None = None):
+    """``fit(scale=None, random_seed=..., label=...) -> GPFit`` for the spec's engine.
+
+    With ``fitter`` given, that function replaces the spec's engine (see :data:`Fitter`).
+    """
     priors = _priors(spec, data)
     gp = spec.model.engine_for(data.n_records)
     common = dict(priors=priors, coef_names=data.coef_names, config=spec.sampling)
+    if fitter is not None:
+        return partial(fitter, data.y, data.X, data.sites, **common)
     if spec.sampling.sampler == "grid":
-        from synthgeo.fit_grid import fit_gp_grid
+        from synthgeo.inference.grid import fit_gp_grid
 
         return partial(fit_gp_grid, data.y, data.X, data.sites, gp=gp,
                        n_neighbors=spec.model.n_neighbors, **common)
@@ -342,13 +355,20 @@ def restricted_smoothing(
     return Smoothing(a=a, gamma=spec.model.gamma_value)
 
 
-def run_release(spec: ReleaseSpec, *, progress=None, progressbar: bool = False) -> ReleaseResult:
+def run_release(spec: ReleaseSpec, *, progress=None, progressbar: bool = False,
+                fitter: Fitter | None = None) -> ReleaseResult:
     """Fit both models, synthesise, score risk and utility (writes nothing).
 
     Parameters
     ----------
     spec : ReleaseSpec
         A validated spec.
+    fitter : callable, optional
+        Replaces the spec's inference engine (see :data:`Fitter`): called as
+        ``fitter(y, X, sites, priors=..., coef_names=..., config=..., scale=...,
+        random_seed=..., label=...)`` and returning a
+        :class:`~synthgeo.inference.result.GPFit`. Default: the engine
+        ``[sampling] sampler`` and ``[model] gp`` name.
     progress : callable, optional
         ``progress(message: str)`` called at each stage (the CLI prints it).
     progressbar : bool, default=False
@@ -385,7 +405,7 @@ def run_release(spec: ReleaseSpec, *, progress=None, progressbar: bool = False) 
     fit_seed = [int(s.generate_state(1)[0]) for s in seeds[:2]]
     synth_seed = seeds[2:]
     fits: dict[str, GPFit] = {}
-    fit = _fitter(spec, data, progressbar=progressbar)
+    fit = _fitter(spec, data, progressbar=progressbar, fitter=fitter)
 
     say("fitting the unrestricted model")
     t = time.perf_counter()

@@ -84,16 +84,15 @@ def fake_release_result(
     ReleaseResult
     """
     import warnings
-    from unittest import mock
 
     import arviz as az
     import xarray as xr
     from threadpoolctl import threadpool_limits
 
-    from synthgeo import fit as fit_module
     from synthgeo import pipeline
+    from synthgeo.inference import result as fit_module
     from synthgeo.config import bundled_spec_path, load_spec
-    from synthgeo.model.conditionals import recover_effects
+    from synthgeo.inference.conditionals import recover_effects
     from synthgeo.model.kernels import METRES_PER_KM
 
     spec = spec or load_spec(bundled_spec_path())
@@ -145,9 +144,9 @@ def fake_release_result(
                                 convergence=fit_module.check_convergence(idata),
                                 seconds={"compile": 0.0, "sample": 0.0, "recover": 0.0})
 
-    with warnings.catch_warnings(), mock.patch.object(pipeline, "fit_gp", fake_fit_gp):
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the bundled file's known duplicate
-        return pipeline.run_release(spec)
+        return pipeline.run_release(spec, fitter=fake_fit_gp)
 
 
 def clustered_points(

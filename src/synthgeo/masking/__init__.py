@@ -19,7 +19,7 @@ from synthgeo.masking.sweep import (
     choose_k,
     smallest_k_meeting,
 )
-from synthgeo.masking.utility import ExcessNearSource, FunctionUtility, UtilityTest
+from synthgeo.masking.detection import ExcessNearSource, FunctionUtility, UtilityTest
 
 __all__ = [
     "ALTERNATIVES", "DEFAULT_K_GRID", "INNER_RATIO",

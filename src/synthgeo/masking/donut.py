@@ -22,7 +22,7 @@ from scipy.spatial import cKDTree
 from shapely.geometry.base import BaseGeometry
 
 from synthgeo._errors import InputError
-from synthgeo.masking._checks import (
+from synthgeo.masking._validate import (
     check_cases_in_region,
     check_k,
     check_region,
@@ -237,7 +237,7 @@ def mask_to_k(
     ----------
     cases : geopandas.GeoDataFrame or geopandas.GeoSeries
         True case locations (n_cases Points) in a projected CRS in metres, e.g. from
-        :func:`synthgeo.points.load_points` (its ``attrs["id_column"]`` names the id column).
+        :func:`synthgeo.io.points.load_points` (its ``attrs["id_column"]`` names the id column).
     households : geopandas.GeoDataFrame or geopandas.GeoSeries
         Household (address) points in the same CRS; a case's own household counts when in it.
     k : int

@@ -10,10 +10,10 @@ import geopandas
 import numpy as np
 
 from synthgeo._errors import InputError, SpecError
-from synthgeo.masking._checks import layer_xy, record_ids, resolve_seed
+from synthgeo.masking._validate import layer_xy, record_ids, resolve_seed
 from synthgeo.masking.attacker import Attacker, NearestHouseholdAttacker
 from synthgeo.masking.donut import DonutMask
-from synthgeo.masking.utility import UtilityTest
+from synthgeo.masking.detection import UtilityTest
 
 __all__ = ["MaskEvaluation", "evaluate_mask"]
 

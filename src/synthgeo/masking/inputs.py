@@ -1,6 +1,6 @@
 """Read the files of a masking job: cases, households (or population counts), study region.
 
-All layers go through :func:`synthgeo.points.load_points` and end in one metric CRS: the input's
+All layers go through :func:`synthgeo.io.points.load_points` and end in one metric CRS: the input's
 own CRS when it is projected in metres (e.g. the British National Grid), else the UTM zone of
 the cases. Coordinates given on the command line (the source point) and the region are read in
 the cases file's CRS and unit and converted the same way.
@@ -23,9 +23,9 @@ import shapely
 from shapely.geometry.base import BaseGeometry
 
 from synthgeo._errors import InputError
-from synthgeo.masking._checks import check_region
+from synthgeo.masking._validate import check_region
 from synthgeo.masking.store import sha256_file
-from synthgeo.points import _metric_problem, load_points
+from synthgeo.io.points import _metric_problem, load_points
 
 __all__ = ["MaskingInputs", "load_masking_inputs", "read_region"]
 
@@ -212,7 +212,7 @@ def load_masking_inputs(
         Point files (CSV with `x`/`y` + `crs`, or a layer); may be the same file told apart by
         the queries (Chorley: larynx cases, lung cases as households).
     x, y, crs, coord_unit_m
-        As in :func:`synthgeo.points.load_points` (CSV only; `coord_unit_m` = 1000 for km).
+        As in :func:`synthgeo.io.points.load_points` (CSV only; `coord_unit_m` = 1000 for km).
     cases_query, households_query : str, optional
         :meth:`pandas.DataFrame.query` filters, e.g. ``"cancer == 'larynx'"``.
     id_column : str, optional
@@ -233,7 +233,7 @@ def load_masking_inputs(
     Raises
     ------
     InputError
-        Any problem :func:`~synthgeo.points.load_points` refuses (no CRS, NaN, text, ...), the
+        Any problem :func:`~synthgeo.io.points.load_points` refuses (no CRS, NaN, text, ...), the
         two files in different CRSs, or a bad region.
     """
     cases_path, households_path = Path(cases_path), Path(households_path)

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pyproj
 
-from synthgeo._atomic import atomic_folder, check_output_dir
+from synthgeo.io.atomic import atomic_folder, check_output_dir
 from synthgeo._errors import InputError, SpecError
 from synthgeo.masking.donut import DonutMask
 from synthgeo.masking.sweep import ChooseKResult

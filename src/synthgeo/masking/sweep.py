@@ -22,10 +22,10 @@ from shapely.geometry.base import BaseGeometry
 from tqdm import tqdm
 
 from synthgeo._errors import SpecError
-from synthgeo.masking._checks import check_k, resolve_seed
+from synthgeo.masking._validate import check_k, resolve_seed
 from synthgeo.masking.attacker import Attacker, NearestHouseholdAttacker
 from synthgeo.masking.donut import INNER_RATIO, _draw_donut, _kth_distance, _prepare
-from synthgeo.masking.utility import FunctionUtility, UtilityTest
+from synthgeo.masking.detection import FunctionUtility, UtilityTest
 
 __all__ = ["DEFAULT_K_GRID", "ALTERNATIVES", "ChooseKResult", "choose_k", "smallest_k_meeting"]
 

@@ -3,7 +3,7 @@
 Beyond the paper. Under γ = ∞ the at-risk sites (d_s = 0) carry no effect in the data, so the
 posterior of w_I at those sites given y is its *prior* conditional given the effects at the
 active sites A: w_I | w_A, y ~ N(R_IA R_AA⁻¹ w_A, σ²(R_II − R_IA R_AA⁻¹ R_AI)). The effect
-draws of :mod:`synthgeo.model.conditionals` (exact) and :mod:`synthgeo.model.nngp_effects`
+draws of :mod:`synthgeo.inference.conditionals` (exact) and :mod:`synthgeo.inference.nngp_effects`
 (m nearest active sites) already sample from it; "kriged" synthesis uses its conditional
 **mean** (simple kriging of the active sites' effects; Cressie 1993, *Statistics for Spatial
 Data*, Sect. 3.2), so that an at-risk record gets the neighbourhood's level without its own

@@ -17,7 +17,7 @@ p x p one. With β ~ N(μ_β, V_β)::
 
 evaluated through the Woodbury identity so the vague V_β never enters the N x N factor.
 β and w are then drawn exactly from their Gaussian full conditionals per retained draw
-(:mod:`synthgeo.model.conditionals`).
+(:mod:`synthgeo.inference.conditionals`).
 """
 
 from __future__ import annotations

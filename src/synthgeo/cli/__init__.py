@@ -1,0 +1,1 @@
+"""The ``synthgeo`` command line: one module per subcommand (see :mod:`synthgeo.cli.registry`)."""

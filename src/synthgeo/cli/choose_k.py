@@ -1,0 +1,115 @@
+"""``synthgeo choose-k``: sweep k over replicate donut masks and choose it from evidence."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from synthgeo.cli._masking import (
+    add_attacker_args,
+    add_input_args,
+    add_utility_args,
+    input_files,
+    load_inputs,
+    make_utility,
+)
+
+
+def add_parser(sub, common) -> None:
+    """Register ``synthgeo choose-k``."""
+    p = sub.add_parser(
+        "choose-k", parents=[common],
+        help="choose k for donut masking from simulated attacks and a utility test",
+        description="For each k on the grid, draw many replicate donut masks and measure the "
+                    "attacker's success and how often the utility test (excess cases within "
+                    "R metres of a source) still detects what it detects on the true locations. "
+                    "Prints the sweep table and the smallest k meeting both targets, or the "
+                    "finding that none does with the two alternatives. Writes DIR/sweep.csv, "
+                    "DIR/choose_k.json (compliance record) and DIR/choose_k.png.",
+    )
+    add_input_args(p)
+    add_utility_args(p, required=True)
+    add_attacker_args(p)
+    p.add_argument("--k-grid", default="5,10,15,20,30,50", metavar="K,K,...",
+                   help="values of k (households) to try (default: 5,10,15,20,30,50)")
+    p.add_argument("--replicates", type=int, default=200, metavar="N",
+                   help="replicate masks per k (default: 200)")
+    p.add_argument("--max-attacker-success", type=float, default=0.05, metavar="P",
+                   help="target, set before the sweep: attacker success <= P (default: 0.05)")
+    p.add_argument("--min-detection", type=float, default=0.8, metavar="P",
+                   help="target, set before the sweep: detection rate >= P (default: 0.8)")
+    p.add_argument("--seed", type=int, default=1, metavar="INT",
+                   help="random seed of the sweep, non-negative integer (default: 1); same "
+                        "inputs and seed give the same table")
+    p.add_argument("--out", default="synthgeo-choose-k", metavar="DIR",
+                   help="output folder (default: ./synthgeo-choose-k); must not exist (see "
+                        "--overwrite)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output folder of an earlier choose-k run "
+                        "(default: refuse)")
+
+
+def _grid(text: str) -> list[int]:
+    from synthgeo._errors import SpecError
+
+    try:
+        return [int(v) for v in text.split(",")]
+    except ValueError as exc:
+        raise SpecError(f"`--k-grid` = {text!r} must be integers separated by commas, e.g. "
+                        "5,10,20,50") from exc
+
+
+def run(args: argparse.Namespace, say) -> int:
+    """Carry out the command; return the exit code."""
+    from datetime import datetime, timezone
+
+    import pandas as pd
+
+    from synthgeo._versions import package_versions
+    from synthgeo.masking import NearestHouseholdAttacker, choose_k, write_choose_k
+    from synthgeo.masking.store import CHOOSE_K_RECORD, check_output_dir
+
+    t0 = time.perf_counter()
+    grid = _grid(args.k_grid)
+    attacker = NearestHouseholdAttacker(known_share=args.known_share)
+    out = Path(args.out)
+    check_output_dir(out, marker=CHOOSE_K_RECORD, overwrite=args.overwrite,
+                     inputs=input_files(args))
+    inputs = load_inputs(args)
+    utility = make_utility(args, inputs)
+    say(f"choose-k: {len(inputs.cases)} cases, {inputs.provenance['households']['total_weight']:g}"
+        f" households, k grid {grid}, {args.replicates} masks per k, CRS {inputs.crs.name}")
+    result = choose_k(inputs.cases, inputs.households, utility=utility, k_grid=grid,
+                      n_replicates=args.replicates, attacker=attacker,
+                      max_attacker_success=args.max_attacker_success,
+                      min_detection_rate=args.min_detection, weights=inputs.weights,
+                      region=inputs.region, random_seed=args.seed,
+                      progressbar=getattr(args, "progressbar", False))
+    seconds = time.perf_counter() - t0
+    record = {
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": "synthgeo choose-k",
+        "inputs": inputs.provenance,
+        "versions": package_versions(),
+        "seconds": round(seconds, 2),
+    }
+    written = write_choose_k(result, out, record=record, overwrite=args.overwrite,
+                             inputs=input_files(args))
+    t = result.table
+    cols = {"k": "k", "attacker_success": "attacker", "detection_rate": "detection",
+            "median_displacement_m": "median_disp_m", "median_displacement_dense_m": "dense_m",
+            "median_displacement_sparse_m": "sparse_m", "meets_both": "both_targets"}
+    u = result.utility
+    say(f"utility test on the true locations: {u.get('observed_on_true_locations')} cases "
+        f"within {u.get('radius_m', float('nan')):.0f} m vs {u.get('expected', float('nan')):.2f} "
+        f"expected (passes); attacker knows {result.attacker.get('n_known')} cases")
+    with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
+        say("\n" + t[list(cols)].rename(columns=cols).to_string(index=False))
+    say("(dense/sparse: cases above/below the median household density)")
+    for note in result.notes:
+        say(f"note: {note}")
+    print(result.finding)
+    say(f"({seconds:.1f} s)")
+    print(f"sweep table, compliance record and plot: {written}")
+    return 0

@@ -1,0 +1,120 @@
+"""``synthgeo compare``: unrestricted, restricted and suppressed fits side by side."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+
+def add_parser(sub, common) -> None:
+    """Register ``synthgeo compare``."""
+    c = sub.add_parser(
+        "compare", parents=[common],
+        help="fit unrestricted, restricted and suppressed models and compare risk and utility",
+        description="Fit the unrestricted model, the restricted (differentially smoothed) model "
+                    "and the suppressed baseline (at-risk records dropped) on the same data; "
+                    "print the paper's Table 1/2 analogue (posterior summaries; Reiter (2003) "
+                    "estimates with CI overlap against the confidential OLS fit), the risk "
+                    "table (within `eps` dollars and within `p` of the true value, at-risk vs "
+                    "other records, reduction vs unrestricted, implicate-average attack) and "
+                    "the spatial utility (residual semivariogram, Moran's I). Output is "
+                    "confidential: it is for the methodologist, not for release.",
+    )
+    c.add_argument("spec", nargs="?", default=None,
+                   help="release spec (TOML); default: the bundled Sacramento example")
+    c.add_argument("--out", default=None, metavar="DIR",
+                   help="write the tables (CSV), comparison.json and, with --frontier, "
+                        "frontier.csv/.png to this folder (default: print only); must not "
+                        "exist unless --overwrite")
+    c.add_argument("--overwrite", action="store_true",
+                   help="replace an earlier `synthgeo compare` output folder (default: refuse)")
+    c.add_argument("--frontier", action="store_true",
+                   help="also sweep gamma in {0, 1, auto = max(0, sigma2/tau2 - 1), 10, inf} x "
+                        "rho0 in {0.05, 0.1, 0.2, 0.3} (20 restricted fits; M in metres from "
+                        "each rho0) and tabulate and plot risk reduction vs CI overlap "
+                        "(default: off)")
+    c.add_argument("--draws", type=int, metavar="N",
+                   help="posterior draws kept per chain, integer >= 10 (overrides [sampling] "
+                        "draws; default: the spec's)")
+    c.add_argument("--seed", type=int, metavar="INT",
+                   help="random seed, non-negative integer (overrides [sampling] seed; "
+                        "default: the spec's)")
+    c.add_argument("--implicates", type=int, metavar="L",
+                   help="number L of synthetic data sets per model, integer >= 2 (overrides "
+                        "[synthesis] n_implicates; default: the spec's, 100 in the paper spec)")
+    c.add_argument("--on-convergence-failure", choices=["stop", "warn"],
+                   help="when a fit fails its checks: stop, or warn and go on (overrides "
+                        "[sampling] on_convergence_failure; default: stop)")
+
+
+def run(args: argparse.Namespace, say) -> int:
+    """Carry out the command; return the exit code."""
+    import pandas as pd
+
+    from synthgeo import __version__
+    from synthgeo.cli._spec import spec_from_args
+    from synthgeo.studies.compare import compare_models, write_comparison
+
+    t0 = time.perf_counter()
+    spec = spec_from_args(args)
+    if args.out is not None:  # refuse a bad --out before minutes of fitting
+        from pathlib import Path
+
+        from synthgeo._errors import SpecError
+
+        out = Path(args.out)
+        if out.exists() and not args.overwrite:
+            raise SpecError(f"output folder {str(out)!r} exists; pass `--overwrite` to replace "
+                            "it or choose another `--out`")
+    say(f"synthgeo {__version__} compare: {spec.source}")
+    result = compare_models(spec, progress=lambda m: say(f"  {m}"))
+    frontier = None
+    if args.frontier:
+        from synthgeo.studies.frontier import risk_utility_frontier
+
+        say("risk-utility frontier (gamma x rho0)")
+        frontier = risk_utility_frontier(spec, progress=lambda m: say(f"  {m}"))
+    fmt = {"display.width": 200, "display.max_columns": 20,
+           "display.float_format": "{:.4g}".format}
+    rel = result.release
+    with pd.option_context(*[x for kv in fmt.items() for x in kv]):
+        say(f"\nN = {rel.data.n_records}, M = {rel.M_m:,.0f} m, at-risk records: "
+            f"{rel.at_risk.n_at_risk}, L = {spec.synthesis.n_implicates}, gamma = "
+            f"{spec.model.gamma}, engine: {rel.fits['restricted'].engine.get('sampler')}/"
+            f"{rel.fits['restricted'].engine.get('gp')}")
+        say("\nPosterior summaries (tau2 = nugget, phi per km, effective range in metres):")
+        say(result.posterior.to_string(index=False))
+        say(f"\nUtility, Reiter (2003) for {spec.formula!r} (CI overlap vs confidential OLS on "
+            "all records; unclamped, negative = intervals do not meet):")
+        say(result.utility[["model", "term", "estimate", "lower", "upper", "ci_overlap",
+                            "std_diff"]].to_string(index=False))
+        say("\nDisclosure risk (mean share of implicates within tolerance; reduction vs "
+            "unrestricted; attack = share exposed by the implicate average; suppressed: "
+            "at-risk records not released):")
+        say(result.risk.to_string(index=False))
+        say("\nAt-risk records (model scale: truth, synthetic mean and sd per model):")
+        say(result.at_risk_records.to_string(index=False))
+        say("\nMoran's I of the response (k-NN weights; mean and 5-95% over implicates):")
+        say(result.spatial["morans_i"].to_string(index=False))
+        say("\nLocal means in grid cells (>= 5 records): RMS difference from the confidential "
+            "cell means, model scale:")
+        say(result.spatial["local_means"].to_string(index=False))
+        sv = result.spatial["semivariogram"].pivot(index="bin_upper_m", columns="model",
+                                                   values="gamma")
+        sv.index = sv.index.map(lambda x: f"{x:,.0f}")
+        say("\nSemivariogram of the analyst's OLS residuals (mean over implicates) by lag bin "
+            "(upper edge, m):")
+        say(sv.to_string())
+        if frontier is not None:
+            say(f"\nRisk-utility frontier (reduction = {frontier.measure_rel}; "
+                f"_abs = {frontier.measure_abs}):")
+            say(frontier.table.to_string(index=False))
+    if args.out is not None:
+        out = write_comparison(result, args.out, overwrite=args.overwrite, frontier=frontier)
+        print(f"comparison (confidential): {out}")
+    secs = dict(result.seconds)
+    if frontier is not None:
+        secs["frontier"] = frontier.seconds["total"]
+    secs["wall"] = time.perf_counter() - t0
+    say("\nseconds: " + ", ".join(f"{k} {v:.1f}" for k, v in secs.items()))
+    return 0

@@ -1,0 +1,166 @@
+"""``synthgeo mask``: donut-mask case points to k households, once, and write the layer."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import warnings
+from pathlib import Path
+
+from synthgeo.cli._masking import (
+    add_attacker_args,
+    add_input_args,
+    add_utility_args,
+    input_files,
+    load_inputs,
+    make_utility,
+)
+
+_SMALL_SEED = 10**9
+
+
+def add_parser(sub, common) -> None:
+    """Register ``synthgeo mask``."""
+    p = sub.add_parser(
+        "mask", parents=[common], help="donut-mask case points to k households",
+        description="Move each case in a random direction by a distance uniform in area "
+                    "between 0.5 r_k and r_k metres, r_k the distance to its k-th nearest "
+                    "household, redrawing moves that leave the study region. Writes "
+                    "DIR/release/ (masked layer, CSV, method note: publishable) and "
+                    "DIR/mask.json (seed, input hashes, evaluation: confidential). Mask once: "
+                    "rerunning on the same inputs reuses the written mask; --reuse carries "
+                    "earlier masked points into a later release.",
+    )
+    add_input_args(p)
+    p.add_argument("--k", type=int, required=True, metavar="K",
+                   help="households each case is hidden among (integer >= 1, at most the "
+                        "household total); choose it with `synthgeo choose-k`")
+    p.add_argument("--seed", type=int, metavar="INT",
+                   help="random seed, non-negative integer (default: a fresh random 63-bit "
+                        "seed, recorded in mask.json); it is the key of the mask: keep it "
+                        "confidential and long")
+    p.add_argument("--out", default="synthgeo-mask", metavar="DIR",
+                   help="output folder (default: ./synthgeo-mask); must not exist, unless it "
+                        "holds this same mask (then it is reused) or --overwrite")
+    p.add_argument("--format", choices=["parquet", "gpkg"], default="parquet",
+                   help="masked layer format: GeoParquet or GeoPackage (default: parquet); a "
+                        "CSV with x_m/y_m in metres is always written too")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an earlier mask in --out (only if it was never released: two "
+                        "independent masks of the same cases can be averaged; default: refuse)")
+    p.add_argument("--reuse", metavar="DIR",
+                   help="earlier mask folder: cases whose id is in it keep their earlier masked "
+                        "point; only new cases are masked (default: none)")
+    add_utility_args(p, required=False)
+    add_attacker_args(p)
+    p.add_argument("--n-attacks", type=int, default=200, metavar="N",
+                   help="random choices of the attacker's known cases averaged over when "
+                        "scoring the written mask (default: 200)")
+
+
+def run(args: argparse.Namespace, say) -> int:
+    """Carry out the command; return the exit code."""
+    import numpy as np
+
+    from synthgeo._errors import SpecError
+    from synthgeo._versions import package_versions
+    from synthgeo.masking import (
+        NearestHouseholdAttacker,
+        evaluate_mask,
+        mask_to_k,
+        read_mask,
+        reuse_previous_mask,
+        write_mask,
+    )
+    from synthgeo.masking._validate import resolve_seed
+    from synthgeo.masking.store import MASK_SIDECAR, check_output_dir, inputs_key
+
+    attacker = NearestHouseholdAttacker(known_share=args.known_share)
+    inputs = load_inputs(args)
+    prov = inputs.provenance
+    previous = None
+    if args.reuse is not None:
+        previous = read_mask(args.reuse)
+    params = {
+        "cases": {k: prov["cases"][k] for k in ("sha256", "query", "id_column")},
+        "households": {k: prov["households"][k] for k in ("sha256", "query", "weight_column")},
+        "region": None if prov["region"] is None else prov["region"]["sha256"],
+        "coordinates": {k: prov["coordinates"][k] for k in ("x", "y", "crs", "coord_unit_m")},
+        "k": args.k, "method": "donut-1",
+        "reuse": None if previous is None else previous[1].get("inputs_key"),
+    }
+    key = inputs_key(params)
+    out = Path(args.out)
+    side_path = out / MASK_SIDECAR
+    if side_path.is_file():
+        old = json.loads(side_path.read_text(encoding="utf-8"))
+        if old.get("inputs_key") == key and args.seed in (None, old.get("random_seed")):
+            layer, side = read_mask(out)  # checks the files are unchanged
+            say(f"reusing the mask in {out} (same inputs and k, seed from its mask.json); "
+                "nothing re-masked or rewritten")
+            _summary(say, side)
+            print(f"masked points: {out / side['layer']}")
+            return 0
+        if not args.overwrite:
+            raise SpecError(
+                f"{out} holds a mask made from other inputs, k or seed; a second independent "
+                "mask of the same cases lets an attacker average the two. Use another `--out`, "
+                "`--reuse` it to keep the masked points already released, or `--overwrite` only "
+                "if that mask was never released")
+    check_output_dir(out, marker=MASK_SIDECAR, overwrite=args.overwrite,
+                     inputs=input_files(args))
+    if args.seed is not None and 0 <= args.seed < _SMALL_SEED:
+        warnings.warn(f"--seed {args.seed} is short: the seed is the key of the mask and a "
+                      "short one can be guessed and the displacements undone; omit --seed to "
+                      "draw a long random one", UserWarning, stacklevel=2)
+    seed = resolve_seed(args.seed)
+    mask = mask_to_k(inputs.cases, inputs.households, k=args.k, weights=inputs.weights,
+                     region=inputs.region, random_seed=seed)
+    reused = None
+    if previous is not None:
+        layer, side = previous
+        if side.get("k") != args.k:
+            warnings.warn(f"the earlier mask in {args.reuse} used k = {side.get('k')}, this one "
+                          f"k = {args.k}; the carried-over points keep their earlier k",
+                          UserWarning, stacklevel=2)
+        mask = reuse_previous_mask(mask, layer, inputs.cases)
+        reused = {"path": str(args.reuse), "inputs_key": side.get("inputs_key"),
+                  "k": side.get("k"), "n_reused": mask.n_reused}
+    utility = make_utility(args, inputs)
+    evaluation = evaluate_mask(inputs.cases, mask, attacker=attacker, utility=utility,
+                               n_attacks=args.n_attacks,
+                               random_seed=np.random.default_rng([seed, 2]))
+    record = {
+        "inputs": prov, "inputs_key": key, "parameters": params, "reused_from": reused,
+        "evaluation": evaluation.to_dict(),
+        "versions": package_versions(),
+        "command": "synthgeo mask",
+    }
+    written = write_mask(mask, out, record=record, file_format=args.format,
+                         overwrite=args.overwrite, inputs=input_files(args))
+    side = json.loads((written / MASK_SIDECAR).read_text(encoding="utf-8"))
+    _summary(say, side)
+    print(f"masked points: {written / side['layer']}")
+    print(f"record (confidential: holds the seed): {written / MASK_SIDECAR}")
+    return 0
+
+
+def _summary(say, side: dict) -> None:
+    ev = side.get("evaluation") or {}
+    att = ev.get("attacker") or {}
+    say(f"{side['n_cases']} cases masked to k = {side['k']} households ({side['n_redraws']} "
+        f"redraws outside the region, {side.get('n_reused', 0)} carried over from an earlier "
+        f"mask); CRS {side['crs']}")
+    if ev:
+        say(f"displacement: median {ev['median_displacement_m']:.0f} m (min "
+            f"{ev['min_displacement_m']:.0f}, max {ev['max_displacement_m']:.0f})")
+        say(f"attacker success on this mask: {ev['attacker_success']:.3f} (± "
+            f"{ev['attacker_success_se']:.3f} MC s.e.; attacker knows {att.get('n_known')} "
+            f"cases; random-guess baseline {att.get('baseline', float('nan')):.3f})")
+        u = ev.get("utility")
+        if u:
+            obs = (f": observed {u['observed']} within {u['radius_m']:.0f} m vs "
+                   f"{u['expected']:.2f} expected (true locations: "
+                   f"{u['observed_on_true_locations']})" if "observed" in u else "")
+            say(f"utility test ({u['name']}) on this mask: "
+                f"{'passes' if u['passes'] else 'fails'}{obs}")

@@ -1,1 +1,0 @@
-"""Diagnostics of the confidential data before fitting (the at-risk rule)."""

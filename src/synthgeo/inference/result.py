@@ -1,0 +1,231 @@
+"""The fit type both inference routes return, and the convergence gate of a release.
+
+:class:`GPFit` holds the posterior (ArviZ), D and the engine's description;
+:func:`check_convergence` compares ArviZ's R-hat and ESS with the release thresholds and
+:func:`require_convergence` applies ``on_convergence_failure``.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import arviz as az
+import numpy as np
+import pandas as pd
+
+from synthgeo._errors import ConvergenceError
+from synthgeo.model.restricted_gp import GPPriors
+from synthgeo.model.smoothing import Smoothing
+
+__all__ = ["GPFit", "Convergence", "check_convergence", "require_convergence",
+           "HYPER_PARAMETERS"]
+
+log = logging.getLogger(__name__)
+
+#: Sampled (hyper-)parameters whose diagnostics gate a release.
+HYPER_PARAMETERS = ("sigma2", "nugget", "range")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Convergence:
+    """MCMC diagnostics (ArviZ) against the release thresholds.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per scalar parameter: ``r_hat``, ``ess_bulk``, ``ess_tail``.
+    n_divergent : int
+        Divergent transitions after warm-up.
+    max_r_hat, min_ess_bulk, min_ess_tail : float
+        Worst values over the table.
+    passed : bool
+        R-hat ≤ 1.01, bulk and tail ESS ≥ 100 per chain, no divergences.
+    problems : list of str
+        Human-readable reasons when not passed.
+    """
+
+    table: pd.DataFrame
+    n_divergent: int
+    max_r_hat: float
+    min_ess_bulk: float
+    min_ess_tail: float
+    passed: bool
+    problems: list[str]
+
+    def to_dict(self) -> dict:
+        """JSON-serialisable summary."""
+        return {
+            "passed": self.passed, "max_r_hat": self.max_r_hat,
+            "min_ess_bulk": self.min_ess_bulk, "min_ess_tail": self.min_ess_tail,
+            "n_divergent": self.n_divergent, "problems": self.problems,
+            "per_parameter": self.table.reset_index(names="parameter").to_dict("records"),
+        }
+
+
+def check_convergence(
+    idata: az.InferenceData,
+    var_names: tuple[str, ...] = HYPER_PARAMETERS,
+    *,
+    max_r_hat: float = 1.01,
+    min_ess_per_chain: float = 100.0,
+) -> Convergence:
+    """Compare ArviZ's rank-normalised R-hat and bulk/tail ESS with the release thresholds.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        With ``posterior`` and ``sample_stats`` (``diverging``).
+    var_names : tuple of str
+        Parameters to check.
+    max_r_hat : float, default=1.01
+    min_ess_per_chain : float, default=100
+        Required bulk and tail ESS per chain (total ≥ this × number of chains).
+
+    Returns
+    -------
+    Convergence
+
+    References
+    ----------
+    Vehtari, Gelman, Simpson, Carpenter, Bürkner (2021), Rank-normalization, folding, and
+    localization: an improved R-hat. Bayesian Analysis 16(2), doi:10.1214/20-BA1221.
+    """
+    post = idata.posterior[list(var_names)]
+    table = pd.DataFrame({
+        "r_hat": _flat(az.rhat(post)),
+        "ess_bulk": _flat(az.ess(post, method="bulk")),
+        "ess_tail": _flat(az.ess(post, method="tail")),
+    })
+    n_chain = idata.posterior.sizes["chain"]
+    div = idata.sample_stats.get("diverging")
+    n_div = int(div.sum()) if div is not None else 0
+    need = min_ess_per_chain * n_chain
+    problems = []
+    if n_chain < 2 or table["r_hat"].isna().any():
+        problems.append("R-hat undefined (needs >= 2 chains)")
+    elif table["r_hat"].max() > max_r_hat:
+        problems.append(f"R-hat {table['r_hat'].max():.3f} > {max_r_hat} "
+                        f"({table['r_hat'].idxmax()})")
+    for col in ("ess_bulk", "ess_tail"):
+        if table[col].min() < need:
+            problems.append(f"{col} {table[col].min():.0f} < {need:.0f} ({table[col].idxmin()})")
+    if n_div:
+        problems.append(f"{n_div} divergent transitions")
+    return Convergence(
+        table=table, n_divergent=n_div, max_r_hat=float(table["r_hat"].max()),
+        min_ess_bulk=float(table["ess_bulk"].min()), min_ess_tail=float(table["ess_tail"].min()),
+        passed=not problems, problems=problems,
+    )
+
+
+def _flat(ds) -> pd.Series:
+    out = {}
+    for name, da in ds.data_vars.items():
+        vals = np.atleast_1d(da.values).ravel()
+        if vals.size == 1:
+            out[name] = float(vals[0])
+        else:
+            for i, v in enumerate(vals):
+                out[f"{name}[{i}]"] = float(v)
+    return pd.Series(out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GPFit:
+    """A fitted (restricted or unrestricted) GP regression.
+
+    Attributes
+    ----------
+    idata : arviz.InferenceData
+        ``posterior`` with ``sigma2``, ``nugget`` (response units²), ``range`` (effective range,
+        metres), ``phi`` (1/metre), ``beta`` (chain, draw, coef), ``w`` (chain, draw, site);
+        ``sample_stats``; ``constant_data`` with ``scale`` (D) and ``site_index``.
+    scale : ndarray of shape (n_sites,)
+        Diagonal of D.
+    priors : GPPriors
+    convergence : Convergence
+    seconds : dict
+        Wall time per fitting stage in seconds.
+    engine : dict
+        How the posterior was computed: ``sampler`` ("nutpie" or "grid"), ``gp`` ("exact" or
+        "nngp"), ``n_neighbors``, and for the grid route its stages and checks.
+    effect_sampler : callable or None
+        ``effect_sampler(flat_index) -> ndarray (k, n_sites)``: w for the given flattened
+        (chain, draw) indices when the posterior does not store ``w`` for every draw (the grid
+        route draws w only for the draws that become implicates). Use :meth:`effects`.
+    smoothing : Smoothing or None
+        When D depends on the draw (γ = "auto"), the rule giving d(α); ``scale`` then holds
+        d at the posterior median of α, for reports only. Use :meth:`scales`.
+    """
+
+    idata: az.InferenceData
+    scale: np.ndarray
+    priors: GPPriors
+    convergence: Convergence
+    seconds: dict[str, float]
+    engine: dict = field(default_factory=lambda: {"sampler": "nutpie", "gp": "exact"})
+    effect_sampler: Callable[[np.ndarray], np.ndarray] | None = None
+    smoothing: Smoothing | None = None
+
+    def effects(self, flat_index: np.ndarray) -> np.ndarray:
+        """Spatial effects w (model scale, before D) for flattened (chain, draw) indices.
+
+        Parameters
+        ----------
+        flat_index : ndarray of int, shape (k,)
+            Indices into the posterior flattened as chain-major (chain * n_draw + draw).
+
+        Returns
+        -------
+        ndarray of shape (k, n_sites)
+        """
+        flat_index = np.asarray(flat_index, dtype=int)
+        post = self.idata.posterior
+        if "w" in post:
+            ci, di = np.divmod(flat_index, post.sizes["draw"])
+            return post["w"].values[ci, di]
+        if self.effect_sampler is None:
+            raise ValueError("this fit holds no spatial effects")
+        return self.effect_sampler(flat_index)
+
+    def scales(self, flat_index: np.ndarray) -> np.ndarray:
+        """D's diagonal for flattened (chain, draw) indices, shape (k, n_sites).
+
+        Equal to ``scale`` in every row unless γ = "auto", where row j is d(α_j) with
+        α_j = τ²/σ² of draw j.
+        """
+        flat_index = np.asarray(flat_index, dtype=int)
+        if self.smoothing is None or not self.smoothing.depends_on_nugget:
+            return np.broadcast_to(self.scale, (flat_index.size, self.scale.size)).copy()
+        post = self.idata.posterior
+        alpha = (post["nugget"] / post["sigma2"]).values.ravel()[flat_index]
+        return np.stack([self.smoothing.scale(float(a)) for a in alpha])
+
+    def phi_quantiles(self, q: tuple[float, ...] = (0.05, 0.5, 0.95)) -> np.ndarray:
+        """Posterior quantiles of φ in 1/metre."""
+        return np.quantile(self.idata.posterior["phi"].values.ravel(), q)
+
+
+def require_convergence(fits: dict[str, GPFit], policy: str) -> None:
+    """Raise :class:`ConvergenceError` (policy "stop") or warn (policy "warn") on failures."""
+    bad = {k: f.convergence.problems for k, f in fits.items() if not f.convergence.passed}
+    if not bad:
+        return
+    msg = "; ".join(f"{k}: {', '.join(v)}" for k, v in bad.items())
+    grid = any(f.engine.get("sampler") == "grid" for f in fits.values())
+    if policy == "stop" and grid:
+        raise ConvergenceError(
+            f"posterior checks failed ({msg}); nothing was written to release/. The grid "
+            "route's draws are independent: raise `[sampling] draws` for Monte Carlo R-hat/ESS; "
+            "grid problems (cell or edge mass) need the prior bounds checked. Or set "
+            "`on_convergence_failure = \"warn\"` for a preview"
+        )
+    if policy == "stop":
+        raise ConvergenceError(
+            f"MCMC did not converge ({msg}); nothing was written to release/. Increase "
+            "`[sampling] draws`/`tune`, or set `on_convergence_failure = \"warn\"` for a preview"
+        )
+    warnings.warn(f"MCMC convergence problems ({msg})", UserWarning, stacklevel=2)

@@ -1,0 +1,1 @@
+"""Input and output: points files to projected GeoDataFrames (metres); atomic output folders."""

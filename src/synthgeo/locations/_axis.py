@@ -1,0 +1,262 @@
+"""One axis (space in metres, or time in seconds) of the outlier policy: state and disposals.
+
+The policy (spec: anonymity.md, "Outlier policy") runs the same logic on each axis:
+isolation ratio from the (k−1)-th nearest other subject, and three disposals — spatial
+microaggregation to a group centroid (merge), the smallest dyadic cell holding ≥ k records
+(generalise; a quadtree in 2-D, nested time bins in 1-D) and removal (suppress, decided for the
+whole record by the driver in :mod:`synthgeo.locations.outliers`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.spatial.distance import pdist
+
+from synthgeo.locations.neighbours import nearest_other_subjects
+
+OK, MERGE, GENERALISE, SUPPRESS = 0, 1, 2, 3
+LABELS = ("ok", "merge", "generalise", "suppress")
+POINT, MERGED, GENERALISED = 0, 1, 2
+
+# nested time bins (seconds): 1 s, 1 min, 5 min, 15 min, 30 min, 1 h, 3 h, 6 h, 12 h, 1 day,
+# 1 week, 4 weeks, 52 weeks; each divides the next, all aligned to 1970-01-01T00:00Z
+TIME_LADDER_S = (1, 60, 300, 900, 1800, 3600, 10800, 21600, 43200, 86400, 604800, 2419200,
+                 31449600)
+
+
+def classify(ratio: np.ndarray, merge_ratio: float, generalise_ratio: float) -> np.ndarray:
+    """Label codes from isolation ratios ι: ok (ι ≤ 1), merge, generalise, suppress (ι > g)."""
+    out = np.full(ratio.shape, SUPPRESS, dtype=np.int8)
+    out[ratio <= generalise_ratio] = GENERALISE
+    out[ratio <= merge_ratio] = MERGE
+    out[ratio <= 1.0] = OK
+    return out
+
+
+def cell_ladder(coords: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """Nested cell sizes and the grid origin for an axis; the last size covers all records.
+
+    Space: sides 1, 2, 4, … metres (a quadtree) from the floor of the smallest coordinates.
+    Time: :data:`TIME_LADDER_S`, then doubling, aligned to the Unix epoch.
+    """
+    lo, hi = coords.min(axis=0), coords.max(axis=0)
+    if kind == "space":
+        origin, sizes = np.floor(lo), [1.0]
+    else:
+        origin, sizes = np.zeros(coords.shape[1]), [float(s) for s in TIME_LADDER_S]
+
+    def one_cell(size: float) -> bool:
+        return bool(np.all(np.floor((lo - origin) / size) == np.floor((hi - origin) / size)))
+
+    while not one_cell(sizes[-1]):
+        sizes.append(sizes[-1] * 2.0)
+    return np.asarray(sizes), origin
+
+
+class Axis:
+    """Mutable state of one axis during the fixed-point iteration (internal)."""
+
+    def __init__(self, name: str, coords: np.ndarray, r_max: float, subject: np.ndarray,
+                 k: int, *, has_subjects: bool = True) -> None:
+        self.name = name
+        self.true = np.asarray(coords, dtype=np.float64)
+        if self.true.ndim == 1:
+            self.true = self.true[:, None]
+        n = len(self.true)
+        self.r_max = float(r_max)
+        self.subject = subject
+        # without a subject column every record is its own subject (faster neighbour search)
+        self.subject_arg = subject if has_subjects else None
+        self.k = int(k)
+        self.published = self.true.copy()
+        self.status = np.full(n, POINT, dtype=np.int8)
+        self.sizes, self.origin = cell_ladder(self.true, "space" if name == "space" else "time")
+        self.level = np.full(n, -1, dtype=np.int64)
+        self.cell = np.zeros_like(self.true, dtype=np.int64)
+        self.edges: list[tuple[np.ndarray, np.ndarray]] = []
+        self.component = np.arange(n)
+        self.first_distance = np.full(n, np.nan)
+        self.label = np.zeros(n, dtype=np.int8)
+
+    # -- isolation and validity -----------------------------------------------------------------
+    def isolation(self, query: np.ndarray, active: np.ndarray) -> np.ndarray:
+        """Return the distances to the k−1 nearest other active subjects, shape (n_query, k−1).
+
+        The last column is d_i, from the record's published location; inf when fewer exist.
+        """
+        dist, _ = nearest_other_subjects(self.published, self.k - 1, subject=self.subject_arg,
+                                         query=query, candidates=np.flatnonzero(active))
+        return dist
+
+    def group_sizes(self, active: np.ndarray) -> np.ndarray:
+        """Distinct active subjects in each record's merge group (0 for non-members)."""
+        members = active & (self.status == MERGED)
+        out = np.zeros(len(self.true), dtype=np.int64)
+        if not members.any():
+            return out
+        comp = self.component[members].astype(np.int64)
+        n_subj = int(self.subject.max()) + 1
+        pairs = np.unique(comp * n_subj + self.subject[members])  # distinct (group, subject)
+        per_group = np.bincount(pairs // n_subj, minlength=len(self.true))
+        out[members] = per_group[comp]
+        return out
+
+    def cell_counts(self, records: np.ndarray, level: np.ndarray, active: np.ndarray,
+                    movers: np.ndarray) -> np.ndarray:
+        """Distinct subjects in the level-``level`` cell holding each record's true location.
+
+        Counted: the record itself; active exact or merged records whose published point lies
+        in the cell; active generalised records whose own cell lies inside it. Records in
+        `movers` (being generalised in this pass) count only for themselves.
+        """
+        out = np.zeros(len(records), dtype=np.int64)
+        others = active & ~movers
+        for lev in np.unique(level):
+            sel = level == lev
+            size = self.sizes[lev]
+            ok = others & ((self.status != GENERALISED) | (self.level <= lev))
+            idx = np.flatnonzero(ok)
+            key_o = self._keys(self.published[idx], size)
+            q = records[sel]
+            key_q = self._keys(self.true[q], size)
+            codes = pd.factorize(np.concatenate([key_o, key_q]))[0].astype(np.int64)
+            n_subj = int(self.subject.max()) + 1
+            pairs = np.unique(codes[:len(key_o)] * n_subj + self.subject[idx])  # (cell, subject)
+            per_cell = np.bincount(pairs // n_subj, minlength=int(codes.max()) + 1)
+            cq = codes[len(key_o):]
+            base = per_cell[cq]
+            # is the record's own subject already among the others in its cell?
+            mine = cq * n_subj + self.subject[q]
+            pos = np.minimum(np.searchsorted(pairs, mine), max(len(pairs) - 1, 0))
+            own = (pairs[pos] == mine) if len(pairs) else np.zeros(len(q), dtype=bool)
+            out[sel] = base + (~own).astype(np.int64)
+        return out
+
+    def _keys(self, pts: np.ndarray, size: float) -> np.ndarray:
+        """One int64 key per point for its cell of side `size` (1-D or 2-D)."""
+        ij = np.floor((pts - self.origin) / size).astype(np.int64)
+        if ij.shape[1] == 1:
+            return ij[:, 0]
+        return ij[:, 0] * (2**32) + ij[:, 1]
+
+    # -- disposals ------------------------------------------------------------------------------
+    def merge(self, query: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+        """Microaggregate each query record with its k−1 nearest other candidate subjects.
+
+        Groups overlapping through shared members are united (connected components); every
+        active member is published at the centroid of the members' true locations. Returns
+        the query records that found fewer than k−1 other subjects (to generalise instead).
+        """
+        if len(query) == 0:
+            return query
+        _, nb = nearest_other_subjects(self.published, self.k - 1, subject=self.subject_arg,
+                                       query=query, candidates=candidates)
+        short = (nb < 0).any(axis=1)
+        q = query[~short]
+        nb = nb[~short]
+        if len(q):
+            self.edges.append((np.repeat(q, nb.shape[1]), nb.ravel()))
+        self.status[q] = MERGED
+        self.status[nb.ravel()] = MERGED
+        return query[short]
+
+    def regroup(self, active: np.ndarray) -> None:
+        """Recompute merge groups over active merged records and move them to the centroids."""
+        n = len(self.true)
+        members = active & (self.status == MERGED)
+        if not self.edges:
+            return
+        a = np.concatenate([e[0] for e in self.edges])
+        b = np.concatenate([e[1] for e in self.edges])
+        keep = members[a] & members[b]
+        graph = coo_matrix((np.ones(int(keep.sum())), (a[keep], b[keep])), shape=(n, n))
+        _, comp = connected_components(graph, directed=False)
+        self.component = comp.astype(np.int64)
+        idx = np.flatnonzero(members)
+        c = comp[idx]
+        sums = np.zeros((n, self.true.shape[1]))
+        np.add.at(sums, c, self.true[idx])
+        counts = np.bincount(c, minlength=n).astype(np.float64)
+        self.published[idx] = sums[c] / counts[c][:, None]
+        alone = idx[counts[c] == 1]  # lost every partner (suppressed or generalised): a point
+        self.status[alone] = POINT
+        self.published[alone] = self.true[alone]
+
+    def generalise(self, query: np.ndarray, active: np.ndarray) -> np.ndarray:
+        """Publish each query record as the smallest cell holding ≥ k subjects.
+
+        Returns the query records for which even the largest cell holds fewer (to suppress).
+        """
+        if len(query) == 0:
+            return query
+        movers = np.zeros(len(self.true), dtype=bool)
+        movers[query] = True
+        found = np.full(len(query), -1, dtype=np.int64)
+        for lev in range(len(self.sizes)):
+            todo = np.flatnonzero(found < 0)
+            if not todo.size:
+                break
+            n = self.cell_counts(query[todo], np.full(len(todo), lev), active, movers)
+            found[todo[n >= self.k]] = lev
+        ok = found >= 0
+        q = query[ok]
+        lev = found[ok]
+        size = self.sizes[lev][:, None]
+        cell = np.floor((self.true[q] - self.origin) / size).astype(np.int64)
+        self.status[q] = GENERALISED
+        self.level[q] = lev
+        self.cell[q] = cell
+        self.published[q] = self.origin + (cell + 0.5) * size
+        return query[~ok]
+
+    def cells_valid(self, active: np.ndarray) -> np.ndarray:
+        """Active generalised records whose cell still holds ≥ k subjects."""
+        gen = np.flatnonzero(active & (self.status == GENERALISED))
+        valid = np.zeros(len(self.true), dtype=bool)
+        if gen.size:
+            n = self.cell_counts(gen, self.level[gen], active, np.zeros(len(self.true), bool))
+            valid[gen[n >= self.k]] = True
+        return valid
+
+    def release_record(self, idx: np.ndarray) -> None:
+        """Forget a record's disposal (it is suppressed, or will be re-disposed)."""
+        self.status[idx] = POINT
+        self.level[idx] = -1
+        self.published[idx] = self.true[idx]
+
+    # -- reporting ------------------------------------------------------------------------------
+    def group_table(self, active: np.ndarray) -> tuple[np.ndarray, list[dict]]:
+        """Return the group id per record (−1 if none) and one row per group.
+
+        Rows: members, subjects, diameter (largest distance between two members' true
+        locations) and largest displacement (true location to the published centroid).
+        """
+        members = np.flatnonzero(active & (self.status == MERGED))
+        gid = np.full(len(self.true), -1, dtype=np.int64)
+        rows: list[dict] = []
+        if not members.size:
+            return gid, rows
+        comps, inv = np.unique(self.component[members], return_inverse=True)
+        gid[members] = inv
+        order = np.argsort(inv, kind="stable")
+        bounds = np.searchsorted(inv[order], np.arange(len(comps) + 1))
+        for g in range(len(comps)):
+            m = members[order[bounds[g]:bounds[g + 1]]]
+            diam = float(pdist(self.true[m]).max()) if len(m) > 1 else 0.0
+            shift = float(np.sqrt(((self.true[m] - self.published[m]) ** 2).sum(axis=1)).max())
+            rows.append({"group": g, "n_records": len(m),
+                         "n_subjects": int(len(np.unique(self.subject[m]))),
+                         "diameter": diam, "exceeds_r_max": diam > self.r_max,
+                         "max_displacement": shift,
+                         "displacement_exceeds_r_max": shift > self.r_max})
+        return gid, rows
+
+    def cell_size(self) -> np.ndarray:
+        """Cell side per record (NaN unless generalised)."""
+        out = np.full(len(self.true), np.nan)
+        gen = self.status == GENERALISED
+        out[gen] = self.sizes[self.level[gen]]
+        return out

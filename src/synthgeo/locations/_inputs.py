@@ -1,0 +1,121 @@
+"""Validate a points layer once, at the door, for the location diagnostics."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import geopandas
+import numpy as np
+import pandas as pd
+
+from synthgeo._errors import InputError, SpecError
+from synthgeo.io.points import coordinates_m
+
+MISSING_LABEL = "<missing>"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prepared:
+    """Coordinates, ids, group labels and subject codes of a checked layer."""
+
+    coords_m: np.ndarray
+    record_id: np.ndarray
+    id_column: str
+    group_label: np.ndarray | None
+    subject: np.ndarray | None
+    crs_wkt: str
+    source_crs_wkt: str | None
+
+
+def as_columns(value: str | Sequence[str] | None, name: str) -> tuple[str, ...]:
+    """Column names from None, one name or a sequence of names."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    cols = tuple(value)
+    if not all(isinstance(c, str) and c for c in cols):
+        raise TypeError(f"`{name}` must be a column name or a list of column names, got {value!r}")
+    return cols
+
+
+def check_columns(points: geopandas.GeoDataFrame, columns: Sequence[str], role: str) -> None:
+    """Raise InputError naming the missing columns and the available ones."""
+    missing = [c for c in columns if c not in points.columns]
+    if missing:
+        shown = [str(c) for c in points.columns if c != points.geometry.name]
+        raise InputError(f"{role} column(s) {missing} not found; available columns: {shown} "
+                         "(names are case-sensitive)")
+
+
+def group_labels(points: pd.DataFrame, group_by: Sequence[str]) -> np.ndarray | None:
+    """One text label per record joining the `group_by` values (missing values labelled)."""
+    if not group_by:
+        return None
+    parts = []
+    for c in group_by:
+        col = points[c]
+        text = col.astype(object).where(col.notna(), MISSING_LABEL).astype(str)
+        parts.append(text.to_numpy(dtype=object))
+    label = parts[0]
+    for p in parts[1:]:
+        label = label + " × " + p
+    return np.asarray(label, dtype=object)
+
+
+def prepare(
+    points: geopandas.GeoDataFrame,
+    *,
+    group_by: Sequence[str] = (),
+    subject: str | None = None,
+    id_column: str | None = None,
+) -> Prepared:
+    """Check a projected points layer and pull out what the diagnostics need.
+
+    Raises
+    ------
+    TypeError
+        If `points` is not a GeoDataFrame.
+    InputError
+        Missing CRS, geographic or Web Mercator CRS, non-point geometry, missing column,
+        missing subject ids, or duplicate record ids.
+    """
+    if not isinstance(points, geopandas.GeoDataFrame):
+        raise TypeError(f"`points` must be a GeoDataFrame (see synthgeo.io.points.load_points), got "
+                        f"{type(points).__name__}")
+    coords = coordinates_m(points)
+    if id_column is None:
+        id_column = points.attrs.get("id_column")
+    check_columns(points, [c for c in (id_column,) if c], "id")
+    check_columns(points, list(group_by), "`group_by`")
+    check_columns(points, [subject] if subject else [], "subject")
+    if id_column:
+        ids = points[id_column].to_numpy()
+        if pd.Series(ids).duplicated().any():
+            raise InputError(f"id column `{id_column}` is not unique")
+    else:
+        id_column = "record"
+        ids = np.arange(len(points))
+    subj = None
+    if subject:
+        col = points[subject]
+        if col.isna().any():
+            raise InputError(f"subject column `{subject}` has {int(col.isna().sum())} missing "
+                             "ids; give every record its subject (or drop `subject`)")
+        subj = pd.factorize(col.to_numpy())[0].astype(np.int64)
+    return Prepared(
+        coords_m=coords, record_id=ids, id_column=id_column,
+        group_label=group_labels(points, group_by), subject=subj,
+        crs_wkt=points.crs.to_wkt(), source_crs_wkt=points.attrs.get("source_crs"),
+    )
+
+
+def check_threshold(k: int, k_max: int | None) -> None:
+    """Refuse k < 2, or a cap below k (then "below k" could not be told)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 2:
+        raise SpecError(f"`k` must be an integer >= 2 (the anonymity threshold), got {k!r}")
+    if k_max is not None and (isinstance(k_max, bool) or not isinstance(k_max, (int, np.integer))
+                              or k_max < k):
+        raise SpecError(f"`k_max` must be an integer >= `k` = {k} (counts are exact below the "
+                        f"cap), got {k_max!r}; raise `k_max` or lower `k`")

@@ -1,0 +1,271 @@
+"""Write a release: ``release/`` (publishable), ``confidential/``, ``release.json``, report.
+
+Spec: release.md. Everything is written into a temporary folder beside the output and moved
+into place at the end, so a failure leaves nothing half-written; an existing output folder is
+replaced only with ``overwrite=True``, and never when the input file lies inside it.
+``release/`` is built from a whitelist: record id, released location, the spec's covariates and
+the synthetic response; no other input column can reach it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import geopandas
+import numpy as np
+import pandas as pd
+
+from synthgeo.io.atomic import atomic_folder
+from synthgeo.io.atomic import check_output_dir as _check_output_dir
+from synthgeo.release.readme import csv_name, data_user_readme
+from synthgeo._versions import package_versions
+from synthgeo.pipeline import MODELS, ReleaseResult
+from synthgeo.release.schema import validate_release_record
+
+__all__ = ["check_output_dir", "input_paths", "write_release", "package_versions", "release_frames",
+           "release_record", "EMPTY_REVIEW"]
+
+#: The review block of a new release record: the board fills it in (see the schema).
+EMPTY_REVIEW = {"reviewer": None, "decision": None, "date": None, "conditions": None}
+
+def check_output_dir(out: Path, *, overwrite: bool, inputs: list[Path]) -> None:
+    """Refuse an existing output folder without ``overwrite``, or one that holds an input.
+
+    Raises
+    ------
+    SpecError
+        With the fix (``--overwrite`` or another ``--out``); see
+        :func:`synthgeo.io.atomic.check_output_dir`.
+    """
+    _check_output_dir(out, marker="release.json", overwrite=overwrite, inputs=inputs,
+                      what="an earlier synthgeo output")
+
+
+def input_paths(spec) -> list[Path]:
+    """Files an output folder must never contain: the points file and the spec."""
+    return [spec.data_path()] + ([spec.source] if spec.source is not None else [])
+
+
+def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
+    """Long-form publishable implicates per model (whitelisted columns only).
+
+    Returns
+    -------
+    dict of str to geopandas.GeoDataFrame
+        Columns ``implicate``, the id column, the location (original coordinate columns for a
+        CSV input, and the geometry in the input's CRS), covariates, and the synthetic response
+        under the response's name. Rows ordered by implicate, then record.
+    """
+    spec, data = result.spec, result.data
+    d = spec.data
+    loc_cols = [c for c in (d.x, d.y) if c]
+    base = pd.DataFrame({data.id_column: data.record_id})
+    for c in loc_cols + d.covariates:
+        base[c] = data.gdf[c].to_numpy()
+    src_crs = data.gdf.attrs.get("source_crs") or data.gdf.crs
+    geom = data.gdf.geometry.to_crs(src_crs).reset_index(drop=True)
+    frames = {}
+    for name in MODELS:
+        ys = result.implicates[name]["y_synthetic"]
+        parts = []
+        for j, imp in enumerate(ys["implicate"].values):
+            f = base.copy()
+            f.insert(0, "implicate", int(imp))
+            f[d.response] = ys.values[j]
+            parts.append(f)
+        long = pd.concat(parts, ignore_index=True)
+        frames[name] = geopandas.GeoDataFrame(
+            long, geometry=np.tile(geom.values, len(parts)), crs=geom.crs
+        )
+    return frames
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating, float)):
+        v = float(obj)
+        return None if math.isnan(v) else ("inf" if math.isinf(v) else v)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def _file_list(folder: Path) -> list[dict[str, Any]]:
+    """List every file under ``folder`` (sorted) as ``{path, bytes, sha256}``.
+
+    Paths are relative to ``folder``'s parent (``release/...``).
+    """
+    out = []
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        h = hashlib.sha256()
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        out.append({"path": f.relative_to(folder.parent).as_posix(), "bytes": f.stat().st_size,
+                    "sha256": h.hexdigest()})
+    return out
+
+
+def release_record(
+    result: ReleaseResult, *, seconds: dict[str, float],
+    release_files: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Build the release record (``release.json``) as a dict, valid against the schema.
+
+    Parameters
+    ----------
+    result : ReleaseResult
+    seconds : dict of str to float
+        Wall time per stage, seconds.
+    release_files : list of dict, optional
+        ``{path, bytes, sha256}`` of every file under ``release/`` (written by
+        :func:`write_release`); empty when not given.
+
+    Returns
+    -------
+    dict
+        JSON-serialisable; NaN as null, infinities as "inf"/"-inf". Optional keys
+        ``locations`` and ``engine`` appear when the result carries them. The ``review`` block
+        is all null, for the board (see :data:`EMPTY_REVIEW`).
+    """
+    spec, data = result.spec, result.data
+    fits = {}
+    for name, fit in result.fits.items():
+        post = fit.idata.posterior
+        summ = {}
+        for var in ("sigma2", "nugget", "range", "phi"):
+            v = post[var].values.ravel()
+            summ[var] = {"mean": v.mean(), "sd": v.std(ddof=1), "q05": np.quantile(v, 0.05),
+                         "median": np.median(v), "q95": np.quantile(v, 0.95)}
+        beta = post["beta"]
+        for c in beta["coef"].values:
+            v = beta.sel(coef=c).values.ravel()
+            summ[f"beta[{c}]"] = {"mean": v.mean(), "sd": v.std(ddof=1),
+                                  "q05": np.quantile(v, 0.05), "median": np.median(v),
+                                  "q95": np.quantile(v, 0.95)}
+        fits[name] = {"posterior_summary": summ, "convergence": fit.convergence.to_dict(),
+                      "seconds": fit.seconds, "engine": fit.engine,
+                      "n_sites_smoothed": int(np.sum(fit.scale < 1))}
+    rec = {
+        "synthgeo_release_record": 1,
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "spec": spec.to_dict(),
+        "input": {"path": str(spec.data_path()), "sha256": data.gdf.attrs.get("sha256"),
+                  "n_read": data.gdf.attrs.get("n_read"),
+                  "n_duplicates": data.gdf.attrs.get("n_duplicates")},
+        "versions": package_versions(),
+        "seed": spec.sampling.seed,
+        "crs": {"source": str(data.gdf.attrs.get("source_crs")), "projected": data.gdf.crs.name,
+                "projected_wkt": data.gdf.crs.to_wkt()},
+        "n_records": data.n_records, "n_sites": data.sites.n_sites,
+        "n_implicates": spec.synthesis.n_implicates,
+        "released_model": "restricted",
+        "at_risk": {"rule": ("no other record within M" if spec.model.k == 2 else
+                             f"fewer than {spec.model.k - 1} other records within M"),
+                    "rho0": spec.model.rho0, "M_m": result.M_m,
+                    "M_source": "spec M_m" if spec.model.M_m else "-log(rho0)/median(phi)",
+                    "n_at_risk": result.at_risk.n_at_risk,
+                    "n_sites_at_risk": int(result.at_risk.site_at_risk.sum()),
+                    "sensitivity_to_phi": result.at_risk_sensitivity,
+                    "gamma": spec.model.gamma},
+        "priors": result.fits["unrestricted"].priors.to_dict(),
+        "fits": fits,
+        "risk_summary": result.risk_summary.to_dict("records"),
+        "utility": {"formula": spec.formula, "method": "OLS per implicate, Reiter (2003) rules",
+                    "ci_overlap": "Karr et al. (2006), unclamped: negative = disjoint",
+                    "table": result.utility.to_dict("records")},
+        "release_files": list(release_files or []),
+        "seconds": seconds,
+        "review": dict(EMPTY_REVIEW),
+    }
+    if getattr(result, "locations", None) is not None:
+        rec["locations"] = result.locations.summary()
+    return _jsonable(rec)
+
+
+def _data_user_readme(result: ReleaseResult) -> str:
+    """Return the data users' README (see :func:`synthgeo.release.readme.data_user_readme`)."""
+    return data_user_readme(result)
+
+
+def write_release(
+    result: ReleaseResult, out: str | os.PathLike, *, overwrite: bool = False,
+    report_html: str | None = None, seconds: dict[str, float] | None = None,
+) -> Path:
+    """Write all outputs atomically.
+
+    Parameters
+    ----------
+    result : ReleaseResult
+    out : path
+        Output folder (created; replaced only when ``overwrite``).
+    overwrite : bool, default=False
+    report_html : str, optional
+        The report page (see :func:`synthgeo.release.report.render_report`).
+    seconds : dict, optional
+        Stage timings for the release record.
+
+    Returns
+    -------
+    Path
+        The output folder.
+
+    Raises
+    ------
+    SpecError
+        If ``out`` exists without ``overwrite`` or contains the input.
+    """
+    out = Path(out).resolve()
+    check_output_dir(out, overwrite=overwrite, inputs=input_paths(result.spec))
+    with atomic_folder(out) as tmp:
+        rel = tmp / "release"
+        (rel / "csv").mkdir(parents=True)
+        conf = tmp / "confidential"
+        conf.mkdir()
+        frames = release_frames(result)
+        # the restricted (differentially smoothed) model's implicates are the release; the
+        # unrestricted ones are kept for the board only
+        pub = frames["restricted"]
+        pub.to_parquet(rel / "implicates.parquet", index=False)
+        n_impl = result.spec.synthesis.n_implicates
+        for imp, part in pd.DataFrame(pub.drop(columns="geometry")).groupby("implicate"):
+            part.drop(columns="implicate").to_csv(rel / "csv" / csv_name(imp, n_impl),
+                                                  index=False)
+        (rel / "README.md").write_text(_data_user_readme(result), encoding="utf-8")
+        frames["unrestricted"].to_parquet(conf / "implicates_unrestricted.parquet", index=False)
+        for name, fit in result.fits.items():
+            fit.idata.to_netcdf(str(conf / f"posterior_{name}.nc"), engine="h5netcdf")
+        risk = pd.DataFrame({
+            result.data.id_column: result.data.record_id,
+            "at_risk": result.at_risk.at_risk,
+            "n_neighbours_within_M": result.at_risk.n_neighbours,
+        })
+        for name in MODELS:
+            rf = result.risk[name].to_dataframe().reset_index(drop=True)
+            risk = pd.concat([risk, rf.add_suffix(f"_{name}")], axis=1)
+        risk.to_csv(conf / "risk_per_record.csv", index=False)
+        result.risk_summary.to_csv(conf / "risk_summary.csv", index=False)
+        if result.locations is not None:  # per-record k and outlier labels: board only
+            result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
+        result.utility.to_csv(conf / "utility_reiter.csv", index=False)
+        record = release_record(result, seconds=seconds or result.seconds,
+                                release_files=_file_list(rel))
+        validate_release_record(record)
+        (tmp / "release.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+        if report_html is not None:
+            (tmp / "report.html").write_text(report_html, encoding="utf-8")
+    return out
+

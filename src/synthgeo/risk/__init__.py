@@ -1,0 +1,1 @@
+"""Disclosure risk of the synthetic responses (within-ε, implicate-average attack)."""

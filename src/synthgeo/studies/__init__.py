@@ -1,0 +1,1 @@
+"""Studies: restricted vs unrestricted vs suppressed comparison, the risk-utility frontier, the paper's simulated design."""

@@ -1,0 +1,1 @@
+"""Synthesis: L partially synthetic implicates from a fit, in memory or streamed."""

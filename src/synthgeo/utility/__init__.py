@@ -1,0 +1,1 @@
+"""Utility: Reiter (2003) combining rules, CI overlap, spatial utility."""
