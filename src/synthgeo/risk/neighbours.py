@@ -1,11 +1,11 @@
 r"""The neighbour check: whether protecting at-risk records exposes the records around them.
 
-Hu, Savitsky & Williams (*Risk-efficient Bayesian data synthesis for privacy protection*,
-J. Survey Statistics and Methodology, 2022; arXiv:1908.07639) found that down-weighting the
-riskiest records raised the risk of some moderate-risk ones ("whack-a-mole"). Differential
-smoothing can do the same: an at-risk site that loses its spatial effect moves the surface its
-neighbours are synthesised from. After the restricted fit, every record (at risk or not) whose
-Rao-Blackwellised risk rose is listed with the rise r̃ʳ_i − r̃ᵘ_i and its distance to the
+Hu, Savitsky & Williams (*Risk-efficient Bayesian pseudo posterior data synthesis for privacy
+protection*, J. Survey Statistics and Methodology 10(5), 2022; arXiv:1908.07639) found that
+down-weighting the riskiest records raised the risk of some moderate-risk ones ("whack-a-mole").
+Differential smoothing can do the same: an at-risk site that loses its spatial effect moves the
+surface its neighbours are synthesised from. After the restricted fit, every record (at risk or
+not) whose Rao-Blackwellised risk rose is listed with the rise r̃ʳ_i − r̃ᵘ_i and its distance to the
 nearest *other* at-risk record (docs/risk-and-utility.md, "Neighbour check").
 """
 

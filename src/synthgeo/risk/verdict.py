@@ -73,6 +73,10 @@ class TargetCheck:
         """JSON-ready fields."""
         return dict(self.__dict__)
 
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row with the fields of :meth:`to_dict`."""
+        return pd.DataFrame([self.to_dict()])
+
 
 @dataclass(frozen=True, kw_only=True)
 class RiskVerdict:
