@@ -18,7 +18,7 @@ from typing import Any
 from synthgeo._errors import SpecError
 
 __all__ = [
-    "DataConfig", "ModelConfig", "SamplerConfig", "SynthesisConfig", "RiskConfig",
+    "DataConfig", "ModelConfig", "SamplerConfig", "SynthesisConfig", "RiskConfig", "RiskTarget",
     "UtilityConfig", "AnonymityConfig", "ReleaseSpec", "load_spec", "bundled_spec_path",
 ]
 
@@ -27,6 +27,9 @@ BUNDLED_SPEC = "sacramento_2bed.toml"
 #: ``gp = "auto"`` uses the exact GP up to this many records and the NNGP beyond: the measured
 #: break-even of the grid route's cost per cell (benchmarks/bench_nngp.py, 2 cores).
 AUTO_EXACT_MAX_RECORDS = 1000
+
+#: ``[model] at_risk``: which rule makes a record at risk.
+AT_RISK_RULES = ("spatial", "risk", "both")
 
 
 def _err(section: str, key: str, value: Any, expect: str) -> SpecError:
@@ -51,6 +54,13 @@ _POSITIVE_PRIORS = (
 _PRIOR_KEYS = ("beta_mean", *_POSITIVE_PRIORS)
 
 
+_EXCLUSIVE_TRANSFORM = (
+    '`[data] transform = "log"` and `back_transform` are exclusive: with `transform` the '
+    "response column is on its original scale (dollars) and is released on it; with "
+    "`back_transform` the column is already on the model scale (log-dollars). Keep one"
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class DataConfig:
     """Where the confidential points are and which columns play which role.
@@ -59,8 +69,11 @@ class DataConfig:
     coordinate columns; ``crs``: CRS of those coordinates when the file has none; ``id``:
     record id column; ``query``: pandas query selecting records; ``response``: response column on
     the model scale (e.g. log-dollars); ``back_transform`` {"exp", "identity"}: g, from the model
-    scale to the scale a person knows (dollars); ``covariates``: released unchanged; ``subject``:
-    subject id column (records of one subject are never each other's neighbours);
+    scale to the scale a person knows (dollars); ``transform`` {"log"}: the response column is on
+    its original scale (dollars), modelled as log(y) and released as exp(y†) under the same name
+    (exclusive with ``back_transform``, which is then exp;
+    :class:`synthgeo.model.transform.ResponseScale`); ``covariates``: released unchanged;
+    ``subject``: subject id column (records of one subject are never each other's neighbours);
     ``target_crs``: "utm" or a projected CRS in metres; ``drop_duplicates``: drop exact
     duplicate rows (they are always reported).
     """
@@ -74,6 +87,7 @@ class DataConfig:
     id: str | None = None
     query: str | None = None
     back_transform: str = "exp"
+    transform: str | None = None
     subject: str | None = None
     target_crs: str = "utm"
     drop_duplicates: bool = False
@@ -98,6 +112,10 @@ class DataConfig:
             raise _err("data", "drop_duplicates", self.drop_duplicates, "true or false")
         if self.back_transform not in ("exp", "identity"):
             raise _err("data", "back_transform", self.back_transform, 'one of "exp", "identity"')
+        if self.transform is not None and self.transform != "log":
+            raise _err("data", "transform", self.transform, '"log" (or left out)')
+        if self.transform == "log" and self.back_transform != "exp":
+            raise SpecError(_EXCLUSIVE_TRANSFORM)
         if not isinstance(self.covariates, list) or not all(
             isinstance(c, str) for c in self.covariates
         ):
@@ -123,7 +141,10 @@ class ModelConfig:
     {"binary", "continuous"}: a_s ∈ {0, 1} by the rule, or graded a = 1 − min(1, ρ_nn/ρ₀)
     (needs a finite γ); ``at_risk_effect`` {"zero", "kriged"}: the effect synthesised at
     at-risk sites under γ = "inf" (none, or kriged from the other sites); ``parametrization``
-    {"natural", "ridge"}; ``priors``: overrides of :class:`synthgeo.model.GPPriors` fields.
+    {"natural", "ridge"}; ``priors``: overrides of :class:`synthgeo.model.GPPriors` fields;
+    ``at_risk`` {"spatial", "risk", "both"}: at-risk records by the spatial rule (the paper),
+    by Rao-Blackwellised attributable risk above a ``[risk.targets] record_threshold`` under the
+    unrestricted fit, or either (docs/risk-and-utility.md).
     """
 
     gp: str = "exact"
@@ -136,9 +157,12 @@ class ModelConfig:
     at_risk_effect: str = "zero"
     parametrization: str = "ridge"
     priors: dict[str, float] = field(default_factory=dict)
+    at_risk: str = "spatial"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
+        if self.at_risk not in AT_RISK_RULES:
+            raise _err("model", "at_risk", self.at_risk, 'one of "spatial", "risk", "both"')
         if self.gp not in ("exact", "nngp", "auto"):
             raise _err("model", "gp", self.gp, 'one of "exact", "nngp", "auto"')
         if not (_is_int(self.n_neighbors) and 2 <= self.n_neighbors <= 50):
@@ -263,11 +287,64 @@ class SynthesisConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RiskTarget:
+    """One target of the review board on attributable risk (a ``[risk.targets]`` table).
+
+    ``measure``: ``"rel:<p>"`` or ``"abs:<eps>"`` (one of ``[risk] p`` / ``eps``); ``attack``
+    {"share", "average"}: the Rao-Blackwellised per-implicate risk or the implicate-average
+    attack's hit; ``max_attributable_record``: the largest per-record attributable risk allowed
+    (FAIL above it); ``record_threshold``: a record is "above" when its attributable risk
+    exceeds it (it also drives ``[model] at_risk = "risk"``); ``max_share_above``: the largest
+    share of records above ``record_threshold`` allowed. Attributable = release − the stronger
+    baseline (docs/risk-and-utility.md).
+    """
+
+    measure: str
+    attack: str = "share"
+    max_attributable_record: float | None = None
+    record_threshold: float | None = None
+    max_share_above: float | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse impossible values with a :class:`SpecError` naming the key."""
+        from synthgeo.risk.measure import Measure
+
+        try:
+            Measure.parse(self.measure)
+        except ValueError as exc:
+            raise _err("risk.targets", "measure", self.measure,
+                       '"rel:<fraction>" or "abs:<amount>", e.g. "rel:0.1"') from exc
+        if self.attack not in ("share", "average"):
+            raise _err("risk.targets", "attack", self.attack, '"share" or "average"')
+        for key, lo, hi in (("max_attributable_record", -1.0, 1.0),
+                            ("record_threshold", -1.0, 1.0), ("max_share_above", 0.0, 1.0)):
+            v = getattr(self, key)
+            if v is not None and not (_is_number(v) and lo <= v <= hi):
+                raise _err("risk.targets", key, v, f"a number in [{lo:g}, {hi:g}] (or left out)")
+        if self.max_share_above is not None and self.record_threshold is None:
+            raise _err("risk.targets", "record_threshold", None,
+                       "given with `max_share_above` (the share of records above what)")
+        if self.max_attributable_record is None and self.record_threshold is None:
+            raise SpecError(
+                f"spec `[risk.targets]` for {self.measure!r} sets no target: give "
+                "`max_attributable_record`, or `record_threshold` (with `max_share_above`)"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
 class RiskConfig:
-    """``eps``: absolute tolerances on the back-transformed scale (dollars); ``p``: relative."""
+    """Risk measures, the board's targets and the gate on them.
+
+    ``eps``: absolute tolerances on the back-transformed scale (dollars); ``p``: relative;
+    ``targets``: :class:`RiskTarget` tables (``[risk.targets]`` for one, ``[[risk.targets]]``
+    for several; none: the verdict is "NOT ASSESSED", never PASS); ``on_risk_failure``
+    {"stop", "warn"}: what a FAIL does (stop: nothing is written to release/).
+    """
 
     eps: list[float] = field(default_factory=lambda: [10_000.0])
     p: list[float] = field(default_factory=lambda: [0.1])
+    targets: list[RiskTarget] = field(default_factory=list)
+    on_risk_failure: str = "stop"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -275,6 +352,30 @@ class RiskConfig:
             v = getattr(self, key)
             if not (isinstance(v, list) and v and all(_is_number(e) and e > 0 for e in v)):
                 raise _err("risk", key, v, "a non-empty list of positive, finite numbers")
+        if self.on_risk_failure not in ("stop", "warn"):
+            raise _err("risk", "on_risk_failure", self.on_risk_failure, '"stop" or "warn"')
+        raw = [self.targets] if isinstance(self.targets, dict) else self.targets
+        if not isinstance(raw, list):
+            raise _err("risk", "targets", self.targets,
+                       "a `[risk.targets]` table or `[[risk.targets]]` tables")
+        object.__setattr__(self, "targets", [_target(t) for t in raw])
+        from synthgeo.risk.measure import Measure, measures_from
+
+        scored = {m.key for m in measures_from(eps=self.eps, p=self.p)}
+        for t in self.targets:
+            if Measure.parse(t.measure).key not in scored:
+                raise _err("risk.targets", "measure", t.measure,
+                           f"one of the scored measures {sorted(scored)}; add its tolerance "
+                           "to `[risk] eps` or `p`")
+
+
+def _target(raw: Any) -> RiskTarget:
+    """Build a :class:`RiskTarget` from a TOML table (unknown keys refused), or pass it on."""
+    if isinstance(raw, RiskTarget):
+        return raw
+    if not isinstance(raw, dict):
+        raise _err("risk", "targets", raw, "tables of target keys")
+    return _build("risk.targets", RiskTarget, raw)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -381,6 +482,13 @@ class ReleaseSpec:
                 '`[model] gamma = "auto"` (gamma = max(0, sigma2/tau2 - 1) per draw) needs '
                 '`[sampling] sampler = "grid"`, where it enters every grid cell exactly'
             )
+        if self.model.at_risk != "spatial" and not any(
+                t.record_threshold is not None for t in self.risk.targets):
+            raise SpecError(
+                f'`[model] at_risk = "{self.model.at_risk}"` needs a `[risk.targets] '
+                "record_threshold` (records whose attributable risk under the unrestricted fit "
+                'exceeds it become at risk); add one or use at_risk = "spatial"'
+            )
         if self.model.gp == "nngp" and self.sampling.sampler != "grid":
             raise SpecError(
                 'spec `[model] gp = "nngp"` needs `[sampling] sampler = "grid"`: NUTS over the '
@@ -394,7 +502,10 @@ class ReleaseSpec:
         if self.utility.formula:
             return self.utility.formula
         rhs = " + ".join(self.data.covariates) or "1"
-        return f"{self.data.response} ~ {rhs}"
+        lhs = self.data.response
+        if self.data.transform == "log":  # the released column is on the original scale
+            lhs = f"log({lhs})"
+        return f"{lhs} ~ {rhs}"
 
     def data_path(self) -> Path:
         """Return the resolved path of the points file."""
@@ -438,6 +549,8 @@ def _build(section: str, cls: type, raw: Any) -> Any:
     if not isinstance(raw, dict):
         raise SpecError(f"spec section `[{section}]` must be a table, got {raw!r}")
     names = {f.name for f in dataclasses.fields(cls)}
+    if section == "data" and "transform" in raw and "back_transform" in raw:
+        raise SpecError(_EXCLUSIVE_TRANSFORM)
     unknown = sorted(set(raw) - names)
     if unknown:
         raise SpecError(

@@ -16,35 +16,19 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from synthgeo.model.transform import BACK_TRANSFORMS, within_tolerance
+from synthgeo.risk.measure import _fmt
+from synthgeo.risk.measure import measure_label as _label
+
 __all__ = ["RiskResult", "within_eps_risk", "summarise_risk"]
 
-_TRANSFORMS = ("exp", "identity")
+_TRANSFORMS = BACK_TRANSFORMS
 _BASE_GROUPS = ("at_risk", "other", "all")
 _MIN_IMPLICATES = 5
 _SUMMARY_COLUMNS = (
     "n_records", "mean_unrestricted", "mean_restricted", "reduction", "median_record_reduction",
     "attack_share_unrestricted", "attack_share_restricted",
 )
-
-
-def _fmt(x: float) -> str:
-    """Format a tolerance without trailing zeros (10000.0 -> "10000", 0.1 -> "0.1")."""
-    return np.format_float_positional(float(x), trim="-")
-
-
-def _label(kind: str, tol: float) -> str:
-    """Measure label: "within $10,000" (absolute) or "within 10%" (relative)."""
-    if kind == "rel":
-        return f"within {_fmt(round(tol * 100, 10))}%"
-    return f"within ${int(tol):,}" if tol == int(tol) else f"within ${tol:,}"
-
-
-def _back_transform(x: np.ndarray, transform: str) -> np.ndarray:
-    """Apply g, the back-transform to the scale a person knows."""
-    if transform == "exp":
-        with np.errstate(over="ignore"):
-            return np.exp(x)
-    return x
 
 
 def _check_synthetic(synthetic: Any, name: str = "synthetic") -> xr.DataArray:
@@ -212,8 +196,10 @@ def within_eps_risk(
     The implicate-average attack averages on the **model scale** and then back-transforms:
     ``attack_abs`` is :math:`1\{|g(\bar Y_i^\dagger) - g(Y_i)| \le \varepsilon\}` with
     :math:`\bar Y_i^\dagger = L^{-1}\sum_\ell Y_i^{\dagger(\ell)}`; for ``"exp"`` that is the
-    geometric mean of the synthetic dollar values. All records and tolerances are computed at
-    once (no loop over records); memory is O(L · n_records · n_tolerances) booleans.
+    geometric mean of the synthetic dollar values. Every comparison is made on the model scale
+    (:func:`synthgeo.model.transform.within_tolerance`: |expm1(y† − y)| ≤ p and
+    y + log|expm1(y† − y)| ≤ log ε), so values above 709.78, where exp overflows, are scored
+    correctly. Records are vectorised; memory is O(L · n_records) per tolerance.
 
     References
     ----------
@@ -240,16 +226,13 @@ def within_eps_risk(
             stacklevel=2,
         )
     ys = synthetic.values
-    g_truth = _back_transform(y, transform)  # (n,)
-    with np.errstate(invalid="ignore"):
-        dist = np.abs(_back_transform(ys, transform) - g_truth)  # (L, n)
-        dist_avg = np.abs(_back_transform(ys.mean(axis=0), transform) - g_truth)  # (n,)
-    eps_a = np.asarray(eps_t)
-    rel_tol = np.abs(g_truth)[:, None] * np.asarray(p_t)[None, :]  # (n, n_p)
-    risk_abs = (dist[:, :, None] <= eps_a).mean(axis=0)
-    risk_rel = (dist[:, :, None] <= rel_tol[None]).mean(axis=0)
-    attack_abs = dist_avg[:, None] <= eps_a
-    attack_rel = dist_avg[:, None] <= rel_tol
+    y_avg = ys.mean(axis=0)  # implicate average on the model scale (geometric mean for exp)
+    risk_abs = np.stack([within_tolerance(ys, y, "abs", e, transform).mean(axis=0)
+                         for e in eps_t], axis=1)
+    risk_rel = np.stack([within_tolerance(ys, y, "rel", q, transform).mean(axis=0)
+                         for q in p_t], axis=1)
+    attack_abs = np.stack([within_tolerance(y_avg, y, "abs", e, transform) for e in eps_t], 1)
+    attack_rel = np.stack([within_tolerance(y_avg, y, "rel", q, transform) for q in p_t], 1)
 
     record = synthetic["record"].values if "record" in synthetic.coords else np.arange(n_rec)
     from synthgeo import __version__  # here, not at the top: the package imports this module

@@ -18,6 +18,7 @@ import xarray as xr
 from scipy import stats
 
 from synthgeo._progress import progress_iter
+from synthgeo.model.transform import FORMULA_NAMESPACE
 from synthgeo.risk.within_eps import _check_synthetic
 
 __all__ = [
@@ -242,7 +243,8 @@ def fit_ols(formula: str, data: pd.DataFrame, *, alpha: float = 0.05) -> OLSFit:
     alpha = _check_alpha(alpha)
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"`data` must be a pandas.DataFrame, got {type(data).__name__!r}.")
-    res = smf.ols(formula, data=data).fit()
+    # the formula may call log/exp/sqrt/np (``log(price) ~ sqft`` with `[data] transform = "log"`)
+    res = smf.ols(formula, data=data, eval_env=FORMULA_NAMESPACE).fit()
     ci = res.conf_int(alpha=alpha)
     return OLSFit(
         params=res.params.copy(), bse=res.bse.copy(), lower=ci.iloc[:, 0].rename("lower"),

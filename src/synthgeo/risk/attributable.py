@@ -1,0 +1,214 @@
+r"""Attributable risk by group: the release minus the stronger baseline, both models, both attacks.
+
+For a group G of records, a measure and an attack (docs/risk-and-utility.md, "Baseline and
+attributable risk"; Reiter, Wang & Zhang 2014, doi:10.29012/jpc.v6i1.635; the control-attack
+principle of Giomi et al. 2022, doi:10.56553/popets-2023-0055):
+
+.. math::
+
+    a_G = \bar r^{\,release}_G - \bar r^{\,b^*}_G, \qquad
+    b^* = \arg\max_{b} \tfrac{1}{|\mathcal M|}\sum_{model \in \mathcal M} \bar r^{\,b}_{G,model},
+
+- ``attack = "share"``: r^release is the Rao-Blackwellised risk r̃_i and the baselines
+  b ∈ {loo, public} their exact probabilities; the realised share is shown beside it;
+- ``attack = "average"``: r is the 0/1 hit of the average attack's point guess; the release uses
+  its stronger form (geometric or arithmetic, per model and group), the baselines
+  b ∈ {loo, public} × {geometric, arithmetic}.
+
+The stronger baseline b* is chosen **once per measure and group**, by its mean over the models,
+and used for every model, so the two models are compared against the same attacker; per-record
+attributable risk a_i = r_i^release − r_i^{b*} uses the choice made on the group asked for
+(default ``"all"``). a may be negative: the release then tells less than the baseline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from synthgeo.risk.baselines import FORMS
+from synthgeo.risk.records import RecordRisk
+
+__all__ = ["AttributableSummary", "attributable_summary", "ATTACKS", "SUMMARY_COLUMNS"]
+
+ATTACKS = ("share", "average")
+SUMMARY_COLUMNS = (
+    "model", "group", "measure", "attack", "n_records", "release", "release_realised",
+    "release_form", "baseline_loo", "baseline_public", "baseline_source", "baseline",
+    "attributable", "largest_attributable", "loo_stronger_share",
+)
+
+
+def _per_record(rr: RecordRisk, key: str, attack: str, source: str) -> np.ndarray:
+    """Per-record risk (n,) of `source` ("release", "loo", "public", "loo/arithmetic", ...)."""
+    ds = rr.per_record.sel(measure=key)
+    if attack == "share":
+        return ds[source].values.astype(float)
+    name, _, form = source.partition("/")
+    return ds[f"hit_{name}"].sel(form=form).values.astype(float)
+
+
+def _candidates(attack: str) -> list[str]:
+    if attack == "share":
+        return ["loo", "public"]
+    return [f"{b}/{f}" for b in ("loo", "public") for f in FORMS]
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class AttributableSummary:
+    """Release, baselines and attributable risk by model, group, measure and attack.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per model × group × measure × attack, columns :data:`SUMMARY_COLUMNS`:
+        ``release`` (mean r̃ for "share", the stronger form's hit share for "average"),
+        ``release_realised`` (mean realised share; NaN for "average"), ``release_form``,
+        ``baseline_loo`` and ``baseline_public`` (the stronger form's, for "average"),
+        ``baseline_source`` (b*), ``baseline`` (its mean), ``attributable``,
+        ``largest_attributable`` (max a_i in the group), ``loo_stronger_share`` (share of
+        records whose LOO probability ≥ the public one; "share" only). Empty groups: NaN.
+    choices : dict
+        (measure key, attack, group) → b*.
+    records : dict of str to RecordRisk
+        The per-record inputs, by model (confidential).
+    groups : dict of str to ndarray of bool
+    """
+
+    table: pd.DataFrame
+    choices: dict[tuple[str, str, str], str]
+    records: dict[str, RecordRisk] = field(repr=False)
+    groups: dict[str, np.ndarray] = field(repr=False)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """Return the summary table (a copy)."""
+        return self.table.copy()
+
+    def release_form(self, model: str, key: str, group: str = "all") -> str:
+        """Return the average attack's stronger form for ``model`` on ``group``."""
+        rr, mask = self.records[model], self.groups[group]
+        shares = [_per_record(rr, key, "average", f"release/{f}")[mask].mean() for f in FORMS]
+        return FORMS[int(np.argmax(shares))]
+
+    def record_attributable(self, model: str, key: str, attack: str = "share",
+                            group: str = "all") -> np.ndarray:
+        """Per-record a_i (n_records,) against the baseline chosen on ``group``.
+
+        Raises
+        ------
+        KeyError
+            For an unknown model, measure key, attack or group.
+        """
+        source = self.choices[(key, attack, group)]
+        rr = self.records[model]
+        rel = "release" if attack == "share" else f"release/{self.release_form(model, key, group)}"
+        return _per_record(rr, key, attack, rel) - _per_record(rr, key, attack, source)
+
+
+def _row(rrs, name, gname, mask, key, attack, source) -> dict:
+    rr = rrs[name]
+    nan = float("nan")
+    base = {"model": name, "group": gname, "measure": key, "attack": attack,
+            "n_records": int(mask.sum())}
+    if not mask.any():
+        return base | {c: nan for c in SUMMARY_COLUMNS[5:]} | {"release_form": "",
+                                                               "baseline_source": ""}
+    if attack == "share":
+        rel, form = _per_record(rr, key, attack, "release"), ""
+        loo, pub = (_per_record(rr, key, attack, b) for b in ("loo", "public"))
+        realised = float(_per_record(rr, key, attack, "share")[mask].mean())
+        loo_stronger = float((loo[mask] >= pub[mask]).mean())
+        loo_m, pub_m = float(loo[mask].mean()), float(pub[mask].mean())
+    else:
+        hits = {f: _per_record(rr, key, attack, f"release/{f}") for f in FORMS}
+        form = max(FORMS, key=lambda f: hits[f][mask].mean())
+        rel, realised, loo_stronger = hits[form], nan, nan
+        loo_m, pub_m = (max(_per_record(rr, key, attack, f"{b}/{f}")[mask].mean()
+                            for f in FORMS) for b in ("loo", "public"))
+    b = _per_record(rr, key, attack, source)
+    a = rel[mask] - b[mask]
+    return base | {
+        "release": float(rel[mask].mean()), "release_realised": realised, "release_form": form,
+        "baseline_loo": float(loo_m), "baseline_public": float(pub_m),
+        "baseline_source": source, "baseline": float(b[mask].mean()),
+        "attributable": float(a.mean()), "largest_attributable": float(a.max()),
+        "loo_stronger_share": loo_stronger,
+    }
+
+
+def _check_groups(groups: Mapping[str, np.ndarray] | None, n: int) -> dict[str, np.ndarray]:
+    out = {"all": np.ones(n, bool)}
+    for name, mask in (groups or {}).items():
+        arr = np.asarray(mask)
+        if arr.dtype != bool or arr.shape != (n,):
+            raise ValueError(f"group {name!r} must be a bool array of shape ({n},), got "
+                             f"{arr.dtype} {arr.shape}.")
+        out[str(name)] = arr
+    return out
+
+
+def attributable_summary(records: Mapping[str, RecordRisk],
+                         groups: Mapping[str, np.ndarray] | None = None) -> AttributableSummary:
+    """Attributable risk by group for one or more models scored on the same records.
+
+    Parameters
+    ----------
+    records : mapping of str to RecordRisk
+        By model (e.g. ``{"unrestricted": ..., "restricted": ...}``), same records, same
+        measures, same g.
+    groups : mapping of str to ndarray of bool, optional
+        Groups besides ``"all"`` (always first), e.g. ``{"at_risk": mask, "other": ~mask}``.
+
+    Returns
+    -------
+    AttributableSummary
+
+    Raises
+    ------
+    ValueError
+        If ``records`` is empty, the models disagree on records, measures or g, or a group
+        mask is not bool of the right length.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from synthgeo.risk.measure import Measure
+    >>> from synthgeo.risk.predictive import Predictive
+    >>> from synthgeo.risk.records import score_records
+    >>> y = np.zeros(2); m = Measure(kind="abs", tol=0.5)
+    >>> rel = Predictive(mean=np.zeros((1, 2)), sd=np.full((1, 2), 1e-9))
+    >>> loo = Predictive(mean=np.array([[0.0, 9.0]]), sd=np.full((1, 2), 1e-9))
+    >>> pub = Predictive(mean=np.full((1, 2), 9.0), sd=np.ones((1, 2)))
+    >>> rr = score_records(y, synthetic=np.zeros((1, 2)), release=rel, baseline_loo=loo,
+    ...                    baseline_public=pub, measures=[m], g="identity")
+    >>> s = attributable_summary({"unrestricted": rr})
+    >>> row = s.table.query("attack == 'share'").iloc[0]
+    >>> row["baseline_source"], float(row["attributable"]), float(row["largest_attributable"])
+    ('loo', 0.5, 1.0)
+    """
+    if not records:
+        raise ValueError("`records` must hold at least one model's RecordRisk.")
+    rrs = dict(records)
+    first = next(iter(rrs.values()))
+    for name, rr in rrs.items():
+        if (rr.n_records, rr.measures, rr.g) != (first.n_records, first.measures, first.g):
+            raise ValueError(f"model {name!r} was scored on other records, measures or g than "
+                             "the first model; score every model the same way.")
+    masks = _check_groups(groups, first.n_records)
+    rows, choices = [], {}
+    for key in (m.key for m in first.measures):
+        for attack in ATTACKS:
+            for gname, mask in masks.items():
+                cands = _candidates(attack)
+                strength = [np.mean([_per_record(rr, key, attack, c)[mask].mean()
+                                     for rr in rrs.values()]) if mask.any() else 0.0
+                            for c in cands]
+                choices[(key, attack, gname)] = cands[int(np.argmax(strength))]
+                for name in rrs:
+                    rows.append(_row(rrs, name, gname, mask, key, attack,
+                                     choices[(key, attack, gname)]))
+    table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
+    return AttributableSummary(table=table, choices=choices, records=rrs, groups=masks)

@@ -1,0 +1,181 @@
+"""Normal guess distributions per implicate and record: the release's and the baselines'.
+
+Every attacker in docs/risk-and-utility.md holds, for record i and implicate ℓ, a normal
+distribution for y_i on the model scale: the release's own predictive
+N(x_iβ^(ℓ) + d_s w_s^(ℓ), τ²^(ℓ)), the leave-one-out GP predictive, or the public regression's.
+:class:`Predictive` carries their means and standard deviations, shape (implicate, record).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Predictive", "release_predictive", "pool_predictives", "pool_synthetic"]
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Predictive:
+    """Normal predictive distributions N(mean, sd²) of y, model scale.
+
+    Attributes
+    ----------
+    mean : ndarray of shape (n_implicates, n_records)
+        Means (model scale, e.g. log-dollars).
+    sd : ndarray of shape (n_implicates, n_records)
+        Standard deviations (same unit), ≥ 0; 0 is a point guess.
+    name : str, default=""
+        Which attacker (``"release"``, ``"baseline_loo"``, ``"baseline_public"``).
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ or are not 2-D, or a value is not finite, or an sd is negative.
+
+    Examples
+    --------
+    >>> g = Predictive(mean=np.zeros((2, 3)), sd=np.ones((2, 3)), name="release")
+    >>> g.n_implicates, g.n_records
+    (2, 3)
+    >>> g.to_dataframe().shape
+    (6, 4)
+    """
+
+    mean: np.ndarray
+    sd: np.ndarray
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        """Check shapes and values; store float arrays."""
+        mean = np.asarray(self.mean, dtype=float)
+        sd = np.asarray(self.sd, dtype=float)
+        if mean.ndim != 2 or sd.shape != mean.shape:
+            raise ValueError(
+                f"predictive `mean` and `sd` must both have shape (n_implicates, n_records), got "
+                f"{mean.shape} and {sd.shape}."
+            )
+        if not (np.all(np.isfinite(mean)) and np.all(np.isfinite(sd))):
+            raise ValueError(f"predictive {self.name!r} holds NaN or infinite values.")
+        if np.any(sd < 0):
+            raise ValueError(f"predictive {self.name!r} has a negative sd.")
+        object.__setattr__(self, "mean", mean)
+        object.__setattr__(self, "sd", sd)
+
+    @property
+    def n_implicates(self) -> int:
+        """L."""
+        return int(self.mean.shape[0])
+
+    @property
+    def n_records(self) -> int:
+        """Number of records."""
+        return int(self.mean.shape[1])
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """Long table: ``implicate`` (0-based), ``record`` (0-based), ``mean``, ``sd``."""
+        ell, rec = np.indices(self.mean.shape)
+        return pd.DataFrame({"implicate": ell.ravel(), "record": rec.ravel(),
+                             "mean": self.mean.ravel(), "sd": self.sd.ravel()})
+
+
+def release_predictive(X: np.ndarray, beta: np.ndarray, effect: np.ndarray,
+                       nugget: np.ndarray) -> Predictive:
+    r"""Build the release's predictive per implicate: N(x_iβ^(ℓ) + d_s w_s^(ℓ), τ²^(ℓ)).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_records, p)
+        Design matrix (intercept included).
+    beta : ndarray of shape (L, p)
+        β^(ℓ) of the draws that made the implicates.
+    effect : ndarray of shape (L, n_records)
+        d_s w_s^(ℓ) at each record's site (the effect that was synthesised; 0 where removed).
+    nugget : ndarray of shape (L,)
+        τ²^(ℓ) (model-scale units²).
+
+    Returns
+    -------
+    Predictive
+        ``name="release"``. Y†^(ℓ) is one draw from it (docs/model.md, "Synthesis").
+
+    Examples
+    --------
+    >>> X = np.ones((2, 1)); beta = np.array([[1.0], [2.0]])
+    >>> g = release_predictive(X, beta, np.zeros((2, 2)), np.array([0.25, 1.0]))
+    >>> g.mean.tolist(), g.sd.tolist()
+    ([[1.0, 1.0], [2.0, 2.0]], [[0.5, 0.5], [1.0, 1.0]])
+    """
+    X, beta = np.asarray(X, float), np.atleast_2d(np.asarray(beta, float))
+    nugget = np.asarray(nugget, float)
+    mean = beta @ X.T + np.asarray(effect, float)
+    sd = np.broadcast_to(np.sqrt(nugget)[:, None], mean.shape).copy()
+    return Predictive(mean=mean, sd=sd, name="release")
+
+
+def pool_predictives(*parts: Predictive) -> Predictive:
+    """Stack the implicates of several releases of the same records (cumulative risk).
+
+    Parameters
+    ----------
+    *parts : Predictive
+        Same records in the same order (link by id before calling).
+
+    Returns
+    -------
+    Predictive
+        L = Σ L_k implicates, named after the first part.
+
+    Raises
+    ------
+    ValueError
+        If no part is given or the record counts differ.
+
+    Examples
+    --------
+    >>> a = Predictive(mean=np.zeros((2, 3)), sd=np.ones((2, 3)))
+    >>> pool_predictives(a, a).n_implicates
+    4
+    """
+    if not parts:
+        raise ValueError("pool_predictives needs at least one Predictive.")
+    n = {p.n_records for p in parts}
+    if len(n) != 1:
+        raise ValueError(f"releases to pool must hold the same records, got record counts "
+                         f"{sorted(n)}; link them by id first.")
+    return Predictive(mean=np.concatenate([p.mean for p in parts]),
+                      sd=np.concatenate([p.sd for p in parts]), name=parts[0].name)
+
+
+def pool_synthetic(*parts: np.ndarray) -> np.ndarray:
+    """Stack the implicates (model scale) of several releases of the same records.
+
+    Parameters
+    ----------
+    *parts : array-like of shape (L_k, n_records)
+        Synthetic responses, same records in the same order (an ``xarray.DataArray`` with
+        dims (implicate, record) works).
+
+    Returns
+    -------
+    ndarray of shape (Σ L_k, n_records)
+
+    Raises
+    ------
+    ValueError
+        If no part is given, a part is not 2-D, or the record counts differ.
+
+    Examples
+    --------
+    >>> pool_synthetic(np.zeros((2, 3)), np.ones((1, 3))).shape
+    (3, 3)
+    """
+    arrays = [np.asarray(getattr(p, "values", p), dtype=float) for p in parts]
+    if not arrays or any(a.ndim != 2 for a in arrays):
+        raise ValueError("pool_synthetic needs one or more (implicate, record) arrays.")
+    n = {a.shape[1] for a in arrays}
+    if len(n) != 1:
+        raise ValueError(f"releases to pool must hold the same records, got record counts "
+                         f"{sorted(n)}; link them by id first.")
+    return np.concatenate(arrays)

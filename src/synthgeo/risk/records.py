@@ -1,0 +1,174 @@
+r"""Per-record risk of one released model: the release, both baselines, both attacks.
+
+For record i and a measure (within p or within ε on the person's scale):
+
+- ``share``: the realised share of implicates within the tolerance;
+- ``release``: its Rao-Blackwellised expectation r̃_i (:mod:`synthgeo.risk.rao_blackwell`);
+- ``loo`` / ``public``: the same exact probability under the leave-one-out GP predictive
+  (:mod:`synthgeo.risk.loo`) and the public regression (:mod:`synthgeo.risk.baselines`);
+- ``hit_release`` / ``hit_loo`` / ``hit_public``: whether the average attack's point guess
+  (geometric or arithmetic, :data:`synthgeo.risk.baselines.FORMS`) lands within it.
+
+Attributable risk (release − the stronger baseline) is formed by group in
+:mod:`synthgeo.risk.attributable`. Sources: Reiter, Wang & Zhang (2014),
+doi:10.29012/jpc.v6i1.635; Giomi et al. (2022), doi:10.56553/popets-2023-0055;
+docs/risk-and-utility.md. The per-record table is confidential (it is computed from y).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from synthgeo.model.transform import BACK_TRANSFORMS, within_tolerance
+from synthgeo.risk.baselines import FORMS, point_guesses, synthetic_point_guesses
+from synthgeo.risk.measure import Measure
+from synthgeo.risk.predictive import Predictive
+from synthgeo.risk.rao_blackwell import rb_risk
+
+__all__ = ["RecordRisk", "score_records", "PROBABILITIES", "HITS"]
+
+#: Per-record probabilities (record, measure) and average-attack hits (record, measure, form).
+PROBABILITIES = ("share", "release", "loo", "public")
+HITS = ("hit_release", "hit_loo", "hit_public")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class RecordRisk:
+    """Per-record risk of one model, from :func:`score_records` (confidential).
+
+    Attributes
+    ----------
+    per_record : xarray.Dataset
+        Dims ``record``, ``measure`` (keys such as ``"rel:0.1"``), ``form`` (``"geometric"``,
+        ``"arithmetic"``). Variables ``share``, ``release``, ``loo``, ``public``
+        (record, measure) in [0, 1]; ``hit_release``, ``hit_loo``, ``hit_public``
+        (record, measure, form), bool.
+    measures : tuple of Measure
+    g : {"exp", "identity"}
+    n_implicates : int
+    """
+
+    per_record: xr.Dataset
+    measures: tuple[Measure, ...]
+    g: str
+    n_implicates: int
+
+    def __post_init__(self) -> None:
+        """Check that the dataset holds every variable over the stated measures."""
+        missing = [v for v in (*PROBABILITIES, *HITS) if v not in self.per_record]
+        if missing:
+            raise ValueError(f"RecordRisk.per_record lacks {missing}.")
+        keys = [m.key for m in self.measures]
+        if list(self.per_record["measure"].values) != keys:
+            raise ValueError("RecordRisk.per_record's measures differ from `measures`.")
+
+    @property
+    def n_records(self) -> int:
+        """Number of records."""
+        return int(self.per_record.sizes["record"])
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per record; columns ``<var>[<measure>]`` and ``<hit>[<measure>/<form>]``."""
+        ds, cols = self.per_record, {}
+        for var in PROBABILITIES:
+            for j, key in enumerate(ds["measure"].values):
+                cols[f"{var}[{key}]"] = ds[var].values[:, j]
+        for var in HITS:
+            for j, key in enumerate(ds["measure"].values):
+                for f, form in enumerate(FORMS):
+                    cols[f"{var}[{key}/{form}]"] = ds[var].values[:, j, f]
+        return pd.DataFrame(cols, index=pd.Index(ds["record"].values, name="record"))
+
+
+def _hits(guesses: dict[str, np.ndarray], y: np.ndarray, m: Measure, g: str) -> np.ndarray:
+    return np.stack([within_tolerance(guesses[f], y, m.kind, m.tol, g) for f in FORMS], axis=-1)
+
+
+def score_records(
+    truth: np.ndarray, *, synthetic: np.ndarray, release: Predictive, baseline_loo: Predictive,
+    baseline_public: Predictive, measures: Sequence[Measure], g: str = "exp",
+    record: np.ndarray | None = None,
+) -> RecordRisk:
+    """Score every record under the release and both baselines, for every measure.
+
+    Parameters
+    ----------
+    truth : ndarray of shape (n_records,)
+        y, model scale (confidential).
+    synthetic : array-like of shape (L, n_records)
+        The released implicates Y†, model scale (for the realised share and the release's
+        average attack).
+    release : Predictive
+        The predictive each Y†^(ℓ) was drawn from
+        (:func:`~synthgeo.risk.predictive.release_predictive`), same L.
+    baseline_loo, baseline_public : Predictive
+        :func:`~synthgeo.risk.loo.baseline_loo` and
+        :func:`~synthgeo.risk.baselines.baseline_public` (any number of implicates).
+    measures : sequence of Measure
+    g : {"exp", "identity"}, default="exp"
+        Map to the person's scale.
+    record : ndarray of shape (n_records,), optional
+        Record ids (default 0..n−1).
+
+    Returns
+    -------
+    RecordRisk
+
+    Raises
+    ------
+    ValueError
+        If shapes disagree, ``measures`` is empty or repeats, or ``g`` is unknown.
+
+    Examples
+    --------
+    >>> y = np.zeros(2)
+    >>> rel = Predictive(mean=np.zeros((2, 2)), sd=np.full((2, 2), 0.25))
+    >>> base = Predictive(mean=np.ones((1, 2)), sd=np.full((1, 2), 0.5))
+    >>> rr = score_records(y, synthetic=np.zeros((2, 2)), release=rel, baseline_loo=base,
+    ...                    baseline_public=base, measures=[Measure(kind="abs", tol=0.5)],
+    ...                    g="identity")
+    >>> row = rr.to_dataframe().loc[0, ["share[abs:0.5]", "release[abs:0.5]", "loo[abs:0.5]"]]
+    >>> row.round(4).tolist()  # P(|N(0, .25²)| <= .5) = .9545; P(|N(1, .5²)| <= .5) = .1573
+    [1.0, 0.9545, 0.1573]
+    """
+    y = np.asarray(truth, dtype=float)
+    Y = np.asarray(getattr(synthetic, "values", synthetic), dtype=float)
+    n = y.shape[0]
+    measures = tuple(measures)
+    if g not in BACK_TRANSFORMS:
+        raise ValueError(f"`g` must be one of {BACK_TRANSFORMS!r}, got {g!r}.")
+    if not measures or len(set(measures)) != len(measures):
+        raise ValueError("`measures` must name at least one measure, none twice.")
+    if Y.ndim != 2 or Y.shape[1] != n or not np.all(np.isfinite(Y)):
+        raise ValueError(f"`synthetic` must be finite with shape (L, {n}), got {Y.shape}.")
+    for pred in (release, baseline_loo, baseline_public):
+        if pred.n_records != n:
+            raise ValueError(f"predictive {pred.name!r} has {pred.n_records} records, "
+                             f"`truth` {n}.")
+    if release.n_implicates != Y.shape[0]:
+        raise ValueError(f"`release` has {release.n_implicates} implicates, `synthetic` "
+                         f"{Y.shape[0]}: pass the predictive the implicates were drawn from.")
+    out: dict[str, list] = {v: [] for v in (*PROBABILITIES, *HITS)}
+    guesses = {"hit_release": synthetic_point_guesses(Y, g),
+               "hit_loo": point_guesses(baseline_loo, g),
+               "hit_public": point_guesses(baseline_public, g)}
+    for m in measures:
+        out["share"].append(within_tolerance(Y, y[None, :], m.kind, m.tol, g).mean(axis=0))
+        for var, pred in (("release", release), ("loo", baseline_loo),
+                          ("public", baseline_public)):
+            out[var].append(rb_risk(pred, y, m, g))
+        for var, gs in guesses.items():
+            out[var].append(_hits(gs, y, m, g))
+    ds = xr.Dataset(
+        {**{v: (("record", "measure"), np.stack(out[v], axis=1)) for v in PROBABILITIES},
+         **{v: (("record", "measure", "form"), np.stack(out[v], axis=1)) for v in HITS}},
+        coords={"record": np.arange(n) if record is None else np.asarray(record),
+                "measure": [m.key for m in measures], "form": list(FORMS)},
+        attrs={"g": g, "n_implicates": int(Y.shape[0])},
+    )
+    return RecordRisk(per_record=ds, measures=measures, g=g, n_implicates=int(Y.shape[0]))

@@ -1,0 +1,248 @@
+r"""The risk verdict: PASS / FAIL per board target, and the ``on_risk_failure`` gate.
+
+Targets (``[risk.targets]``, :class:`synthgeo.config.RiskTarget`) are set before the run and
+apply to the released model's per-record attributable risk a_i
+(:meth:`synthgeo.risk.attributable.AttributableSummary.record_attributable`):
+
+- ``max_attributable_record``: PASS when max_i a_i ≤ the limit;
+- ``record_threshold`` with ``max_share_above``: PASS when the share of records with
+  a_i > threshold is ≤ the limit (a threshold alone is reported, not judged).
+
+With no target the verdict is "NOT ASSESSED", never PASS. Cumulative figures (repeated
+releases) are the same measures over pooled implicates
+(:func:`synthgeo.risk.predictive.pool_synthetic`,
+:func:`~synthgeo.risk.predictive.pool_predictives`); ``cumulative=True`` records that the
+verdict is on them. Source: docs/risk-and-utility.md.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from synthgeo._errors import RiskError
+from synthgeo.risk.attributable import AttributableSummary
+from synthgeo.risk.joint import JointCount
+from synthgeo.risk.measure import Measure
+
+__all__ = ["TargetCheck", "RiskVerdict", "assess_risk", "apply_risk_gate", "STATUSES"]
+
+STATUSES = ("PASS", "FAIL", "NOT ASSESSED")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TargetCheck:
+    """One criterion of one target, judged.
+
+    Attributes
+    ----------
+    measure : str
+        ``"rel:0.1"`` / ``"abs:10000"``.
+    attack : {"share", "average"}
+    criterion : {"max_attributable_record", "max_share_above", "record_threshold"}
+    limit : float or None
+        The board's limit (None for a threshold reported alone).
+    record_threshold : float or None
+    value : float
+        The largest a_i, or the share of records above the threshold.
+    n_above : int or None
+        Records with a_i above ``record_threshold`` (None for the first criterion).
+    status : {"PASS", "FAIL", "NOT ASSESSED"}
+    """
+
+    measure: str
+    attack: str
+    criterion: str
+    limit: float | None
+    record_threshold: float | None
+    value: float
+    n_above: int | None
+    status: str
+
+    def __post_init__(self) -> None:
+        """Refuse an unknown status."""
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return dict(self.__dict__)
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row with the fields of :meth:`to_dict`."""
+        return pd.DataFrame([self.to_dict()])
+
+
+@dataclass(frozen=True, kw_only=True)
+class RiskVerdict:
+    """The board's answer on disclosure risk for one released model.
+
+    Attributes
+    ----------
+    status : {"PASS", "FAIL", "NOT ASSESSED"}
+        FAIL if any criterion fails; PASS if at least one passes and none fails; else
+        NOT ASSESSED (no targets).
+    model : str
+        The model judged (``"restricted"``: the released one).
+    checks : tuple of TargetCheck
+    cumulative : bool
+        True when judged on implicates pooled over releases.
+    joint : JointCount or None
+        Records both identifiable by location and above the attributable threshold.
+
+    Examples
+    --------
+    >>> RiskVerdict(status="NOT ASSESSED", model="restricted", checks=()).to_dict()["status"]
+    'NOT ASSESSED'
+    """
+
+    status: str
+    model: str
+    checks: tuple[TargetCheck, ...]
+    cumulative: bool = False
+    joint: JointCount | None = None
+
+    def __post_init__(self) -> None:
+        """Check the status agrees with the checks."""
+        statuses = {c.status for c in self.checks}
+        expect = ("FAIL" if "FAIL" in statuses else "PASS" if "PASS" in statuses
+                  else "NOT ASSESSED")
+        if self.status != expect:
+            raise ValueError(f"verdict status {self.status!r} contradicts its checks "
+                             f"(expected {expect!r}).")
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"status", "model", "cumulative", "targets": [...], "joint": {...} | None}``."""
+        return {"status": self.status, "model": self.model, "cumulative": self.cumulative,
+                "targets": [c.to_dict() for c in self.checks],
+                "joint": None if self.joint is None else self.joint.to_dict()}
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """One row per criterion (no rows without targets)."""
+        cols = list(TargetCheck.__dataclass_fields__)
+        return pd.DataFrame([c.to_dict() for c in self.checks], columns=cols)
+
+
+def _checks(target, a: np.ndarray) -> list[TargetCheck]:
+    key = Measure.parse(target.measure).key
+    common = {"measure": key, "attack": target.attack,
+              "record_threshold": target.record_threshold}
+    out = []
+    if target.max_attributable_record is not None:
+        top = float(a.max())
+        out.append(TargetCheck(**common, criterion="max_attributable_record",
+                               limit=float(target.max_attributable_record), value=top,
+                               n_above=None,
+                               status="PASS" if top <= target.max_attributable_record
+                               else "FAIL"))
+    if target.record_threshold is not None:
+        n_above = int((a > target.record_threshold).sum())
+        share = n_above / a.size
+        limit = target.max_share_above
+        status = ("NOT ASSESSED" if limit is None else "PASS" if share <= limit else "FAIL")
+        out.append(TargetCheck(**common, criterion=("record_threshold" if limit is None
+                                                    else "max_share_above"),
+                               limit=None if limit is None else float(limit), value=share,
+                               n_above=n_above, status=status))
+    return out
+
+
+def assess_risk(summary: AttributableSummary, targets: Sequence[Any], *,
+                model: str = "restricted", group: str = "all", cumulative: bool = False,
+                joint: JointCount | None = None) -> RiskVerdict:
+    """Judge each target on the released model's per-record attributable risk.
+
+    Parameters
+    ----------
+    summary : AttributableSummary
+        Scored on the measures the targets name.
+    targets : sequence of RiskTarget
+        ``[risk.targets]`` (objects with ``measure``, ``attack``, ``max_attributable_record``,
+        ``record_threshold``, ``max_share_above``).
+    model : str, default="restricted"
+        The released model.
+    group : str, default="all"
+        Whose stronger-baseline choice defines a_i.
+    cumulative : bool, default=False
+        Set when ``summary`` was scored on implicates pooled over releases.
+    joint : JointCount, optional
+
+    Returns
+    -------
+    RiskVerdict
+
+    Raises
+    ------
+    KeyError
+        If a target names a measure the summary did not score, or ``model`` is unknown.
+
+    Examples
+    --------
+    >>> from synthgeo.config import RiskTarget
+    >>> from synthgeo.risk.attributable import attributable_summary
+    >>> from synthgeo.risk.predictive import Predictive
+    >>> from synthgeo.risk.records import score_records
+    >>> m = Measure(kind="abs", tol=0.5)
+    >>> point = lambda mu: Predictive(mean=np.array([mu]), sd=np.full((1, 2), 1e-9))
+    >>> rr = score_records(np.zeros(2), synthetic=np.zeros((1, 2)), release=point([0.0, 0.0]),
+    ...                    baseline_loo=point([0.0, 9.0]), baseline_public=point([9.0, 9.0]),
+    ...                    measures=[m], g="identity")
+    >>> s = attributable_summary({"restricted": rr})
+    >>> v = assess_risk(s, [RiskTarget(measure="abs:0.5", max_attributable_record=0.1)])
+    >>> v.status, v.checks[0].value
+    ('FAIL', 1.0)
+    >>> assess_risk(s, []).status
+    'NOT ASSESSED'
+    """
+    checks: list[TargetCheck] = []
+    for t in targets:
+        key = Measure.parse(t.measure).key
+        a = summary.record_attributable(model, key, t.attack, group)
+        checks.extend(_checks(t, a))
+    statuses = {c.status for c in checks}
+    status = "FAIL" if "FAIL" in statuses else "PASS" if "PASS" in statuses else "NOT ASSESSED"
+    return RiskVerdict(status=status, model=model, checks=tuple(checks), cumulative=cumulative,
+                       joint=joint)
+
+
+def apply_risk_gate(verdict: RiskVerdict, on_risk_failure: str = "stop") -> None:
+    """Stop (raise) or warn on a FAIL, as ``[risk] on_risk_failure`` says.
+
+    Parameters
+    ----------
+    verdict : RiskVerdict
+    on_risk_failure : {"stop", "warn"}, default="stop"
+
+    Raises
+    ------
+    synthgeo._errors.RiskError
+        On FAIL with "stop" (nothing should then be written to release/).
+    ValueError
+        For an unknown policy.
+
+    Warns
+    -----
+    UserWarning
+        On FAIL with "warn".
+
+    Examples
+    --------
+    >>> apply_risk_gate(RiskVerdict(status="NOT ASSESSED", model="restricted", checks=()))
+    """
+    if on_risk_failure not in ("stop", "warn"):
+        raise ValueError(f'`on_risk_failure` must be "stop" or "warn", got {on_risk_failure!r}.')
+    if verdict.status != "FAIL":
+        return
+    failed = "; ".join(f"{c.measure} {c.attack} {c.criterion}: {c.value:.3g} > {c.limit:.3g}"
+                       for c in verdict.checks if c.status == "FAIL")
+    msg = f"disclosure-risk targets failed for the {verdict.model} model ({failed})"
+    if on_risk_failure == "stop":
+        raise RiskError(f"{msg}; nothing was written to release/. Strengthen the protection "
+                        '(`[model] at_risk = "risk"` or "both"), or set `[risk] on_risk_failure '
+                        '= "warn"` for a preview')
+    warnings.warn(msg, UserWarning, stacklevel=2)
