@@ -215,3 +215,25 @@ def test_bundled_run_record_validates(bundled_release):
     validate_release_record(rec)
     assert rec["review"] == EMPTY_REVIEW
     assert len(rec["release_files"]) == 22
+
+
+def test_readme_values_cannot_break_the_markdown(fake_result):
+    """Column names, the CRS label and the formula stay text: no HTML, link, cell or fence."""
+    from synthgeo.release._templates import markdown_env, md_code, md_text
+    from synthgeo.release.readme import README_TEMPLATE, readme_context
+
+    assert md_code("a`b") == "``a`b``" and md_code("`x") == "`` `x ``"
+    assert md_text("<b>[x](y)|*z*") == r"\<b\>\[x\](y)\|\*z\*"
+    ctx = readme_context(fake_result)
+    ctx.update(covariates=["a|b", "<script>x</script>"], response="y`z",
+               crs_label="<b>WGS</b> | [x](javascript:1)",
+               formula="y ~ x\n```\n<script>alert(1)</script>")
+    readme = markdown_env().get_template(README_TEMPLATE).render(ctx)
+    table = readme.split("| column | meaning | status |")[1].split("\n\n")[0]
+    for row in table.strip().splitlines():
+        assert len(re.findall(r"(?<!\\)\|", row)) == 4, row  # 3 cells, whatever the names
+    assert "| ``y`z`` | response (log scale) | **synthetic** |" in table
+    assert r"\<b\>WGS\</b\> \| \[x\](javascript:1)" in readme  # escaped, not a link
+    assert "\n```\n<script>" not in readme  # the formula cannot close the code block
+    assert "fits = [smf.ols('y ~ x ``` <script>alert(1)</script>', data" in readme
+    assert "<script>x</script>" not in readme.replace("`<script>x</script>`", "")

@@ -45,7 +45,7 @@ def csv_name(implicate: int, n_implicates: int) -> str:
 
 
 def _check_rows(result) -> list[dict[str, str]]:
-    """The released model's combined estimates (synthetic data only), formatted for the table."""
+    """Return the released model's combined estimates (synthetic data only) as table rows."""
     util = result.utility
     rows = util[util["model"] == "restricted"]
     return [{"term": str(r.term), "estimate": f"{r.estimate:.6g}", "lower": f"{r.lower:.6g}",
