@@ -50,6 +50,57 @@ _POSITIVE_PRIORS = (
 )
 _PRIOR_KEYS = ("beta_mean", *_POSITIVE_PRIORS)
 
+#: Allowed values and ranges of spec keys, as JSON Schema keywords (``enum``, ``minimum``,
+#: ``exclusiveMaximum``, ``minItems``, ``items``, ...), by section and key. With the
+#: dataclasses' fields and type hints (a ``Literal`` type gives its ``enum`` by itself) this is
+#: the one source of the ``spec`` part of ``release.schema.json``
+#: (:func:`synthgeo.release.schema.spec_schema`); a test checks that each ``__post_init__``
+#: accepts and refuses what this table says. A key without an entry is described by its type.
+SPEC_CONSTRAINTS: dict[str, dict[str, dict[str, Any]]] = {
+    "data": {
+        "path": {"minLength": 1}, "response": {"minLength": 1},
+        "covariates": {"uniqueItems": True},
+        **{key: {"minLength": 1} for key in ("x", "y", "crs", "id", "query", "subject",
+                                             "target_crs")},
+        "back_transform": {"enum": ["exp", "identity"]},
+    },
+    "model": {
+        "gp": {"enum": ["exact", "nngp", "auto"]},
+        "n_neighbors": {"minimum": 2, "maximum": 50},
+        "rho0": {"exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        "M_m": {"exclusiveMinimum": 0},
+        "k": {"minimum": 2},
+        "gamma": {"anyOf": [{"type": "number", "minimum": 0}, {"enum": ["inf", "auto"]}]},
+        "at_risk_weight": {"enum": ["binary", "continuous"]},
+        "at_risk_effect": {"enum": ["zero", "kriged"]},
+        "parametrization": {"enum": ["natural", "ridge"]},
+        "priors": {"properties": {key: {"type": "number"} | (
+            {"exclusiveMinimum": 0} if key in _POSITIVE_PRIORS else {}) for key in _PRIOR_KEYS}},
+    },
+    "sampling": {
+        "sampler": {"enum": ["nutpie", "grid"]},
+        "backend": {"enum": ["numba", "jax"]},
+        "chains": {"minimum": 1}, "draws": {"minimum": 10}, "tune": {"minimum": 10},
+        "seed": {"minimum": 0},
+        "target_accept": {"minimum": 0.5, "exclusiveMaximum": 1},
+        "on_convergence_failure": {"enum": ["stop", "warn"]},
+    },
+    "synthesis": {"n_implicates": {"minimum": 2}},
+    "risk": {key: {"minItems": 1, "items": {"exclusiveMinimum": 0}} for key in ("eps", "p")},
+    "utility": {"formula": {"pattern": "~"}, "alpha": {"exclusiveMinimum": 0,
+                                                        "exclusiveMaximum": 1}},
+    "anonymity": {
+        "radius_m": {"exclusiveMinimum": 0}, "k": {"minimum": 2},
+        "r_max_m": {"exclusiveMinimum": 0},
+        "merge_ratio": {"minimum": 1}, "generalise_ratio": {"minimum": 1},
+        "max_suppressed_share": {"minimum": 0, "maximum": 1},
+        "max_unit_suppressed_share": {"minimum": 0, "maximum": 1},
+        "max_passes": {"minimum": 1, "maximum": 100},
+        "group_by": {"items": {"minLength": 1}},
+        **{key: {"minLength": 1} for key in ("unit", "time", "r_max_time")},
+    },
+}
+
 
 @dataclass(frozen=True, kw_only=True)
 class DataConfig:
@@ -70,12 +121,12 @@ class DataConfig:
     covariates: list[str] = field(default_factory=list)
     x: str | None = None
     y: str | None = None
-    crs: str | None = None
+    crs: str | int | None = None
     id: str | None = None
     query: str | None = None
     back_transform: str = "exp"
     subject: str | None = None
-    target_crs: str = "utm"
+    target_crs: str | int = "utm"
     drop_duplicates: bool = False
 
     def __post_init__(self) -> None:
