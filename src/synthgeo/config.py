@@ -1,6 +1,6 @@
 """The release spec: a reviewed TOML file under ``models/`` parsed into frozen dataclasses.
 
-Unknown keys are errors, not ignored (spec: release.md). Paths resolve relative to the spec
+Unknown keys are errors, not ignored (docs/release.md). Paths resolve relative to the spec
 file; ``synthgeo:NAME`` names a data file shipped inside the package. Every default is written
 into the release record through :meth:`ReleaseSpec.to_dict`.
 """
@@ -346,7 +346,7 @@ class UtilityConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class AnonymityConfig:
-    """Location diagnostics of the released locations (spec: anonymity.md; optional section).
+    """Location diagnostics of the released locations (docs/locations.md; optional section).
 
     ``radius_m``: the attacker's positional uncertainty about an exact location, metres
     (spatial k counts records within it); ``k``: anonymity threshold (spatial k below it, and
