@@ -11,12 +11,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pytest
 from jsonschema import Draft202012Validator
 
-from synthgeo.config import _SECTIONS
+from synthgeo.config import _SECTIONS, DataConfig, ModelConfig, ReleaseSpec
 from synthgeo.release.schema import release_schema, validate_release_record
 from synthgeo.release.writer import EMPTY_REVIEW, release_record, write_release
 
@@ -215,3 +216,178 @@ def test_bundled_run_record_validates(bundled_release):
     validate_release_record(rec)
     assert rec["review"] == EMPTY_REVIEW
     assert len(rec["release_files"]) == 22
+
+
+def test_readme_values_cannot_break_the_markdown(fake_result):
+    """Column names, the CRS label and the formula stay text: no HTML, link, cell or fence."""
+    from synthgeo.release._templates import markdown_env, md_code, md_text
+    from synthgeo.release.readme import README_TEMPLATE, readme_context
+
+    assert md_code("a`b") == "``a`b``" and md_code("`x") == "`` `x ``"
+    assert md_text("<b>[x](y)|*z*") == r"\<b\>\[x\](y)\|\*z\*"
+    ctx = readme_context(fake_result)
+    ctx.update(covariates=["a|b", "<script>x</script>"], response="y`z",
+               crs_label="<b>WGS</b> | [x](javascript:1)",
+               formula="y ~ x\n```\n<script>alert(1)</script>")
+    readme = markdown_env().get_template(README_TEMPLATE).render(ctx)
+    table = readme.split("| column | meaning | status |")[1].split("\n\n")[0]
+    for row in table.strip().splitlines():
+        assert len(re.findall(r"(?<!\\)\|", row)) == 4, row  # 3 cells, whatever the names
+    assert "| ``y`z`` | response (log scale) | **synthetic** |" in table
+    assert r"\<b\>WGS\</b\> \| \[x\](javascript:1)" in readme  # escaped, not a link
+    assert "\n```\n<script>" not in readme  # the formula cannot close the code block
+    assert "fits = [smf.ols('y ~ x ``` <script>alert(1)</script>', data" in readme
+    assert "<script>x</script>" not in readme.replace("`<script>x</script>`", "")
+
+
+# --- the spec part of the schema is built from the config dataclasses -------------------------
+
+def _spec_validator(spec_type=None):
+    from synthgeo.release.schema import spec_schema
+
+    return Draft202012Validator(spec_schema(spec_type))
+
+
+def test_shipped_file_leaves_the_spec_part_to_the_config():
+    raw = json.loads((Path(__file__).parents[1] / "src" / "synthgeo" / "data"
+                      / "release.schema.json").read_text())
+    assert set(raw["properties"]["spec"]) == {"$comment"}
+    spec = release_schema()["properties"]["spec"]
+    assert spec["required"] == [f.name for f in dataclasses.fields(ReleaseSpec)]
+    assert spec["properties"]["sampling"]["properties"]["draws"] == {
+        "type": "integer", "minimum": 10, "default": 1000}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Targets:
+    measure: str = "rel:0.1"
+    max_share_above: float | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _NewModel(ModelConfig):
+    at_risk: Literal["spatial", "risk", "both"] = "spatial"
+    weights: list[float] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Compute:
+    """Where the work runs."""
+
+    scheduler: str | None = None
+    targets: _Targets | None = dataclasses.field(default_factory=_Targets)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _NewSpec(ReleaseSpec):
+    """A spec with a new key in [model] and a new section, as a later issue may add them."""
+
+    model: _NewModel = dataclasses.field(default_factory=_NewModel)
+    compute: _Compute = dataclasses.field(default_factory=_Compute)
+
+
+def test_a_new_config_field_is_in_the_schema_with_no_other_edit():
+    validator = _spec_validator(_NewSpec)
+    schema = validator.schema
+    assert schema["properties"]["model"]["properties"]["at_risk"] == {
+        "enum": ["spatial", "risk", "both"], "default": "spatial"}
+    assert schema["properties"]["model"]["properties"]["weights"]["items"] == {"type": "number"}
+    compute = schema["properties"]["compute"]
+    assert compute["description"] == "[compute] Where the work runs."
+    assert compute["additionalProperties"] is False and compute["required"] == [
+        "scheduler", "targets"]
+    targets = compute["properties"]["targets"]["anyOf"][0]
+    assert "description" not in targets  # no docstring: none (not the generated signature)
+    assert targets["additionalProperties"] is False and set(targets["properties"]) == {
+        "measure", "max_share_above"}
+    spec = _NewSpec(data=DataConfig(path="p.csv", response="y"))
+    record = json.loads(json.dumps(spec.to_dict()))
+    validator.validate(record)
+    for bad, where in ((dict(record, compute={**record["compute"], "surprise": 1}), "compute"),
+                       (dict(record, model={**record["model"], "at_risk": "all"}), "model")):
+        errors = list(validator.iter_errors(bad))
+        assert errors and errors[0].absolute_path[0] == where
+    assert "compute" not in _spec_validator().schema["properties"]  # the real spec unchanged
+
+
+@pytest.mark.parametrize("toml", sorted((Path(__file__).parents[1] / "models").glob("*.toml")),
+                         ids=lambda p: p.name)
+def test_every_bundled_spec_matches_the_schema(toml):
+    from synthgeo.config import load_spec
+    from synthgeo.release.writer import _jsonable
+
+    _spec_validator().validate(_jsonable(load_spec(toml).to_dict()))
+
+
+_BASE = {"data": {"path": "p.csv", "response": "y"}}
+#: Other keys a probe needs so that only the probed key decides (cross-key rules).
+_CONTEXT = {("data", "x"): {"y": "b"}, ("data", "y"): {"x": "a"},
+            ("model", "at_risk_weight"): {"gamma": 1.0},
+            ("sampling", "chains"): {"on_convergence_failure": "warn"},
+            ("anonymity", "generalise_ratio"): {"merge_ratio": 1.0},
+            ("anonymity", "time"): {"r_max_time": "6h"},
+            ("anonymity", "r_max_time"): {"time": "t"}}
+#: A valid value of a string key whose constraint is not about its content.
+_VALID = {("utility", "formula"): "y ~ x", ("anonymity", "r_max_time"): "6h"}
+
+
+def _probes(section, key, constraint, kind):
+    """(value, accepted?) pairs that test each keyword of one SPEC_CONSTRAINTS entry."""
+    step = 1 if kind == "integer" else 1e-9
+    valid = _VALID.get((section, key), "a")
+    for word, bound in constraint.items():
+        if word == "enum":
+            yield from ((v, True) for v in bound)
+            yield "not-a-choice", False
+        elif word == "minimum":
+            yield from ((bound, True), (bound - step, False))
+        elif word == "maximum":
+            yield from ((bound, True), (bound + step, False))
+        elif word == "exclusiveMinimum":
+            yield from ((bound, False), (bound + step, True))
+        elif word == "exclusiveMaximum":
+            yield from ((bound, False), (bound - step, True))
+        elif word in ("minLength", "pattern"):
+            yield from ((valid, True), ("" if word == "minLength" else "no tilde", False))
+        elif word == "minItems":
+            yield [], False
+        elif word == "uniqueItems":
+            yield from ((["a", "b"], True), (["a", "a"], False))
+        elif word == "items":
+            yield from (([v], ok) for v, ok in _probes(section, key, bound, "number"))
+        elif word == "anyOf":  # [model] gamma
+            yield from ((0, True), (2.5, True), (-1, False), ("inf", True), ("x", False))
+        elif word == "properties":  # [model.priors]
+            yield from (({k: 1.0}, True) for k in bound)
+            yield from (({k: 0.0}, False) for k, s in bound.items() if "exclusiveMinimum" in s)
+            yield {"surprise": 1.0}, False
+        else:
+            raise AssertionError(f"no probe for `{word}` ([{section}] {key}): add one")
+
+
+def _constraint_cases():
+    from synthgeo.config import SPEC_CONSTRAINTS
+
+    for section, keys in SPEC_CONSTRAINTS.items():
+        for key, constraint in keys.items():
+            yield pytest.param(section, key, constraint, id=f"{section}.{key}")
+
+
+@pytest.mark.parametrize("section, key, constraint", list(_constraint_cases()))
+def test_spec_constraints_are_what_the_config_accepts(section, key, constraint):
+    """The schema's allowed values and ranges agree with each section's __post_init__."""
+    from synthgeo._errors import SpecError
+
+    prop = release_schema()["properties"]["spec"]["properties"][section]["properties"][key]
+    kind = prop.get("type", "number")
+    kind = kind[0] if isinstance(kind, list) else kind
+    sub = Draft202012Validator(prop)
+    for value, accepted in _probes(section, key, constraint, kind):
+        kwargs = {**_BASE.get(section, {}), **_CONTEXT.get((section, key), {}), key: value}
+        try:
+            _SECTIONS[section](**kwargs)
+            ok = True
+        except SpecError:
+            ok = False
+        assert ok is accepted, f"[{section}] {key} = {value!r}: config accepted={ok}"
+        assert sub.is_valid(value) is accepted, f"[{section}] {key} = {value!r}: schema"

@@ -291,3 +291,86 @@ def test_surface_section_skips_without_effects(fake_result):
             return getattr(fake_result, name)
 
     assert section_surfaces(NoW()) is None
+
+
+# --- escaping (jinja2 autoescape) and the key-figures table -----------------------------------
+
+HOSTILE = "<script>alert('x')</script>"
+
+
+def test_figure_caption_alt_and_id_are_escaped():
+    from synthgeo.release.report._html import img
+
+    html = str(img("data:image/png;base64,AAAA", alt=HOSTILE, id=HOSTILE, caption=HOSTILE))
+    assert "<script" not in html
+    assert html.count("&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;") == 3
+    with pytest.raises(ValueError, match="embedded data: URIs"):
+        img("https://example.org/x.png", alt="a", id="f")
+
+
+def test_table_escapes_column_names_and_its_id():
+    html = str(table(pd.DataFrame({HOSTILE: [HOSTILE], "long_column_name": [1.5]}), id=HOSTILE))
+    assert "<script" not in html
+    assert html.count("&lt;script&gt;") == 3  # id, column name, value
+    assert "<th>long_<wbr>column_<wbr>name</th>" in html  # our own markup is kept
+
+
+def test_every_value_on_the_page_is_escaped(fake_result):
+    """Spec path (title and subtitle), record ids, column names and values all come out escaped."""
+    import dataclasses
+    from pathlib import Path
+
+    in_path = "<img src=x onerror=alert(1)>"  # no "/": it stays in the file name
+    spec = dataclasses.replace(fake_result.spec, source=Path(f"/tmp/{in_path}.toml"))
+    worst = pd.DataFrame({HOSTILE: [HOSTILE], "spatial_k": [1]})
+
+    class Hostile:
+        locations = {"spatial_k": np.ones(fake_result.data.n_records, int), "k": 2,
+                     "radius_m": 100.0, "worst_offenders": worst,
+                     "summary": {HOSTILE: 1}, "outlier_labels": [HOSTILE] * 3}
+
+        def __getattr__(self, name):
+            return spec if name == "spec" else getattr(fake_result, name)
+
+    html = render_report(Hostile())
+    assert "<script" not in html
+    title = re.search(r"<title>(.*?)</title>", html).group(1)
+    assert "<img src=x" not in html
+    assert title == "synthgeo report: &lt;img src=x onerror=alert(1)&gt;.toml"
+    subtitle = re.search(r"<h1>synthgeo release report</h1><p>(.*?)</p>", html).group(1)
+    assert "<code>/tmp/&lt;img src=x onerror=alert(1)&gt;.toml</code>" in subtitle
+    loc = html.split("<section id='locations'>")[1]
+    # worst offenders: column name and value; the summary's item; the one outlier label
+    assert loc.count("&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;") == 4
+
+
+def test_key_figures_box_is_the_key_figures_table(fake_result, fake_html):
+    from synthgeo.release.report import key_figures
+
+    kf = key_figures(fake_result)
+    assert list(kf.columns) == ["item", "value", "status"]
+    box = re.search(r"<table id='table-key-figures'>(.*?)</table>", fake_html, re.S).group(1)
+    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td></tr>", box)
+    assert len(rows) == len(kf)
+    for (item, value), row in zip(rows, kf.itertuples()):
+        assert item == row.item.replace("'", "&#x27;")
+        want = f"<span class='{row.status}'>{row.value}</span>" if row.status else row.value
+        assert value == want
+    assert kf.iloc[0].tolist() == ["records (N)", f"{fake_result.data.n_records:,}", ""]
+    conv = kf[kf["item"].str.startswith("convergence")]
+    assert conv["value"].tolist() == ["passed", "passed"] and set(conv["status"]) == {"ok"}
+
+
+def test_every_template_is_package_data():
+    """A template the wheel would leave out fails here, not on a user's machine."""
+    import tomllib
+    from pathlib import Path
+
+    import synthgeo
+
+    root = Path(synthgeo.__file__).parent
+    config = tomllib.loads((root.parents[1] / "pyproject.toml").read_text())
+    globs = config["tool"]["setuptools"]["package-data"]["synthgeo"]
+    shipped = {p for g in globs for p in root.glob(g)}
+    templates = {p for p in (root / "release" / "templates").rglob("*") if p.is_file()}
+    assert templates and templates <= shipped, sorted(map(str, templates - shipped))

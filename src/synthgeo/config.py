@@ -1,6 +1,6 @@
 """The release spec: a reviewed TOML file under ``models/`` parsed into frozen dataclasses.
 
-Unknown keys are errors, not ignored (spec: release.md). Paths resolve relative to the spec
+Unknown keys are errors, not ignored (docs/release.md). Paths resolve relative to the spec
 file; ``synthgeo:NAME`` names a data file shipped inside the package. Every default is written
 into the release record through :meth:`ReleaseSpec.to_dict`.
 """
@@ -13,7 +13,7 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from synthgeo._errors import SpecError
 
@@ -53,6 +53,57 @@ _POSITIVE_PRIORS = (
 )
 _PRIOR_KEYS = ("beta_mean", *_POSITIVE_PRIORS)
 
+#: Allowed values and ranges of spec keys, as JSON Schema keywords (``enum``, ``minimum``,
+#: ``exclusiveMaximum``, ``minItems``, ``items``, ...), by section and key. With the
+#: dataclasses' fields and type hints (a ``Literal`` type gives its ``enum`` by itself) this is
+#: the one source of the ``spec`` part of ``release.schema.json``
+#: (:func:`synthgeo.release.schema.spec_schema`); a test checks that each ``__post_init__``
+#: accepts and refuses what this table says. A key without an entry is described by its type.
+SPEC_CONSTRAINTS: dict[str, dict[str, dict[str, Any]]] = {
+    "data": {
+        "path": {"minLength": 1}, "response": {"minLength": 1},
+        "covariates": {"uniqueItems": True},
+        **{key: {"minLength": 1} for key in ("x", "y", "crs", "id", "query", "subject",
+                                             "target_crs")},
+        "back_transform": {"enum": ["exp", "identity"]},
+    },
+    "model": {
+        "gp": {"enum": ["exact", "nngp", "auto"]},
+        "n_neighbors": {"minimum": 2, "maximum": 50},
+        "rho0": {"exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        "M_m": {"exclusiveMinimum": 0},
+        "k": {"minimum": 2},
+        "gamma": {"anyOf": [{"type": "number", "minimum": 0}, {"enum": ["inf", "auto"]}]},
+        "at_risk_weight": {"enum": ["binary", "continuous"]},
+        "at_risk_effect": {"enum": ["zero", "kriged"]},
+        "parametrization": {"enum": ["natural", "ridge"]},
+        "priors": {"properties": {key: {"type": "number"} | (
+            {"exclusiveMinimum": 0} if key in _POSITIVE_PRIORS else {}) for key in _PRIOR_KEYS}},
+    },
+    "sampling": {
+        "sampler": {"enum": ["nutpie", "grid"]},
+        "backend": {"enum": ["numba", "jax"]},
+        "chains": {"minimum": 1}, "draws": {"minimum": 10}, "tune": {"minimum": 10},
+        "seed": {"minimum": 0},
+        "target_accept": {"minimum": 0.5, "exclusiveMaximum": 1},
+        "on_convergence_failure": {"enum": ["stop", "warn"]},
+    },
+    "synthesis": {"n_implicates": {"minimum": 2}},
+    "risk": {key: {"minItems": 1, "items": {"exclusiveMinimum": 0}} for key in ("eps", "p")},
+    "utility": {"formula": {"pattern": "~"}, "alpha": {"exclusiveMinimum": 0,
+                                                        "exclusiveMaximum": 1}},
+    "anonymity": {
+        "radius_m": {"exclusiveMinimum": 0}, "k": {"minimum": 2},
+        "r_max_m": {"exclusiveMinimum": 0},
+        "merge_ratio": {"minimum": 1}, "generalise_ratio": {"minimum": 1},
+        "max_suppressed_share": {"minimum": 0, "maximum": 1},
+        "max_unit_suppressed_share": {"minimum": 0, "maximum": 1},
+        "max_passes": {"minimum": 1, "maximum": 100},
+        "group_by": {"items": {"minLength": 1}},
+        **{key: {"minLength": 1} for key in ("unit", "time", "r_max_time")},
+    },
+}
+
 
 _EXCLUSIVE_TRANSFORM = (
     '`[data] transform = "log"` and `back_transform` are exclusive: with `transform` the '
@@ -83,13 +134,13 @@ class DataConfig:
     covariates: list[str] = field(default_factory=list)
     x: str | None = None
     y: str | None = None
-    crs: str | None = None
+    crs: str | int | None = None
     id: str | None = None
     query: str | None = None
     back_transform: str = "exp"
-    transform: str | None = None
+    transform: Literal["log"] | None = None
     subject: str | None = None
-    target_crs: str = "utm"
+    target_crs: str | int = "utm"
     drop_duplicates: bool = False
 
     def __post_init__(self) -> None:
@@ -157,7 +208,7 @@ class ModelConfig:
     at_risk_effect: str = "zero"
     parametrization: str = "ridge"
     priors: dict[str, float] = field(default_factory=dict)
-    at_risk: str = "spatial"
+    at_risk: Literal["spatial", "risk", "both"] = "spatial"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -300,7 +351,7 @@ class RiskTarget:
     """
 
     measure: str
-    attack: str = "share"
+    attack: Literal["share", "average"] = "share"
     max_attributable_record: float | None = None
     record_threshold: float | None = None
     max_share_above: float | None = None
@@ -344,7 +395,7 @@ class RiskConfig:
     eps: list[float] = field(default_factory=lambda: [10_000.0])
     p: list[float] = field(default_factory=lambda: [0.1])
     targets: list[RiskTarget] = field(default_factory=list)
-    on_risk_failure: str = "stop"
+    on_risk_failure: Literal["stop", "warn"] = "stop"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -396,7 +447,7 @@ class UtilityConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class AnonymityConfig:
-    """Location diagnostics of the released locations (spec: anonymity.md; optional section).
+    """Location diagnostics of the released locations (docs/locations.md; optional section).
 
     ``radius_m``: the attacker's positional uncertainty about an exact location, metres
     (spatial k counts records within it); ``k``: anonymity threshold (spatial k below it, and

@@ -328,7 +328,7 @@ def restricted_smoothing(
     spec: ReleaseSpec, coords_m: np.ndarray, sites: Sites, at_risk: AtRiskResult,
     phi_per_m: float, *, subject: np.ndarray | None = None,
 ) -> Smoothing:
-    """D of the restricted model from the spec's at-risk weights and γ (spec: model.md).
+    """D of the restricted model from the spec's at-risk weights and γ (docs/model.md).
 
     Parameters
     ----------

@@ -5,7 +5,7 @@ module draws (β, w) from p(β, w | θ, y) exactly, the way spBayes' ``spRecover
 
 1. β | θ, y ~ N(m, C),  C = (V_β⁻¹ + XᵀΣ⁻¹X)⁻¹,  m = C(V_β⁻¹ μ_β + XᵀΣ⁻¹y),
    Σ = σ² A D R D Aᵀ + τ² I.
-2. w | β, θ, y ~ N(Q⁻¹ D Aᵀ(y − Xβ)/τ², Q⁻¹),  Q = (σ²R)⁻¹ + D AᵀA D/τ²  (spec: model.md),
+2. w | β, θ, y ~ N(Q⁻¹ D Aᵀ(y − Xβ)/τ², Q⁻¹),  Q = (σ²R)⁻¹ + D AᵀA D/τ²  (docs/inference.md),
    drawn without forming R⁻¹ by conditioning a prior draw (Matheron's rule; Wilson et al. 2020,
    ICML, "Efficiently sampling functions from Gaussian process posteriors")::
 

@@ -6,7 +6,7 @@ taken from it. w is drawn only for the draws that become implicates
 (:meth:`synthgeo.inference.result.GPFit.effects`), exactly under the exact engine (Matheron's rule) and
 under a latent NNGP prior with a sparse solve under the NNGP engine.
 
-Why (measured, ``benchmarks/bench_nngp.py`` and performance-notes.md): NUTS over the exact
+Why (measured, ``benchmarks/bench_nngp.py`` and docs/inference.md): NUTS over the exact
 GP needs ~8 min for N = 500 on 2 cores, and one NNGP log-density + gradient at N = 25,000 costs
 ~0.1 s, so NUTS (thousands of gradient evaluations per chain) cannot fit a city-size file in
 minutes; the grid needs a few hundred log-density evaluations and no gradients.

@@ -1,6 +1,6 @@
 """Conjugate grid posterior of the GP regression: β and σ² integrated out, (φ, τ²/σ²) on a grid.
 
-Inference design (spec: model.md "Fitting", performance-notes.md). With α = τ²/σ² and
+Inference design (docs/inference.md, "Route 2: the conjugate grid"). With α = τ²/σ² and
 K(φ, α) = A D R(φ) D Aᵀ + α I, the model
 
     Y | β, σ², φ, α ~ MVN(Xβ, σ² K),   β | σ² ~ N(μ_β, σ² V),   σ² ~ InverseGamma(a, b)

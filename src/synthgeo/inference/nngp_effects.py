@@ -1,7 +1,7 @@
 """Draws of the spatial effects w at all sites under a latent NNGP prior (sparse precision).
 
 For sites with d_s > 0 ("active"), with the latent NNGP prior w ~ N(0, σ² R̃),
-R̃⁻¹ = (I − B)ᵀ F⁻¹ (I − B) (Datta et al. 2016), the full conditional of model.md is
+R̃⁻¹ = (I − B)ᵀ F⁻¹ (I − B) (Datta et al. 2016), the full conditional of docs/inference.md is
 
     Q = R̃⁻¹/σ² + D AᵀA D/τ²,   w | y, θ, β ~ N(Q⁻¹ D Aᵀ (y − Xβ)/τ², Q⁻¹).
 

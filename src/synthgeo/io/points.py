@@ -174,9 +174,9 @@ def load_points(
     target_crs : str or int, default="utm"
         ``"utm"`` uses :meth:`geopandas.GeoDataFrame.estimate_utm_crs` of the data (with a
         warning when it spans more than one zone); ``"local"`` does the same within one zone
-        and otherwise uses an azimuthal equidistant projection centred on the data (spec:
-        anonymity.md, "Distances and CRS"); otherwise any projected CRS whose axis unit is the
-        metre (never Web Mercator).
+        and otherwise uses an azimuthal equidistant projection centred on the data
+        (docs/locations.md, "Distances, CRS and units"); otherwise any projected CRS whose axis
+        unit is the metre (never Web Mercator).
     drop_duplicates : bool, default=False
         Drop exact duplicate rows (same location and all columns but the id equal), keeping the
         first. They are reported with a warning either way.

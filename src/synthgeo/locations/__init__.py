@@ -1,4 +1,4 @@
-"""Location diagnostics: spatial k-anonymity and the outlier policy (spec: anonymity.md).
+"""Location diagnostics: spatial k-anonymity and the outlier policy (docs/locations.md).
 
 - :func:`measure_spatial_k` → :class:`SpatialKResult`: per-record k within a radius (itself
   included), within quasi-identifier groups, after subject deduplication; summary, distribution,

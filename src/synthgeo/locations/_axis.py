@@ -1,6 +1,6 @@
 """One axis (space in metres, or time in seconds) of the outlier policy: state and disposals.
 
-The policy (spec: anonymity.md, "Outlier policy") runs the same logic on each axis:
+The policy (docs/locations.md, "The outlier policy") runs the same logic on each axis:
 isolation ratio from the (k−1)-th nearest other subject, and three disposals — spatial
 microaggregation to a group centroid (merge), the smallest dyadic cell holding ≥ k records
 (generalise; a quadtree in 2-D, nested time bins in 1-D) and removal (suppress, decided for the

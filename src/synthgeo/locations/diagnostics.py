@@ -1,7 +1,7 @@
 """Location diagnostics of a release: spatial k and outlier-policy labels, related to at-risk.
 
 ``synthgeo run`` releases locations unchanged, so these are diagnostics only: they move or drop
-no location (spec: anonymity.md, "Spatial k-anonymity measurement"; release.md). Most records of
+no location (docs/locations.md, "Spatial k-anonymity"; docs/release.md). Most records of
 a partially synthetic file have spatial_k = 1 at small radii; that is the honest finding —
 their protection rests on the synthesis, and those are the records differential smoothing must
 cover. The summary relates both measures to the at-risk records of the smoothing rule.

@@ -6,7 +6,7 @@ itself included, optionally within groups, optionally capped at ``k_max``), the 
 other subject). Distances are Euclidean in the coordinates given: projected metres for space,
 seconds for time. A neighbour at exactly the radius counts (inclusive).
 
-Speed (spec: anonymity.md, "Speed"): everything runs in SciPy's C code. Groups are handled in
+Speed (docs/locations.md): everything runs in SciPy's C code. Groups are handled in
 one tree by an extra coordinate axis holding ``group code × B`` with ``B`` larger than any
 within-group distance, so records of different groups are never within reach and within-group
 distances are exact. A probe of 2,000 records picks the route for counts: when the layout holds
@@ -235,7 +235,7 @@ def radius_counts(
     Notes
     -----
     spatial_k_i = #{j : g_j = g_i, ‖x_j − x_i‖ ≤ r} (records), or the number of distinct
-    subjects among those records (spec: anonymity.md, "Spatial k-anonymity measurement"). Without
+    subjects among those records (docs/locations.md, "Spatial k-anonymity"). Without
     subjects the count is ``cKDTree.query_ball_point(..., return_length=True)`` after the grid
     lower bound of the module notes; with subjects, sorted k-NN blocks whose width grows ×4 until
     the radius (or the cap) is reached.
@@ -315,7 +315,7 @@ def other_subject_record_counts(
     Notes
     -----
     Records (not distinct subjects) are counted, as the k-anonymity form of the at-risk rule
-    states (spec: model.md, "At-risk sites"): n_i = #{j : ‖x_j − x_i‖ ≤ M} − #{j : s_j = s_i,
+    states (docs/model.md, "At-risk records"): n_i = #{j : ‖x_j − x_i‖ ≤ M} − #{j : s_j = s_i,
     ‖x_j − x_i‖ ≤ M}, both terms by :func:`radius_counts` (the second with the subject as group).
     """
     total = radius_counts(coords, radius_m)
@@ -368,8 +368,8 @@ def nearest_other_subjects(
     Notes
     -----
     The isolation distance of the outlier policy is ``distances[:, k − 2]``: d_i, the distance
-    to the (k−1)-th nearest other record after subject deduplication (spec: anonymity.md,
-    "Outlier policy"). Sorted k-NN blocks of the candidates' tree are scanned for the first
+    to the (k−1)-th nearest other record after subject deduplication (docs/locations.md,
+    "The outlier policy"). Sorted k-NN blocks of the candidates' tree are scanned for the first
     record of each new subject; the block widens ×4 until enough subjects are found.
     """
     xy = _check_coords(coords)

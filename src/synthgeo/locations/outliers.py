@@ -1,6 +1,6 @@
 """The outlier policy: isolation ratios, labels, disposals to a fixed point, caps and checks.
 
-Spec: anonymity.md, "Outlier policy". For record i, d_i is the distance to its (k−1)-th nearest
+docs/locations.md, "The outlier policy". For record i, d_i is the distance to its (k−1)-th nearest
 other subject and ι_i = d_i / r_max: ok (ι ≤ 1), merge (≤ merge_ratio: microaggregation into a
 group of ≥ k nearest records, published at the group centroid), generalise (≤ generalise_ratio:
 the smallest quadtree cell holding ≥ k records), suppress. The same logic runs on the time axis
@@ -120,7 +120,7 @@ def apply_outlier_policy(
     Notes
     -----
     Isolation ratio ι_i = d_i / r_max with d_i the distance to the (k−1)-th nearest other
-    subject (spec: anonymity.md). Merge: the record and its k−1 nearest other subjects form a
+    subject (docs/locations.md). Merge: the record and its k−1 nearest other subjects form a
     group; groups sharing a member are united, and all active members are published at the
     centroid of their true locations (spatial microaggregation, Domingo-Ferrer & Mateo-Sanz
     2002, doi:10.1109/69.979982). Generalise: the smallest cell of a quadtree of sides 2^j m

@@ -1,4 +1,4 @@
-"""The outlier policy's parameters (spec: anonymity.md, "Outlier policy"), validated once."""
+"""The outlier policy's parameters (docs/locations.md, "The outlier policy"), validated once."""
 
 from __future__ import annotations
 

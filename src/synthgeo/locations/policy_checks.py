@@ -1,6 +1,6 @@
 """Checks on an outlier-policy outcome: caps, hole check, group extent and the bias statement.
 
-Spec: anonymity.md, "Outlier policy". Each function takes plain arrays and returns numbers (and
+docs/locations.md, "The outlier policy". Each function takes plain arrays and returns numbers (and
 messages); :func:`synthgeo.locations.outliers.apply_outlier_policy` decides what refuses.
 """
 

@@ -1,6 +1,6 @@
 """Spatial k-anonymity: per-record k within a radius, its distribution and worst offenders.
 
-Spec: anonymity.md, "Spatial k-anonymity measurement". ``spatial_k`` of a record is the number of
+docs/locations.md, "Spatial k-anonymity". ``spatial_k`` of a record is the number of
 records (distinct subjects when a subject id is given) within ``radius_m`` of it, itself
 included, among records with the same quasi-identifier values when ``group_by`` is given. The
 radius is the recipient's uncertainty about a published location (for the exact locations of a
@@ -307,7 +307,7 @@ def measure_spatial_k(
     Notes
     -----
     spatial_k_i = #{j : g_j = g_i, ‖x_j − x_i‖ ≤ radius_m} (distinct subjects with `subject`),
-    by KD-tree (:func:`synthgeo.locations.neighbours.radius_counts`). Spec: anonymity.md;
+    by KD-tree (:func:`synthgeo.locations.neighbours.radius_counts`). docs/locations.md;
     the grouped form is k-anonymity within equivalence classes of quasi-identifiers (Sweeney
     2002, doi:10.1142/S0218488502001648) with location generalised to a disc of radius r.
 

@@ -1,6 +1,6 @@
 """Rare-disease point releases: donut geomasking to k and choosing k from evidence.
 
-Spec: anonymity.md, "Donut geomasking and choosing k". :func:`mask_to_k` masks a case layer;
+docs/locations.md, "Donut geomasking and choosing k". :func:`mask_to_k` masks a case layer;
 :func:`choose_k` sweeps k over replicate masks, scoring an attacker model
 (:class:`NearestHouseholdAttacker`) and a utility test (:class:`ExcessNearSource`, or your own),
 and picks the smallest k meeting both targets; :func:`plot_choose_k` draws the two curves;

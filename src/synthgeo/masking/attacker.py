@@ -1,6 +1,6 @@
 """Attacker models for masked point releases: how often a masked case is linked to its household.
 
-The default, :class:`NearestHouseholdAttacker`, follows the spec (anonymity.md): the attacker knows
+The default, :class:`NearestHouseholdAttacker`, follows docs/locations.md: the attacker knows
 the true households of a random share of the cases and assigns each masked point of a known case
 to the nearest known case household. Any object with the same ``success`` method and
 ``to_dict`` can replace it in :func:`synthgeo.masking.choose_k`.

@@ -70,7 +70,7 @@ class ExcessNearSource:
     -----
     With n cases, expected E = n · s, s the household share within R (so the expectation
     follows the population, not a constant density), observed O = #{cases within R}. The test
-    passes when O >= min_ratio · E and O >= min_count (spec: anonymity.md, "Utility"). This is
+    passes when O >= min_ratio · E and O >= min_count (docs/locations.md). This is
     the simple observed/expected screen for raised incidence near a prespecified point whose
     model-based version is Diggle (1990), on the same Chorley-Ribble data.
 

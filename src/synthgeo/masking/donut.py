@@ -3,7 +3,7 @@
 Each case is moved in a uniform random direction by a distance drawn uniformly *in area* from the
 annulus [0.5·r_k, r_k], where r_k is the distance from the true location to its k-th nearest
 household (population-weighted when the household layer carries counts per point). With a study
-region, a displaced point that falls outside it is redrawn. Spec: anonymity.md, "Donut geomasking
+region, a displaced point that falls outside it is redrawn. docs/locations.md, "Donut geomasking
 and choosing k".
 """
 

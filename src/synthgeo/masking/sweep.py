@@ -3,8 +3,8 @@
 For each k on the grid, many replicate masks (default 200) are drawn at once; each is scored by
 the attacker model (re-identification) and the utility test (does the analysis still detect
 what it detects on the true locations). The smallest k meeting both targets, set before the
-sweep, is chosen; when none does, the finding says so and names the two alternatives. Spec:
-anonymity.md, "Donut geomasking and choosing k".
+sweep, is chosen; when none does, the finding says so and names the two alternatives
+(docs/locations.md, "Donut geomasking and choosing k").
 """
 
 from __future__ import annotations
@@ -318,7 +318,7 @@ def choose_k(
     as one array and attacked with one KD-tree (batches of at most 2·10⁶ masked points bound the
     memory). Monte Carlo standard errors: sd(success_r)/√R for the attacker and
     √(p(1 − p)/R) for the detection rate. The choice rule (smallest k meeting targets fixed
-    beforehand) is the spec's (anonymity.md); fixing targets first keeps the choice from being
+    beforehand) is the one in docs/locations.md; fixing targets first keeps the choice from being
     tuned to the result.
 
     References

@@ -1,4 +1,4 @@
-"""At-risk records and sites for differential smoothing (spec: model.md, "At-risk sites").
+"""At-risk records and sites for differential smoothing (docs/model.md, "At-risk records").
 
 A record's neighbours are the records of *other subjects* within M metres (inclusive). With no
 subject id every record is its own subject, so records sharing a site are each other's
@@ -187,7 +187,7 @@ def continuous_weights(
     k: int = 2,
     subject: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Graded at-risk weights a = 1 − min(1, ρ_nn/ρ₀), ρ_nn = exp(−φ̂ d_nn) (spec: model.md).
+    """Graded at-risk weights a = 1 − min(1, ρ_nn/ρ₀), ρ_nn = exp(−φ̂ d_nn) (docs/model.md).
 
     Beyond the paper (its future-work section asks for graded weights). a = 0 for records with
     k − 1 neighbours within M = −log(ρ₀)/φ̂ (so a > 0 exactly where the binary rule flags a

@@ -1,6 +1,6 @@
 """Sites, distances and the exponential covariance.
 
-Records at one location share one spatial effect (spec: model.md, "Sites"): the GP lives on the
+Records at one location share one spatial effect (docs/model.md): the GP lives on the
 S unique sites and records map to sites through an incidence vector ``site_index`` (the N x S
 matrix A with one 1 per row, stored as the column index of that 1).
 """

@@ -1,4 +1,4 @@
-"""Kriged spatial effects at at-risk sites, for ``at_risk_effect = "kriged"`` (spec: model.md).
+"""Kriged spatial effects at at-risk sites, for ``at_risk_effect = "kriged"`` (docs/model.md).
 
 Beyond the paper. Under γ = ∞ the at-risk sites (d_s = 0) carry no effect in the data, so the
 posterior of w_I at those sites given y is its *prior* conditional given the effects at the

@@ -1,6 +1,6 @@
 """The restricted (differentially smoothed) Gaussian-process regression as a PyMC model.
 
-Model (Quick, Holan & Wikle 2018, JRSS-A 181(3), doi:10.1111/rssa.12360; spec: model.md)::
+Model (Quick, Holan & Wikle 2018, JRSS-A 181(3), doi:10.1111/rssa.12360; docs/model.md)::
 
     Y = X β + A D w + e,   e ~ N(0, τ² I),   w ~ MVN(0, σ² R(φ)),  R_st = exp(−φ d_st)
     D = diag(d_s),  d_s = (1 + γ a_s)^(-1/2)
@@ -91,7 +91,7 @@ def default_priors(
     σ² ~ InverseGamma(2, s²/2): infinite variance, prior mean half the OLS residual variance s².
     √τ² ~ HalfNormal(s): flat near zero, 95% below 2s. The effective range is
     uniform between the median positive nearest-site distance and the maximum inter-site distance
-    (spec: model.md). β ~ N(0, 100² I).
+    (docs/model.md). β ~ N(0, 100² I).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """Differential smoothing D = diag(d_s), d_s = (1 + γ a_s)^(-1/2), with γ fixed or per draw.
 
-Spec: model.md, "Restricted model". The scaling form is synthgeo's formulation of Quick, Holan &
+docs/model.md, "The restricted model". The scaling form is synthgeo's formulation of Quick, Holan &
 Wikle (2018, JRSS-A 181(3), doi:10.1111/rssa.12360): at γ = ∞ it is exactly the paper's
 restricted model (d_s = 0 wherever a_s > 0, the spatial effect removed there), at γ = 0 the
 unrestricted model (D = I). Two finite forms:

@@ -12,7 +12,7 @@ so that C̃⁻¹ = (I − B)ᵀ F⁻¹ (I − B) with B sparse (≤ ``n_neighbor
 lower triangular in the ordering) and log|C̃| = Σ log F_i. Everything here is O(n m³) with
 m = ``n_neighbors``; the m x m systems are solved in one batched LAPACK call.
 
-Covariance used (in units of σ², spec: model.md)::
+Covariance used (in units of σ², docs/model.md)::
 
     C_ij = d_i d_j exp(−φ h_ij) + α δ_ij,    α = τ²/σ²
 

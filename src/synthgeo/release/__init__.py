@@ -1,1 +1,1 @@
-"""A release: the writer, the release record and its schema, the report and the data users' README."""
+"""A release: the writer, the release record and its schema, the report, the data users' README."""

@@ -1,6 +1,6 @@
 """Write a release: ``release/`` (publishable), ``confidential/``, ``release.json``, report.
 
-Spec: release.md. Everything is written into a temporary folder beside the output and moved
+docs/release.md. Everything is written into a temporary folder beside the output and moved
 into place at the end, so a failure leaves nothing half-written; an existing output folder is
 replaced only with ``overwrite=True``, and never when the input file lies inside it.
 ``release/`` is built from a whitelist: record id, released location, the spec's covariates and

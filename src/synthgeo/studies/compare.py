@@ -4,9 +4,9 @@ Reproduces the tables of Quick, Holan & Wikle (2018, JRSS-A 181(3), doi:10.1111/
 Table 1/2 analogue (posterior summaries of β, σ², τ², φ per model; Reiter (2003) estimates of
 the analyst's model with CI overlap against the confidential OLS fit), the risk table
 (within-ε risk by group, reduction against the unrestricted model, implicate-average attack)
-and the spatial utility measures of risk-utility.md.
+and the spatial utility measures of docs/risk-and-utility.md.
 
-The **suppressed** baseline (spec: model.md, "Synthesis") drops the at-risk records, fits the
+The **suppressed** baseline (docs/model.md) drops the at-risk records, fits the
 unrestricted model on the rest and synthesises the rest: the at-risk records are not released
 at all (their risk is reported as "not released", NaN), its Reiter estimates use the released
 records and are compared with the confidential OLS fit on *all* records, as the paper does.

@@ -1,12 +1,12 @@
 """Risk–utility frontier over the smoothing strength γ and the at-risk threshold ρ₀.
 
-Spec: risk-utility.md ("Beyond the paper": a frontier over γ and ρ₀, plotted, so that a board
+docs/risk-and-utility.md (a frontier over γ and ρ₀, plotted, so that a board
 can see the trade-off) and the issue's list γ ∈ {0, 1, max(0, σ²/τ² − 1), 10, ∞},
 ρ₀ ∈ {0.05, 0.1, 0.2, 0.3}. The unrestricted model is fitted once; each (γ, ρ₀) setting gets
 its own at-risk set (M = −log ρ₀/φ̂, so a fixed ``M_m`` in the spec is overridden by the sweep)
 and its own restricted fit and implicates. Each row reports the at-risk count, the risk
 reduction against the unrestricted model for at-risk and other records (ratio of means,
-risk-utility.md) and the mean CI overlap of the analyst's model over its terms.
+docs/risk-and-utility.md) and the mean CI overlap of the analyst's model over its terms.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""L partially synthetic implicates from the posterior predictive (spec: model.md, "Synthesis").
+"""L partially synthetic implicates from the posterior predictive (docs/model.md, "Synthesis").
 
 For ℓ = 1..L, with posterior draws spread evenly over chains and draws::
 
@@ -64,7 +64,7 @@ def draw_implicates(
     at_risk_effect : {"zero", "kriged"}, default="zero"
         Effect synthesised at sites with d_s = 0 (at risk under γ = ∞): none (the paper), or
         the kriging mean of w there from the active sites' w of the same draw
-        (:func:`synthgeo.model.kriging.kriged_effects`; beyond the paper, spec: model.md).
+        (:func:`synthgeo.model.kriging.kriged_effects`; beyond the paper, docs/model.md).
 
     Returns
     -------

@@ -11,7 +11,7 @@ runs on the local threaded scheduler or on a ``dask.distributed`` cluster::
 
 Each implicate's error draw has its own seed (``SeedSequence(seed).spawn(L)[ℓ]``), so the
 files do not depend on the chunking or on the scheduler. Formulas as
-:mod:`synthgeo.synthesis.implicates` (model.md, "Synthesis") and :mod:`synthgeo.risk.within_eps` (risk-utility.md).
+:mod:`synthgeo.synthesis.implicates` (docs/model.md, "Synthesis") and :mod:`synthgeo.risk.within_eps` (docs/risk-and-utility.md).
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def stream_release(
     seed : int
     eps, p : tuple of float
         Absolute (back-transformed units, e.g. dollars) and relative tolerances of the
-        within-ε risk (risk-utility.md; Quick et al. 2018, Sect. 4).
+        within-ε risk (docs/risk-and-utility.md; Quick et al. 2018, Sect. 4).
     transform : {"exp", "identity"}
         Back-transform g to the scale of ``eps``.
     chunk : int, default=10

@@ -1,6 +1,6 @@
 """Spatial utility: residual semivariogram and Moran's I, confidential vs implicates.
 
-Spec: risk-utility.md, "Spatial utility". The analyst's OLS ignores space, so the question is
+docs/risk-and-utility.md, "Spatial utility". The analyst's OLS ignores space, so the question is
 whether the implicates keep the spatial structure of the confidential data: the empirical
 semivariogram of the analyst's OLS residuals and Moran's I of the response, computed on the
 confidential values and on every implicate (summarised over implicates).

@@ -5,22 +5,26 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from synthgeo._progress import progress_iter
-from synthgeo.release.report import _sections as S
-from synthgeo.release.report._html import esc, page
+from synthgeo.release.report._fits import section_convergence, section_utility
+from synthgeo.release.report._html import page
+from synthgeo.release.report._locations import section_locations
+from synthgeo.release.report._overview import section_overview
+from synthgeo.release.report._risk_sections import section_histograms, section_risk
+from synthgeo.release.report._spatial import section_at_risk_map, section_surfaces
 
 __all__ = ["render_report", "SECTIONS"]
 
 #: (title shown when skipped, section function of the result), in page order.
 SECTIONS: tuple[tuple[str, Callable], ...] = (
-    ("Overview", S.section_overview),
-    ("At-risk records", S.section_at_risk_map),
-    ("Posterior mean surface of w", S.section_surfaces),
-    ("Synthetic values of the riskiest records", S.section_histograms),
-    ("Disclosure risk", S.section_risk),
-    ("Utility", S.section_utility),
-    ("Convergence", S.section_convergence),
+    ("Overview", section_overview),
+    ("At-risk records", section_at_risk_map),
+    ("Posterior mean surface of w", section_surfaces),
+    ("Synthetic values of the riskiest records", section_histograms),
+    ("Disclosure risk", section_risk),
+    ("Utility", section_utility),
+    ("Convergence", section_convergence),
     ("Location diagnostics (spatial k, outlier policy)",
-     lambda result: S.section_locations(getattr(result, "locations", None))),
+     lambda result: section_locations(getattr(result, "locations", None))),
 )
 
 
@@ -38,7 +42,8 @@ def render_report(result, *, progressbar: bool = False) -> str:
     -------
     str
         A complete HTML document with every figure embedded (no external resources). Its
-        first line is the confidential marker.
+        first line is the confidential marker. Every value shown (ids, column names, captions,
+        the spec's path) is HTML-escaped by the templates (docs/release.md).
     """
     sections, skipped = [], []
     for title, fn in progress_iter(SECTIONS, enabled=progressbar, desc="report",
@@ -50,13 +55,7 @@ def render_report(result, *, progressbar: bool = False) -> str:
             sections.append(sec)
     spec = result.spec
     name = spec.source.name if spec.source else "spec"
-    subtitle = (f"Spec <code>{esc(spec.source)}</code>; {result.data.n_records} records; "
-                f"L = {spec.synthesis.n_implicates} implicates of the restricted model.")
     failed = [name for name, fit in result.fits.items() if not fit.convergence.passed]
-    if failed:
-        subtitle += (f"</p><p class='conf' id='preview-warning'>PREVIEW ONLY — MCMC did not "
-                     f"converge ({esc(', '.join(failed))}; see Convergence). This run went on "
-                     "because <code>on_convergence_failure = \"warn\"</code>; its files must not "
-                     "be released.")
-    return page(title=f"synthgeo report: {name}", subtitle=subtitle, sections=sections,
-                skipped=skipped)
+    return page(title=f"synthgeo report: {name}", sections=sections, skipped=skipped,
+                source=spec.source, n_records=result.data.n_records,
+                n_implicates=spec.synthesis.n_implicates, failed=failed)
