@@ -7,7 +7,7 @@ print it as one line. They also derive from the built-in type a Python user woul
 
 from __future__ import annotations
 
-__all__ = ["SynthgeoError", "InputError", "SpecError", "ConvergenceError"]
+__all__ = ["SynthgeoError", "InputError", "SpecError", "ConvergenceError", "LocationError"]
 
 
 class SynthgeoError(Exception):
@@ -24,3 +24,7 @@ class SpecError(SynthgeoError, ValueError):
 
 class ConvergenceError(SynthgeoError, RuntimeError):
     """MCMC diagnostics failed the thresholds and ``on_convergence_failure = "stop"``."""
+
+
+class LocationError(SynthgeoError, RuntimeError):
+    """The location verdict is FAIL and ``on_location_failure = "stop"`` (docs/locations.md)."""

@@ -53,6 +53,11 @@ def add_parser(sub, common) -> None:
     p.add_argument("--max-unit-suppressed-share", type=float, default=0.10, metavar="S",
                    help="cap on the suppressed share within each unit, 0-1 (default: 0.10 = "
                         "10%%)")
+    p.add_argument("--group-diameter-ratio", type=float, default=1.0, metavar="X",
+                   help="widest merge group allowed (largest distance between two members' "
+                        "true locations), as a multiple of --r-max-m (of --r-max-time in time); "
+                        "a wider merge, chained or not, fails and the record is generalised "
+                        "(default: 1, so a record labelled merge is generalised in practice)")
     p.add_argument("--max-passes", type=int, default=5, metavar="N",
                    help="classification passes allowed to reach a fixed point, the "
                         "confirming pass included (default: 5)")
@@ -104,6 +109,10 @@ def _print_tables(res, args, say) -> None:
                 say(f"  ... {len(u) - args.units} more units (all at "
                     f"{pct(u['share'].iloc[args.units])} or less)")
             say(res.hole["message"])
+        for axis, n in res.n_merges_too_wide.items():
+            if n:
+                say(f"merges refused ({axis}): {n:,} would have made a group wider than "
+                    f"{res.policy.group_diameter_ratio:g} × r_max; generalised instead")
         g = res.groups
         if len(g):
             for axis, part in g.groupby("axis"):
@@ -135,7 +144,7 @@ def run(args: argparse.Namespace, say) -> int:
         k=args.k, r_max_m=args.r_max_m, merge_ratio=args.merge_ratio,
         generalise_ratio=args.generalise_ratio, max_suppressed_share=args.max_suppressed_share,
         max_unit_suppressed_share=args.max_unit_suppressed_share, r_max_time=args.r_max_time,
-        max_passes=args.max_passes)
+        max_passes=args.max_passes, group_diameter_ratio=args.group_diameter_ratio)
     if args.out:
         check_output_dir(args.out, marker=MARKER, overwrite=args.overwrite,
                          inputs=(Path(args.points),))

@@ -31,8 +31,8 @@ from scipy.spatial import cKDTree
 from synthgeo._errors import InputError, SpecError
 
 __all__ = [
-    "radius_counts", "other_subject_record_counts", "nearest_other_subjects", "codes",
-    "RADIUS_SLACK",
+    "radius_counts", "other_subject_record_counts", "nearest_other_subjects",
+    "kth_neighbour_distance", "codes", "RADIUS_SLACK",
 ]
 
 RADIUS_SLACK = 1e-12
@@ -332,6 +332,7 @@ def nearest_other_subjects(
     groups: np.ndarray | Sequence | None = None,
     query: np.ndarray | None = None,
     candidates: np.ndarray | None = None,
+    distinct_subjects: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Distances to the nearest records of the ``n_neighbours`` nearest other subjects.
 
@@ -349,6 +350,10 @@ def nearest_other_subjects(
         Records to answer for (default: all).
     candidates : ndarray of int, optional
         Records that may be neighbours (default: all). A query record need not be one.
+    distinct_subjects : bool, default=True
+        Count each other subject once (its nearest record), as the outlier policy does after
+        subject deduplication. False counts every record of another subject, as the at-risk
+        rule's neighbour counts do (see :func:`kth_neighbour_distance`).
 
     Returns
     -------
@@ -403,7 +408,7 @@ def nearest_other_subjects(
         found = idx < n_tree
         lab = np.where(found, subj_c[np.minimum(idx, n_tree - 1)], -1)
         lab[lab == subj[q[todo]][:, None]] = -1  # own subject is never a neighbour
-        if own_records:  # every record its own subject: each other record is a new subject
+        if own_records or not distinct_subjects:  # each other subject's record counts
             first = lab >= 0
         else:  # first record of each subject in distance order: stable sort by label
             order = np.argsort(lab, axis=1, kind="stable")
@@ -427,3 +432,44 @@ def nearest_other_subjects(
         todo = todo[~done]
         width *= 4
     return out_d, out_i
+
+
+def kth_neighbour_distance(
+    coords_m: np.ndarray, k: int = 2, *, subject: np.ndarray | Sequence | None = None
+) -> np.ndarray:
+    """Distance from each record to its (k − 1)-th nearest record of another subject.
+
+    The at-risk rule's distance (docs/model.md, "At-risk sites"): records of other subjects
+    are counted, not distinct subjects, as in :func:`other_subject_record_counts`, so a record
+    has fewer than k − 1 neighbours within M exactly when this distance exceeds M.
+
+    Parameters
+    ----------
+    coords_m : ndarray of shape (n_records, 2)
+        Projected coordinates, metres.
+    k : int, default=2
+        Anonymity threshold; k = 2 gives the nearest neighbour (the paper's rule).
+    subject : array-like of shape (n_records,), optional
+        Subject ids; records of one subject are never each other's neighbours. None: every
+        record is its own subject.
+
+    Returns
+    -------
+    ndarray of shape (n_records,)
+        Metres; ``inf`` when fewer than k − 1 records of other subjects exist.
+
+    Raises
+    ------
+    SpecError
+        If `k` < 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> xy = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 4.0]])
+    >>> kth_neighbour_distance(xy, 3).tolist()
+    [4.0, 5.0, 5.0]
+    """
+    dist, _ = nearest_other_subjects(coords_m, int(k) - 1, subject=subject,
+                                     distinct_subjects=False)
+    return dist[:, -1]
