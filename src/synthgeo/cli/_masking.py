@@ -46,7 +46,7 @@ def add_utility_args(p: argparse.ArgumentParser, *, required: bool) -> None:
     g.add_argument("--source", metavar="X,Y", required=required,
                    help="suspected source, in the cases file's CRS and unit (scaled by "
                         "--coord-unit-m), e.g. 354.5,413.6 for km on the British National Grid"
-                        + ("" if required else " (default: no utility test)"))
+                        " (default: none, no utility test)")
     g.add_argument("--radius-m", type=float, metavar="R", required=required,
                    help="radius R around the source, metres (distance <= R counts; default: "
                         "none, no utility test)")

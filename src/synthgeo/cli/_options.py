@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-__all__ = ["READING", "SPEC_DATA", "SPEC_ANONYMITY", "add", "reading_kwargs",
+__all__ = ["READING", "SPEC_DATA", "SPEC_ANONYMITY", "MASKING", "add", "reading_kwargs",
            "add_reading_options", "add_spec_overrides"]
 
 _CSV = "CSV only: "
@@ -74,6 +74,32 @@ SPEC_ANONYMITY: dict[str, tuple[str, dict[str, Any]]] = {
         help="when the location verdict is FAIL: stop before fitting, or warn (in "
              "release.json and the report) and go on (default: the spec's [anonymity] "
              "on_location_failure, else stop)")),
+}
+
+
+#: Options of the masking commands beyond reading (``mask``, ``choose-k``).
+MASKING: dict[str, tuple[str, dict[str, Any]]] = {
+    "verify": ("--verify", dict(
+        action="store_true",
+        help="verified mask: redraw each case until its verified k (households at least as "
+             "close to the masked point as the true location, own counted once) reaches k, "
+             "widening the annulus x1.25 after every 10 failed draws; redraws are reported "
+             "(default: off: the verified k is only reported)")),
+    "max_verify_redraws": ("--max-verify-redraws", dict(
+        type=int, default=100, metavar="N",
+        help="with --verify: rounds of redraws before refusing a case still below k "
+             "(default: 100)")),
+    "attacker_only": ("--attacker-only", dict(
+        action="store_true",
+        help="no utility test: sweep the attacker's success, the displacement and the verified "
+             "k only, and choose the smallest k meeting the attacker target (default: off; "
+             "--source and --radius-m are then not needed)")),
+    "preregistered": ("--preregistered", dict(
+        action="store_true",
+        help="the source and radius were registered before looking at the data: go on when "
+             "the true locations show no excess (the sweep then measures how often masking "
+             "keeps that finding, i.e. shows no spurious excess), and say so (default: off: "
+             "refuse a test that does not pass on the true locations)")),
 }
 
 

@@ -7,6 +7,7 @@ import json
 import warnings
 from pathlib import Path
 
+from synthgeo.cli._options import MASKING, add
 from synthgeo.cli._masking import (
     add_attacker_args,
     add_input_args,
@@ -53,6 +54,7 @@ def add_parser(sub, common) -> None:
                         "point; only new cases are masked (default: none)")
     add_utility_args(p, required=False)
     add_attacker_args(p)
+    add(p, MASKING, ["verify", "max_verify_redraws"])
     p.add_argument("--n-attacks", type=int, default=200, metavar="N",
                    help="random choices of the attacker's known cases averaged over when "
                         "scoring the written mask (default: 200)")
@@ -86,7 +88,7 @@ def run(args: argparse.Namespace, say) -> int:
         "households": {k: prov["households"][k] for k in ("sha256", "query", "weight_column")},
         "region": None if prov["region"] is None else prov["region"]["sha256"],
         "coordinates": {k: prov["coordinates"][k] for k in ("x", "y", "crs", "coord_unit_m")},
-        "k": args.k, "method": "donut-1",
+        "k": args.k, "method": "donut-1" + ("-verified" if args.verify else ""),
         "reuse": None if previous is None else previous[1].get("inputs_key"),
     }
     key = inputs_key(params)
@@ -115,7 +117,8 @@ def run(args: argparse.Namespace, say) -> int:
                       "draw a long random one", UserWarning, stacklevel=2)
     seed = resolve_seed(args.seed)
     mask = mask_to_k(inputs.cases, inputs.households, k=args.k, weights=inputs.weights,
-                     region=inputs.region, random_seed=seed)
+                     region=inputs.region, random_seed=seed, verify=args.verify,
+                     max_verify_redraws=args.max_verify_redraws)
     reused = None
     if previous is not None:
         layer, side = previous
@@ -129,7 +132,8 @@ def run(args: argparse.Namespace, say) -> int:
     utility = make_utility(args, inputs)
     evaluation = evaluate_mask(inputs.cases, mask, attacker=attacker, utility=utility,
                                n_attacks=args.n_attacks,
-                               random_seed=np.random.default_rng([seed, 2]))
+                               random_seed=np.random.default_rng([seed, 2]),
+                               households=inputs.households, weights=inputs.weights)
     record = {
         "inputs": prov, "inputs_key": key, "parameters": params, "reused_from": reused,
         "evaluation": evaluation.to_dict(),
@@ -157,6 +161,18 @@ def _summary(say, side: dict) -> None:
         say(f"attacker success on this mask: {ev['attacker_success']:.3f} (± "
             f"{ev['attacker_success_se']:.3f} MC s.e.; attacker knows {att.get('n_known')} "
             f"cases; random-guess baseline {att.get('baseline', float('nan')):.3f})")
+        vk = ev.get("verified_k")
+        if vk:
+            say(f"verified k (households at least as close to the masked point as the true "
+                f"location): median {vk['median']:.0f}, min {vk['min']:.0f}, "
+                f"{vk['n_below_k']} of {vk['n']} cases below k = {vk['k']}"
+                + ("" if vk["n_below_k"] else " (verified mask)" if side.get("verification")
+                   else ""))
+        ver = side.get("verification")
+        if ver:
+            say(f"verified mask: {ver['n_redraws']} redraws in {ver['rounds']} rounds (bound "
+                f"{ver['max_redraws']}), {ver['n_widened']} annuli widened (up to "
+                f"x{ver['max_annulus_scale']:.2f})")
         u = ev.get("utility")
         if u:
             obs = (f": observed {u['observed']} within {u['radius_m']:.0f} m vs "
