@@ -17,7 +17,8 @@ def add_input_args(p: argparse.ArgumentParser) -> None:
                                  "(e.g. synthgeo:chorley_ribble_cancer.csv)")
     p.add_argument("--households", required=True, metavar="FILE",
                    help="household (address) points or a population proxy, same CRS as CASES; "
-                        "may be the same file as CASES, told apart by the two queries")
+                        "may be the same file as CASES, told apart by the two queries (no "
+                        "default: required)")
     g = p.add_argument_group("reading the files")
     add_reading_options(g)
     g.add_argument("--cases-query", metavar="EXPR",

@@ -35,7 +35,8 @@ def add_parser(sub, common) -> None:
     add_input_args(p)
     p.add_argument("--k", type=int, required=True, metavar="K",
                    help="households each case is hidden among (integer >= 1, at most the "
-                        "household total); choose it with `synthgeo choose-k`")
+                        "household total); choose it with `synthgeo choose-k` (no default: "
+                        "required)")
     p.add_argument("--seed", type=int, metavar="INT",
                    help="random seed, non-negative integer (default: a fresh random 63-bit "
                         "seed, recorded in mask.json); it is the key of the mask: keep it "
