@@ -164,7 +164,8 @@ def run(args: argparse.Namespace, say) -> int:
                                subject=args.subject_col, attributes=attributes,
                                on_failure="report")
     t_policy = time.perf_counter() - t
-    say(f"{Path(args.points).name}: {len(gdf):,} records, distances in {gdf.crs.name}")
+    say(f"{Path(args.points).name}: {len(gdf):,} records, x/y read in "
+        f"{gdf.attrs['coordinate_unit']['name']} units, distances in metres in {gdf.crs.name}")
     say(f"outlier policy: k = {policy.k}, r_max = {policy.r_max_m:g} m"
         + (f", r_max_time = {policy.r_max_time}" if args.time_col else "")
         + f", ratios {policy.merge_ratio:g}/{policy.generalise_ratio:g}")
@@ -185,6 +186,8 @@ def run(args: argparse.Namespace, say) -> int:
                                              always_xy=True)
             xy = res.published_m[~res.suppressed]
             table["x"], table["y"] = to.transform(xy[:, 0], xy[:, 1]) if len(xy) else ([], [])
+            scale = gdf.attrs["coordinate_unit"].get("scale_to_crs", 1.0)  # the input's unit
+            table["x"], table["y"] = table["x"] / scale, table["y"] / scale
             files["disposed.parquet"] = lambda p: layer.to_parquet(p, index=False)
             files["disposed.csv"] = lambda p: table.to_csv(p, index=False)
         files[MARKER] = {
@@ -192,7 +195,10 @@ def run(args: argparse.Namespace, say) -> int:
             "input": {"path": str(Path(args.points).resolve()),
                       "sha256": gdf.attrs.get("sha256"), "n_read": gdf.attrs.get("n_read"),
                       "query": args.query},
-            "crs": {"source": gdf.attrs.get("source_crs"), "projected": gdf.crs.name},
+            "crs": {"source": gdf.attrs.get("source_crs"), "projected": gdf.crs.name,
+                    "coordinate_unit": gdf.attrs.get("coordinate_unit"),
+                    "disposed_csv_xy": "in the input's CRS and unit (coordinate_unit)"},
+            "warnings": gdf.attrs.get("warnings", []),
             **res.record(), "versions": package_versions(),
         }
         out = write_folder(args.out, files, marker=MARKER, overwrite=args.overwrite,

@@ -51,7 +51,7 @@ class CoordinateUnit:
     metres_per_unit : float or None
         Metres per unit of the x/y values; None for degrees (geographic CRS).
     name : str
-        Words for messages and records ("metre", "degree", "1000 m (coord_unit_m)").
+        Words for messages and records ("metre", "degree", "kilometre", "100-metre").
     source : {"crs", "coord_unit_m"}
         Where the unit comes from.
     scale_to_crs : float
@@ -126,8 +126,9 @@ def coordinate_unit(crs: pyproj.CRS, coord_unit_m: float | None) -> CoordinateUn
         return CoordinateUnit(metres_per_unit=None, name="degree", source="crs")
     if value is None:
         return CoordinateUnit(metres_per_unit=crs_m, name=unit_name(crs), source="crs")
-    return CoordinateUnit(metres_per_unit=value, name=f"{value:g} m (coord_unit_m)",
-                          source="coord_unit_m", scale_to_crs=value / crs_m)
+    name = {1.0: "metre", 1000.0: "kilometre"}.get(value, f"{value:g}-metre")
+    return CoordinateUnit(metres_per_unit=value, name=name, source="coord_unit_m",
+                          scale_to_crs=value / crs_m)
 
 
 def stated_unit(column: str) -> float | str | None:

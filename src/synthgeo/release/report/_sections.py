@@ -549,8 +549,8 @@ def section_locations(locations: Any) -> Section | None:
         policy_table = pd.Series(np.asarray(labels)).value_counts().rename_axis("label")
         policy_table = policy_table.reset_index(name="records")
     if policy_table is not None:
-        parts.append("<p>Outlier policy (labels for the released locations; `run` moves or "
-                     "drops no location):</p>"
+        parts.append("<p>Outlier policy (labels for the locations; what this release "
+                     "publishes is in the treatment and verdict rows above):</p>"
                      + table(_as_frame(policy_table, "records"), id="table-outlier-policy"))
     params = _get(locations, "policy")
     if params is not None:
