@@ -6,7 +6,6 @@ import argparse
 import time
 from pathlib import Path
 
-from synthgeo.cli._options import MASKING, add
 from synthgeo.cli._masking import (
     add_attacker_args,
     add_input_args,
@@ -15,6 +14,7 @@ from synthgeo.cli._masking import (
     load_inputs,
     make_utility,
 )
+from synthgeo.cli._options import MASKING, add
 
 
 def add_parser(sub, common) -> None:

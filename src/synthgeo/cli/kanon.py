@@ -46,8 +46,8 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import pandas as pd
 
-    from synthgeo.io.atomic import check_output_dir
     from synthgeo._versions import package_versions
+    from synthgeo.io.atomic import check_output_dir
     from synthgeo.locations.output import write_folder
     from synthgeo.locations.spatial_k import measure_spatial_k
 

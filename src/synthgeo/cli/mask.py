@@ -7,7 +7,6 @@ import json
 import warnings
 from pathlib import Path
 
-from synthgeo.cli._options import MASKING, add
 from synthgeo.cli._masking import (
     add_attacker_args,
     add_input_args,
@@ -16,6 +15,7 @@ from synthgeo.cli._masking import (
     load_inputs,
     make_utility,
 )
+from synthgeo.cli._options import MASKING, add
 
 _SMALL_SEED = 10**9
 

@@ -129,9 +129,9 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import pyproj
 
-    from synthgeo.io.atomic import check_output_dir
     from synthgeo._errors import SpecError
     from synthgeo._versions import package_versions
+    from synthgeo.io.atomic import check_output_dir
     from synthgeo.locations.outliers import apply_outlier_policy
     from synthgeo.locations.output import write_folder
     from synthgeo.locations.policy import OutlierPolicy

@@ -59,8 +59,8 @@ def run(args: argparse.Namespace, say) -> int:
     import pandas as pd
 
     from synthgeo.pipeline import run_release
-    from synthgeo.release.writer import check_output_dir, input_paths, write_release
     from synthgeo.release.report import render_report, summary_tables
+    from synthgeo.release.writer import check_output_dir, input_paths, write_release
 
     t0 = time.perf_counter()
     spec = spec_from_args(args)

@@ -61,7 +61,7 @@ def _check_arguments(numeric_columns, required_columns, min_records) -> None:
 
 def _unit(is_csv: bool, source_crs: pyproj.CRS, coord_unit_m: float | None,
           columns: list[str], path: Path) -> CoordinateUnit:
-    """Return the unit of the coordinates; refuse `coord_unit_m` on a layer and contradicting names."""
+    """Return the coordinates' unit; refuse `coord_unit_m` on a layer, contradicting names."""
     unit = coordinate_unit(source_crs, coord_unit_m)
     if not is_csv:
         if unit.scale_to_crs != 1.0:

@@ -175,7 +175,7 @@ class _Run:
 
 def _axes(points: geopandas.GeoDataFrame, prep: Any, policy: OutlierPolicy,
           time: str | None) -> list[Axis]:
-    """The space axis (metres) and, with a time column, the time axis (seconds)."""
+    """Build the space axis (metres) and, with a time column, the time axis (seconds)."""
     n = len(prep.coords_m)
     subj = prep.subject if prep.subject is not None else np.arange(n, dtype=np.int64)
     own = prep.subject is not None
@@ -257,7 +257,7 @@ def _disposal_of(ax: Axis, suppressed: np.ndarray) -> np.ndarray:
 
 
 def _published(axes: list[Axis], run: _Run) -> dict[str, Any]:
-    """Published locations (and times), merge groups and their table, per-record disposals."""
+    """Collect published locations (and times), merge groups and per-record disposals."""
     suppressed, active = run.suppressed, ~run.suppressed
     space = axes[0]
     gid, rows = space.group_table(active)

@@ -88,7 +88,7 @@ class LocationTreatment:
 
     def release_view(self, gdf: geopandas.GeoDataFrame, columns: tuple[str, ...] = ()
                      ) -> dict[str, Any]:
-        """What the released files carry for the records of `gdf` (same rows, same order).
+        """Return what the released files carry for the records of `gdf` (same rows, order).
 
         Parameters
         ----------
