@@ -65,7 +65,6 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import numpy as np
 
-    from synthgeo._errors import SpecError
     from synthgeo._versions import package_versions
     from synthgeo.masking import (
         NearestHouseholdAttacker,
@@ -94,22 +93,8 @@ def run(args: argparse.Namespace, say) -> int:
     }
     key = inputs_key(params)
     out = Path(args.out)
-    side_path = out / MASK_SIDECAR
-    if side_path.is_file():
-        old = json.loads(side_path.read_text(encoding="utf-8"))
-        if old.get("inputs_key") == key and args.seed in (None, old.get("random_seed")):
-            layer, side = read_mask(out)  # checks the files are unchanged
-            say(f"reusing the mask in {out} (same inputs and k, seed from its mask.json); "
-                "nothing re-masked or rewritten")
-            _summary(say, side)
-            print(f"masked points: {out / side['layer']}")
-            return 0
-        if not args.overwrite:
-            raise SpecError(
-                f"{out} holds a mask made from other inputs, k or seed; a second independent "
-                "mask of the same cases lets an attacker average the two. Use another `--out`, "
-                "`--reuse` it to keep the masked points already released, or `--overwrite` only "
-                "if that mask was never released")
+    if _same_mask_written(out, key, args, say):
+        return 0
     check_output_dir(out, marker=MASK_SIDECAR, overwrite=args.overwrite,
                      inputs=input_files(args))
     if args.seed is not None and 0 <= args.seed < _SMALL_SEED:
@@ -148,6 +133,32 @@ def run(args: argparse.Namespace, say) -> int:
     print(f"masked points: {written / side['layer']}")
     print(f"record (confidential: holds the seed): {written / MASK_SIDECAR}")
     return 0
+
+
+def _same_mask_written(out: Path, key: str, args: argparse.Namespace, say) -> bool:
+    """Reuse the mask in `out` when it has the same inputs (True); refuse a different one."""
+    from synthgeo._errors import SpecError
+    from synthgeo.masking import read_mask
+    from synthgeo.masking.store import MASK_SIDECAR
+
+    side_path = out / MASK_SIDECAR
+    if not side_path.is_file():
+        return False
+    old = json.loads(side_path.read_text(encoding="utf-8"))
+    if old.get("inputs_key") == key and args.seed in (None, old.get("random_seed")):
+        _, side = read_mask(out)  # checks the files are unchanged
+        say(f"reusing the mask in {out} (same inputs and k, seed from its mask.json); "
+            "nothing re-masked or rewritten")
+        _summary(say, side)
+        print(f"masked points: {out / side['layer']}")
+        return True
+    if not args.overwrite:
+        raise SpecError(
+            f"{out} holds a mask made from other inputs, k or seed; a second independent "
+            "mask of the same cases lets an attacker average the two. Use another `--out`, "
+            "`--reuse` it to keep the masked points already released, or `--overwrite` only "
+            "if that mask was never released")
+    return False
 
 
 def _summary(say, side: dict) -> None:

@@ -15,7 +15,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import cdist, pdist
 
-from synthgeo.locations.neighbours import nearest_other_subjects
+from synthgeo.locations.nearest import nearest_other_subjects
 
 OK, MERGE, GENERALISE, SUPPRESS = 0, 1, 2, 3
 LABELS = ("ok", "merge", "generalise", "suppress")

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synthgeo.locations.neighbours import kth_neighbour_distance, other_subject_record_counts
+from synthgeo.locations.nearest import kth_neighbour_distance
+from synthgeo.locations.neighbours import other_subject_record_counts
 
 __all__ = ["AtRiskResult", "find_at_risk", "neighbour_counts", "kth_neighbour_distance",
            "continuous_weights"]
