@@ -42,7 +42,8 @@ def test_location_commands_share_one_declaration():
         opts = _options(subs[command])
         assert opts["--verify"].help == MASKING["verify"][1]["help"]
     assert "--attacker-only" in _options(subs["choose-k"])
-    for command, tables in (("run", (SPEC_DATA, SPEC_ANONYMITY)), ("validate", (SPEC_DATA,))):
+    for command, tables in (("run", (SPEC_DATA, SPEC_ANONYMITY)), ("validate", (SPEC_DATA,)),
+                            ("compare", (SPEC_DATA, SPEC_ANONYMITY))):
         opts = _options(subs[command])
         for table in tables:
             for key, (flag, kwargs) in table.items():

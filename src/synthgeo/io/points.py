@@ -209,8 +209,13 @@ def load_points(
     --------
     >>> from importlib import resources
     >>> path = resources.files("synthgeo") / "data" / "chorley_ribble_cancer.csv"
-    >>> gdf = load_points(path, x="x_km", y="y_km", crs="EPSG:27700", coord_unit_m=1000,
-    ...                   drop_duplicates=True, id_column="id")  # doctest: +SKIP
+    >>> import warnings
+    >>> with warnings.catch_warnings():  # the file's rows rounded to 100 m repeat exactly
+    ...     warnings.simplefilter("ignore")
+    ...     gdf = load_points(path, x="x_km", y="y_km", crs="EPSG:27700", coord_unit_m=1000,
+    ...                       id_column="id", target_crs="EPSG:27700")
+    >>> len(gdf), gdf.attrs["coordinate_unit"]["name"], float(gdf.geometry.x.iloc[0])
+    (1036, 'kilometre', 353200.0)
     """
     _check_arguments(numeric_columns, required_columns, min_records)
     target, local = parse_target(target_crs)

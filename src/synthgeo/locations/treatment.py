@@ -282,6 +282,11 @@ def location_verdict(outliers: OutlierResult | None, treated: LocationTreatment 
     Returns
     -------
     LocationVerdict
+
+    Examples
+    --------
+    >>> location_verdict(None, None).to_dict()["status"]
+    'NOT ASSESSED'
     """
     if outliers is None or treated is None:
         return LocationVerdict(status="NOT ASSESSED", reasons=(
