@@ -101,10 +101,10 @@ def _build(frame: pd.DataFrame, xy: np.ndarray, source_crs: pyproj.CRS, *, id_co
              f"{n_duplicates} exact duplicate row(s) in {path.name} (same location and values "
              f"as an earlier row, e.g. {where(frame, duplicated, id_column)}): {action}",
              stacklevel=4)
-    points = geopandas.points_from_xy(xy[:, 0], xy[:, 1], crs=source_crs)
-    if isinstance(frame, geopandas.GeoDataFrame):
-        gdf = frame.set_geometry(points)
+    if isinstance(frame, geopandas.GeoDataFrame):  # a layer: its own geometry, its own unit
+        gdf = frame
     else:
+        points = geopandas.points_from_xy(xy[:, 0], xy[:, 1], crs=source_crs)
         gdf = geopandas.GeoDataFrame(frame, geometry=points, crs=source_crs)
     if drop_duplicates and n_duplicates:
         gdf = gdf.loc[~duplicated]
