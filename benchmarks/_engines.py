@@ -39,6 +39,9 @@ n_implicates = {L}
 [risk]
 eps = [10000.0]
 p = [0.1]
+
+[anonymity]
+on_location_failure = "warn"  # exact locations released: the engines are compared, not a release
 """
 
 

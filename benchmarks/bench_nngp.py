@@ -78,7 +78,7 @@ def accuracy() -> None:
     from synthgeo.studies.simulation import simulate_paper_design
 
     cases = [("paper design N=500", simulate_paper_design(2018), "log_income", [],
-              "EPSG:32610")]
+              "EPSG:4087")]
     if LUCAS.exists():
         cases.append(("Lucas 1,000", pd.read_csv(LUCAS).sample(1000, random_state=1),
                       "log_price", ["TLA", "age", "beds"], "EPSG:2834"))

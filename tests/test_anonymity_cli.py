@@ -66,10 +66,13 @@ def test_kanon_minneapolis_race_gender_100m(tmp_path, capsys, mpls):
 
 def test_outliers_minneapolis_per_neighborhood_shares(tmp_path, capsys, mpls):
     out = tmp_path / "o"
+    # groups up to 3 r_max wide (the default 1 r_max merges nothing: see the policy's docs)
     assert main(["outliers", *MPLS_ARGS, "--k", "5", "--r-max-m", "500", "--unit-col",
-                 "neighborhood", "--keep", "race,gender", "--out", str(out)]) == 0
+                 "neighborhood", "--keep", "race,gender", "--out", str(out),
+                 "--group-diameter-ratio", "3"]) == 0
     text = capsys.readouterr().out
-    api = apply_outlier_policy(mpls, OutlierPolicy(k=5, r_max_m=500.0), unit="neighborhood")
+    api = apply_outlier_policy(mpls, OutlierPolicy(k=5, r_max_m=500.0, group_diameter_ratio=3),
+                               unit="neighborhood")
     assert "suppression share per neighborhood (87 units" in text
     assert f"suppressed: {api.overall['n_suppressed']:,} of 51,920" in text
     assert "passes:" in text and "fixed point" in text
@@ -92,7 +95,8 @@ def test_outliers_minneapolis_per_neighborhood_shares(tmp_path, capsys, mpls):
 
 def test_outliers_minneapolis_temporal(capsys):
     assert main(["outliers", *MPLS_ARGS, "--k", "5", "--r-max-m", "500", "--unit-col",
-                 "neighborhood", "--time-col", "datetime_utc", "--r-max-time", "1h"]) == 0
+                 "neighborhood", "--time-col", "datetime_utc", "--r-max-time", "1h",
+                 "--group-diameter-ratio", "3"]) == 0
     text = capsys.readouterr().out
     assert "disposals (time):" in text and "merge groups (time)" in text
     assert main(["outliers", *MPLS_ARGS, "--k", "5", "--r-max-m", "500", "--time-col",

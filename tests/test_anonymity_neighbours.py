@@ -15,11 +15,8 @@ from hypothesis import strategies as st
 
 from synthgeo import InputError, SpecError
 from synthgeo.locations import neighbours
-from synthgeo.locations.neighbours import (
-    nearest_other_subjects,
-    other_subject_record_counts,
-    radius_counts,
-)
+from synthgeo.locations.nearest import nearest_other_subjects
+from synthgeo.locations.neighbours import other_subject_record_counts, radius_counts
 
 PYTHAGOREAN = [(0, 0), (3, 4), (4, 3), (0, 5), (5, 0), (-3, 4), (3, -4), (-4, -3), (6, 8),
                (8, 6), (0, 10), (-6, 8), (5, 12), (12, 5), (8, 15), (20, 21)]

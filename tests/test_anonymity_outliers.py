@@ -16,6 +16,9 @@ from synthgeo.locations import OutlierPolicy, apply_outlier_policy
 from synthgeo.locations.policy_checks import bias_table, cap_suggestions
 
 LOOSE = dict(max_suppressed_share=1.0, max_unit_suppressed_share=1.0)
+# the merge machinery without issue 12's width bound (every group formed around an outlier is
+# wider than r_max, so under the default bound of 1 · r_max no such merge succeeds)
+UNBOUNDED = dict(group_diameter_ratio=1e6)
 
 
 def layer(xy, **cols):
@@ -55,7 +58,7 @@ def test_merge_publishes_the_group_at_its_centroid():
     core = cluster(6)
     out = np.array([[160.0, 0.0]])
     xy = np.vstack([core, out])
-    res = run(xy)
+    res = run(xy, **UNBOUNDED)
     assert res.label.tolist() == ["ok"] * 6 + ["merge"]
     assert res.isolation_ratio[6] == pytest.approx(np.sort(np.hypot(*(core - out).T))[3] / 100)
     d = np.hypot(*(core - out).T)
@@ -165,7 +168,7 @@ def _chain(n_pairs):
 def test_reclassification_reaches_a_fixed_point():
     # k = 2: merging the outlier with its neighbour moves that neighbour away from its pair,
     # which then merges, and so on along the chain: one new merge per pass
-    res = run(_chain(3), k=2)
+    res = run(_chain(3), k=2, **UNBOUNDED)
     assert res.converged and res.n_passes == 5
     assert [p["space"]["merge"] for p in res.passes] == [1, 1, 1, 1, 0]
     assert (res.disposal == "merged").all()
@@ -174,11 +177,12 @@ def test_reclassification_reaches_a_fixed_point():
 
 
 def test_no_fixed_point_in_five_passes_refuses():
-    policy = OutlierPolicy(k=2, r_max_m=100.0, **LOOSE)
+    policy = OutlierPolicy(k=2, r_max_m=100.0, **LOOSE, **UNBOUNDED)
     with pytest.raises(SpecError, match="no fixed point in 5 passes"):
         apply_outlier_policy(layer(_chain(4)), policy)
     more = apply_outlier_policy(layer(_chain(4)), OutlierPolicy(k=2, r_max_m=100.0,
-                                                                max_passes=6, **LOOSE))
+                                                                max_passes=6, **LOOSE,
+                                                                **UNBOUNDED))
     assert more.converged and more.n_passes == 6
 
 
@@ -187,7 +191,7 @@ def test_temporal_outliers_worse_of_space_and_time():
     t0 = pd.Timestamp("2017-03-01T00:00:00Z")
     minutes = [0, 2, 4, 6, 8, 90, 180, 600]  # the last three are late
     times = [(t0 + pd.Timedelta(minutes=m)).isoformat() for m in minutes]
-    res = run(xy, time="t", cols={"t": times}, r_max_time="1h")
+    res = run(xy, time="t", cols={"t": times}, r_max_time="1h", **UNBOUNDED)
     # 4th nearest other in time: 90 min -> 88 min (ratio 1.47, merge); 180 -> 176 min (2.93,
     # generalise); 600 -> 594 min (9.9, suppress)
     assert res.isolation_time_s[5:].tolist() == [88 * 60, 176 * 60, 594 * 60]
@@ -234,7 +238,7 @@ def test_disposed_layer_is_a_whitelist():
     xy = np.vstack([cluster(6), [[160.0, 0.0]], [[1000.0, 1000.0]]])
     gdf = layer(xy, secret_x=xy[:, 0], name=list("abcdefgh"))
     gdf.attrs["id_column"] = "name"
-    res = apply_outlier_policy(gdf, OutlierPolicy(k=5, r_max_m=100.0, **LOOSE))
+    res = apply_outlier_policy(gdf, OutlierPolicy(k=5, r_max_m=100.0, **LOOSE, **UNBOUNDED))
     out = res.disposed_layer(gdf)
     assert set(out.columns) == {"name", "disposal", "cell_size_m", "geometry"}
     assert "h" not in set(out["name"])  # suppressed
@@ -274,3 +278,49 @@ def test_worked_example_84200_global_passes_small_units_fail():
                                         r"`max_unit_suppressed_share` = 10%: 'rural_a' 14\.4% "
                                         r"\(65 of 450\)"):
         apply_outlier_policy(gdf, policy, unit="district")
+
+
+# --- issue 12: merge groups no wider than the bound (group_diameter_ratio · r_max) -----------
+
+
+def _line(xs):
+    return np.column_stack([np.asarray(xs, float), np.zeros(len(xs))])
+
+
+def test_chained_merges_are_bounded_and_the_widest_group_is_reported():
+    # k = 2, r_max = 100: gaps 140, 150, 160 m, so every record's nearest other is 1.4-1.6
+    # r_max away (label merge). Unbounded, the pairs chain into one group 450 m wide.
+    xy = _line([0, 140, 290, 450])
+    chained = run(xy, k=2, **UNBOUNDED)
+    assert chained.groups["diameter"].max() == pytest.approx(450.0)
+    # bound 2 r_max = 200 m: 0 joins 140 (140 m wide); 290 would join them (290 m): refused;
+    # 450 then takes 290 into its own group (160 m)
+    res = run(xy, k=2, group_diameter_ratio=2.0)
+    assert (res.disposal == "merged").all() and res.converged
+    assert sorted(res.groups["diameter"].round(6).tolist()) == [140.0, 160.0]
+    np.testing.assert_allclose(res.published_m[:, 0], [70, 70, 370, 370])
+    ext = res.record()["group_extent"]["space"]
+    assert ext["max_diameter_m"] == pytest.approx(160.0)  # the widest group, by hand
+    assert ext["max_displacement_m"] == pytest.approx(80.0)  # half of it: a pair's centroid
+    assert ext["max_diameter_allowed_m"] == 200.0 and ext["n_merges_too_wide"] == 0
+    assert (res.groups["diameter"] <= 200.0).all()
+
+
+def test_chain_wider_than_r_max_fails_the_merge_and_generalises():
+    # the default bound is r_max itself: every pair here is wider, so no merge succeeds and the
+    # records are generalised (label stays "merge": ι says so; the disposal says what happened)
+    # (a cluster 400 m off gives the generalised cells the second subject they need)
+    xy = np.vstack([_line([0, 140, 290, 450]), cluster(6, at=(225.0, 400.0), spread=5.0)])
+    res = run(xy, k=2)
+    assert res.passes[0]["space"]["merge"] == 4
+    assert res.label[:4].tolist() == ["merge"] * 4
+    assert (res.disposal[:4] == "generalised").all() and len(res.groups) == 0
+    assert res.n_merges_too_wide == {"space": 4}
+    ext = res.record()["group_extent"]["space"]
+    assert ext["max_diameter_m"] is None and ext["n_merges_too_wide"] == 4
+    assert ext["max_diameter_allowed_m"] == 100.0
+
+
+def test_group_diameter_ratio_is_validated():
+    with pytest.raises(SpecError, match="group_diameter_ratio` must be a positive number"):
+        OutlierPolicy(k=5, r_max_m=100.0, group_diameter_ratio=0)

@@ -118,7 +118,9 @@ def test_missing_anonymity_column_fails_at_load(tmp_path):
     text = text.replace('path = "synthgeo:sacramento_home_sales.csv"',
                         f'path = "{Path(bundled_spec_path()).parent / "sacramento_home_sales.csv"}"')
     path = tmp_path / "spec.toml"
-    path.write_text(text + '\n[anonymity]\nunit = "county"\n', encoding="utf-8")
+    # the bundled spec has an [anonymity] section: add the key to it
+    path.write_text(text.replace("[anonymity]\n", '[anonymity]\nunit = "county"\n'),
+                    encoding="utf-8")
     from synthgeo import InputError
 
     with pytest.raises(InputError, match=r"column\(s\) \['county'\] not found"):

@@ -378,9 +378,11 @@ def test_released_columns_must_not_carry_the_response(capsys, case, rows, key):
     text = SPEC.format(extra="", data_extra=data_extra)
     if key == "id":
         text = text.replace('id = "id"', 'id = "price_copy"')
-    else:
+    else:  # eastings from the price, northings near Sacramento: plausible UTM 10N metres
+        frame["price_copy"] = 400_000.0 + 0.1 * frame["price_copy"]
+        frame["north"] = 4_260_000.0 + 1e5 * (frame["lat"] - 38.5)
         text = text.replace('x = "lon"', 'x = "price_copy"').replace(
-            'crs = "EPSG:4326"', 'crs = "EPSG:32610"')
+            'y = "lat"', 'y = "north"').replace('crs = "EPSG:4326"', 'crs = "EPSG:32610"')
     paths = case(frame, spec_text=text)
     rc, _, err = cli(capsys, "validate", paths["spec"])
     assert_one_error(rc, err, rf"`\[data\] {key}` column `price_copy` determines the response")

@@ -190,7 +190,7 @@ def test_nngp_matches_exact_on_the_paper_design_and_lucas(tmp_path):
 
     from synthgeo.studies.simulation import simulate_paper_design
 
-    cases = [("paper", simulate_paper_design(2018), "log_income", [], "EPSG:32610")]
+    cases = [("paper", simulate_paper_design(2018), "log_income", [], "EPSG:4087")]
     import os
 
     shared = Path(os.environ.get("SYNTHGEO_SHARED_DATA", ROOT.parent / "shared" / "data"))

@@ -326,9 +326,11 @@ _CONTEXT = {("data", "x"): {"y": "b"}, ("data", "y"): {"x": "a"},
             ("sampling", "chains"): {"on_convergence_failure": "warn"},
             ("anonymity", "generalise_ratio"): {"merge_ratio": 1.0},
             ("anonymity", "time"): {"r_max_time": "6h"},
-            ("anonymity", "r_max_time"): {"time": "t"}}
+            ("anonymity", "r_max_time"): {"time": "t"},
+            ("data", "decimal"): {"sep": ";"}}
 #: A valid value of a string key whose constraint is not about its content.
-_VALID = {("utility", "formula"): "y ~ x", ("anonymity", "r_max_time"): "6h"}
+_VALID = {("utility", "formula"): "y ~ x", ("anonymity", "r_max_time"): "6h",
+          ("data", "encoding"): "utf-8", ("data", "sep"): ";", ("data", "decimal"): ","}
 
 
 def _probes(section, key, constraint, kind):
@@ -347,6 +349,8 @@ def _probes(section, key, constraint, kind):
             yield from ((bound, False), (bound + step, True))
         elif word == "exclusiveMaximum":
             yield from ((bound, False), (bound - step, True))
+        elif word == "maxLength":
+            yield from ((valid, True), (valid * (bound + 1), False))
         elif word in ("minLength", "pattern"):
             yield from ((valid, True), ("" if word == "minLength" else "no tilde", False))
         elif word == "minItems":

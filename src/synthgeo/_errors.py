@@ -7,7 +7,8 @@ print it as one line. They also derive from the built-in type a Python user woul
 
 from __future__ import annotations
 
-__all__ = ["SynthgeoError", "InputError", "SpecError", "ConvergenceError", "RiskError"]
+__all__ = ["SynthgeoError", "InputError", "SpecError", "ConvergenceError", "RiskError",
+           "LocationError"]
 
 
 class SynthgeoError(Exception):
@@ -28,3 +29,7 @@ class ConvergenceError(SynthgeoError, RuntimeError):
 
 class RiskError(SynthgeoError, RuntimeError):
     """Disclosure-risk targets failed and ``[risk] on_risk_failure = "stop"``."""
+
+
+class LocationError(SynthgeoError, RuntimeError):
+    """The location verdict is FAIL and ``on_location_failure = "stop"`` (docs/locations.md)."""

@@ -41,6 +41,16 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _known_encoding(name: str) -> bool:
+    import codecs
+
+    try:
+        codecs.lookup(name)
+    except LookupError:
+        return False
+    return True
+
+
 def _is_number(value: Any) -> bool:
     """Return whether `value` is a finite int or float, not a bool."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
@@ -66,6 +76,9 @@ SPEC_CONSTRAINTS: dict[str, dict[str, dict[str, Any]]] = {
         **{key: {"minLength": 1} for key in ("x", "y", "crs", "id", "query", "subject",
                                              "target_crs")},
         "back_transform": {"enum": ["exp", "identity"]},
+        "coord_unit_m": {"exclusiveMinimum": 0},
+        **{key: {"minLength": 1, "maxLength": 1} for key in ("sep", "decimal")},
+        "encoding": {"minLength": 1},  # a codec Python knows: checked by DataConfig only
     },
     "model": {
         "gp": {"enum": ["exact", "nngp", "auto"]},
@@ -99,6 +112,7 @@ SPEC_CONSTRAINTS: dict[str, dict[str, dict[str, Any]]] = {
         "max_suppressed_share": {"minimum": 0, "maximum": 1},
         "max_unit_suppressed_share": {"minimum": 0, "maximum": 1},
         "max_passes": {"minimum": 1, "maximum": 100},
+        "group_diameter_ratio": {"exclusiveMinimum": 0},
         "group_by": {"items": {"minLength": 1}},
         **{key: {"minLength": 1} for key in ("unit", "time", "r_max_time")},
     },
@@ -126,7 +140,12 @@ class DataConfig:
     :class:`synthgeo.model.transform.ResponseScale`); ``covariates``: released unchanged;
     ``subject``: subject id column (records of one subject are never each other's neighbours);
     ``target_crs``: "utm" or a projected CRS in metres; ``drop_duplicates``: drop exact
-    duplicate rows (they are always reported).
+    duplicate rows (they are always reported); ``coord_unit_m``: metres per unit of the x/y
+    columns (default: the CRS's unit; 1000 for kilometres; refused with a geographic CRS);
+    ``sep``, ``decimal``, ``encoding``: how the CSV is written (default ",", ".", "utf-8");
+    ``accept_small_extent``: go on (with a warning in the release record) when ≥ 50 distinct
+    locations span under 1 km or lie a median under 1 m apart, otherwise refused as a likely
+    unit error (docs/locations.md, "Units and plausibility").
     """
 
     path: str
@@ -142,6 +161,11 @@ class DataConfig:
     subject: str | None = None
     target_crs: str | int = "utm"
     drop_duplicates: bool = False
+    coord_unit_m: float | None = None
+    sep: str = ","
+    decimal: str = "."
+    encoding: str = "utf-8"
+    accept_small_extent: bool = False
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -159,8 +183,22 @@ class DataConfig:
         if (self.x is None) != (self.y is None):
             raise _err("data", "x" if self.x is None else "y", None,
                        "given together with the other coordinate column")
-        if not isinstance(self.drop_duplicates, bool):
-            raise _err("data", "drop_duplicates", self.drop_duplicates, "true or false")
+        for key in ("drop_duplicates", "accept_small_extent"):
+            if not isinstance(getattr(self, key), bool):
+                raise _err("data", key, getattr(self, key), "true or false")
+        if self.coord_unit_m is not None and not (_is_number(self.coord_unit_m)
+                                                  and self.coord_unit_m > 0):
+            raise _err("data", "coord_unit_m", self.coord_unit_m,
+                       "a positive number of metres per coordinate unit (1000 for km)")
+        for key in ("sep", "decimal"):
+            v = getattr(self, key)
+            if not (isinstance(v, str) and len(v) == 1):
+                raise _err("data", key, v, 'one character, e.g. ";" or "\\t"')
+        if self.sep == self.decimal:
+            raise _err("data", "decimal", self.decimal, f"different from `sep` {self.sep!r}")
+        if not (isinstance(self.encoding, str) and _known_encoding(self.encoding)):
+            raise _err("data", "encoding", self.encoding,
+                       'a text encoding Python knows, e.g. "utf-8", "latin-1", "cp1252"')
         if self.back_transform not in ("exp", "identity"):
             raise _err("data", "back_transform", self.back_transform, 'one of "exp", "identity"')
         if self.transform is not None and self.transform != "log":
@@ -298,7 +336,7 @@ class SamplerConfig:
     tune: int = 1000
     seed: int = 20181
     target_accept: float = 0.9
-    on_convergence_failure: str = "stop"
+    on_convergence_failure: Literal["stop", "warn"] = "stop"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -457,7 +495,13 @@ class AnonymityConfig:
     ``max_suppressed_share``, ``max_unit_suppressed_share``: caps; ``max_passes``: passes to a
     fixed point; ``group_by``: quasi-identifier columns for spatial k; ``unit``: administrative
     unit column (per-unit cap, hole check); ``time`` and ``r_max_time`` (e.g. "6h"): temporal
-    outliers. Diagnostics only: no location is moved or dropped.
+    outliers; ``group_diameter_ratio``: widest merge group allowed, a multiple of r_max
+    (default 1);
+    ``treatment`` {"none", "apply"}: release exact locations (the location verdict fails when
+    a record labelled merge/generalise/suppress is released exactly), or publish the policy's
+    disposals (merged records at the group centroid, generalised at the cell centre, suppressed
+    records withheld); ``on_location_failure`` {"stop", "warn"}: what a FAIL verdict does
+    (docs/locations.md).
     """
 
     radius_m: float = 100.0
@@ -473,10 +517,19 @@ class AnonymityConfig:
     unit: str | None = None
     time: str | None = None
     r_max_time: str | None = None
+    group_diameter_ratio: float = 1.0
+    treatment: Literal["none", "apply"] = "none"
+    on_location_failure: Literal["stop", "warn"] = "stop"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
         from synthgeo.locations.policy import check_policy
+
+        if self.treatment not in ("none", "apply"):
+            raise _err("anonymity", "treatment", self.treatment, 'one of "none", "apply"')
+        if self.on_location_failure not in ("stop", "warn"):
+            raise _err("anonymity", "on_location_failure", self.on_location_failure,
+                       'one of "stop", "warn"')
 
         if not (_is_number(self.radius_m) and self.radius_m > 0):
             raise _err("anonymity", "radius_m", self.radius_m, "a positive distance in metres")
@@ -484,7 +537,8 @@ class AnonymityConfig:
                      merge_ratio=self.merge_ratio, generalise_ratio=self.generalise_ratio,
                      max_suppressed_share=self.max_suppressed_share,
                      max_unit_suppressed_share=self.max_unit_suppressed_share,
-                     max_passes=self.max_passes, r_max_time=self.r_max_time)
+                     max_passes=self.max_passes, r_max_time=self.r_max_time,
+                     group_diameter_ratio=self.group_diameter_ratio)
         if not (_is_int(self.k_max) and self.k_max >= self.k):
             raise _err("anonymity", "k_max", self.k_max,
                        f"an integer >= `k` = {self.k} (counts are exact below the cap)")
@@ -510,6 +564,7 @@ class AnonymityConfig:
             max_suppressed_share=self.max_suppressed_share,
             max_unit_suppressed_share=self.max_unit_suppressed_share,
             r_max_time=self.r_max_time, max_passes=self.max_passes,
+            group_diameter_ratio=self.group_diameter_ratio,
         )
 
 

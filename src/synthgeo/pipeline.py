@@ -19,7 +19,11 @@ import xarray as xr
 
 from synthgeo._errors import InputError, SpecError
 from synthgeo._progress import progress_iter
-from synthgeo.locations.diagnostics import LocationDiagnostics, location_diagnostics
+from synthgeo.locations.diagnostics import (
+    LocationDiagnostics,
+    enforce_verdict,
+    location_diagnostics,
+)
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec
 from synthgeo.model.at_risk import AtRiskResult, continuous_weights, find_at_risk
 from synthgeo.inference.nuts import fit_gp
@@ -94,6 +98,8 @@ def prepare_data(spec: ReleaseSpec) -> PreparedData:
         numeric_columns=[d.response, *d.covariates],
         required_columns=_required_columns(spec), id_column=d.id, query=d.query,
         target_crs=d.target_crs, drop_duplicates=d.drop_duplicates,
+        coord_unit_m=d.coord_unit_m, sep=d.sep, decimal=d.decimal, encoding=d.encoding,
+        accept_small_extent=d.accept_small_extent,
     )
     id_col = d.id or "record"
     y = gdf[d.response].to_numpy(dtype=float)
@@ -396,16 +402,13 @@ def run_release(spec: ReleaseSpec, *, progress=None, progressbar: bool = False,
     t = time.perf_counter()
     locations = _locations(spec, data)
     seconds["locations"] = time.perf_counter() - t
-    sk, ol = locations.spatial_k.summary(), locations.outliers
-    say(f"locations (diagnostics only, none moved): {sk['n_below_k']} of {sk['n_records']} "
-        f"records below k = {sk['k']} within {sk['radius_m']:g} m; the outlier policy at "
-        f"r_max = {spec.anonymity.r_max_m:g} m would suppress {ol.overall['n_suppressed']}"
-        + (" and refuse a location release" if ol.refused else ""))
+    _say_locations(spec, locations, say)
     seeds = np.random.SeedSequence(spec.sampling.seed).spawn(4)
     fit_seed = [int(s.generate_state(1)[0]) for s in seeds[:2]]
     synth_seed = seeds[2:]
     fits: dict[str, GPFit] = {}
     fit = _fitter(spec, data, progressbar=progressbar, fitter=fitter)
+    locations = enforce_verdict(locations, spec.anonymity.on_location_failure)  # before fitting
 
     say("fitting the unrestricted model")
     t = time.perf_counter()
@@ -473,10 +476,19 @@ def run_release(spec: ReleaseSpec, *, progress=None, progressbar: bool = False,
 
 
 def _locations(spec: ReleaseSpec, data: PreparedData) -> LocationDiagnostics:
-    """Location diagnostics of the released (unchanged) locations, from ``[anonymity]``."""
+    """Location diagnostics, treatment and verdict of the released locations (``[anonymity]``)."""
     a = spec.anonymity
     return location_diagnostics(
         data.gdf, radius_m=a.radius_m, k=a.k, k_max=a.k_max, policy=a.policy(),
         group_by=a.group_by, unit=a.unit, time_column=a.time, subject=spec.data.subject,
-        id_column=data.id_column,
+        id_column=data.id_column, treatment=a.treatment,
     )
+
+
+def _say_locations(spec: ReleaseSpec, locations: LocationDiagnostics, say) -> None:
+    """Print spatial k, the outlier policy and the location verdict (one line each)."""
+    sk, ol = locations.spatial_k.summary(), locations.outliers
+    say(f"locations: {sk['n_below_k']} of {sk['n_records']} records below k = {sk['k']} within "
+        f"{sk['radius_m']:g} m; the outlier policy at r_max = {spec.anonymity.r_max_m:g} m "
+        f"suppresses {ol.overall['n_suppressed']}" + (" and refuses" if ol.refused else ""))
+    say(locations.verdict.summary_line())

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from synthgeo._errors import SpecError
+from synthgeo.cli._options import add_reading_options, reading_kwargs
 
 
 def add_input_args(p: argparse.ArgumentParser) -> None:
@@ -16,18 +17,10 @@ def add_input_args(p: argparse.ArgumentParser) -> None:
                                  "(e.g. synthgeo:chorley_ribble_cancer.csv)")
     p.add_argument("--households", required=True, metavar="FILE",
                    help="household (address) points or a population proxy, same CRS as CASES; "
-                        "may be the same file as CASES, told apart by the two queries")
+                        "may be the same file as CASES, told apart by the two queries (no "
+                        "default: required)")
     g = p.add_argument_group("reading the files")
-    g.add_argument("--x", metavar="COL",
-                   help="CSV: x (easting/longitude) column (default: none; required for CSV)")
-    g.add_argument("--y", metavar="COL",
-                   help="CSV: y (northing/latitude) column (default: none; required for CSV)")
-    g.add_argument("--crs", metavar="CRS",
-                   help='CSV: CRS of the x/y columns, e.g. "EPSG:27700"; required for CSV '
-                        "(EPSG:4326 is never assumed; default: none)")
-    g.add_argument("--coord-unit-m", type=float, default=1.0, metavar="M",
-                   help="CSV: metres per unit of the x/y columns, --source and a CSV --region "
-                        "(default: 1; 1000 for kilometres)")
+    add_reading_options(g)
     g.add_argument("--cases-query", metavar="EXPR",
                    help="""pandas query selecting the cases, e.g. "cancer == 'larynx'" """
                         "(default: all rows)")
@@ -54,7 +47,7 @@ def add_utility_args(p: argparse.ArgumentParser, *, required: bool) -> None:
     g.add_argument("--source", metavar="X,Y", required=required,
                    help="suspected source, in the cases file's CRS and unit (scaled by "
                         "--coord-unit-m), e.g. 354.5,413.6 for km on the British National Grid"
-                        + ("" if required else " (default: no utility test)"))
+                        " (default: none, no utility test)")
     g.add_argument("--radius-m", type=float, metavar="R", required=required,
                    help="radius R around the source, metres (distance <= R counts; default: "
                         "none, no utility test)")
@@ -98,9 +91,8 @@ def load_inputs(args: argparse.Namespace):
     from synthgeo.masking.inputs import load_masking_inputs
 
     return load_masking_inputs(
-        resolve(args.cases), households_path=resolve(args.households), x=args.x, y=args.y,
-        crs=args.crs,
-        coord_unit_m=args.coord_unit_m, cases_query=args.cases_query,
+        resolve(args.cases), households_path=resolve(args.households),
+        **reading_kwargs(args), cases_query=args.cases_query,
         households_query=args.households_query, id_column=args.id_col,
         weight_column=args.weight_col, region_path=resolve(args.region), region_x=args.region_x,
         region_y=args.region_y,

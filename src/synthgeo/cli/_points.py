@@ -4,20 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from synthgeo.cli._options import add_reading_options, reading_kwargs
+
 
 def add_points_arguments(p: argparse.ArgumentParser) -> None:
     """Register POINTS and the loading options (columns, CRS, query, output folder)."""
     p.add_argument("points", metavar="POINTS",
                    help="points file: CSV (with --x/--y/--crs), GeoPackage, shapefile, GeoJSON "
                         "or GeoParquet; only read, never changed")
-    p.add_argument("--x", metavar="COL",
-                   help="CSV only: x column (longitude or easting); no default")
-    p.add_argument("--y", metavar="COL",
-                   help="CSV only: y column (latitude or northing); no default")
-    p.add_argument("--crs", metavar="CRS",
-                   help='CRS of --x/--y (required for CSV; e.g. "EPSG:4326" for lon/lat '
-                        "degrees); a file's own CRS is used otherwise (never assumed;"
-                        " default: none)")
+    add_reading_options(p.add_argument_group("reading the file"))
     p.add_argument("--target-crs", default="local", metavar="CRS",
                    help='projected CRS in metres for distances (default: "local" = the UTM '
                         "zone of the data, or an azimuthal equidistant projection centred on "
@@ -51,6 +46,6 @@ def load(args: argparse.Namespace, required: list[str]):
     from synthgeo.io.points import load_points
 
     cols = [c for c in dict.fromkeys([*required, args.subject_col]) if c]
-    return load_points(args.points, x=args.x, y=args.y, crs=args.crs, id_column=args.id_col,
-                       query=args.query, required_columns=cols, target_crs=args.target_crs,
-                       min_records=1)
+    return load_points(args.points, id_column=args.id_col, query=args.query,
+                       required_columns=cols, target_crs=args.target_crs, min_records=1,
+                       **reading_kwargs(args))

@@ -12,6 +12,9 @@ OVERRIDES = {
     "sampling": (("draws", "draws"), ("tune", "tune"), ("chains", "chains"), ("seed", "seed"),
                  ("on_convergence_failure", "on_convergence_failure")),
     "synthesis": (("implicates", "n_implicates"),),
+    # cli._options.SPEC_DATA / SPEC_ANONYMITY (issue 12)
+    "data": (("coord_unit_m", "coord_unit_m"), ("accept_small_extent", "accept_small_extent")),
+    "anonymity": (("treatment", "treatment"), ("on_location_failure", "on_location_failure")),
 }
 
 

@@ -14,6 +14,7 @@ from synthgeo.cli._masking import (
     load_inputs,
     make_utility,
 )
+from synthgeo.cli._options import MASKING, add
 
 
 def add_parser(sub, common) -> None:
@@ -25,11 +26,15 @@ def add_parser(sub, common) -> None:
                     "attacker's success and how often the utility test (excess cases within "
                     "R metres of a source) still detects what it detects on the true locations. "
                     "Prints the sweep table and the smallest k meeting both targets, or the "
-                    "finding that none does with the two alternatives. Writes DIR/sweep.csv, "
-                    "DIR/choose_k.json (compliance record) and DIR/choose_k.png.",
+                    "finding that none does with the two alternatives; every row gives the "
+                    "verified k of the masks (households at least as close to the masked point "
+                    "as the true location). --attacker-only sweeps without a utility test. "
+                    "Writes DIR/sweep.csv, DIR/choose_k.json (compliance record) and "
+                    "DIR/choose_k.png.",
     )
     add_input_args(p)
-    add_utility_args(p, required=True)
+    add_utility_args(p, required=False)
+    add(p, MASKING, ["attacker_only", "preregistered", "verify", "max_verify_redraws"])
     add_attacker_args(p)
     p.add_argument("--k-grid", default="5,10,15,20,30,50", metavar="K,K,...",
                    help="values of k (households) to try (default: 5,10,15,20,30,50)")
@@ -76,6 +81,14 @@ def run(args: argparse.Namespace, say) -> int:
     out = Path(args.out)
     check_output_dir(out, marker=CHOOSE_K_RECORD, overwrite=args.overwrite,
                      inputs=input_files(args))
+    from synthgeo._errors import SpecError
+
+    if args.attacker_only and (args.source is not None or args.radius_m is not None):
+        raise SpecError("`--attacker-only` sweeps without a utility test: drop `--source` and "
+                        "`--radius-m`, or drop `--attacker-only`")
+    if not args.attacker_only and (args.source is None or args.radius_m is None):
+        raise SpecError("give the utility test (`--source X,Y` and `--radius-m R`), or "
+                        "`--attacker-only` to sweep the attacker side alone")
     inputs = load_inputs(args)
     utility = make_utility(args, inputs)
     say(f"choose-k: {len(inputs.cases)} cases, {inputs.provenance['households']['total_weight']:g}"
@@ -85,7 +98,9 @@ def run(args: argparse.Namespace, say) -> int:
                       max_attacker_success=args.max_attacker_success,
                       min_detection_rate=args.min_detection, weights=inputs.weights,
                       region=inputs.region, random_seed=args.seed,
-                      progressbar=getattr(args, "progressbar", False))
+                      progressbar=getattr(args, "progressbar", False),
+                      preregistered=args.preregistered, verify=args.verify,
+                      max_verify_redraws=args.max_verify_redraws)
     seconds = time.perf_counter() - t0
     record = {
         "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -99,14 +114,27 @@ def run(args: argparse.Namespace, say) -> int:
     t = result.table
     cols = {"k": "k", "attacker_success": "attacker", "detection_rate": "detection",
             "median_displacement_m": "median_disp_m", "median_displacement_dense_m": "dense_m",
-            "median_displacement_sparse_m": "sparse_m", "meets_both": "both_targets"}
+            "median_displacement_sparse_m": "sparse_m", "verified_k_median": "verified_k",
+            "verified_k_share_below_k": "below_k", "meets_both": "both_targets"}
     u = result.utility
-    say(f"utility test on the true locations: {u.get('observed_on_true_locations')} cases "
-        f"within {u.get('radius_m', float('nan')):.0f} m vs {u.get('expected', float('nan')):.2f} "
-        f"expected (passes); attacker knows {result.attacker.get('n_known')} cases")
+    if u.get("attacker_only"):
+        cols.pop("detection_rate")
+        say(f"attacker only, no utility test; attacker knows {result.attacker.get('n_known')} "
+            "cases")
+    else:
+        if not u.get("passes_on_true_locations"):
+            cols["agreement_rate"] = "no_excess"
+        say(f"utility test on the true locations: {u.get('observed_on_true_locations')} cases "
+            f"within {u.get('radius_m', float('nan')):.0f} m vs "
+            f"{u.get('expected', float('nan')):.2f} expected ("
+            + ("passes" if u.get("passes_on_true_locations") else
+               "no excess: pre-registered test") + f"); attacker knows "
+            f"{result.attacker.get('n_known')} cases")
     with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
         say("\n" + t[list(cols)].rename(columns=cols).to_string(index=False))
-    say("(dense/sparse: cases above/below the median household density)")
+    say("(dense/sparse: cases above/below the median household density; verified_k: median "
+        "households at least as close to the masked point as the true location, below_k: "
+        "share of cases under k" + (", verified masks" if args.verify else "") + ")")
     for note in result.notes:
         say(f"note: {note}")
     print(result.finding)

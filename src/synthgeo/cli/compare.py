@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from synthgeo.cli._options import add_spec_overrides
+
 
 def add_parser(sub, common) -> None:
     """Register ``synthgeo compare``."""
@@ -45,6 +47,7 @@ def add_parser(sub, common) -> None:
     c.add_argument("--on-convergence-failure", choices=["stop", "warn"],
                    help="when a fit fails its checks: stop, or warn and go on (overrides "
                         "[sampling] on_convergence_failure; default: stop)")
+    add_spec_overrides(c)
 
 
 def run(args: argparse.Namespace, say) -> int:

@@ -46,8 +46,8 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import pandas as pd
 
-    from synthgeo.io.atomic import check_output_dir
     from synthgeo._versions import package_versions
+    from synthgeo.io.atomic import check_output_dir
     from synthgeo.locations.output import write_folder
     from synthgeo.locations.spatial_k import measure_spatial_k
 
@@ -66,7 +66,8 @@ def run(args: argparse.Namespace, say) -> int:
     grouped = f"by {' × '.join(group_by)} ({s['n_groups']} groups)" if group_by else \
         "location only"
     unit = "subjects" if args.subject_col else "records"
-    say(f"{Path(args.points).name}: {s['n_records']:,} records, distances in {gdf.crs.name}")
+    say(f"{Path(args.points).name}: {s['n_records']:,} records, x/y read in "
+        f"{gdf.attrs['coordinate_unit']['name']} units, distances in metres in {gdf.crs.name}")
     say(f"spatial k = {unit} within {args.radius_m:g} m (itself included), {grouped}; "
         f"k = {args.k}, counts capped at {args.k_max}")
     if s["n_records"]:
@@ -99,7 +100,9 @@ def run(args: argparse.Namespace, say) -> int:
                                           "sha256": gdf.attrs.get("sha256"),
                                           "n_read": gdf.attrs.get("n_read"),
                                           "query": args.query},
-            "crs": {"source": gdf.attrs.get("source_crs"), "projected": gdf.crs.name},
+            "crs": {"source": gdf.attrs.get("source_crs"), "projected": gdf.crs.name,
+                    "coordinate_unit": gdf.attrs.get("coordinate_unit")},
+            "warnings": gdf.attrs.get("warnings", []),
             "summary": s, "histogram": hist.to_dict("records"),
             "distribution": res.distribution().to_dict("records"),
             "by_group": res.by_group().to_dict("records"), "versions": package_versions(),

@@ -15,6 +15,7 @@ from synthgeo.cli._masking import (
     load_inputs,
     make_utility,
 )
+from synthgeo.cli._options import MASKING, add
 
 _SMALL_SEED = 10**9
 
@@ -34,7 +35,8 @@ def add_parser(sub, common) -> None:
     add_input_args(p)
     p.add_argument("--k", type=int, required=True, metavar="K",
                    help="households each case is hidden among (integer >= 1, at most the "
-                        "household total); choose it with `synthgeo choose-k`")
+                        "household total); choose it with `synthgeo choose-k` (no default: "
+                        "required)")
     p.add_argument("--seed", type=int, metavar="INT",
                    help="random seed, non-negative integer (default: a fresh random 63-bit "
                         "seed, recorded in mask.json); it is the key of the mask: keep it "
@@ -53,6 +55,7 @@ def add_parser(sub, common) -> None:
                         "point; only new cases are masked (default: none)")
     add_utility_args(p, required=False)
     add_attacker_args(p)
+    add(p, MASKING, ["verify", "max_verify_redraws"])
     p.add_argument("--n-attacks", type=int, default=200, metavar="N",
                    help="random choices of the attacker's known cases averaged over when "
                         "scoring the written mask (default: 200)")
@@ -62,7 +65,6 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import numpy as np
 
-    from synthgeo._errors import SpecError
     from synthgeo._versions import package_versions
     from synthgeo.masking import (
         NearestHouseholdAttacker,
@@ -86,27 +88,13 @@ def run(args: argparse.Namespace, say) -> int:
         "households": {k: prov["households"][k] for k in ("sha256", "query", "weight_column")},
         "region": None if prov["region"] is None else prov["region"]["sha256"],
         "coordinates": {k: prov["coordinates"][k] for k in ("x", "y", "crs", "coord_unit_m")},
-        "k": args.k, "method": "donut-1",
+        "k": args.k, "method": "donut-1" + ("-verified" if args.verify else ""),
         "reuse": None if previous is None else previous[1].get("inputs_key"),
     }
     key = inputs_key(params)
     out = Path(args.out)
-    side_path = out / MASK_SIDECAR
-    if side_path.is_file():
-        old = json.loads(side_path.read_text(encoding="utf-8"))
-        if old.get("inputs_key") == key and args.seed in (None, old.get("random_seed")):
-            layer, side = read_mask(out)  # checks the files are unchanged
-            say(f"reusing the mask in {out} (same inputs and k, seed from its mask.json); "
-                "nothing re-masked or rewritten")
-            _summary(say, side)
-            print(f"masked points: {out / side['layer']}")
-            return 0
-        if not args.overwrite:
-            raise SpecError(
-                f"{out} holds a mask made from other inputs, k or seed; a second independent "
-                "mask of the same cases lets an attacker average the two. Use another `--out`, "
-                "`--reuse` it to keep the masked points already released, or `--overwrite` only "
-                "if that mask was never released")
+    if _same_mask_written(out, key, args, say):
+        return 0
     check_output_dir(out, marker=MASK_SIDECAR, overwrite=args.overwrite,
                      inputs=input_files(args))
     if args.seed is not None and 0 <= args.seed < _SMALL_SEED:
@@ -115,7 +103,8 @@ def run(args: argparse.Namespace, say) -> int:
                       "draw a long random one", UserWarning, stacklevel=2)
     seed = resolve_seed(args.seed)
     mask = mask_to_k(inputs.cases, inputs.households, k=args.k, weights=inputs.weights,
-                     region=inputs.region, random_seed=seed)
+                     region=inputs.region, random_seed=seed, verify=args.verify,
+                     max_verify_redraws=args.max_verify_redraws)
     reused = None
     if previous is not None:
         layer, side = previous
@@ -129,7 +118,8 @@ def run(args: argparse.Namespace, say) -> int:
     utility = make_utility(args, inputs)
     evaluation = evaluate_mask(inputs.cases, mask, attacker=attacker, utility=utility,
                                n_attacks=args.n_attacks,
-                               random_seed=np.random.default_rng([seed, 2]))
+                               random_seed=np.random.default_rng([seed, 2]),
+                               households=inputs.households, weights=inputs.weights)
     record = {
         "inputs": prov, "inputs_key": key, "parameters": params, "reused_from": reused,
         "evaluation": evaluation.to_dict(),
@@ -145,6 +135,32 @@ def run(args: argparse.Namespace, say) -> int:
     return 0
 
 
+def _same_mask_written(out: Path, key: str, args: argparse.Namespace, say) -> bool:
+    """Reuse the mask in `out` when it has the same inputs (True); refuse a different one."""
+    from synthgeo._errors import SpecError
+    from synthgeo.masking import read_mask
+    from synthgeo.masking.store import MASK_SIDECAR
+
+    side_path = out / MASK_SIDECAR
+    if not side_path.is_file():
+        return False
+    old = json.loads(side_path.read_text(encoding="utf-8"))
+    if old.get("inputs_key") == key and args.seed in (None, old.get("random_seed")):
+        _, side = read_mask(out)  # checks the files are unchanged
+        say(f"reusing the mask in {out} (same inputs and k, seed from its mask.json); "
+            "nothing re-masked or rewritten")
+        _summary(say, side)
+        print(f"masked points: {out / side['layer']}")
+        return True
+    if not args.overwrite:
+        raise SpecError(
+            f"{out} holds a mask made from other inputs, k or seed; a second independent "
+            "mask of the same cases lets an attacker average the two. Use another `--out`, "
+            "`--reuse` it to keep the masked points already released, or `--overwrite` only "
+            "if that mask was never released")
+    return False
+
+
 def _summary(say, side: dict) -> None:
     ev = side.get("evaluation") or {}
     att = ev.get("attacker") or {}
@@ -157,6 +173,18 @@ def _summary(say, side: dict) -> None:
         say(f"attacker success on this mask: {ev['attacker_success']:.3f} (± "
             f"{ev['attacker_success_se']:.3f} MC s.e.; attacker knows {att.get('n_known')} "
             f"cases; random-guess baseline {att.get('baseline', float('nan')):.3f})")
+        vk = ev.get("verified_k")
+        if vk:
+            say(f"verified k (households at least as close to the masked point as the true "
+                f"location): median {vk['median']:.0f}, min {vk['min']:.0f}, "
+                f"{vk['n_below_k']} of {vk['n']} cases below k = {vk['k']}"
+                + ("" if vk["n_below_k"] else " (verified mask)" if side.get("verification")
+                   else ""))
+        ver = side.get("verification")
+        if ver:
+            say(f"verified mask: {ver['n_redraws']} redraws in {ver['rounds']} rounds (bound "
+                f"{ver['max_redraws']}), {ver['n_widened']} annuli widened (up to "
+                f"x{ver['max_annulus_scale']:.2f})")
         u = ev.get("utility")
         if u:
             obs = (f": observed {u['observed']} within {u['radius_m']:.0f} m vs "

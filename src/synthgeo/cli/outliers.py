@@ -53,6 +53,11 @@ def add_parser(sub, common) -> None:
     p.add_argument("--max-unit-suppressed-share", type=float, default=0.10, metavar="S",
                    help="cap on the suppressed share within each unit, 0-1 (default: 0.10 = "
                         "10%%)")
+    p.add_argument("--group-diameter-ratio", type=float, default=1.0, metavar="X",
+                   help="widest merge group allowed (largest distance between two members' "
+                        "true locations), as a multiple of --r-max-m (of --r-max-time in time); "
+                        "a wider merge, chained or not, fails and the record is generalised "
+                        "(default: 1, so a record labelled merge is generalised in practice)")
     p.add_argument("--max-passes", type=int, default=5, metavar="N",
                    help="classification passes allowed to reach a fixed point, the "
                         "confirming pass included (default: 5)")
@@ -104,6 +109,10 @@ def _print_tables(res, args, say) -> None:
                 say(f"  ... {len(u) - args.units} more units (all at "
                     f"{pct(u['share'].iloc[args.units])} or less)")
             say(res.hole["message"])
+        for axis, n in res.n_merges_too_wide.items():
+            if n:
+                say(f"merges refused ({axis}): {n:,} would have made a group wider than "
+                    f"{res.policy.group_diameter_ratio:g} × r_max; generalised instead")
         g = res.groups
         if len(g):
             for axis, part in g.groupby("axis"):
@@ -120,9 +129,9 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import pyproj
 
-    from synthgeo.io.atomic import check_output_dir
     from synthgeo._errors import SpecError
     from synthgeo._versions import package_versions
+    from synthgeo.io.atomic import check_output_dir
     from synthgeo.locations.outliers import apply_outlier_policy
     from synthgeo.locations.output import write_folder
     from synthgeo.locations.policy import OutlierPolicy
@@ -135,7 +144,7 @@ def run(args: argparse.Namespace, say) -> int:
         k=args.k, r_max_m=args.r_max_m, merge_ratio=args.merge_ratio,
         generalise_ratio=args.generalise_ratio, max_suppressed_share=args.max_suppressed_share,
         max_unit_suppressed_share=args.max_unit_suppressed_share, r_max_time=args.r_max_time,
-        max_passes=args.max_passes)
+        max_passes=args.max_passes, group_diameter_ratio=args.group_diameter_ratio)
     if args.out:
         check_output_dir(args.out, marker=MARKER, overwrite=args.overwrite,
                          inputs=(Path(args.points),))
@@ -155,7 +164,8 @@ def run(args: argparse.Namespace, say) -> int:
                                subject=args.subject_col, attributes=attributes,
                                on_failure="report")
     t_policy = time.perf_counter() - t
-    say(f"{Path(args.points).name}: {len(gdf):,} records, distances in {gdf.crs.name}")
+    say(f"{Path(args.points).name}: {len(gdf):,} records, x/y read in "
+        f"{gdf.attrs['coordinate_unit']['name']} units, distances in metres in {gdf.crs.name}")
     say(f"outlier policy: k = {policy.k}, r_max = {policy.r_max_m:g} m"
         + (f", r_max_time = {policy.r_max_time}" if args.time_col else "")
         + f", ratios {policy.merge_ratio:g}/{policy.generalise_ratio:g}")
@@ -176,6 +186,8 @@ def run(args: argparse.Namespace, say) -> int:
                                              always_xy=True)
             xy = res.published_m[~res.suppressed]
             table["x"], table["y"] = to.transform(xy[:, 0], xy[:, 1]) if len(xy) else ([], [])
+            scale = gdf.attrs["coordinate_unit"].get("scale_to_crs", 1.0)  # the input's unit
+            table["x"], table["y"] = table["x"] / scale, table["y"] / scale
             files["disposed.parquet"] = lambda p: layer.to_parquet(p, index=False)
             files["disposed.csv"] = lambda p: table.to_csv(p, index=False)
         files[MARKER] = {
@@ -183,7 +195,10 @@ def run(args: argparse.Namespace, say) -> int:
             "input": {"path": str(Path(args.points).resolve()),
                       "sha256": gdf.attrs.get("sha256"), "n_read": gdf.attrs.get("n_read"),
                       "query": args.query},
-            "crs": {"source": gdf.attrs.get("source_crs"), "projected": gdf.crs.name},
+            "crs": {"source": gdf.attrs.get("source_crs"), "projected": gdf.crs.name,
+                    "coordinate_unit": gdf.attrs.get("coordinate_unit"),
+                    "disposed_csv_xy": "in the input's CRS and unit (coordinate_unit)"},
+            "warnings": gdf.attrs.get("warnings", []),
             **res.record(), "versions": package_versions(),
         }
         out = write_folder(args.out, files, marker=MARKER, overwrite=args.overwrite,

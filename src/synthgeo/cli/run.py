@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from synthgeo import __version__
+from synthgeo.cli._options import add_spec_overrides
 from synthgeo.cli._spec import spec_from_args
 
 
@@ -50,6 +51,7 @@ def add_parser(sub, common) -> None:
                    help="when R-hat > 1.01, divergences or low ESS: stop before writing "
                         "release/, or warn and go on (default: the spec's [sampling] "
                         "on_convergence_failure; bundled spec: stop)")
+    add_spec_overrides(r)
 
 
 def run(args: argparse.Namespace, say) -> int:
@@ -57,8 +59,8 @@ def run(args: argparse.Namespace, say) -> int:
     import pandas as pd
 
     from synthgeo.pipeline import run_release
-    from synthgeo.release.writer import check_output_dir, input_paths, write_release
     from synthgeo.release.report import render_report, summary_tables
+    from synthgeo.release.writer import check_output_dir, input_paths, write_release
 
     t0 = time.perf_counter()
     spec = spec_from_args(args)

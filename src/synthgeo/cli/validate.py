@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from synthgeo.cli._options import add_spec_overrides
 from synthgeo.cli._spec import spec_from_args
 
 
@@ -16,6 +17,7 @@ def add_parser(sub, common) -> None:
                     "the number of records and sites.",
     )
     v.add_argument("spec", nargs="?", default=None, help="release spec (TOML); default: bundled")
+    add_spec_overrides(v, anonymity=False)
 
 
 def run(args: argparse.Namespace, say) -> int:

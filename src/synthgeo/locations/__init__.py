@@ -13,11 +13,8 @@
 """
 
 from synthgeo.locations.diagnostics import LocationDiagnostics, location_diagnostics, report_tables
-from synthgeo.locations.neighbours import (
-    nearest_other_subjects,
-    other_subject_record_counts,
-    radius_counts,
-)
+from synthgeo.locations.nearest import kth_neighbour_distance, nearest_other_subjects
+from synthgeo.locations.neighbours import other_subject_record_counts, radius_counts
 from synthgeo.locations.outliers import OutlierResult, apply_outlier_policy
 from synthgeo.locations.policy import OutlierPolicy, parse_duration_s
 from synthgeo.locations.spatial_k import SpatialKResult, measure_spatial_k
@@ -27,4 +24,5 @@ __all__ = [
     "OutlierPolicy", "apply_outlier_policy", "OutlierResult", "parse_duration_s",
     "location_diagnostics", "LocationDiagnostics", "report_tables",
     "radius_counts", "other_subject_record_counts", "nearest_other_subjects",
+    "kth_neighbour_distance",
 ]

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
-from scipy.spatial.distance import pdist
+from scipy.spatial.distance import cdist, pdist
 
-from synthgeo.locations.neighbours import nearest_other_subjects
+from synthgeo.locations.nearest import nearest_other_subjects
 
 OK, MERGE, GENERALISE, SUPPRESS = 0, 1, 2, 3
 LABELS = ("ok", "merge", "generalise", "suppress")
@@ -60,8 +60,9 @@ class Axis:
     """Mutable state of one axis during the fixed-point iteration (internal)."""
 
     def __init__(self, name: str, coords: np.ndarray, r_max: float, subject: np.ndarray,
-                 k: int, *, has_subjects: bool = True) -> None:
+                 k: int, *, has_subjects: bool = True, max_diameter: float | None = None) -> None:
         self.name = name
+        self.max_diameter = float(r_max if max_diameter is None else max_diameter)
         self.true = np.asarray(coords, dtype=np.float64)
         if self.true.ndim == 1:
             self.true = self.true[:, None]
@@ -80,6 +81,7 @@ class Axis:
         self.component = np.arange(n)
         self.first_distance = np.full(n, np.nan)
         self.label = np.zeros(n, dtype=np.int8)
+        self.n_too_wide = 0  # merges refused because the group would be too wide
 
     # -- isolation and validity -----------------------------------------------------------------
     def isolation(self, query: np.ndarray, active: np.ndarray) -> np.ndarray:
@@ -143,25 +145,38 @@ class Axis:
         return ij[:, 0] * (2**32) + ij[:, 1]
 
     # -- disposals ------------------------------------------------------------------------------
-    def merge(self, query: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    def merge(self, query: np.ndarray, candidates: np.ndarray, active: np.ndarray,
+              max_diameter: float) -> tuple[np.ndarray, np.ndarray]:
         """Microaggregate each query record with its k−1 nearest other candidate subjects.
 
-        Groups overlapping through shared members are united (connected components); every
-        active member is published at the centroid of the members' true locations. Returns
-        the query records that found fewer than k−1 other subjects (to generalise instead).
+        Queries are taken least isolated first. A query's group joins every existing group that
+        shares a member with it (chained merges); the merge is accepted only when the united
+        group's diameter (largest distance between two members' true locations) is at most
+        `max_diameter`, so no group, chained or not, is wider (docs/locations.md, "Outlier
+        policy"). Accepted members are published at the centroid by :meth:`regroup`. Returns
+        the query records not merged, to generalise instead: those with fewer than k−1 other
+        subjects, and those whose group would be too wide (counted in ``n_too_wide``).
         """
         if len(query) == 0:
-            return query
-        _, nb = nearest_other_subjects(self.published, self.k - 1, subject=self.subject_arg,
-                                       query=query, candidates=candidates)
+            return query, query
+        dist, nb = nearest_other_subjects(self.published, self.k - 1, subject=self.subject_arg,
+                                          query=query, candidates=candidates)
+        groups = _Groups(self.true, np.flatnonzero(active & (self.status == MERGED)),
+                         self.component)
+        accepted = np.zeros(len(query), dtype=bool)
+        for r in np.argsort(dist[:, -1], kind="stable"):
+            if (nb[r] >= 0).all():
+                accepted[r] = groups.join(np.append(nb[r], query[r]), max_diameter)
         short = (nb < 0).any(axis=1)
-        q = query[~short]
-        nb = nb[~short]
+        q, members = query[accepted], nb[accepted]
         if len(q):
-            self.edges.append((np.repeat(q, nb.shape[1]), nb.ravel()))
+            self.edges.append((np.repeat(q, members.shape[1]), members.ravel()))
         self.status[q] = MERGED
-        self.status[nb.ravel()] = MERGED
-        return query[short]
+        self.status[members.ravel()] = MERGED
+        # a query whose own group was too wide may have joined another's as a member since
+        too_wide = ~accepted & ~short & ~groups.joined[query]
+        self.n_too_wide += int(too_wide.sum())
+        return query[short], query[too_wide]
 
     def regroup(self, active: np.ndarray) -> None:
         """Recompute merge groups over active merged records and move them to the centroids."""
@@ -260,3 +275,60 @@ class Axis:
         gen = self.status == GENERALISED
         out[gen] = self.sizes[self.level[gen]]
         return out
+
+
+class _Groups:
+    """Merge groups during one merge step: members and diameters, united as merges are accepted.
+
+    Parameters
+    ----------
+    true : ndarray of shape (n_records, n_dims)
+        True locations (metres or seconds).
+    members : ndarray of int
+        Records already in a merge group (active, merged).
+    component : ndarray of int, shape (n_records,)
+        Their group labels (from :meth:`Axis.regroup`).
+    """
+
+    def __init__(self, true: np.ndarray, members: np.ndarray, component: np.ndarray) -> None:
+        self.true = true
+        self.of = np.full(len(true), -1, dtype=np.int64)  # group of each record (−1: none)
+        self.joined = np.zeros(len(true), dtype=bool)  # in a group united in this step
+        self.members: dict[int, np.ndarray] = {}
+        self.diameter: dict[int, float] = {}
+        self.next = 0
+        for label in np.unique(component[members]):
+            idx = members[component[members] == label]
+            self._store(idx, float(pdist(true[idx]).max()) if len(idx) > 1 else 0.0)
+
+    def _store(self, idx: np.ndarray, diameter: float) -> None:
+        g = self.next
+        self.next += 1
+        self.members[g] = idx
+        self.diameter[g] = diameter
+        self.of[idx] = g
+
+    def join(self, records: np.ndarray, max_diameter: float) -> bool:
+        """Unite `records` and the groups they touch if the result is at most `max_diameter` wide.
+
+        Returns whether the union was made. The diameter of a union is the largest of its parts'
+        diameters and of the distances between members of different parts.
+        """
+        touched = np.unique(self.of[records][self.of[records] >= 0])
+        loose = np.unique(records[self.of[records] < 0])
+        parts = [self.members[g] for g in touched] + [loose[i:i + 1] for i in range(len(loose))]
+        widest = max([self.diameter[g] for g in touched] + [0.0])
+        for a in range(len(parts)):
+            if widest > max_diameter:
+                return False
+            rest = np.concatenate(parts[a + 1:]) if a + 1 < len(parts) else None
+            if rest is not None and len(rest):
+                widest = max(widest, float(cdist(self.true[parts[a]], self.true[rest]).max()))
+        if widest > max_diameter:
+            return False
+        for g in touched:
+            del self.members[g], self.diameter[g]
+        union = np.concatenate(parts)
+        self._store(union, widest)
+        self.joined[union] = True
+        return True

@@ -82,8 +82,8 @@ def prepare(
         missing subject ids, or duplicate record ids.
     """
     if not isinstance(points, geopandas.GeoDataFrame):
-        raise TypeError(f"`points` must be a GeoDataFrame (see synthgeo.io.points.load_points), got "
-                        f"{type(points).__name__}")
+        raise TypeError("`points` must be a GeoDataFrame (see synthgeo.io.points.load_points), "
+                        f"got {type(points).__name__}")
     coords = coordinates_m(points)
     if id_column is None:
         id_column = points.attrs.get("id_column")

@@ -1,10 +1,12 @@
-"""Location diagnostics of a release: spatial k and outlier-policy labels, related to at-risk.
+"""Location diagnostics of a release: spatial k, outlier policy, treatment and verdict.
 
-``synthgeo run`` releases locations unchanged, so these are diagnostics only: they move or drop
-no location (docs/locations.md, "Spatial k-anonymity"; docs/release.md). Most records of
-a partially synthetic file have spatial_k = 1 at small radii; that is the honest finding —
-their protection rests on the synthesis, and those are the records differential smoothing must
-cover. The summary relates both measures to the at-risk records of the smoothing rule.
+``synthgeo run`` measures spatial k and the outlier policy on the locations, publishes them as
+``[anonymity] treatment`` says (``"none"``: exactly; ``"apply"``: the policy's disposals, see
+:mod:`synthgeo.locations.treatment`) and judges the result (the location verdict;
+docs/locations.md). Most records of a partially synthetic file have spatial_k = 1 at small
+radii; that is the honest finding — their protection rests on the synthesis, and those are the
+records differential smoothing must cover. The summary relates both measures to the at-risk
+records of the smoothing rule.
 """
 
 from __future__ import annotations
@@ -21,11 +23,19 @@ import geopandas
 import numpy as np
 import pandas as pd
 
+from synthgeo._errors import LocationError
+from synthgeo.io.notices import collect, note
 from synthgeo.locations.outliers import OutlierResult, apply_outlier_policy
 from synthgeo.locations.policy import OutlierPolicy
 from synthgeo.locations.spatial_k import SpatialKResult, measure_spatial_k
+from synthgeo.locations.treatment import (
+    LocationTreatment,
+    LocationVerdict,
+    apply_treatment,
+    location_verdict,
+)
 
-__all__ = ["LocationDiagnostics", "location_diagnostics", "report_tables"]
+__all__ = ["LocationDiagnostics", "location_diagnostics", "report_tables", "enforce_verdict"]
 
 log = logging.getLogger(__name__)
 
@@ -44,12 +54,22 @@ class LocationDiagnostics:
         The smoothing rule's at-risk records, once known (see :meth:`with_at_risk`).
     seconds : float
         Wall time of the diagnostics.
+    treatment : LocationTreatment or None
+        The published locations (``treatment`` "none" or "apply").
+    verdict : LocationVerdict or None
+        PASS / FAIL / NOT ASSESSED for the published locations.
+    warnings : list of dict
+        Coded warnings for the board (``{"code", "message"}``): those of the loaded layer
+        (``attrs["warnings"]``), the hole check, a FAIL verdict released under "warn".
     """
 
     spatial_k: SpatialKResult
     outliers: OutlierResult
     at_risk: np.ndarray | None = None
     seconds: float = 0.0
+    treatment: LocationTreatment | None = None
+    verdict: LocationVerdict | None = None
+    warnings: list[dict[str, str]] = dataclasses.field(default_factory=list)
 
     def with_at_risk(self, at_risk: np.ndarray) -> LocationDiagnostics:
         """Copy with the at-risk flags (shape (n_records,)) attached."""
@@ -79,8 +99,12 @@ class LocationDiagnostics:
     def summary(self) -> dict[str, Any]:
         """Summary numbers for ``release.json`` (no per-record values, no locations)."""
         out = self.outliers.record()
+        t = self.treatment
         return {
-            "moves_locations": False,
+            "moves_locations": bool(t is not None and t.moves_locations),
+            "treatment": None if t is None else {
+                "treatment": t.treatment, "spatial_k_after": t.spatial_k_after,
+                "withheld": t.withheld, "totals": t.totals},
             "spatial_k": {**self.spatial_k.summary(),
                           "histogram": self.spatial_k.histogram().to_dict("records")},
             "outlier_policy": {key: out[key] for key in (
@@ -106,6 +130,9 @@ class LocationDiagnostics:
                                                                         "flagged", "group",
                                                                         "cell"))}
         out = pd.concat([sk, ol[keep].rename(columns=hypothetical)], axis=1)
+        if self.treatment is not None and self.treatment.treatment == "apply":
+            out["released"] = self.treatment.released
+            out["released_disposal"] = self.treatment.disposal
         if self.at_risk is not None:
             out["at_risk"] = self.at_risk
         return out
@@ -123,8 +150,9 @@ def location_diagnostics(
     time_column: str | None = None,
     subject: str | None = None,
     id_column: str | None = None,
+    treatment: str = "none",
 ) -> LocationDiagnostics:
-    """Spatial k within ``radius_m`` and outlier-policy labels for released locations.
+    """Spatial k, outlier-policy labels, the treatment and the verdict of released locations.
 
     Parameters
     ----------
@@ -144,6 +172,8 @@ def location_diagnostics(
         Quasi-identifier columns for spatial k.
     unit, time_column, subject, id_column : str, optional
         Columns (see :func:`synthgeo.locations.outliers.apply_outlier_policy`).
+    treatment : {"none", "apply"}, default="none"
+        How the locations are published (see :func:`synthgeo.locations.treatment.apply_treatment`).
 
     Returns
     -------
@@ -162,7 +192,76 @@ def location_diagnostics(
         warnings.simplefilter("ignore", UserWarning)  # the hole check is reported in the summary
         ol = apply_outlier_policy(points, policy, unit=unit, time=time_column, subject=subject,
                                   id_column=id_column, on_failure="report")
-    return LocationDiagnostics(spatial_k=sk, outliers=ol, seconds=time.perf_counter() - t0)
+    treated = apply_treatment(points, ol, sk, treatment=treatment, id_column=id_column)
+    hole = [{"code": "suppression_hole", "message": ol.hole["message"]}] \
+        if ol.hole.get("flag") and treatment == "apply" else []
+    return LocationDiagnostics(spatial_k=sk, outliers=ol, seconds=time.perf_counter() - t0,
+                               treatment=treated, verdict=location_verdict(ol, treated, sk),
+                               warnings=collect(points.attrs.get("warnings"), hole))
+
+
+def enforce_verdict(locations: LocationDiagnostics, on_failure: str) -> LocationDiagnostics:
+    """Stop on a FAIL location verdict, or record it as the warning ``location_verdict_fail``.
+
+    Parameters
+    ----------
+    locations : LocationDiagnostics
+    on_failure : {"stop", "warn"}
+        ``[anonymity] on_location_failure``.
+
+    Returns
+    -------
+    LocationDiagnostics
+        `locations`, with the warning added under "warn".
+
+    Raises
+    ------
+    LocationError
+        On FAIL with ``on_failure = "stop"`` (the message gives the verdict and the fix).
+    ValueError
+        If `on_failure` is neither "stop" nor "warn".
+    """
+    if on_failure not in ("stop", "warn"):
+        raise ValueError(f'`on_failure` must be "stop" or "warn", got {on_failure!r}')
+    v = locations.verdict
+    if v is None or v.status != "FAIL":
+        return locations
+    if on_failure == "stop":
+        raise LocationError(v.summary_line() + '. Nothing was written; set `[anonymity] '
+                            'on_location_failure = "warn"` (or --on-location-failure warn) to '
+                            "release with the FAIL recorded in release.json and the report")
+    notes = list(locations.warnings)
+    note(notes, "location_verdict_fail", v.summary_line(), stacklevel=3)
+    return dataclasses.replace(locations, warnings=notes)
+
+
+def _treatment_rows(locations: LocationDiagnostics) -> list[tuple[str, str]]:
+    """Overview rows: the treatment, the verdict, spatial k after it, withheld, warnings."""
+    t, v = locations.treatment, locations.verdict
+    if t is None:
+        return [("locations moved in this release", "none (diagnostics only)")]
+    d = v.details if v is not None else {}
+    by_unit = t.withheld.get("by_unit")
+    moved = ("none (diagnostics only)" if t.treatment == "none" else
+             f"{d.get('n_moved', 0)} moved (merged to group centroids, generalised to cell "
+             f"centres), {t.totals['n_withheld']} withheld" + (
+                 f" (by {t.withheld['unit_column']}: "
+                 + ", ".join(f"{u} {n}" for u, n in by_unit.items()) + ")" if by_unit else ""))
+    rows = [("location treatment", f'"{t.treatment}"'),
+            ("locations moved in this release", moved)]
+    if v is not None:
+        rows.append(("location verdict", v.status + ("" if v.passed else
+                                                     " — " + "; ".join(v.reasons))))
+    a = t.spatial_k_after
+    if t.treatment == "apply":
+        rows.append((f"spatial k after the treatment: below k = {a['k']} / median",
+                     f"{a.get('n_below_k', 0)} ({a.get('share_below_k') or 0.0:.1%}) / "
+                     f"{a.get('median', '–')}"))
+        if t.totals["n_withheld"]:
+            rows.append(("risk and utility figures", f"computed on all {t.totals['n_records']} "
+                                                     "records, the withheld ones included"))
+    rows += [(f"warning: {w['code']}", w["message"]) for w in locations.warnings]
+    return rows
 
 
 def report_tables(locations: LocationDiagnostics) -> dict[str, Any]:
@@ -204,7 +303,7 @@ def report_tables(locations: LocationDiagnostics) -> dict[str, Any]:
         ("would suppress", f"{ol.overall['n_suppressed']} ({ol.overall['share']:.2%})"),
         ("policy outcome", "passes" if not ol.refused else "would refuse: "
                                                             + ol.refusal_message()),
-        ("locations moved in this release", "none (diagnostics only)"),
+        *_treatment_rows(locations),
     ]
     rel = locations.relation_to_at_risk()
     if rel is not None:

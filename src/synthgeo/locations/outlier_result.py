@@ -82,6 +82,10 @@ class OutlierResult:
         Which parameter to move (first-pass estimates of k and r_max that would pass).
     crs_wkt : str
         CRS of `published_m`.
+    n_merges_too_wide : dict of str to int
+        Per axis, merges refused because the group would have been wider than the policy
+        allows (``group_diameter_ratio`` · r_max, r_max_time on the time axis); those records
+        were generalised instead.
     """
 
     policy: OutlierPolicy
@@ -118,6 +122,7 @@ class OutlierResult:
     failures: list[str] = field(default_factory=list)
     advice: str = ""
     crs_wkt: str = ""
+    n_merges_too_wide: dict[str, int] = field(default_factory=dict)
 
     @property
     def suppressed(self) -> np.ndarray:
@@ -217,6 +222,13 @@ class OutlierResult:
         source = points.attrs.get("source_crs")
         return gdf.to_crs(source) if source else gdf
 
+    def _bound(self, axis: str) -> float | None:
+        """Widest merge group allowed on `axis` (metres or seconds; None without that axis)."""
+        if axis == "space":
+            return self.policy.group_diameter_bound_m
+        t = self.policy.r_max_time_s
+        return None if t is None else self.policy.group_diameter_ratio * t
+
     def record(self) -> dict[str, Any]:
         """Every number of the outcome, JSON-ready (no per-record values)."""
         groups = self.groups
@@ -233,6 +245,8 @@ class OutlierResult:
                                              else None),
                 "n_displacement_exceeding_r_max": (int(g["displacement_exceeds_r_max"].sum())
                                                    if len(g) else 0),
+                f"max_diameter_allowed_{unit}": self._bound(axis),
+                "n_merges_too_wide": int(self.n_merges_too_wide.get(axis, 0)),
             }
         cells = self.cell_size_m[~np.isnan(self.cell_size_m)]
         rec = {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import geopandas
@@ -85,7 +86,7 @@ def apply_outlier_policy(
         Points in a projected CRS in metres (classify *after* any mask: a jitter can push a
         point into isolation).
     policy : OutlierPolicy
-        k, r_max_m, ratios, caps, r_max_time, max_passes.
+        k, r_max_m, ratios, caps, r_max_time, max_passes, group_diameter_ratio.
     unit : str, optional
         Administrative unit column for the per-unit cap and the hole check.
     time : str, optional
@@ -100,7 +101,7 @@ def apply_outlier_policy(
         Record id column (default from ``load_points``).
     on_failure : {"refuse", "report"}, default="refuse"
         On a breached cap or no fixed point: raise, or return the result with ``failures``
-        filled in (the ``run`` pipeline reports and moves no location).
+        filled in (the ``run`` pipeline reports it in the location verdict).
 
     Returns
     -------
@@ -123,11 +124,23 @@ def apply_outlier_policy(
     subject (docs/locations.md). Merge: the record and its k−1 nearest other subjects form a
     group; groups sharing a member are united, and all active members are published at the
     centroid of their true locations (spatial microaggregation, Domingo-Ferrer & Mateo-Sanz
-    2002, doi:10.1109/69.979982). Generalise: the smallest cell of a quadtree of sides 2^j m
-    (time: nested bins 1 s … 52 weeks) holding ≥ k subjects, counting exact points, group
-    centroids and already generalised cells inside it. Merged members stay exempt while their
-    group keeps ≥ k active subjects, cells while they hold ≥ k; otherwise they are classified
-    again. A record that cannot be merged or generalised is suppressed.
+    2002, doi:10.1109/69.979982). A merge that would make a group (chained or not) wider than
+    ``policy.group_diameter_ratio`` · r_max (r_max_time on the time axis) fails, and the record
+    is generalised instead. Generalise: the smallest cell of a quadtree of sides 2^j m (time:
+    nested bins 1 s … 52 weeks) holding ≥ k subjects, counting exact points, group centroids
+    and already generalised cells inside it. Merged members stay exempt while their group keeps
+    ≥ k active subjects, cells while they hold ≥ k; otherwise they are classified again. A
+    record that cannot be merged or generalised is suppressed.
+
+    Examples
+    --------
+    >>> import geopandas, numpy as np
+    >>> xy = np.array([[0, 0], [10, 0], [0, 10], [10, 10], [5, 5], [5000, 5000]], float)
+    >>> pts = geopandas.GeoDataFrame(geometry=geopandas.points_from_xy(*xy.T), crs=32610)
+    >>> res = apply_outlier_policy(pts, OutlierPolicy(k=3, r_max_m=100,
+    ...                            max_suppressed_share=0.5), on_failure="report")
+    >>> res.label.tolist()
+    ['ok', 'ok', 'ok', 'ok', 'ok', 'suppress']
     """
     if on_failure not in ("refuse", "report"):
         raise SpecError(f'`on_failure` must be "refuse" or "report", got {on_failure!r}')
@@ -138,97 +151,150 @@ def apply_outlier_policy(
     if time and policy.r_max_time is None:
         raise SpecError(f"time column `{time}` given without a time tolerance: set "
                         "`r_max_time` (e.g. \"6h\", \"2d\")")
+    axes = _axes(points, prep, policy, time)
+    run = _fixed_point(axes, policy, len(prep.coords_m))
+    result = _result(points, policy, prep, axes, run, unit=unit, time=time, subject=subject,
+                     attributes=attributes)
+    if result.hole.get("flag"):
+        warnings.warn(result.hole["message"], UserWarning, stacklevel=2)
+    if result.failures and on_failure == "refuse":
+        raise SpecError(result.refusal_message())
+    return result
+
+
+@dataclass(kw_only=True)
+class _Run:
+    """State of the fixed-point iteration (internal)."""
+
+    suppressed: np.ndarray
+    flagged: np.ndarray
+    passes: list[dict[str, Any]] = field(default_factory=list)
+    converged: bool = False
+    first_dist: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def _axes(points: geopandas.GeoDataFrame, prep: Any, policy: OutlierPolicy,
+          time: str | None) -> list[Axis]:
+    """Build the space axis (metres) and, with a time column, the time axis (seconds)."""
     n = len(prep.coords_m)
-    k = policy.k
     subj = prep.subject if prep.subject is not None else np.arange(n, dtype=np.int64)
-    unit_values = None if unit is None else points[unit].to_numpy(dtype=object)
     own = prep.subject is not None
-    axes = [Axis("space", prep.coords_m, policy.r_max_m, subj, k, has_subjects=own)]
+    axes = [Axis("space", prep.coords_m, policy.r_max_m, subj, policy.k, has_subjects=own,
+                 max_diameter=policy.group_diameter_bound_m)]
     if time:
         t = times_s(points[time], prep.record_id, time)
-        axes.append(Axis("time", t, policy.r_max_time_s, subj, k, has_subjects=own))
-    first_dist: dict[str, np.ndarray] = {}
-    suppressed = np.zeros(n, dtype=bool)
-    flagged = np.zeros(n, dtype=np.int64)
-    passes: list[dict[str, Any]] = []
-    converged = False
+        axes.append(Axis("time", t, policy.r_max_time_s, subj, policy.k, has_subjects=own,
+                         max_diameter=policy.group_diameter_ratio * policy.r_max_time_s))
+    return axes
+
+
+def _classify(axes: list[Axis], active: np.ndarray, policy: OutlierPolicy,
+              run: _Run, first: bool) -> list[np.ndarray]:
+    """Label codes per axis for one pass (exempt: valid merge groups and cells)."""
+    n = len(active)
+    labs = []
+    for ax in axes:
+        lab = np.zeros(n, dtype=np.int8)
+        exempt = (ax.status == MERGED) & (ax.group_sizes(active) >= policy.k)
+        valid_cell = ax.cells_valid(active)
+        regrow = active & (ax.status == GENERALISED) & ~valid_cell
+        lab[regrow] = GENERALISE
+        q = np.flatnonzero(active & ~exempt & ~valid_cell & ~regrow)
+        dist = ax.isolation(q, active)
+        lab[q] = classify(dist[:, -1] / ax.r_max, policy.merge_ratio, policy.generalise_ratio)
+        if first:
+            run.first_dist[ax.name] = dist
+        labs.append(lab)
+    return labs
+
+
+def _dispose(axes: list[Axis], labs: list[np.ndarray], run: _Run) -> None:
+    """Merge, generalise (when a merge fails) and suppress (when generalising fails)."""
+    for ax, lab in zip(axes, labs):
+        active = ~run.suppressed
+        ax.regroup(active)
+        merge_q = np.flatnonzero(active & (lab == MERGE))
+        cand = np.flatnonzero(active & (ax.status != GENERALISED) & (lab != GENERALISE))
+        short, too_wide = ax.merge(merge_q, cand, active, ax.max_diameter)
+        ax.label[short] = np.maximum(ax.label[short], GENERALISE)  # ι says merge: kept
+        ax.regroup(active)
+        gen_q = np.union1d(np.flatnonzero(active & (lab == GENERALISE)),
+                           np.union1d(short, too_wide))
+        failed = ax.generalise(gen_q.astype(np.int64), active)
+        ax.label[failed] = SUPPRESS
+        run.suppressed[failed] = True
+    for ax in axes:
+        ax.regroup(~run.suppressed)
+
+
+def _fixed_point(axes: list[Axis], policy: OutlierPolicy, n: int) -> _Run:
+    """Classify and dispose until a pass disposes nothing, within ``policy.max_passes``."""
+    run = _Run(suppressed=np.zeros(n, dtype=bool), flagged=np.zeros(n, dtype=np.int64))
     for p in range(1, policy.max_passes + 1):
-        active = ~suppressed
-        labs = []
-        for ax in axes:
-            lab = np.zeros(n, dtype=np.int8)
-            exempt = (ax.status == MERGED) & (ax.group_sizes(active) >= k)
-            valid_cell = ax.cells_valid(active)
-            regrow = active & (ax.status == GENERALISED) & ~valid_cell
-            lab[regrow] = GENERALISE
-            q = np.flatnonzero(active & ~exempt & ~valid_cell & ~regrow)
-            dist = ax.isolation(q, active)
-            lab[q] = classify(dist[:, -1] / ax.r_max, policy.merge_ratio,
-                              policy.generalise_ratio)
-            if p == 1:
-                first_dist[ax.name] = dist
-            labs.append(lab)
+        active = ~run.suppressed
+        labs = _classify(axes, active, policy, run, first=p == 1)
         worst = np.max(labs, axis=0)
-        passes.append({"pass": p, **{
+        run.passes.append({"pass": p, **{
             ax.name: {LABELS[c]: int(((lab == c) & active).sum()) for c in range(4)}
             for ax, lab in zip(axes, labs)}})
         if not (worst[active] > OK).any():
-            converged = True
+            run.converged = True
             break
         for ax, lab in zip(axes, labs):
             ax.label = np.maximum(ax.label, lab)
-        flagged[(worst > OK) & (flagged == 0)] = p
-        suppressed |= active & (worst == SUPPRESS)
-        for ax, lab in zip(axes, labs):
-            active = ~suppressed
-            ax.regroup(active)
-            merge_q = np.flatnonzero(active & (lab == MERGE))
-            cand = np.flatnonzero(active & (ax.status != GENERALISED) & (lab != GENERALISE))
-            short = ax.merge(merge_q, cand)
-            ax.label[short] = np.maximum(ax.label[short], GENERALISE)
-            ax.regroup(active)
-            gen_q = np.union1d(np.flatnonzero(active & (lab == GENERALISE)), short)
-            failed = ax.generalise(gen_q.astype(np.int64), active)
-            ax.label[failed] = SUPPRESS
-            suppressed[failed] = True
-        for ax in axes:
-            ax.regroup(~suppressed)
-    active = ~suppressed
+        run.flagged[(worst > OK) & (run.flagged == 0)] = p
+        run.suppressed |= active & (worst == SUPPRESS)
+        _dispose(axes, labs, run)
     for ax in axes:
-        ax.release_record(np.flatnonzero(suppressed))
+        ax.release_record(np.flatnonzero(run.suppressed))
+    return run
 
+
+def _disposal_of(ax: Axis, suppressed: np.ndarray) -> np.ndarray:
+    d = np.asarray([_DISPOSAL[s] for s in ax.status.tolist()], dtype=object)
+    d[suppressed] = "suppressed"
+    return d
+
+
+def _published(axes: list[Axis], run: _Run) -> dict[str, Any]:
+    """Collect published locations (and times), merge groups and per-record disposals."""
+    suppressed, active = run.suppressed, ~run.suppressed
     space = axes[0]
-    d0 = first_dist["space"][:, -1]
+    gid, rows = space.group_table(active)
+    frames = [pd.DataFrame(rows).assign(axis="space")]
+    published = space.published.copy()
+    published[suppressed] = np.nan
+    out = {"group_id": gid, "published_m": published, "published_time_s": None,
+           "time_interval_s": None, "disposal_time": None,
+           "disposal": _disposal_of(space, suppressed)}
+    if len(axes) > 1:
+        tax = axes[1]
+        frames.append(pd.DataFrame(tax.group_table(active)[1]).assign(axis="time"))
+        size = tax.cell_size()
+        pub_t = np.where(np.isnan(size), tax.published[:, 0],
+                         tax.published[:, 0] - np.nan_to_num(size) / 2)
+        pub_t[suppressed] = np.nan
+        out.update(published_time_s=pub_t, time_interval_s=size,
+                   disposal_time=_disposal_of(tax, suppressed))
+    kept = [g for g in frames if len(g)]
+    out["groups"] = pd.concat(kept, ignore_index=True) if kept else pd.DataFrame(
+        columns=["group", "n_records", "n_subjects", "diameter", "exceeds_r_max",
+                 "max_displacement", "displacement_exceeds_r_max", "axis"])
+    return out
+
+
+def _result(points: geopandas.GeoDataFrame, policy: OutlierPolicy, prep: Any, axes: list[Axis],
+            run: _Run, *, unit: str | None, time: str | None, subject: str | None,
+            attributes: Sequence[str] | None) -> OutlierResult:
+    """Assemble the result: labels, disposals, caps, suggestions, hole check, bias, failures."""
+    suppressed, active = run.suppressed, ~run.suppressed
+    unit_values = None if unit is None else points[unit].to_numpy(dtype=object)
+    space = axes[0]
     label_space = space.label.copy()
     label_time = axes[1].label.copy() if time else None
     final = label_space if label_time is None else np.maximum(label_space, label_time)
     final = np.where(suppressed, SUPPRESS, final)
     labels = np.asarray(LABELS, dtype=object)
-
-    def disposal_of(ax: Axis) -> np.ndarray:
-        d = np.asarray([_DISPOSAL[s] for s in ax.status.tolist()], dtype=object)
-        d[suppressed] = "suppressed"
-        return d
-
-    gid, rows = space.group_table(active)
-    group_frames = [pd.DataFrame(rows).assign(axis="space")]
-    published = space.published.copy()
-    published[suppressed] = np.nan
-    pub_t = interval = None
-    if time:
-        tax = axes[1]
-        _, trows = tax.group_table(active)
-        group_frames.append(pd.DataFrame(trows).assign(axis="time"))
-        size = tax.cell_size()
-        pub_t = np.where(np.isnan(size), tax.published[:, 0],
-                         tax.published[:, 0] - np.nan_to_num(size) / 2)
-        interval = size
-        pub_t[suppressed] = np.nan
-    groups = pd.concat([g for g in group_frames if len(g)], ignore_index=True) \
-        if any(len(g) for g in group_frames) else pd.DataFrame(
-            columns=["group", "n_records", "n_subjects", "diameter", "exceeds_r_max",
-                     "max_displacement", "displacement_exceeds_r_max", "axis"])
-
     moved = {"merged": (space.status == MERGED) & active,
              "generalised": (space.status == GENERALISED) & active}
     if time:
@@ -236,45 +302,37 @@ def apply_outlier_policy(
     overall, units = checks.suppression_caps(
         suppressed, unit_values, max_share=policy.max_suppressed_share,
         max_unit_share=policy.max_unit_suppressed_share, other=moved)
-    suggestions = {}
-    for ax in axes:
-        suggestions[ax.name] = checks.cap_suggestions(
-            first_dist[ax.name], unit_values, k=k, r_max=ax.r_max,
-            generalise_ratio=policy.generalise_ratio, max_share=policy.max_suppressed_share,
-            max_unit_share=policy.max_unit_suppressed_share)
-    hole = checks.hole_check(units, unit)
+    suggestions = {ax.name: checks.cap_suggestions(
+        run.first_dist[ax.name], unit_values, k=policy.k, r_max=ax.r_max,
+        generalise_ratio=policy.generalise_ratio, max_share=policy.max_suppressed_share,
+        max_unit_share=policy.max_unit_suppressed_share) for ax in axes}
     if attributes is None:
         skip = {prep.id_column, subject, unit, time, points.geometry.name}
         attributes = [c for c in points.columns if c not in skip]
     attributes = list(as_columns(attributes, "attributes"))
     check_columns(points, attributes, "`attributes`")
     bias = checks.bias_table(points, suppressed, attributes)
-    statement = checks.bias_statement(bias, int(suppressed.sum()), int((~suppressed).sum()))
-
-    failures, advice = _failures(policy, converged, overall, units, unit, suggestions,
+    failures, advice = _failures(policy, run.converged, overall, units, unit, suggestions,
                                  bool(time))
-    result = OutlierResult(
+    d0 = run.first_dist["space"][:, -1]
+    dt = run.first_dist["time"][:, -1] if time else None
+    return OutlierResult(
         policy=policy, id_column=prep.id_column, record_id=prep.record_id, unit_column=unit,
         time_column=time, unit=unit_values, isolation_m=d0,
-        isolation_ratio=d0 / policy.r_max_m,
-        isolation_time_s=first_dist["time"][:, -1] if time else None,
-        isolation_ratio_time=(first_dist["time"][:, -1] / policy.r_max_time_s
-                              if time else None),
+        isolation_ratio=d0 / policy.r_max_m, isolation_time_s=dt,
+        isolation_ratio_time=None if dt is None else dt / policy.r_max_time_s,
         label=labels[final], label_space=labels[label_space],
         label_time=None if label_time is None else labels[label_time],
-        flagged_in_pass=flagged, disposal=disposal_of(space),
-        disposal_time=disposal_of(axes[1]) if time else None,
-        published_m=published, cell_size_m=space.cell_size(), group_id=gid,
-        published_time_s=pub_t, time_interval_s=interval, n_passes=len(passes),
-        converged=converged, passes=passes, overall=overall, units=units,
-        suggestions=suggestions, hole=hole, groups=groups, bias=bias,
-        bias_statement=statement, failures=failures, advice=advice, crs_wkt=prep.crs_wkt,
+        flagged_in_pass=run.flagged, cell_size_m=space.cell_size(),
+        n_passes=len(run.passes), converged=run.converged, passes=run.passes,
+        overall=overall, units=units, suggestions=suggestions,
+        hole=checks.hole_check(units, unit), bias=bias,
+        bias_statement=checks.bias_statement(bias, int(suppressed.sum()),
+                                             int(active.sum())),
+        failures=failures, advice=advice, crs_wkt=prep.crs_wkt,
+        n_merges_too_wide={ax.name: ax.n_too_wide for ax in axes},
+        **_published(axes, run),
     )
-    if hole.get("flag"):
-        warnings.warn(hole["message"], UserWarning, stacklevel=2)
-    if failures and on_failure == "refuse":
-        raise SpecError(result.refusal_message())
-    return result
 
 
 def _failures(policy: OutlierPolicy, converged: bool, overall: dict, units: pd.DataFrame | None,

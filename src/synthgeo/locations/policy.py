@@ -63,7 +63,8 @@ def check_policy(*, prefix: str = "`", **values: Any) -> None:
     """Refuse impossible policy values; messages name ``{prefix}{key}```.
 
     Keys (any subset): ``k``, ``r_max_m``, ``merge_ratio``, ``generalise_ratio``,
-    ``max_suppressed_share``, ``max_unit_suppressed_share``, ``r_max_time``, ``max_passes``.
+    ``max_suppressed_share``, ``max_unit_suppressed_share``, ``r_max_time``, ``max_passes``,
+    ``group_diameter_ratio``.
 
     Raises
     ------
@@ -95,6 +96,10 @@ def check_policy(*, prefix: str = "`", **values: Any) -> None:
         except SpecError:
             raise bad("r_max_time", 'a duration with a unit, e.g. "6h", "2d", "90min" '
                                     "(units: s, min, h, d)") from None
+    if "group_diameter_ratio" in values and not (_number(values["group_diameter_ratio"])
+                                                 and values["group_diameter_ratio"] > 0):
+        raise bad("group_diameter_ratio", "a positive number (the widest merge group allowed, "
+                                          "a multiple of r_max; default 1)")
     if "max_passes" in values:
         mp = values["max_passes"]
         if isinstance(mp, bool) or not isinstance(mp, int) or not 1 <= mp <= 100:
@@ -124,6 +129,13 @@ class OutlierPolicy:
         Tolerance on the time axis (e.g. ``"6h"``, ``"2d"``); needed with a time column.
     max_passes : int, default=5
         Classification passes allowed to reach a fixed point (the confirming pass included).
+    group_diameter_ratio : float, default=1
+        Widest merge group allowed, as a multiple of r_max (of r_max_time on the time axis):
+        the largest distance between two members' true locations (docs/locations.md). A merge
+        that would make a group (chained merges included) wider fails, and its record is
+        generalised instead. With the default 1 (a group wider than r_max is k-anonymous in
+        name only) no record labelled merge can be merged in the first pass: its (k−1)-th
+        nearest other subject lies beyond r_max, so every group of k holding it is wider.
 
     Raises
     ------
@@ -139,6 +151,7 @@ class OutlierPolicy:
     max_unit_suppressed_share: float = 0.10
     r_max_time: str | datetime.timedelta | None = None
     max_passes: int = 5
+    group_diameter_ratio: float = 1.0
 
     def __post_init__(self) -> None:
         """Validate every value (SpecError names the key)."""
@@ -146,7 +159,13 @@ class OutlierPolicy:
                      generalise_ratio=self.generalise_ratio,
                      max_suppressed_share=self.max_suppressed_share,
                      max_unit_suppressed_share=self.max_unit_suppressed_share,
-                     r_max_time=self.r_max_time, max_passes=self.max_passes)
+                     r_max_time=self.r_max_time, max_passes=self.max_passes,
+                     group_diameter_ratio=self.group_diameter_ratio)
+
+    @property
+    def group_diameter_bound_m(self) -> float:
+        """Widest merge group allowed in space, metres (group_diameter_ratio · r_max_m)."""
+        return float(self.group_diameter_ratio * self.r_max_m)
 
     @property
     def r_max_time_s(self) -> float | None:
@@ -160,4 +179,5 @@ class OutlierPolicy:
                 "max_suppressed_share": self.max_suppressed_share,
                 "max_unit_suppressed_share": self.max_unit_suppressed_share,
                 "r_max_time": None if self.r_max_time is None else str(self.r_max_time),
-                "r_max_time_s": self.r_max_time_s, "max_passes": self.max_passes}
+                "r_max_time_s": self.r_max_time_s, "max_passes": self.max_passes,
+                "group_diameter_ratio": self.group_diameter_ratio}

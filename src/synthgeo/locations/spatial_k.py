@@ -19,7 +19,8 @@ import pandas as pd
 import pyproj
 
 from synthgeo.locations._inputs import as_columns, check_threshold, prepare
-from synthgeo.locations.neighbours import nearest_other_subjects, radius_counts
+from synthgeo.locations.nearest import nearest_other_subjects
+from synthgeo.locations.neighbours import radius_counts
 
 __all__ = ["SpatialKResult", "measure_spatial_k", "quantile_count"]
 

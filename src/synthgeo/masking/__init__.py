@@ -8,6 +8,7 @@ and picks the smallest k meeting both targets; :func:`plot_choose_k` draws the t
 """
 
 from synthgeo.masking.attacker import Attacker, NearestHouseholdAttacker
+from synthgeo.masking.detection import ExcessNearSource, FunctionUtility, UtilityTest
 from synthgeo.masking.donut import INNER_RATIO, DonutMask, kth_household_distance, mask_to_k
 from synthgeo.masking.evaluate import MaskEvaluation, evaluate_mask
 from synthgeo.masking.plot import plot_choose_k
@@ -19,7 +20,6 @@ from synthgeo.masking.sweep import (
     choose_k,
     smallest_k_meeting,
 )
-from synthgeo.masking.detection import ExcessNearSource, FunctionUtility, UtilityTest
 
 __all__ = [
     "ALTERNATIVES", "DEFAULT_K_GRID", "INNER_RATIO",

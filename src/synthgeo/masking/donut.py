@@ -33,6 +33,7 @@ from synthgeo.masking._validate import (
     resolve_seed,
     same_crs,
 )
+from synthgeo.masking.verify import HouseholdIndex, redraw_until_verified
 
 __all__ = ["INNER_RATIO", "DonutMask", "kth_household_distance", "mask_to_k"]
 
@@ -67,6 +68,14 @@ class DonutMask:
     n_reused : int, default=0
         Cases whose masked point was carried over from an earlier release (see
         :func:`synthgeo.masking.reuse_previous_mask`).
+    verified_k : ndarray of shape (n_cases,) or None
+        Households at least as close to each masked point as its true location, own counted
+        once (see :func:`synthgeo.masking.verify.verified_k`; confidential); None when not
+        measured (a carried-over mask).
+    verification : dict or None
+        For a verified mask (``verify=True``): redraws, rounds, the bound, cases whose annulus
+        was widened and the largest widening (see :class:`synthgeo.masking.verify.Verification`);
+        None when not verified.
     """
 
     masked: geopandas.GeoDataFrame
@@ -77,6 +86,13 @@ class DonutMask:
     n_redraws: int
     id_column: str
     n_reused: int = 0
+    verified_k: np.ndarray | None = field(default=None, repr=False)
+    verification: dict[str, Any] | None = None
+
+    @property
+    def verified(self) -> bool:
+        """Whether every case was redrawn until its verified k reached k."""
+        return self.verification is not None
 
     def to_dataframe(self) -> pd.DataFrame:
         """Per-case r_k and displacement in metres (confidential: for the board only).
@@ -84,20 +100,21 @@ class DonutMask:
         Returns
         -------
         pandas.DataFrame
-            Columns: the id column, ``r_k_m``, ``displacement_m``.
+            Columns: the id column, ``r_k_m``, ``displacement_m`` (the verified k is in
+        :attr:`verified_k`).
         """
         return pd.DataFrame({self.id_column: self.masked[self.id_column].to_numpy(),
                              "r_k_m": self.r_k_m, "displacement_m": self.displacement_m})
 
 
 def _kth_distance(xy: np.ndarray, households_xy: np.ndarray, ks: np.ndarray,
-                  weights: np.ndarray | None) -> np.ndarray:
+                  weights: np.ndarray | None, tree: cKDTree | None = None) -> np.ndarray:
     """Distances (n_cases, len(ks)) in metres to the k-th nearest household, for each k in `ks`.
 
     Unit weights: the k-th nearest household point. Weights w_j: the smallest distance d with
     Σ_{j: |x - h_j| <= d} w_j >= k (points at one distance enter together).
     """
-    tree = cKDTree(households_xy)
+    tree = cKDTree(households_xy) if tree is None else tree
     m = len(households_xy)
     k_max = int(ks.max())
     if weights is None:
@@ -230,6 +247,8 @@ def mask_to_k(
     region: BaseGeometry | geopandas.GeoSeries | geopandas.GeoDataFrame | None = None,
     random_seed: int | np.random.Generator | None = None,
     max_redraws: int = 1000,
+    verify: bool = False,
+    max_verify_redraws: int = 100,
 ) -> DonutMask:
     """Donut-mask case locations to k households.
 
@@ -254,11 +273,20 @@ def mask_to_k(
         it confidential and make it long and random.
     max_redraws : int, default=1000
         Rounds of redrawing before giving up on a case whose annulus lies outside the region.
+    verify : bool, default=False
+        Redraw each case until its verified k — households at least as close to the masked
+        point as the true location, own counted once — reaches k, so that the k a board
+        approves is the k an attacker with the household layer faces; a case failing 10 times
+        in a row has its annulus widened ×1.25, and again every 10 failures (see
+        :mod:`synthgeo.masking.verify`). The verified k is measured either way.
+    max_verify_redraws : int, default=100
+        Rounds of verification redraws before refusing.
 
     Returns
     -------
     DonutMask
-        The masked layer and, for the board, r_k and the displacement per case.
+        The masked layer and, for the board, r_k, the displacement and the verified k per
+        case.
 
     Raises
     ------
@@ -266,7 +294,8 @@ def mask_to_k(
         Wrong input types.
     InputError
         Missing, geographic or differing CRSs; NaN coordinates; bad weights; a case outside the
-        region; an annulus that stays outside the region after `max_redraws` rounds.
+        region; an annulus that stays outside the region after `max_redraws` rounds; with
+        `verify`, a case whose verified k stays below k after `max_verify_redraws` rounds.
     SpecError
         If `k` < 1 or exceeds the household total, or the seed is negative.
 
@@ -307,18 +336,35 @@ def mask_to_k(
     """
     prep = _prepare(cases, households, weights, region)
     k = check_k(k, prep["total_weight"])
-    if isinstance(max_redraws, bool) or not isinstance(max_redraws, int) or max_redraws < 0:
-        raise TypeError(f"`max_redraws` must be a non-negative int, got {max_redraws!r}")
+    for name, v in (("max_redraws", max_redraws), ("max_verify_redraws", max_verify_redraws)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise TypeError(f"`{name}` must be a non-negative int, got {v!r}")
     seed = resolve_seed(random_seed)
     xy = prep["xy"]
-    r_k = _kth_distance(xy, prep["households_xy"], np.array([k]), prep["weights"])[:, 0]
+    index = HouseholdIndex(prep["households_xy"], prep["weights"])
+    r_k = _kth_distance(xy, prep["households_xy"], np.array([k]), prep["weights"],
+                        tree=index.tree)[:, 0]
     if (zero := r_k == 0).any():
         warnings.warn(f"{int(zero.sum())} case(s) have at least k = {k} households at their exact "
                       f"location (r_k = 0), e.g. ids {prep['ids'][zero][:_N_SHOW].tolist()}: they "
                       "are published at that location, anonymous only among its households",
                       UserWarning, stacklevel=2)
-    masked, dist, n_redraws = _draw_donut(xy, r_k, 1, np.random.default_rng(seed),
-                                          prep["region"], max_redraws, prep["ids"])
+    rng = np.random.default_rng(seed)
+    masked, dist, n_redraws = _draw_donut(xy, r_k, 1, rng, prep["region"], max_redraws,
+                                          prep["ids"])
+    verification = None
+    if verify:
+        def draw(case, scale):
+            pts, d, nr = _draw_donut(xy[case], r_k[case] * scale, 1, rng, prep["region"],
+                                     max_redraws, prep["ids"][case])
+            return pts[0], d[0], nr
+
+        verification = redraw_until_verified(masked, dist, xy, k=k, index=index, draw=draw,
+                                             max_redraws=max_verify_redraws, ids=prep["ids"])
+        vk = verification.verified_k
+        n_redraws += verification.n_region_redraws
+    else:
+        vk = index.verified_k(xy, masked)
     logger.info("masked %d cases to k = %d (median r_k %.0f m, %d redraws)", len(xy), k,
                 float(np.median(r_k)), n_redraws)
     id_column = (cases.attrs.get("id_column") if isinstance(cases, geopandas.GeoDataFrame)
@@ -330,4 +376,6 @@ def mask_to_k(
     )
     layer.attrs["id_column"] = id_column
     return DonutMask(masked=layer, r_k_m=r_k, displacement_m=dist[0], k=k, random_seed=seed,
-                     n_redraws=n_redraws, id_column=id_column)
+                     n_redraws=n_redraws, id_column=id_column, verified_k=vk[0],
+                     verification=None if verification is None else
+                     verification.to_dict(k, max_verify_redraws))

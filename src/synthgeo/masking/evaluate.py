@@ -12,8 +12,9 @@ import numpy as np
 from synthgeo._errors import InputError, SpecError
 from synthgeo.masking._validate import layer_xy, record_ids, resolve_seed
 from synthgeo.masking.attacker import Attacker, NearestHouseholdAttacker
-from synthgeo.masking.donut import DonutMask
 from synthgeo.masking.detection import UtilityTest
+from synthgeo.masking.donut import DonutMask
+from synthgeo.masking.verify import summarise_verified_k, verified_k
 
 __all__ = ["MaskEvaluation", "evaluate_mask"]
 
@@ -37,6 +38,10 @@ class MaskEvaluation:
         when no test was given.
     median_displacement_m, min_displacement_m, max_displacement_m : float
         Displacement between true and masked locations, metres.
+    verified_k : dict or None
+        Distribution of the verified k of the masked points (households at least as close to
+        the masked point as the true location, own counted once; see
+        :func:`synthgeo.masking.verify.summarise_verified_k`); None when not measured.
     """
 
     attacker_success: float
@@ -47,6 +52,7 @@ class MaskEvaluation:
     median_displacement_m: float
     min_displacement_m: float
     max_displacement_m: float
+    verified_k: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the evaluation as a JSON-ready dict."""
@@ -55,7 +61,8 @@ class MaskEvaluation:
                 "attacker": self.attacker, "utility": self.utility,
                 "median_displacement_m": self.median_displacement_m,
                 "min_displacement_m": self.min_displacement_m,
-                "max_displacement_m": self.max_displacement_m}
+                "max_displacement_m": self.max_displacement_m,
+                "verified_k": self.verified_k}
 
 
 def evaluate_mask(
@@ -66,6 +73,8 @@ def evaluate_mask(
     utility: UtilityTest | None = None,
     n_attacks: int = 200,
     random_seed: int | np.random.Generator | None = None,
+    households: geopandas.GeoDataFrame | geopandas.GeoSeries | None = None,
+    weights: np.ndarray | None = None,
 ) -> MaskEvaluation:
     """Score the mask that is released: attacker success and the utility test on it.
 
@@ -84,6 +93,11 @@ def evaluate_mask(
         The attacker's known cases are random: success is averaged over this many choices.
     random_seed : int or numpy.random.Generator, optional
         Seed of the choices of known cases.
+    households : geopandas.GeoDataFrame or geopandas.GeoSeries, optional
+        Household layer (same CRS): the verified k of the mask as it stands (carried-over
+        points included) is measured against it; default the mask's own ``verified_k``.
+    weights : ndarray of shape (n_points,), optional
+        Households per point of `households`.
 
     Returns
     -------
@@ -123,7 +137,14 @@ def evaluate_mask(
                         observed_on_true_locations=int(utility.observed(xy[None])[0]),
                         expected=float(utility.expected(len(xy))))
     d = np.hypot(*(mxy - xy).T)
+    vk = mask.verified_k
+    if households is not None:
+        hxy, hcrs = layer_xy(households, "households")
+        if not crs.equals(hcrs, ignore_axis_order=True):
+            raise InputError(f"`cases` is in {crs.name!r} but `households` in {hcrs.name!r}")
+        vk = verified_k(xy, mxy, hxy, weights=weights)
     return MaskEvaluation(
+        verified_k=None if vk is None else summarise_verified_k(vk, mask.k),
         attacker_success=float(success.mean()),
         attacker_success_se=float(success.std(ddof=1) / np.sqrt(len(success)))
         if len(success) > 1 else float("nan"),

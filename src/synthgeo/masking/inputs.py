@@ -23,9 +23,10 @@ import shapely
 from shapely.geometry.base import BaseGeometry
 
 from synthgeo._errors import InputError
+from synthgeo.io.points import load_points, metric_problem
+from synthgeo.io.units import coordinate_unit
 from synthgeo.masking._validate import check_region
 from synthgeo.masking.store import sha256_file
-from synthgeo.io.points import _metric_problem, load_points
 
 __all__ = ["MaskingInputs", "load_masking_inputs", "read_region"]
 
@@ -47,7 +48,11 @@ class MaskingInputs:
     source_crs : pyproj.CRS
         CRS of the input files.
     coord_unit_m : float
-        Metres per coordinate unit of the CSV inputs (and of coordinates given with them).
+        Factor turning the CSV inputs' x/y values (and coordinates given with them, the source
+        point and a CSV region) into the unit of `source_crs` (1000 for kilometres on the
+        British National Grid; 1 when the CRS's own unit applies).
+    unit : dict
+        How the x/y values were read (see :class:`synthgeo.io.units.CoordinateUnit`).
     provenance : dict
         Paths, sha256, queries, counts, CRS: for the JSON records.
     """
@@ -59,6 +64,7 @@ class MaskingInputs:
     source_crs: pyproj.CRS
     coord_unit_m: float
     provenance: dict[str, Any] = field(repr=False)
+    unit: dict[str, Any] = field(default_factory=dict)
 
     @property
     def crs(self) -> pyproj.CRS:
@@ -101,7 +107,7 @@ def _load(path: Path, **kwargs: Any) -> geopandas.GeoDataFrame:
 def _working(gdf: geopandas.GeoDataFrame) -> geopandas.GeoDataFrame:
     """Move a layer loaded in UTM back to its source CRS when that is already metric."""
     src = pyproj.CRS.from_wkt(gdf.attrs["source_crs"])
-    if _metric_problem(src) is None and not src.equals(gdf.crs, ignore_axis_order=True):
+    if metric_problem(src) is None and not src.equals(gdf.crs, ignore_axis_order=True):
         attrs = dict(gdf.attrs)
         gdf = gdf.to_crs(src)
         gdf.attrs.update(attrs)
@@ -110,7 +116,8 @@ def _working(gdf: geopandas.GeoDataFrame) -> geopandas.GeoDataFrame:
 
 def read_region(path: str | os.PathLike, *, crs: pyproj.CRS, x: str | None = None,
                 y: str | None = None, coord_unit_m: float = 1.0,
-                ring_column: str = "ring") -> BaseGeometry:
+                ring_column: str = "ring", sep: str = ",", decimal: str = ".",
+                encoding: str = "utf-8") -> BaseGeometry:
     """Read a study-region polygon in `crs` from a vertex CSV or a polygon layer.
 
     Parameters
@@ -123,11 +130,13 @@ def read_region(path: str | os.PathLike, *, crs: pyproj.CRS, x: str | None = Non
     x, y : str, optional
         CSV vertex columns.
     coord_unit_m : float, default=1.0
-        Metres per CSV coordinate unit (1000 for km).
+        Factor turning the CSV's values into the unit of `crs` (1000 for km on a metre CRS).
     ring_column : str, default="ring"
         CSV column numbering the rings; each ring is closed automatically. Several rings are
         combined by the even-odd rule (a ring inside another is a hole), so ring orientation
         does not matter.
+    sep, decimal, encoding : str, default=",", ".", "utf-8"
+        How the CSV is written (as for the points, see :func:`synthgeo.io.points.load_points`).
 
     Returns
     -------
@@ -144,7 +153,11 @@ def read_region(path: str | os.PathLike, *, crs: pyproj.CRS, x: str | None = Non
     if not path.is_file():
         raise InputError(f"region file {path!s} does not exist")
     if path.suffix.lower() == ".csv":
-        frame = pd.read_csv(path)
+        try:
+            frame = pd.read_csv(path, sep=sep, decimal=decimal, encoding=encoding)
+        except UnicodeDecodeError as exc:
+            raise InputError(f"region CSV {path.name} is not {encoding} text: set `encoding` "
+                             "(--encoding)") from exc
         missing = [c for c in (x, y) if c is None or c not in frame.columns]
         if missing:
             raise InputError(f"region CSV {path.name} needs the vertex columns x={x!r}, y={y!r}; "
@@ -194,7 +207,11 @@ def load_masking_inputs(
     x: str | None = None,
     y: str | None = None,
     crs: str | int | None = None,
-    coord_unit_m: float = 1.0,
+    coord_unit_m: float | None = None,
+    sep: str = ",",
+    decimal: str = ".",
+    encoding: str = "utf-8",
+    accept_small_extent: bool = False,
     cases_query: str | None = None,
     households_query: str | None = None,
     id_column: str | None = None,
@@ -211,8 +228,9 @@ def load_masking_inputs(
     cases_path, households_path : str or os.PathLike
         Point files (CSV with `x`/`y` + `crs`, or a layer); may be the same file told apart by
         the queries (Chorley: larynx cases, lung cases as households).
-    x, y, crs, coord_unit_m
-        As in :func:`synthgeo.io.points.load_points` (CSV only; `coord_unit_m` = 1000 for km).
+    x, y, crs, coord_unit_m, sep, decimal, encoding, accept_small_extent
+        As in :func:`synthgeo.io.points.load_points` (CSV only; `coord_unit_m` = 1000 for km,
+        default the CRS's unit).
     cases_query, households_query : str, optional
         :meth:`pandas.DataFrame.query` filters, e.g. ``"cancer == 'larynx'"``.
     id_column : str, optional
@@ -238,20 +256,24 @@ def load_masking_inputs(
     """
     cases_path, households_path = Path(cases_path), Path(households_path)
     given = None if crs is None else pyproj.CRS.from_user_input(crs)
-    direct = given is not None and _metric_problem(given) is None
+    direct = given is not None and metric_problem(given) is None
     target: Any = given if direct else "utm"
-    csv_options = {"x": x, "y": y, "crs": crs, "coord_unit_m": coord_unit_m}
+    csv_options = {"x": x, "y": y, "crs": crs, "coord_unit_m": coord_unit_m, "sep": sep,
+                   "decimal": decimal, "encoding": encoding}
     # the cases get every option (load_points refuses CSV options on a layer); the households,
     # when they are a layer, carry their own CRS and unit
     cases = _working(_load(cases_path, query=cases_query, id_column=id_column,
-                           target_crs=target, min_records=1, **csv_options))
+                           target_crs=target, min_records=1,
+                           accept_small_extent=accept_small_extent, **csv_options))
     source_crs = pyproj.CRS.from_wkt(cases.attrs["source_crs"])
+    scale = coordinate_unit(source_crs, coord_unit_m).scale_to_crs
     work = pyproj.CRS.from_user_input(cases.crs)
     same_file = households_path.resolve() == cases_path.resolve()
     households = _load(
         households_path, query=households_query, target_crs=work,
         id_column=id_column if same_file else None,
         numeric_columns=[weight_column] if weight_column else (), min_records=1,
+        accept_small_extent=accept_small_extent,
         **(csv_options if households_path.suffix.lower() == ".csv" else {}))
     hsrc = pyproj.CRS.from_wkt(households.attrs["source_crs"])
     if not hsrc.equals(source_crs, ignore_axis_order=True):
@@ -261,7 +283,8 @@ def load_masking_inputs(
     region = None
     if region_path is not None:
         region_src = read_region(region_path, crs=source_crs, x=region_x or x,
-                                 y=region_y or y, coord_unit_m=coord_unit_m,
+                                 y=region_y or y, coord_unit_m=scale, sep=sep,
+                                 decimal=decimal, encoding=encoding,
                                  ring_column=region_ring_column)
         region = region_src if source_crs.equals(work, ignore_axis_order=True) else \
             geopandas.GeoSeries([region_src], crs=source_crs).to_crs(work).iloc[0]
@@ -279,9 +302,10 @@ def load_masking_inputs(
             "path": str(region_path), "sha256": sha256_file(region_path),
             "area_m2": float(region.area)},
         "coordinates": {"x": x, "y": y, "crs": None if crs is None else str(crs),
-                        "coord_unit_m": float(coord_unit_m), "source_crs": source_crs.name,
+                        "coord_unit_m": scale, "unit": cases.attrs["coordinate_unit"],
+                        "source_crs": source_crs.name,
                         "crs_used": work.name, "crs_used_wkt": work.to_wkt()},
     }
     return MaskingInputs(cases=cases, households=households, weights=weights, region=region,
-                         source_crs=source_crs, coord_unit_m=float(coord_unit_m),
-                         provenance=prov)
+                         source_crs=source_crs, coord_unit_m=scale,
+                         provenance=prov, unit=cases.attrs["coordinate_unit"])

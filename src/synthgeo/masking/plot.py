@@ -48,8 +48,12 @@ def plot_choose_k(result: ChooseKResult, *, ax: Any = None) -> Figure:
     max_att, min_det = result.max_attacker_success, result.min_detection_rate
     ax.axhspan(0.0, max_att, color="tab:red", alpha=0.12, lw=0,
                label=f"attacker target (≤ {max_att:.0%})")
-    ax.axhspan(min_det, 1.0, color="tab:blue", alpha=0.12, lw=0,
-               label=f"detection target (≥ {min_det:.0%})")
+    attacker_only = bool(result.utility.get("attacker_only"))
+    kept = "passes_on_true_locations" in result.utility and not result.utility[
+        "passes_on_true_locations"]  # pre-registered test, no excess in the true data
+    if not attacker_only:
+        ax.axhspan(min_det, 1.0, color="tab:blue", alpha=0.12, lw=0,
+                   label=f"{'no-excess' if kept else 'detection'} target (≥ {min_det:.0%})")
     # the acceptable band: k meeting both targets, each spanning halfway (in log k) to neighbours
     edges = np.sqrt(k[:-1] * k[1:]) if len(k) > 1 else np.array([])
     lo = np.concatenate([[k[0] / 1.15], edges])
@@ -62,8 +66,12 @@ def plot_choose_k(result: ChooseKResult, *, ax: Any = None) -> Figure:
     z = 1.96
     ax.errorbar(k, t["attacker_success"], yerr=z * t["attacker_success_se"].fillna(0.0),
                 color="tab:red", marker="o", capsize=3, label="attacker success")
-    ax.errorbar(k, t["detection_rate"], yerr=z * t["detection_rate_se"], color="tab:blue",
-                marker="s", capsize=3, label="detection rate (utility test passes)")
+    if kept:
+        ax.plot(k, t["agreement_rate"], color="tab:blue", marker="s",
+                label="masks showing no excess either (agreement)")
+    elif not attacker_only:
+        ax.errorbar(k, t["detection_rate"], yerr=z * t["detection_rate_se"], color="tab:blue",
+                    marker="s", capsize=3, label="detection rate (utility test passes)")
     if result.chosen_k is not None:
         ax.axvline(result.chosen_k, color="black", ls="--", lw=1,
                    label=f"chosen k = {result.chosen_k}")

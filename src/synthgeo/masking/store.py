@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 import pyproj
 
-from synthgeo.io.atomic import atomic_folder, check_output_dir
 from synthgeo._errors import InputError, SpecError
+from synthgeo.io.atomic import atomic_folder, check_output_dir
 from synthgeo.masking.donut import DonutMask
 from synthgeo.masking.sweep import ChooseKResult
 
@@ -193,6 +193,9 @@ def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any
                       "the distance to its k-th nearest household (Hampton et al. 2010, "
                       "doi:10.1093/aje/kwq248)",
             "k": mask.k, "n_points": len(layer), "id_column": mask.id_column,
+            **({"verified": "each point redrawn until at least k households are as close to "
+                            "it as the true location (verified k >= k); an annulus widened "
+                            "after repeated failures"} if mask.verified else {}),
             "crs": crs.name, "crs_wkt": crs.to_wkt(), "units": "metres",
             "files": [name, "masked.csv"],
         }
@@ -204,6 +207,7 @@ def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any
             **(record or {}),
             "k": mask.k, "random_seed": mask.random_seed, "n_cases": len(layer),
             "n_redraws": mask.n_redraws, "n_reused": mask.n_reused,
+            "verification": mask.verification,
             "id_column": mask.id_column, "crs": crs.name, "crs_wkt": crs.to_wkt(),
             "layer": f"release/{name}",
             "files": {f"release/{f}": sha256_file(rel / f)
@@ -311,7 +315,9 @@ def reuse_previous_mask(mask: DonutMask, previous: geopandas.GeoDataFrame,
                     layer.geometry.y.to_numpy() - true[:, 1])
     return DonutMask(masked=layer, r_k_m=mask.r_k_m, displacement_m=disp, k=mask.k,
                      random_seed=mask.random_seed, n_redraws=mask.n_redraws,
-                     id_column=col, n_reused=int(found.sum()))
+                     id_column=col, n_reused=int(found.sum()),
+                     verified_k=None if found.any() else mask.verified_k,
+                     verification=mask.verification)
 
 
 def write_choose_k(result: ChooseKResult, out: str | os.PathLike, *,

@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
-from scipy.spatial import cKDTree
 
+from synthgeo.locations.nearest import kth_neighbour_distance
 from synthgeo.locations.neighbours import other_subject_record_counts
 
 __all__ = ["AtRiskResult", "find_at_risk", "neighbour_counts", "kth_neighbour_distance",
@@ -129,53 +128,6 @@ def find_at_risk(
         radius_m=float(radius_m), k=int(k), n_neighbours=n_nb, at_risk=site[site_index],
         site_at_risk=site,
     )
-
-
-def kth_neighbour_distance(
-    coords_m: np.ndarray, k: int = 2, *, subject: np.ndarray | None = None
-) -> np.ndarray:
-    """Distance from each record to its (k − 1)-th nearest record of another subject.
-
-    Parameters
-    ----------
-    coords_m : ndarray of shape (n_records, 2)
-        Projected coordinates, metres.
-    k : int, default=2
-        Anonymity threshold; k = 2 gives the nearest neighbour (the paper's rule).
-    subject : ndarray of shape (n_records,), optional
-        Subject ids (see :func:`neighbour_counts`).
-
-    Returns
-    -------
-    ndarray of shape (n_records,)
-        Metres; ``inf`` when fewer than k − 1 records of other subjects exist. A record has
-        fewer than k − 1 neighbours within M exactly when this distance exceeds M.
-    """
-    coords_m = np.asarray(coords_m, dtype=float)
-    n = coords_m.shape[0]
-    need = int(k) - 1
-    out = np.full(n, np.inf)
-    if n < 2:
-        return out
-    tree = cKDTree(coords_m)
-    subj = (np.arange(n) if subject is None
-            else pd.factorize(np.asarray(subject))[0])
-    todo = np.arange(n)
-    kq = min(n, need + 1)
-    while todo.size:
-        dist, j = tree.query(coords_m[todo], k=kq, workers=-1)
-        dist, j = dist.reshape(todo.size, kq), j.reshape(todo.size, kq)
-        other = subj[j] != subj[todo][:, None]
-        # the self match may sit anywhere among distance-0 ties; `other` excludes it
-        pos = np.cumsum(other, axis=1)
-        hit = other & (pos == need)
-        found = hit.any(axis=1)
-        rows = np.flatnonzero(found)
-        out[todo[rows]] = dist[rows, hit[rows].argmax(axis=1)]
-        done = found | (kq >= n)
-        todo = todo[~done]
-        kq = min(n, 2 * kq)
-    return out
 
 
 def continuous_weights(

@@ -60,7 +60,10 @@ def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
     dict of str to geopandas.GeoDataFrame
         Columns ``implicate``, the id column, the location (original coordinate columns for a
         CSV input, and the geometry in the input's CRS), covariates, and the synthetic response
-        under the response's name. Rows ordered by implicate, then record.
+        under the response's name. Rows ordered by implicate, then record. Under
+        ``[anonymity] treatment = "apply"`` the location is the published one (group centroid,
+        cell centre; also ``location_disposal``, ``location_cell_m``) and withheld records are
+        left out.
     """
     spec, data = result.spec, result.data
     d = spec.data
@@ -70,6 +73,12 @@ def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
         base[c] = data.gdf[c].to_numpy()
     src_crs = data.gdf.attrs.get("source_crs") or data.gdf.crs
     geom = data.gdf.geometry.to_crs(src_crs).reset_index(drop=True)
+    keep = np.ones(len(base), dtype=bool)
+    treated = getattr(result.locations, "treatment", None)
+    if treated is not None and treated.treatment == "apply":  # the published locations
+        view = treated.release_view(data.gdf, tuple(loc_cols))
+        keep, geom = view["keep"], view["geometry"]
+        base = base.loc[keep].reset_index(drop=True).assign(**view["columns"], **view["extra"])
     frames = {}
     for name in MODELS:
         ys = result.implicates[name]["y_synthetic"]
@@ -77,7 +86,7 @@ def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
         for j, imp in enumerate(ys["implicate"].values):
             f = base.copy()
             f.insert(0, "implicate", int(imp))
-            f[d.response] = ys.values[j]
+            f[d.response] = ys.values[j][keep]
             parts.append(f)
         long = pd.concat(parts, ignore_index=True)
         frames[name] = geopandas.GeoDataFrame(
@@ -169,7 +178,8 @@ def release_record(
         "versions": package_versions(),
         "seed": spec.sampling.seed,
         "crs": {"source": str(data.gdf.attrs.get("source_crs")), "projected": data.gdf.crs.name,
-                "projected_wkt": data.gdf.crs.to_wkt()},
+                "projected_wkt": data.gdf.crs.to_wkt(),
+                "coordinate_unit": data.gdf.attrs.get("coordinate_unit")},
         "n_records": data.n_records, "n_sites": data.sites.n_sites,
         "n_implicates": spec.synthesis.n_implicates,
         "released_model": "restricted",
@@ -193,7 +203,20 @@ def release_record(
     }
     if getattr(result, "locations", None) is not None:
         rec["locations"] = result.locations.summary()
+    rec.update(_location_verdict_and_warnings(result))
     return _jsonable(rec)
+
+
+def _location_verdict_and_warnings(result: ReleaseResult) -> dict[str, Any]:
+    """``verdicts.location`` and the coded ``warnings`` that reach the board (docs/release.md)."""
+    from synthgeo.io.notices import collect
+    from synthgeo.locations.treatment import location_verdict
+
+    loc = getattr(result, "locations", None)
+    verdict = getattr(loc, "verdict", None) or location_verdict(None, None)
+    return {"warnings": collect(result.data.gdf.attrs.get("warnings"),
+                                getattr(loc, "warnings", None)),
+            "verdicts": {"location": verdict.to_dict()}}
 
 
 def _data_user_readme(result: ReleaseResult) -> str:

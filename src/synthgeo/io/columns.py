@@ -1,0 +1,113 @@
+"""Column checks of a read table: presence, numbers, ids, coordinates and duplicate rows.
+
+Every message names the column and the first offending records (by id, or by 0-based data row
+of the file) and says what fixes it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import geopandas
+import numpy as np
+import pandas as pd
+
+from synthgeo._errors import InputError
+
+__all__ = ["where", "check_columns", "as_numbers", "check_ids", "coordinates",
+           "duplicate_rows", "N_SHOW"]
+
+N_SHOW = 5  # how many offending ids an error message lists
+_DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d+,\d+\s*$")
+
+
+def where(frame: pd.DataFrame, mask: Any, id_column: str | None) -> str:
+    """Name the first offending records: by id, or by 0-based data row in the file."""
+    rows = frame.index[np.asarray(mask, dtype=bool)]
+    more = ", ..." if len(rows) > N_SHOW else ""
+    if id_column is not None:
+        return f"`{id_column}` {frame.loc[rows[:N_SHOW], id_column].tolist()}{more}"
+    return f"data rows {rows[:N_SHOW].tolist()}{more} (0-based, header excluded)"
+
+
+def check_columns(frame: pd.DataFrame, columns: list[str], path: Path) -> None:
+    """Raise InputError naming the missing columns and the available ones."""
+    missing = [c for c in dict.fromkeys(columns) if c not in frame.columns]
+    if missing:
+        raise InputError(f"column(s) {missing} not found in {path.name}; available columns: "
+                         f"{[str(c) for c in frame.columns]} (names are case-sensitive)")
+
+
+def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: str) -> np.ndarray:
+    """Return `column` as finite float64, or raise naming the offending rows.
+
+    Text that reads as a number with a decimal comma (``"354,5"``) names the `decimal` option.
+    """
+    series = frame[column]
+    values = pd.to_numeric(series, errors="coerce")
+    text = values.isna() & series.notna()
+    if text.any():
+        shown = series[text].head(N_SHOW).tolist()
+        hint = ('; they look like decimal commas: set `decimal` ([data] decimal, or --decimal) '
+                'to ","' if all(_DECIMAL_COMMA.match(str(v)) for v in shown)
+                else "; clean these values in the input file")
+        raise InputError(f"{what} column `{column}` holds text that is not a number: "
+                         f"{shown!r} at {where(frame, text, id_column)}{hint}")
+    array = values.to_numpy(dtype="float64", na_value=np.nan)
+    for bad, kind in ((np.isnan(array), "missing (NaN)"), (np.isinf(array), "infinite")):
+        if bad.any():
+            raise InputError(f"{what} column `{column}` has {int(bad.sum())} {kind} value(s) at "
+                             f"{where(frame, bad, id_column)}; fix them, or drop via `query`")
+    return array
+
+
+def check_ids(frame: pd.DataFrame, id_column: str | None, path: Path) -> None:
+    """Refuse missing or repeated ids, or an implicit ``record`` column that already exists."""
+    if id_column is None:
+        if "record" in frame.columns:
+            raise InputError(f'{path.name} already has a column "record": set `id_column = '
+                             '"record"` if it is the record id, or rename it')
+        return
+    ids = frame[id_column]
+    if ids.isna().any():
+        raise InputError(f"id column `{id_column}` has {int(ids.isna().sum())} missing values")
+    if (repeated := ids.duplicated(keep=False)).any():
+        shown = ids[repeated].unique()[:N_SHOW].tolist()
+        raise InputError(f"id column `{id_column}` is not unique: {shown} appear twice or more")
+
+
+def coordinates(frame: pd.DataFrame, x: str | None, y: str | None, id_column: str | None,
+                path: Path) -> np.ndarray:
+    """x/y as read (file units): from the CSV columns, or from a layer's Point geometry.
+
+    Raises
+    ------
+    InputError
+        Text, NaN or inf in a coordinate column; missing, empty or non-Point geometry.
+    """
+    if not isinstance(frame, geopandas.GeoDataFrame):
+        return np.column_stack([as_numbers(frame, c, id_column, "coordinate") for c in (x, y)])
+    geom = frame.geometry
+    if (bad := geom.isna() | geom.is_empty).any():
+        raise InputError(f"{int(bad.sum())} record(s) have a missing or empty geometry at "
+                         f"{where(frame, bad, id_column)}; drop them or fix the file")
+    if (kinds := set(geom.geom_type)) != {"Point"}:
+        raise InputError(f"{path.name} holds {sorted(kinds)} geometries; only Point is "
+                         "accepted (explode MultiPoints, or take centroids deliberately)")
+    xy = np.column_stack([geom.x.to_numpy(float), geom.y.to_numpy(float)])
+    if (inf := ~np.isfinite(xy).all(axis=1)).any():
+        raise InputError(f"non-finite coordinates at {where(frame, inf, id_column)}")
+    return xy
+
+
+def duplicate_rows(frame: pd.DataFrame, xy: np.ndarray, id_column: str | None) -> np.ndarray:
+    """Flag rows equal to an earlier one in location and every column but the id (bool)."""
+    geometry_name = frame.geometry.name if isinstance(frame, geopandas.GeoDataFrame) else None
+    key = frame.drop(columns=[c for c in (id_column, geometry_name) if c is not None])
+    key = key.assign(__x=xy[:, 0], __y=xy[:, 1])
+    try:
+        return key.duplicated(keep="first").to_numpy()
+    except TypeError:  # unhashable cell values (lists): compare their text
+        return key.astype(str).duplicated(keep="first").to_numpy()

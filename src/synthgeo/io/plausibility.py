@@ -1,0 +1,205 @@
+"""Are these coordinates plausible for their CRS and unit? Refuse before any work if not.
+
+docs/locations.md, "Units and plausibility". Checked on every load:
+
+- geographic coordinates within ±180° / ±90°;
+- projected values within the CRS's projected bounds (its area of use, buffered by 1°, projected):
+  x = 1e12 m in a UTM zone is refused here, not after minutes of MCMC;
+- every point within the CRS's area of use (pyproj ``area_of_use``) buffered by 1° (data crossing
+  a UTM zone edge by less than that pass): lon/lat degrees labelled with a UTM CRS land off the
+  zone and are refused;
+- not an implausibly small extent: ≥ 50 distinct locations whose bounding-box diagonal is under
+  1 km, or whose median distance to the nearest other distinct location is under 1 m (km read as
+  metres), unless ``accept_small_extent``.
+
+Checks that cannot refuse (fewer points) leave coded warnings (:mod:`synthgeo.io.notices`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyproj
+from scipy.spatial import cKDTree
+
+from synthgeo._errors import InputError
+from synthgeo.io.columns import N_SHOW, where
+from synthgeo.io.crs import describe
+from synthgeo.io.notices import note
+
+__all__ = ["check_ranges", "check_extent", "BUFFER_DEG", "MIN_DISTINCT", "MIN_DIAGONAL_M",
+           "MIN_MEDIAN_SPACING_M"]
+
+BUFFER_DEG = 1.0  # the area of use is widened by this many degrees on every side
+MIN_DISTINCT = 50  # the small-extent rule applies from this many distinct locations
+MIN_DIAGONAL_M = 1000.0  # ... refusing a bounding-box diagonal below this
+MIN_MEDIAN_SPACING_M = 1.0  # ... or a median nearest-distinct-location distance below this
+_FIX = "check `crs` and `coord_unit_m` ([data] crs/coord_unit_m, or --crs/--coord-unit-m)"
+
+
+def _lonlat_range(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, labels: tuple[str, str],
+                  id_column: str | None) -> None:
+    for axis, name, limit in ((0, "longitude", 180.0), (1, "latitude", 90.0)):
+        out = np.abs(xy[:, axis]) > limit
+        if out.any():
+            raise InputError(
+                f"{name} ({labels[axis]}) outside [-{limit:g}, {limit:g}] in {describe(crs)}: "
+                f"{xy[out, axis][:N_SHOW].tolist()} at {where(frame, out, id_column)}; "
+                "check that `x`/`y` are not swapped and that `crs` is right")
+
+
+def _area(crs: pyproj.CRS) -> tuple[float, float, float, float] | None:
+    """Return the area of use (west, south, east, north) buffered by :data:`BUFFER_DEG`, or None."""
+    aou = crs.area_of_use
+    if aou is None:
+        return None
+    w, s, e, n = aou.bounds
+    b = BUFFER_DEG
+    return w - b, max(s - b, -90.0), e + b, min(n + b, 90.0)
+
+
+def _projected_bounds(xy: np.ndarray, crs: pyproj.CRS, area: tuple, frame: pd.DataFrame,
+                      labels: tuple[str, str], id_column: str | None) -> None:
+    w, s, e, n = area
+    if e - w >= 360.0 or w > e:  # world-wide or across the antimeridian: leave it to the lon/lat
+        return
+    to_crs = pyproj.Transformer.from_crs(crs.geodetic_crs, crs, always_xy=True)
+    try:
+        lo_x, lo_y, hi_x, hi_y = to_crs.transform_bounds(max(w, -180.0), s, min(e, 180.0), n,
+                                                         densify_pts=21)
+    except pyproj.exceptions.ProjError:
+        return
+    if not np.all(np.isfinite([lo_x, lo_y, hi_x, hi_y])):
+        return
+    for axis, lo, hi in ((0, lo_x, hi_x), (1, lo_y, hi_y)):
+        out = (xy[:, axis] < lo) | (xy[:, axis] > hi)
+        if out.any():
+            raise InputError(
+                f"{'xy'[axis]} ({labels[axis]}) = {xy[out, axis][:N_SHOW].tolist()} at "
+                f"{where(frame, out, id_column)} is outside the projected bounds of "
+                f"{describe(crs)} ({lo:,.0f} to {hi:,.0f} in its unit, its area of use widened "
+                f"by {BUFFER_DEG:g}°): an impossible value for this CRS; {_FIX}")
+
+
+def _area_of_use(xy: np.ndarray, crs: pyproj.CRS, area: tuple, frame: pd.DataFrame,
+                 id_column: str | None) -> None:
+    w, s, e, n = area
+    to_deg = pyproj.Transformer.from_crs(crs, crs.geodetic_crs, always_xy=True)
+    lon, lat = to_deg.transform(xy[:, 0], xy[:, 1], errcheck=False)
+    lon, lat = np.asarray(lon, float), np.asarray(lat, float)
+    lon = (lon + 180.0) % 360.0 - 180.0
+    if e - w >= 360.0:
+        lon_ok = np.isfinite(lon)
+    else:  # measured eastwards from the west edge: also right across the antimeridian
+        lon_ok = (lon - w) % 360.0 <= (e - w) % 360.0
+    out = ~(lon_ok & (lat >= s) & (lat <= n) & np.isfinite(lat))
+    if out.any():
+        i = np.flatnonzero(out)[0]
+        raise InputError(
+            f"{int(out.sum()):,} of {len(xy):,} points lie outside the area of use of "
+            f"{describe(crs)} (lon {w:g} to {e:g}, lat {s:g} to {n:g}, widened by "
+            f"{BUFFER_DEG:g}°), e.g. {where(frame, out, id_column)}, the first at lon "
+            f"{lon[i]:.4g}, lat {lat[i]:.4g}: are the coordinates in another CRS or unit "
+            f"(lon/lat degrees given a projected CRS, km read as metres)? {_FIX}")
+
+
+def check_ranges(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, *,
+                 labels: tuple[str, str], id_column: str | None,
+                 notes: list[dict[str, str]] | None = None) -> None:
+    """Refuse coordinates impossible or implausible for `crs` (values in the CRS's unit).
+
+    Parameters
+    ----------
+    xy : ndarray of shape (n_records, 2)
+        Coordinates in the CRS's own unit (after ``coord_unit_m``).
+    crs : pyproj.CRS
+        The coordinates' CRS.
+    frame : pandas.DataFrame
+        The table the rows come from (to name offending ids or rows).
+    labels : tuple of str
+        How to name the x and y values in messages (e.g. "column `lon`").
+    id_column : str, optional
+    notes : list, optional
+        Receives the coded warning ``degrees_as_metres`` when a projected layer's values all
+        lie within ±180/±90 but nothing refused them.
+
+    Raises
+    ------
+    InputError
+        Longitude/latitude out of range; a value outside the projected bounds; a point outside
+        the area of use. The message names the CRS, the records and the options to check.
+    """
+    if crs.is_geographic:
+        _lonlat_range(xy, crs, frame, labels, id_column)
+    area = _area(crs)
+    if area is not None and not crs.is_geographic:
+        _projected_bounds(xy, crs, area, frame, labels, id_column)
+    if area is not None:
+        _area_of_use(xy, crs, area, frame, id_column)
+    if (not crs.is_geographic and len(xy) > 1 and np.all(np.abs(xy[:, 0]) <= 180)
+            and np.all(np.abs(xy[:, 1]) <= 90)):
+        note(notes, "degrees_as_metres",
+             f"the {len(xy)} coordinates in {describe(crs)} all lie within ±180/±90: are they "
+             "lon/lat degrees labelled with a projected CRS? Distances (and every k) would be "
+             "wrong", stacklevel=4)
+
+
+def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool,
+                 notes: list[dict[str, str]] | None = None) -> dict[str, float | int]:
+    """Refuse an implausibly small extent for the number of distinct locations (metres).
+
+    Parameters
+    ----------
+    xy_m : ndarray of shape (n_records, 2)
+        Projected coordinates, metres.
+    unit_words : str
+        How the coordinates were read (e.g. "metre, the unit of EPSG:27700"), for the message.
+    accept_small_extent : bool
+        Keep going (with the coded warning ``small_extent``) instead of refusing.
+    notes : list, optional
+        Receives coded warnings.
+
+    Returns
+    -------
+    dict
+        ``n_distinct``, ``diagonal_m`` (bounding-box diagonal), ``median_spacing_m`` (median
+        distance from a distinct location to the nearest other; NaN below 2 locations).
+
+    Raises
+    ------
+    InputError
+        ≥ 50 distinct locations with a diagonal < 1 km or a median spacing < 1 m, unless
+        `accept_small_extent`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> grid = np.stack(np.meshgrid(np.arange(10.0), np.arange(10.0)), -1).reshape(-1, 2)
+    >>> check_extent(grid * 1000, unit_words="metre", accept_small_extent=False)["n_distinct"]
+    100
+    >>> check_extent(grid, unit_words="metre", accept_small_extent=False)
+    Traceback (most recent call last):
+    ...
+    synthgeo._errors.InputError: the 100 points (100 distinct locations) span only 12.7 m ...
+    """
+    distinct = np.unique(xy_m, axis=0) if len(xy_m) else xy_m
+    n = len(distinct)
+    diag = float(np.hypot(*np.ptp(distinct, axis=0))) if n else 0.0
+    spacing = float("nan")
+    if n >= 2:
+        spacing = float(np.median(cKDTree(distinct).query(distinct, k=2)[0][:, 1]))
+    out = {"n_distinct": n, "diagonal_m": diag, "median_spacing_m": spacing}
+    small = n >= MIN_DISTINCT and (diag < MIN_DIAGONAL_M or spacing < MIN_MEDIAN_SPACING_M)
+    text = (f"the {len(xy_m):,} points ({n:,} distinct locations) span only {diag:,.3g} m "
+            f"(bounding-box diagonal; median spacing {spacing:,.3g} m) read in {unit_words}")
+    if small and not accept_small_extent:
+        raise InputError(
+            f"{text}: implausibly small for {n:,} locations (under {MIN_DIAGONAL_M:g} m across "
+            f"or {MIN_MEDIAN_SPACING_M:g} m apart). Is the unit right? Kilometres need "
+            "`coord_unit_m = 1000`, lon/lat degrees a geographic `crs`. If the extent is real, "
+            "set `accept_small_extent = true` (or --accept-small-extent)")
+    if small or (1 < n < MIN_DISTINCT and diag < MIN_MEDIAN_SPACING_M):
+        note(notes, "small_extent", text + ("; accepted by `accept_small_extent`" if small
+                                           else "; check the CRS given for the coordinates"),
+             stacklevel=4)
+    return out

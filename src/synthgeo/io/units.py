@@ -1,0 +1,199 @@
+"""The unit of the coordinates: ``coord_unit_m``, the CRS's unit, and units stated in names.
+
+Many real files carry coordinates in km or in units of 100 m under a metre grid (British
+National Grid files often do); read as metres they shrink the map a thousandfold and every record
+looks crowded — a false all-clear (docs/locations.md, "Units and plausibility"). Precedence: an
+explicit ``coord_unit_m`` (metres per unit of the x/y columns) over the CRS's own unit; refused
+with a geographic CRS. A coordinate column whose name states a unit (``x_km``, ``y_100m``,
+``east_ft``, ``lat``/``lon``) that contradicts the unit in effect is refused.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pyproj
+
+from synthgeo._errors import InputError
+from synthgeo.io.crs import describe, unit_m, unit_name
+
+__all__ = ["CoordinateUnit", "coordinate_unit", "check_unit_names", "stated_unit",
+           "check_coord_unit_m", "to_crs_units", "OPTION"]
+
+#: How the option is spelt in the spec and on the command line (for messages).
+OPTION = "`coord_unit_m` ([data] coord_unit_m, or --coord-unit-m)"
+
+# the last word of a column name that states a length unit: metres per unit
+_LENGTH_SUFFIX = {
+    "m": 1.0, "metre": 1.0, "metres": 1.0, "meter": 1.0, "meters": 1.0,
+    "km": 1000.0, "kilometre": 1000.0, "kilometres": 1000.0, "kilometers": 1000.0,
+    "100m": 100.0, "hm": 100.0, "10m": 10.0,
+    "ft": 0.3048, "feet": 0.3048, "foot": 0.3048, "usft": 1200 / 3937,
+    "mi": 1609.344, "miles": 1609.344,
+}
+_SUFFIX_NAME = {1.0: "metres", 1000.0: "kilometres", 100.0: "units of 100 m",
+                10.0: "units of 10 m", 0.3048: "feet", 1200 / 3937: "US survey feet",
+                1609.344: "miles"}
+# any word of a column name that says degrees of latitude/longitude
+_DEGREE_WORDS = {"lat", "lon", "lng", "long", "latitude", "longitude"}
+_FOOT_TOLERANCE = 1e-4  # international vs US survey foot differ by 2e-6 (relative)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CoordinateUnit:
+    """The unit the x/y columns are read in.
+
+    Attributes
+    ----------
+    metres_per_unit : float or None
+        Metres per unit of the x/y values; None for degrees (geographic CRS).
+    name : str
+        Words for messages and records ("metre", "degree", "kilometre", "100-metre").
+    source : {"crs", "coord_unit_m"}
+        Where the unit comes from.
+    scale_to_crs : float
+        Factor turning the x/y values into the CRS's own unit (1 unless `coord_unit_m` is
+        given and differs from the CRS unit).
+    """
+
+    metres_per_unit: float | None
+    name: str
+    source: str
+    scale_to_crs: float = 1.0
+
+    def to_dict(self) -> dict:
+        """JSON-ready description (for release records and command outputs)."""
+        return {"metres_per_unit": self.metres_per_unit, "name": self.name,
+                "source": self.source, "scale_to_crs": self.scale_to_crs}
+
+
+def check_coord_unit_m(value: float | None) -> float | None:
+    """Refuse a `coord_unit_m` that is not a positive finite number (None passes)."""
+    if value is None:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or value <= 0):
+        raise InputError(f"`coord_unit_m` must be a positive number of metres per coordinate "
+                         f"unit (1000 for kilometres), got {value!r}")
+    return float(value)
+
+
+def coordinate_unit(crs: pyproj.CRS, coord_unit_m: float | None) -> CoordinateUnit:
+    """Return the unit in effect for x/y values in `crs`, given an optional explicit `coord_unit_m`.
+
+    Parameters
+    ----------
+    crs : pyproj.CRS
+        CRS of the coordinates.
+    coord_unit_m : float, optional
+        Metres per unit of the x/y values; takes precedence over the CRS's unit.
+
+    Returns
+    -------
+    CoordinateUnit
+
+    Raises
+    ------
+    InputError
+        `coord_unit_m` given with a geographic (degree) CRS, or not a positive number; a CRS
+        that is not 2-D geographic or projected (e.g. geocentric).
+
+    Examples
+    --------
+    >>> import pyproj
+    >>> u = coordinate_unit(pyproj.CRS("EPSG:27700"), 1000)
+    >>> u.metres_per_unit, u.scale_to_crs
+    (1000.0, 1000.0)
+    >>> coordinate_unit(pyproj.CRS("EPSG:27700"), None).name
+    'metre'
+    """
+    value = check_coord_unit_m(coord_unit_m)
+    if not (crs.is_geographic or crs.is_projected) or len(crs.axis_info) != 2:
+        raise InputError(f"cannot project the points from {describe(crs)} to a metric CRS (it "
+                         "is not a 2-D geographic or projected CRS); give the 2-D CRS of the "
+                         "coordinates (e.g. EPSG:4326 for lon/lat degrees, or a projected CRS "
+                         "in metres)")
+    crs_m = unit_m(crs)
+    if crs_m is None:
+        if value is not None:
+            raise InputError(f"`coord_unit_m` = {coord_unit_m!r} rescales coordinates to metres, "
+                             f"but `crs` {describe(crs)} is geographic (degrees); give a "
+                             "projected `crs` for coordinates in length units, or drop "
+                             "`coord_unit_m` for lon/lat degrees")
+        return CoordinateUnit(metres_per_unit=None, name="degree", source="crs")
+    if value is None:
+        return CoordinateUnit(metres_per_unit=crs_m, name=unit_name(crs), source="crs")
+    name = {1.0: "metre", 1000.0: "kilometre"}.get(value, f"{value:g}-metre")
+    return CoordinateUnit(metres_per_unit=value, name=name, source="coord_unit_m",
+                          scale_to_crs=value / crs_m)
+
+
+def stated_unit(column: str) -> float | str | None:
+    """Return the unit a column name states: metres per unit, ``"degree"``, or None.
+
+    Examples
+    --------
+    >>> stated_unit("x_km"), stated_unit("y_100m"), stated_unit("lon_derived"), stated_unit("x")
+    (1000.0, 100.0, 'degree', None)
+    """
+    words = [w for w in re.split(r"[^a-z0-9]+", str(column).lower()) if w]
+    if not words:
+        return None
+    if _DEGREE_WORDS & set(words):
+        return "degree"
+    return _LENGTH_SUFFIX.get(words[-1])
+
+
+def _same_length(a: float, b: float) -> bool:
+    return abs(a - b) <= _FOOT_TOLERANCE * max(a, b)
+
+
+def check_unit_names(columns: list[str], crs: pyproj.CRS, unit: CoordinateUnit) -> None:
+    """Refuse a coordinate column whose name states a unit other than the one in effect.
+
+    Raises
+    ------
+    InputError
+        Naming the column, the unit it states, the CRS's unit and the option that fixes it.
+
+    Examples
+    --------
+    >>> import pyproj
+    >>> crs = pyproj.CRS("EPSG:27700")
+    >>> check_unit_names(["x_km"], crs, coordinate_unit(crs, 1000))  # consistent: no error
+    >>> check_unit_names(["x_km"], crs, coordinate_unit(crs, None))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    synthgeo._errors.InputError: column `x_km` states kilometres (1000 m per unit), ...
+    """
+    for col in columns:
+        said = stated_unit(col)
+        if said is None:
+            continue
+        if said == "degree":
+            if unit.metres_per_unit is not None:
+                raise InputError(
+                    f"column `{col}` names a latitude/longitude in degrees, but `crs` "
+                    f"{describe(crs)} is projected ({unit_name(crs)}): give `crs = "
+                    "\"EPSG:4326\"` (or the geographic CRS of the file) for degrees")
+            continue
+        if unit.metres_per_unit is None:
+            raise InputError(
+                f"column `{col}` states {_SUFFIX_NAME[said]}, but `crs` {describe(crs)} is "
+                "geographic (degrees): give the projected CRS the coordinates are in")
+        if not _same_length(said, unit.metres_per_unit):
+            how = ("set by `coord_unit_m`" if unit.source == "coord_unit_m"
+                   else f"the unit of `crs` {describe(crs)}")
+            raise InputError(
+                f"column `{col}` states {_SUFFIX_NAME[said]} ({said:g} m per unit), but the "
+                f"coordinates would be read in {unit.name} units ({unit.metres_per_unit:g} m per "
+                f"unit), {how}; set {OPTION} to {said:g} if the column is in "
+                f"{_SUFFIX_NAME[said]}, or rename the column")
+
+
+def to_crs_units(xy: np.ndarray, unit: CoordinateUnit) -> np.ndarray:
+    """x/y values in the CRS's own unit (multiplied by ``unit.scale_to_crs`` when not 1)."""
+    return xy if unit.scale_to_crs == 1.0 else xy * unit.scale_to_crs

@@ -1,0 +1,188 @@
+"""Issue 12, item 5: the location treatment of ``run`` and the location verdict."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import geopandas
+import numpy as np
+import pandas as pd
+import pytest
+
+from synthgeo._errors import LocationError
+from synthgeo.cli.main import main
+from synthgeo.config import bundled_spec_path, load_spec
+from synthgeo.locations import (
+    OutlierPolicy,
+    apply_outlier_policy,
+    measure_spatial_k,
+    report_tables,
+)
+from synthgeo.locations.diagnostics import enforce_verdict, location_diagnostics
+from synthgeo.locations.treatment import apply_treatment, location_verdict
+
+LOOSE = dict(max_suppressed_share=1.0, max_unit_suppressed_share=1.0)
+
+
+def layer(xy, **cols):
+    xy = np.asarray(xy, float)
+    return geopandas.GeoDataFrame(cols, geometry=geopandas.points_from_xy(xy[:, 0], xy[:, 1]),
+                                  crs="EPSG:32615")
+
+
+def cluster(n, at=(0.0, 0.0), spread=10.0):
+    ang = 2 * np.pi * np.arange(n) / n
+    return np.column_stack([at[0] + spread * np.cos(ang), at[1] + spread * np.sin(ang)])
+
+
+@pytest.fixture()
+def hand():
+    """A cluster of 6 (ok), an outlier 160 m off (merge), one 300 m off (generalise), one
+    far away (suppress); k = 5, r_max = 100 m, groups up to 3 r_max allowed."""
+    xy = np.vstack([cluster(6), [[160.0, 0.0]], [[0.0, 300.0]], [[5000.0, 5000.0]]])
+    pts = layer(xy, unit=["a"] * 6 + ["a", "b", "b"])
+    policy = OutlierPolicy(k=5, r_max_m=100.0, group_diameter_ratio=3.0, **LOOSE)
+    ol = apply_outlier_policy(pts, policy, unit="unit", on_failure="report")
+    sk = measure_spatial_k(pts, 100.0, k=5)
+    return xy, pts, ol, sk
+
+
+def test_apply_publishes_the_disposals_and_remeasures_spatial_k(hand):
+    xy, pts, ol, sk = hand
+    assert ol.label[6:].tolist() == ["merge", "generalise", "suppress"]
+    t = apply_treatment(pts, ol, sk, treatment="apply")
+    assert t.released.tolist() == [True] * 8 + [False]
+    merged = np.flatnonzero(ol.disposal == "merged")
+    assert 6 in merged and len(merged) == 5
+    np.testing.assert_allclose(t.published_m[merged], np.tile(xy[merged].mean(0), (5, 1)))
+    size = t.cell_size_m[7]
+    assert t.disposal[7] == "generalised" and size > 0
+    # the cell centre: the cell of side `size` on the quadtree holding the true point
+    assert np.all(np.abs(t.published_m[7] - xy[7]) <= size / 2)
+    assert np.isnan(t.published_m[8]).all()
+    untouched = np.flatnonzero(ol.disposal == "none")
+    np.testing.assert_array_equal(t.published_m[untouched], xy[untouched])
+    # spatial k after the treatment: a brute-force count on the published points
+    pub = t.published_m[t.released]
+    d = np.hypot(*(pub[:, None, :] - pub[None, :, :]).transpose(2, 0, 1))
+    brute = (d <= 100.0 + 1e-9).sum(axis=1)
+    assert t.spatial_k_after["n_below_k"] == int((brute < 5).sum())
+    assert t.spatial_k_after["n_records"] == 8
+    assert t.withheld == {"n": 1, "unit_column": "unit", "by_unit": {"b": 1}}
+    assert t.totals == {"n_records": 9, "n_released": 8, "n_withheld": 1, "consistent": True}
+    none = apply_treatment(pts, ol, sk, treatment="none")
+    assert none.released.all() and not none.moves_locations
+    np.testing.assert_array_equal(none.published_m, xy)
+
+
+def test_the_verdict_rules(hand):
+    xy, pts, ol, sk = hand
+    none = location_verdict(ol, apply_treatment(pts, ol, sk, treatment="none"), sk)
+    assert none.status == "FAIL" and none.details["n_exact_flagged"] == 3
+    assert "3 record(s) the outlier policy labels merge/generalise/suppress are released at " \
+           "their exact location" in none.reasons[0]
+    applied = location_verdict(ol, apply_treatment(pts, ol, sk, treatment="apply"), sk)
+    assert applied.status == "PASS" and applied.passed and applied.reasons == ()
+    d = applied.to_dict()
+    assert (d["status"], d["treatment"], d["n_withheld"], d["n_moved"]) == ("PASS", "apply", 1, 6)
+    assert d["spatial_k_before"]["n_records"] == 9 and d["spatial_k_after"]["n_records"] == 8
+    # a refused policy cannot be applied
+    strict = apply_outlier_policy(pts, OutlierPolicy(k=5, r_max_m=100.0,
+                                                     group_diameter_ratio=3.0),
+                                  on_failure="report")
+    refused = location_verdict(strict, apply_treatment(pts, strict, sk, treatment="apply"))
+    assert refused.status == "FAIL" and "the outlier policy refuses" in refused.reasons[0]
+    # everyone ok: "none" passes
+    fine = layer(cluster(8))
+    ol_fine = apply_outlier_policy(fine, OutlierPolicy(k=5, r_max_m=100.0), on_failure="report")
+    sk_fine = measure_spatial_k(fine, 100.0, k=5)
+    assert location_verdict(ol_fine, apply_treatment(fine, ol_fine, sk_fine)).status == "PASS"
+    assert location_verdict(None, None).status == "NOT ASSESSED"
+
+
+def test_stop_raises_and_warn_records_the_failure(hand):
+    _, pts, _, _ = hand
+    loc = location_diagnostics(pts, radius_m=100.0, k=5, policy=OutlierPolicy(
+        k=5, r_max_m=100.0, **LOOSE), unit="unit", treatment="none")
+    assert loc.verdict.status == "FAIL"
+    with pytest.raises(LocationError, match=r"location verdict FAIL \(treatment = 'none'\).*"
+                                            r"Nothing was written.*on_location_failure"):
+        enforce_verdict(loc, "stop")
+    with pytest.warns(UserWarning, match="location verdict FAIL"):
+        warned = enforce_verdict(loc, "warn")
+    assert [w["code"] for w in warned.warnings] == ["location_verdict_fail"]
+    rows = dict(zip(*report_tables(warned)["overview"][["item", "value"]].T.to_numpy()))
+    assert rows["location treatment"] == '"none"' and rows["location verdict"].startswith("FAIL")
+    assert "warning: location_verdict_fail" in rows
+
+
+# --- through the pipeline and the writer (fake sampler: seconds) ------------------------------
+
+
+@pytest.fixture(scope="module")
+def applied():
+    from synthgeo.testing import fake_release_result
+
+    spec = load_spec(bundled_spec_path()).replace(
+        "anonymity", treatment="apply", max_suppressed_share=0.1, max_unit_suppressed_share=1.0,
+        unit="city", on_location_failure="stop")
+    return fake_release_result(spec, n_implicates=3, n_draws=200)
+
+
+def test_released_frames_use_the_treated_geometry(applied):
+    from synthgeo.release.writer import release_frames
+
+    loc = applied.locations
+    t = loc.treatment
+    assert loc.verdict.status == "PASS" and t.totals["n_withheld"] == 11
+    pub = release_frames(applied)["restricted"]
+    kept_ids = applied.data.record_id[t.released]
+    assert len(pub) == 3 * len(kept_ids) and set(pub["id"]) == set(kept_ids)
+    first = pub[pub["implicate"] == 1].reset_index(drop=True)
+    lonlat = geopandas.GeoSeries(geopandas.points_from_xy(*t.published_m[t.released].T),
+                                 crs=applied.data.gdf.crs).to_crs(4326)
+    np.testing.assert_allclose(first.geometry.x, lonlat.x, atol=1e-9)
+    np.testing.assert_allclose(first["lon"], lonlat.x, atol=1e-9)  # the x/y columns too
+    np.testing.assert_allclose(first["lat"], lonlat.y, atol=1e-9)
+    assert set(first["location_disposal"]) <= {"none", "merged", "generalised"}
+    moved = first["location_disposal"] != "none"
+    true = applied.data.gdf.to_crs(4326).geometry[t.released].reset_index(drop=True)
+    assert moved.sum() == loc.verdict.details["n_moved"] > 0
+    assert (np.hypot(first.geometry.x - true.x, first.geometry.y - true.y)[moved] > 0).all()
+    y = applied.implicates["restricted"]["y_synthetic"].values[0][t.released]
+    np.testing.assert_allclose(first["log_price"], y)
+
+
+def test_no_exact_location_of_a_withheld_record_anywhere_in_release(applied, tmp_path):
+    from synthgeo.release.writer import write_release
+
+    out = write_release(applied, tmp_path / "out")
+    t = applied.locations.treatment
+    raw = pd.read_csv(bundled_spec_path().parent / "sacramento_home_sales.csv").set_index("id")
+    gone = raw.loc[applied.data.record_id[~t.released]]
+    blobs = [p.read_bytes() for p in (out / "release").rglob("*") if p.is_file()]
+    assert blobs
+    for lon, lat in gone[["lon", "lat"]].itertuples(index=False):
+        for value in (lon, lat):
+            for token in (repr(value).encode(), f"{value:.6f}".encode(),
+                          struct.pack("<d", value)):
+                assert not any(token in b for b in blobs), (value, token)
+    rec = json.loads((out / "release.json").read_text())
+    v = rec["verdicts"]["location"]
+    assert (v["status"], v["treatment"], v["n_withheld"]) == ("PASS", "apply", 11)
+    assert sum(v["withheld"]["by_unit"].values()) == 11
+    assert rec["locations"]["moves_locations"] is True
+    assert rec["crs"]["coordinate_unit"]["name"] == "degree"
+    assert "exact_duplicates" in [w["code"] for w in rec["warnings"]]
+    html_rows = report_tables(applied.locations)["overview"]
+    assert "spatial k after the treatment: below k = 5 / median" in set(html_rows["item"])
+
+
+def test_run_stops_on_a_failing_verdict_before_fitting_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "out"
+    rc = main(["run", "--out", str(out), "--on-location-failure", "stop", "--quiet"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "location verdict FAIL (treatment = 'none')" in err
+    assert "79 record(s) the outlier policy labels merge/generalise/suppress" in err
+    assert not out.exists()

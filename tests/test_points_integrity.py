@@ -1,0 +1,289 @@
+"""Issue 12, items 1–3: units, CRS plausibility and column integrity, at the door.
+
+Every refusal is checked twice: through ``load_points`` (the message names the column, the CRS
+unit and the option) and through a command with ``--out`` (one error line, no output folder).
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyproj
+import pytest
+
+import synthgeo
+from synthgeo import SpecError
+from synthgeo._errors import InputError
+from synthgeo.cli.main import main
+from synthgeo.config import load_spec
+from synthgeo.io.points import coordinates_m, load_points
+from synthgeo.locations import measure_spatial_k
+
+CHORLEY = Path(synthgeo.__file__).parent / "data" / "chorley_ribble_cancer.csv"
+SACRAMENTO = Path(synthgeo.__file__).parent / "data" / "sacramento_home_sales.csv"
+BNG = "EPSG:27700"
+
+
+def _csv(tmp_path: Path, frame: pd.DataFrame, name: str = "p.csv", **kw) -> Path:
+    path = tmp_path / name
+    frame.to_csv(path, index=False, **kw)
+    return path
+
+
+def _utm10(lon, lat) -> tuple[np.ndarray, np.ndarray]:
+    t = pyproj.Transformer.from_crs(4326, 32610, always_xy=True)
+    return t.transform(np.asarray(lon, float), np.asarray(lat, float))
+
+
+def _refused_by_kanon(tmp_path, capsys, path: Path, *args: str) -> str:
+    """Run ``kanon --out`` on `path`; assert exit 1, one error line, no output folder."""
+    out = tmp_path / "out"
+    rc = main(["kanon", str(path), *args, "--radius-m", "100", "--out", str(out)])
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("synthgeo: warning")]
+    assert rc == 1 and len(lines) == 1 and lines[0].startswith("synthgeo: error:"), err
+    assert not out.exists()
+    return lines[0]
+
+
+# --- item 1: units ---------------------------------------------------------------------------
+
+
+def test_km_columns_under_a_metre_crs_need_the_unit_option(tmp_path, capsys):
+    with pytest.raises(InputError, match=r"column `x_km` states kilometres \(1000 m per unit\), "
+                       r"but the coordinates would be read in metre units .*EPSG:27700.*"
+                       r"set `coord_unit_m`.*--coord-unit-m\) to 1000"):
+        load_points(CHORLEY, x="x_km", y="y_km", crs=BNG)
+    err = _refused_by_kanon(tmp_path, capsys, CHORLEY, "--x", "x_km", "--y", "y_km", "--crs",
+                            BNG)
+    assert "`x_km` states kilometres" in err
+
+
+def test_km_with_the_option_gives_spatial_k_equal_to_a_brute_force_count_in_metres():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Chorley's exact duplicate rows
+        gdf = load_points(CHORLEY, x="x_km", y="y_km", crs=BNG, coord_unit_m=1000,
+                          target_crs=BNG, id_column="id")
+    assert gdf.attrs["coordinate_unit"]["metres_per_unit"] == 1000.0
+    raw = pd.read_csv(CHORLEY)[["x_km", "y_km"]].to_numpy() * 1000.0
+    np.testing.assert_allclose(coordinates_m(gdf), raw)
+    res = measure_spatial_k(gdf, 500.0, k=5, k_max=None)
+    d = np.hypot(raw[:, None, 0] - raw[None, :, 0], raw[:, None, 1] - raw[None, :, 1])
+    brute = (d <= 500.0 + 1e-9).sum(axis=1)
+    np.testing.assert_array_equal(res.spatial_k, brute)
+    assert 0 < res.below_k.mean() < 1  # not the all-clear of km read as metres
+
+
+@pytest.mark.parametrize("col, crs, unit, match", [
+    ("x_100m", BNG, 1000, r"`x_100m` states units of 100 m \(100 m per unit\).*set by "
+                          r"`coord_unit_m`.*to 100"),
+    ("east_ft", "EPSG:26910", None, r"`east_ft` states feet .* read in metre units"),
+    ("x_m", "EPSG:4326", None, r"`x_m` states metres, but `crs` WGS 84 \(EPSG:4326\) is "
+                               r"geographic"),
+    ("lon", "EPSG:32610", None, r"`lon` names a latitude/longitude in degrees, but `crs` .*"
+                                r"EPSG:32610\) is projected"),
+])
+def test_a_column_name_contradicting_the_unit_is_refused(tmp_path, capsys, col, crs, unit,
+                                                         match):
+    frame = pd.DataFrame({col: 500_000.0 + 10 * np.arange(12), "north": 4_200_000.0})
+    path = _csv(tmp_path, frame)
+    with pytest.raises(InputError, match=match):
+        load_points(path, x=col, y="north", crs=crs, coord_unit_m=unit)
+    args = ["--x", col, "--y", "north", "--crs", crs]
+    _refused_by_kanon(tmp_path, capsys, path, *args,
+                      *(["--coord-unit-m", str(unit)] if unit else []))
+
+
+def test_feet_columns_under_a_feet_crs_pass_and_read_in_metres(tmp_path):
+    # California zone 3 (US survey feet): the CRS's unit applies, the name agrees
+    frame = pd.DataFrame({"x_ft": 6_000_000.0 + 100 * np.arange(12),
+                          "y_ft": 2_100_000.0 + 50 * np.arange(12)})
+    gdf = load_points(_csv(tmp_path, frame), x="x_ft", y="y_ft", crs="EPSG:2227")
+    xy = coordinates_m(gdf)
+    step = np.hypot(*(xy[1] - xy[0]))
+    assert step == pytest.approx(np.hypot(100, 50) * 1200 / 3937, rel=1e-3)  # feet → metres
+
+
+def test_the_option_is_refused_with_a_geographic_crs_and_on_a_layer(tmp_path):
+    with pytest.raises(InputError, match=r"`coord_unit_m` = 1000 .* is geographic"):
+        load_points(SACRAMENTO, x="lon", y="lat", crs="EPSG:4326", coord_unit_m=1000)
+
+
+# --- item 2: plausibility --------------------------------------------------------------------
+
+
+def test_degrees_labelled_utm_are_refused(tmp_path, capsys):
+    frame = pd.read_csv(SACRAMENTO).rename(columns={"lon": "x", "lat": "y"})
+    path = _csv(tmp_path, frame)
+    with pytest.raises(InputError, match=r"x \(column `x`\) = \[-121.43.* outside the projected "
+                       r"bounds of WGS 84 / UTM zone 10N.*impossible value.*coord_unit_m"):
+        load_points(path, x="x", y="y", crs="EPSG:32610")
+    _refused_by_kanon(tmp_path, capsys, path, "--x", "x", "--y", "y", "--crs", "EPSG:32610")
+
+
+def test_impossible_projected_values_are_refused(tmp_path, capsys):
+    x, y = _utm10(-121.5 + 0.01 * np.arange(12), 38.5 + 0.005 * np.arange(12))
+    frame = pd.DataFrame({"id": range(12), "x": x, "y": y})
+    frame.loc[5, "x"] = 1e12
+    path = _csv(tmp_path, frame)
+    with pytest.raises(InputError, match=r"x \(column `x`\) = \[1000000000000.0\] at `id` \[5\] "
+                                         r"is outside the projected bounds"):
+        load_points(path, x="x", y="y", crs="EPSG:32610", id_column="id")
+    _refused_by_kanon(tmp_path, capsys, path, "--x", "x", "--y", "y", "--crs", "EPSG:32610")
+
+
+def test_data_crossing_a_utm_zone_edge_pass(tmp_path):
+    # UTM 10N covers 126°W–120°W; these run 0.5° into zone 11, within the 1° buffer
+    lon = np.linspace(-121.0, -119.5, 60)
+    x, y = _utm10(lon, 38.5 + 0.01 * np.sin(np.arange(60)))
+    gdf = load_points(_csv(tmp_path, pd.DataFrame({"x": x, "y": y})), x="x", y="y",
+                      crs="EPSG:32610", target_crs="EPSG:32610")
+    assert len(gdf) == 60 and gdf.attrs["warnings"] == []
+
+
+def test_points_outside_the_area_of_use_are_refused(tmp_path, capsys):
+    # in British National Grid metres, but east of the North Sea: inside the grid's projected
+    # box, outside its area of use (9°W–2°E) widened by 1°
+    t = pyproj.Transformer.from_crs(4326, BNG, always_xy=True)
+    lon = np.r_[np.full(11, -2.0), 3.8]
+    x, y = t.transform(lon, np.r_[np.linspace(53, 54, 11), 61.5])
+    path = _csv(tmp_path, pd.DataFrame({"id": range(12), "e": x, "n": y}))
+    with pytest.raises(InputError, match=r"1 of 12 points lie outside the area of use of OSGB36 "
+                       r"/ British National Grid \(EPSG:27700\) .* `id` \[11\], the first at lon "
+                       r"3.8, lat 61.5"):
+        load_points(path, x="e", y="n", crs=BNG, id_column="id")
+    _refused_by_kanon(tmp_path, capsys, path, "--x", "e", "--y", "n", "--crs", BNG)
+
+
+def test_km_read_as_metres_is_a_small_extent(tmp_path, capsys):
+    frame = pd.read_csv(CHORLEY).rename(columns={"x_km": "east", "y_km": "north"})
+    path = _csv(tmp_path, frame)
+    match = (r"the 1,036 points \(706 distinct locations\) span only 25.1 m .* read in metre "
+             r"units, the unit of OSGB36.*Kilometres need `coord_unit_m = 1000`.*"
+             r"accept_small_extent = true")
+    with pytest.raises(InputError, match=match):
+        load_points(path, x="east", y="north", crs=BNG)
+    _refused_by_kanon(tmp_path, capsys, path, "--x", "east", "--y", "north", "--crs", BNG)
+
+
+def test_small_extent_rules_and_the_escape(tmp_path):
+    base = np.array([350_000.0, 410_000.0])
+    grid = base + 10.0 * np.stack(np.meshgrid(np.arange(8), np.arange(8)), -1).reshape(-1, 2)
+    small = _csv(tmp_path, pd.DataFrame(grid, columns=["e", "n"]), "small.csv")  # 64 in 99 m
+    with pytest.raises(InputError, match=r"64 distinct locations\) span only 99 m"):
+        load_points(small, x="e", y="n", crs=BNG, target_crs=BNG)
+    with pytest.warns(UserWarning, match="accepted by `accept_small_extent`"):
+        gdf = load_points(small, x="e", y="n", crs=BNG, accept_small_extent=True)
+    assert [w["code"] for w in gdf.attrs["warnings"]] == ["small_extent"]
+    # 30 pairs 0.5 m apart, the pairs 500 m apart: wide, but a median spacing of 0.5 m
+    pairs = np.repeat(base + 500.0 * np.c_[np.arange(30), np.zeros(30)], 2, axis=0)
+    pairs[1::2, 0] += 0.5
+    close = _csv(tmp_path, pd.DataFrame(pairs, columns=["e", "n"]), "close.csv")
+    with pytest.raises(InputError, match=r"median spacing 0.5 m"):
+        load_points(close, x="e", y="n", crs=BNG)
+    # 49 distinct locations: too few to judge, loaded
+    assert len(load_points(_csv(tmp_path, pd.DataFrame(grid[:49], columns=["e", "n"]),
+                                "few.csv"), x="e", y="n", crs=BNG)) == 49
+
+
+# --- item 3: column integrity ----------------------------------------------------------------
+
+
+def test_repeated_headers_are_refused_by_name(tmp_path, capsys):
+    path = tmp_path / "dup.csv"
+    path.write_text("lon,lat,beds,beds\n" + "".join(
+        f"{-121.5 + 0.01 * i},{38.5 + 0.01 * i},2,3\n" for i in range(12)), encoding="utf-8")
+    with pytest.raises(InputError, match=r"dup.csv has repeated column name\(s\) \['beds'\]"):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326")
+    _refused_by_kanon(tmp_path, capsys, path, "--x", "lon", "--y", "lat", "--crs", "EPSG:4326")
+
+
+def _semicolon(tmp_path) -> Path:
+    path = tmp_path / "semi.csv"
+    rows = "".join(f"{i};{-121.5 + 0.01 * i:.4f};{38.5 + 0.01 * i:.4f};{1000 + i},5\n"
+                   .replace(".", ",") for i in range(12))
+    path.write_text("id;lon;lat;price\n" + rows, encoding="utf-8")
+    return path
+
+
+def test_separator_and_decimal_comma(tmp_path, capsys):
+    path = _semicolon(tmp_path)
+    with pytest.raises(InputError, match=r"header of semi.csv has no ',' but 3 ';': the file "
+                                         r"reads as one column; set `sep` .* to ';' \(with "
+                                         r'decimal commas also decimal = ","\)'):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326")
+    with pytest.raises(InputError, match=r"coordinate column `lon` holds text .*'-121,5000'.*look "
+                                         r'like decimal commas: set `decimal`.*to ","'):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";")
+    gdf = load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                      numeric_columns=["price"], id_column="id")
+    assert gdf["price"].iloc[1] == pytest.approx(1001.5) and gdf["lon"].iloc[2] == -121.48
+    _refused_by_kanon(tmp_path, capsys, path, "--x", "lon", "--y", "lat", "--crs", "EPSG:4326")
+    assert main(["kanon", str(path), "--x", "lon", "--y", "lat", "--crs", "EPSG:4326", "--sep",
+                 ";", "--decimal", ",", "--radius-m", "100"]) == 0
+
+
+def test_encoding_is_named(tmp_path, capsys):
+    path = tmp_path / "latin.csv"
+    rows = "".join(f"{-121.5 + 0.01 * i},{38.5 + 0.01 * i},Vallée\n" for i in range(12))
+    path.write_bytes(("lon,lat,town\n" + rows).encode("latin-1"))
+    with pytest.raises(InputError, match=r"latin.csv is not utf-8 text \(byte 0xe9 at position "
+                                         r"\d+\): set `encoding` \(\[data\] encoding, or "
+                                         r"--encoding\)"):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326")
+    gdf = load_points(path, x="lon", y="lat", crs="EPSG:4326", encoding="latin-1")
+    assert gdf["town"].iloc[0] == "Vallée"
+    _refused_by_kanon(tmp_path, capsys, path, "--x", "lon", "--y", "lat", "--crs", "EPSG:4326")
+
+
+def test_csv_options_are_validated_and_refused_on_layers(tmp_path):
+    with pytest.raises(InputError, match=r"`sep` must be one character"):
+        load_points(SACRAMENTO, x="lon", y="lat", crs="EPSG:4326", sep=";;")
+    with pytest.raises(InputError, match=r"`encoding` = 'klingon' is not a text encoding"):
+        load_points(SACRAMENTO, x="lon", y="lat", crs="EPSG:4326", encoding="klingon")
+
+
+# --- the spec and `run` ----------------------------------------------------------------------
+
+SPEC = """\
+[data]
+path = "{path}"
+x = "{x}"
+y = "{y}"
+crs = "EPSG:27700"
+id = "id"
+response = "dist_incinerator_km"
+back_transform = "identity"
+covariates = []
+{extra}
+"""
+
+
+@pytest.mark.parametrize("line, match", [
+    ("coord_unit_m = 0", r"`\[data\] coord_unit_m` must be a positive number"),
+    ('sep = ";;"', r"`\[data\] sep` must be one character"),
+    ('decimal = ","', r"`\[data\] decimal` must be different from `sep`"),
+    ('encoding = "nope"', r"`\[data\] encoding` must be a text encoding"),
+    ('accept_small_extent = "yes"', r"`\[data\] accept_small_extent` must be true or false"),
+])
+def test_spec_keys_are_validated(tmp_path, line, match):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC.format(path=CHORLEY, x="x_km", y="y_km", extra=line), encoding="utf-8")
+    with pytest.raises(SpecError, match=match):
+        load_spec(spec)
+
+
+def test_run_refuses_km_as_metres_and_writes_nothing(tmp_path, capsys):
+    spec = tmp_path / "s.toml"
+    spec.write_text(SPEC.format(path=CHORLEY, x="x_km", y="y_km", extra=""), encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["run", str(spec), "--out", str(out), "--quiet"]) == 1
+    assert "`x_km` states kilometres" in capsys.readouterr().err and not out.exists()
+    assert main(["validate", str(spec)]) == 1
+    capsys.readouterr()
+    # the option on the command line overrides the spec (here: fills it in)
+    assert main(["validate", str(spec), "--coord-unit-m", "1000"]) == 0
+    assert "1036 records" in capsys.readouterr().out
