@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, say) -> int:
     import numpy as np
 
     from synthgeo._errors import SpecError
-    from synthgeo._versions import package_versions
+    from synthgeo.io.provenance import provenance
     from synthgeo.masking import (
         NearestHouseholdAttacker,
         evaluate_mask,
@@ -131,10 +131,8 @@ def run(args: argparse.Namespace, say) -> int:
                                n_attacks=args.n_attacks,
                                random_seed=np.random.default_rng([seed, 2]))
     record = {
-        "inputs": prov, "inputs_key": key, "parameters": params, "reused_from": reused,
-        "evaluation": evaluation.to_dict(),
-        "versions": package_versions(),
-        "command": "synthgeo mask",
+        **provenance("mask", inputs=prov, timestamp=False), "inputs_key": key, "parameters": params,
+        "reused_from": reused, "evaluation": evaluation.to_dict(),
     }
     written = write_mask(mask, out, record=record, file_format=args.format,
                          overwrite=args.overwrite, inputs=input_files(args))

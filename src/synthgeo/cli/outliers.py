@@ -120,11 +120,10 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import pyproj
 
-    from synthgeo.io.atomic import check_output_dir
     from synthgeo._errors import SpecError
-    from synthgeo._versions import package_versions
+    from synthgeo.io.atomic import check_output_dir, write_folder
+    from synthgeo.io.provenance import provenance
     from synthgeo.locations.outliers import apply_outlier_policy
-    from synthgeo.locations.output import write_folder
     from synthgeo.locations.policy import OutlierPolicy
 
     t0 = time.perf_counter()
@@ -179,12 +178,8 @@ def run(args: argparse.Namespace, say) -> int:
             files["disposed.parquet"] = lambda p: layer.to_parquet(p, index=False)
             files["disposed.csv"] = lambda p: table.to_csv(p, index=False)
         files[MARKER] = {
-            "command": "outliers",
-            "input": {"path": str(Path(args.points).resolve()),
-                      "sha256": gdf.attrs.get("sha256"), "n_read": gdf.attrs.get("n_read"),
-                      "query": args.query},
-            "crs": {"source": gdf.attrs.get("source_crs"), "projected": gdf.crs.name},
-            **res.record(), "versions": package_versions(),
+            **provenance("outliers", points=gdf, path=args.points, query=args.query),
+            **res.record(),
         }
         out = write_folder(args.out, files, marker=MARKER, overwrite=args.overwrite,
                            inputs=(Path(args.points),))

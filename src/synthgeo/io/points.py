@@ -8,7 +8,6 @@ Mercator is never used: at latitude φ it reads a true distance d as d / cos φ.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import warnings
@@ -22,6 +21,7 @@ import pandas as pd
 import pyproj
 
 from synthgeo._errors import InputError
+from synthgeo.io.provenance import file_sha256
 
 __all__ = ["load_points", "check_projected", "coordinates_m"]
 
@@ -233,7 +233,7 @@ def load_points(
     path = Path(path)
     if not path.is_file():
         raise InputError(f"input file {path!s} does not exist")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = file_sha256(path)
     frame, source_crs = _read(path, x, y, crs)
     is_csv = not isinstance(frame, geopandas.GeoDataFrame)
     if coord_unit_m != 1:
