@@ -256,3 +256,25 @@ def test_readme_python_block_runs(tmp_path, monkeypatch):
     rel = namespace["rel"]
     assert isinstance(rel, sg.Release)
     assert (tmp_path / "synthgeo-py-out" / "release" / "implicates.parquet").is_file()
+
+
+# --- the command line is a layer over the front door ---------------------------------------------
+
+
+def test_run_compare_validate_share_one_declaration_of_their_options():
+    import argparse
+
+    from synthgeo.cli.main import _parser
+
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+
+    def options(name):
+        return {a.dest: (a.help, a.metavar, a.choices, a.type) for a in sub.choices[name]._actions}
+
+    run, compare, validate = options("run"), options("compare"), options("validate")
+    shared = ["spec", "draws", "tune", "chains", "seed", "implicates", "on_convergence_failure",
+              "overwrite"]
+    for dest in shared:
+        assert run[dest] == compare[dest], dest
+    assert validate["spec"] == run["spec"]
+    assert set(run) - set(compare) == set() and set(compare) - set(run) == {"frontier"}

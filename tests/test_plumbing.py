@@ -77,12 +77,12 @@ def tiny() -> geopandas.GeoDataFrame:
 
 def test_frame_sha256_follows_its_written_definition(tiny):
     wkt = pyproj.CRS.from_epsg(32610).to_wkt().encode()
+    wkb = _point_wkb(1.0, 2.0) + _point_wkb(3.0, 4.0)
     stream = b"".join(_chunk(c) for c in [
         b"synthgeo-frame/1", (2).to_bytes(8, "little"),
-        b"a", b"object", b"\x01str:x", b"\x00",
+        b"a", b"object", struct.pack("<qq", 5, -1), b"str:x",  # a list: lengths, then items
         b"b", b"float64", struct.pack("<dd", 1.5, math.nan),
-        b"geometry", b"geometry", wkt, b"\x01" + _point_wkb(1.0, 2.0),
-        b"\x01" + _point_wkb(3.0, 4.0),
+        b"geometry", b"geometry", wkt, struct.pack("<qq", 21, 21), wkb,
     ])
     assert frame_sha256(tiny) == hashlib.sha256(stream).hexdigest()
 

@@ -34,7 +34,7 @@ Progress = Callable[[str], None] | None
 
 
 def _section(name: str, cls: type, given: Any, **shortcuts: Any) -> Any:
-    """`given` (or the defaults) with the non-None shortcut keys replacing its own."""
+    """Return `given` (or the defaults) with the non-None shortcut keys replacing its own."""
     if given is None:
         given = cls()
     elif not isinstance(given, cls):
@@ -53,11 +53,38 @@ def spec_for_points(
     synthesis: SynthesisConfig | None = None, risk: RiskConfig | None = None,
     utility: UtilityConfig | None = None, anonymity: AnonymityConfig | None = None,
 ) -> ReleaseSpec:
-    """Return the :class:`ReleaseSpec` :func:`synthesize` runs (same arguments).
+    """Return the :class:`ReleaseSpec` :func:`synthesize` runs on `points`.
 
     ``[data]`` takes the reading keys (path, x, y, crs, id, query, target_crs,
     drop_duplicates) that :func:`synthgeo.read_points` recorded, as long as the frame still
-    holds the data it returned; ``path`` and ``query`` are dropped (None) once it has changed.
+    holds the data it returned; ``path``, ``query`` and ``drop_duplicates`` are dropped once
+    it has changed (the release record must not name a file the data no longer match).
+
+    Parameters
+    ----------
+    points, response, covariates, formula, implicates, seed, id, x, y, subject, back_transform
+        As :func:`synthesize`.
+    model, sampling, synthesis, risk, utility, anonymity
+        As :func:`synthesize`.
+
+    Returns
+    -------
+    ReleaseSpec
+        With ``source = None`` (no spec file).
+
+    Raises
+    ------
+    TypeError, synthgeo.SpecError
+        As :func:`synthesize`.
+
+    Examples
+    --------
+    >>> import geopandas
+    >>> pts = geopandas.GeoDataFrame({"y": [1.0]}, geometry=geopandas.points_from_xy([0], [0]),
+    ...                              crs="EPSG:32610")
+    >>> spec = spec_for_points(pts, response="y", seed=7)
+    >>> spec.data.path, spec.sampling.seed, spec.formula
+    (None, 7, 'y ~ 1')
     """
     if not isinstance(points, geopandas.GeoDataFrame):
         from synthgeo.io.read import check_points_frame

@@ -22,15 +22,16 @@ length followed by that many bytes:
    category, nullable and time-zone-aware types), whose values are tagged one by one; so
    pandas' choice between ``object`` and ``str`` for text does not change the digest:
 
-   - geometry columns: the CRS as WKT2:2019 text (pyproj; empty when unset), then one chunk
-     per row: ``\x00`` for a missing geometry, else ``\x01`` + ISO WKB, little-endian, with Z
-     when present, no SRID;
    - NumPy bool, integer, float, complex, datetime64 and timedelta64 columns: the values as
      one little-endian array (every NaN as the same NaN, so its bit pattern does not matter);
-   - ``object`` columns: one chunk per row: ``\x00`` for a missing value, else ``\x01`` +
-     ``tag:str(value)`` in UTF-8, the tag ``bool``, ``int``, ``float``, ``str`` (NumPy and
-     Python scalars alike) or the value's type name (so the number 1 and the text "1"
-     differ).
+   - geometry columns: the CRS as WKT2:2019 text (pyproj; empty when unset), then each
+     row's ISO WKB (little-endian, with Z when present, no SRID) as a *list* (below);
+   - ``object`` columns: each row's ``tag:str(value)`` in UTF-8 as a list, the tag ``bool``,
+     ``int``, ``float``, ``str`` (NumPy and Python scalars alike) or the value's type name (so
+     the number 1 and the text "1" differ).
+
+   A list is two chunks: the byte length of every row's item as little-endian int64 (−1 for
+   a missing value: None, NaN, NA, a missing geometry), then the items concatenated.
 
 The index and ``attrs`` are not part of the data (synthgeo never reads them). The CRS text
 comes from the installed PROJ database; compare digests made with the same ``versions``.
@@ -100,29 +101,40 @@ def _chunks(frame: pd.DataFrame) -> Iterator[bytes]:
         yield kind.encode()
         if kind == "geometry":
             yield col.crs.to_wkt().encode() if col.crs is not None else b""
-            wkb = shapely.to_wkb(np.asarray(col.array, dtype=object), hex=False,
-                                 output_dimension=3, byte_order=1, include_srid=False,
-                                 flavor="iso")
-            for g in wkb:
-                yield b"\x00" if g is None else b"\x01" + g
+            yield from _as_list(shapely.to_wkb(np.asarray(col.array, dtype=object), hex=False,
+                                               output_dimension=3, byte_order=1,
+                                               include_srid=False, flavor="iso"))
         elif numeric:
             values = col.to_numpy()
             if values.dtype.kind in "fc":
                 values = np.where(np.isnan(values), np.nan, values)
             yield np.ascontiguousarray(values.astype(values.dtype.newbyteorder("<"))).tobytes()
         else:
-            for v in col.to_numpy(dtype=object):
-                missing = v is None or (np.ndim(v) == 0 and bool(pd.isna(v)))
-                yield b"\x00" if missing else f"\x01{_tag(v)}:{v}".encode()
+            missing = pd.isna(col).to_numpy()
+            tags: dict[type, str] = {}
+            yield from _as_list([None if m else f"{tags.get(type(v)) or _tag(v, tags)}:{v}"
+                                 .encode() for v, m in zip(col.to_numpy(dtype=object), missing)])
 
 
-def _tag(value: Any) -> str:
-    """Type tag of one value of an ``object`` column (NumPy and Python scalars alike)."""
-    for tag, kinds in (("bool", (bool, np.bool_)), ("int", numbers.Integral),
-                       ("float", numbers.Real), ("str", str)):
+def _as_list(items) -> Iterator[bytes]:
+    """Yield a list's two chunks: int64 lengths (−1 = missing), then the items joined."""
+    present = [b for b in items if b is not None]
+    lengths = np.fromiter((-1 if b is None else len(b) for b in items), dtype="<i8",
+                          count=len(items))
+    yield lengths.tobytes()
+    yield b"".join(present)
+
+
+def _tag(value: Any, cache: dict[type, str]) -> str:
+    """Return the type tag of a value of an ``object`` column (NumPy, Python scalars alike)."""
+    tag = type(value).__name__
+    for name, kinds in (("bool", (bool, np.bool_)), ("int", numbers.Integral),
+                        ("float", numbers.Real), ("str", str)):
         if isinstance(value, kinds):
-            return tag
-    return type(value).__name__
+            tag = name
+            break
+    cache[type(value)] = tag
+    return tag
 
 
 def frame_sha256(frame: pd.DataFrame) -> str:
