@@ -257,6 +257,17 @@ def compare(spec: ReleaseSpec | str | os.PathLike, *,
     ------
     synthgeo.SpecError
         Also when every record is at risk (nothing left for the suppressed baseline).
+
+    Examples
+    --------
+    >>> import warnings, synthgeo as sg
+    >>> from synthgeo.config import bundled_spec_path
+    >>> spec = sg.load_spec(bundled_spec_path()).replace("sampling", sampler="grid")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # the file's one known duplicate sale
+    ...     result = sg.compare(spec.replace("synthesis", n_implicates=4))
+    >>> sorted(result.fits)
+    ['restricted', 'suppressed', 'unrestricted']
     """
     from synthgeo.studies.compare import compare_models
 
@@ -265,6 +276,9 @@ def compare(spec: ReleaseSpec | str | os.PathLike, *,
 
 def show_versions(*, as_dict: bool = False) -> dict[str, str] | None:
     """Print (or return) the versions of synthgeo, Python and the main dependencies.
+
+    What ``synthgeo --version`` prints: ``synthgeo X`` first, then one ``name version`` line
+    per package (what a bug report needs).
 
     Parameters
     ----------
@@ -286,6 +300,6 @@ def show_versions(*, as_dict: bool = False) -> dict[str, str] | None:
     versions = package_versions()
     if as_dict:
         return versions
-    width = max(map(len, versions))
-    print("\n".join(f"{k:<{width}} {v}" for k, v in versions.items()))
+    first = {"synthgeo": versions.pop("synthgeo")}
+    print("\n".join(f"{k} {v}" for k, v in {**first, **versions}.items()))
     return None

@@ -180,6 +180,13 @@ def fake_spec(spec, *, n_draws: int = 300, n_implicates: int = 20):
     """`spec` with the ``[sampling]`` and ``[synthesis]`` keys :func:`fake_release_result` uses.
 
     2 chains of `n_draws` (tune 10), ``on_convergence_failure = "warn"``, `n_implicates`.
+
+    Examples
+    --------
+    >>> from synthgeo.config import bundled_spec_path, load_spec
+    >>> spec = fake_spec(load_spec(bundled_spec_path()), n_draws=100, n_implicates=5)
+    >>> spec.sampling.draws, spec.sampling.on_convergence_failure, spec.synthesis.n_implicates
+    (100, 'warn', 5)
     """
     spec = spec.replace("sampling", chains=2, draws=n_draws, tune=10,
                         on_convergence_failure="warn")

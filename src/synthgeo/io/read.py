@@ -215,6 +215,18 @@ def read_options(points: geopandas.GeoDataFrame) -> dict[str, Any] | None:
         ``attrs["read_options"]`` of a frame from :func:`read_points` whose
         :func:`~synthgeo.io.provenance.frame_sha256` is still the one recorded there; None for
         a frame built in memory or changed since (rows filtered, values edited, reprojected).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # the file's one known duplicate sale
+    ...     pts = read_points("synthgeo:sacramento_home_sales.csv", x="lon", y="lat",
+    ...                       crs="EPSG:4326", query="beds == 2")
+    >>> read_options(pts)["query"]
+    'beds == 2'
+    >>> read_options(pts[pts["sqft_living"] > 1000]) is None
+    True
     """
     opts = points.attrs.get("read_options")
     if opts is None or points.attrs.get("frame_sha256") != frame_sha256(points):

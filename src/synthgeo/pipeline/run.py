@@ -44,7 +44,14 @@ Fitter = Callable[..., GPFit]
 
 
 def as_spec(spec: ReleaseSpec | str | os.PathLike) -> ReleaseSpec:
-    """Return `spec`, or the spec read from the TOML file it names (see :func:`load_spec`)."""
+    """Return `spec`, or the spec read from the TOML file it names (see :func:`load_spec`).
+
+    Examples
+    --------
+    >>> from synthgeo.config import bundled_spec_path
+    >>> as_spec(bundled_spec_path()).data.response
+    'log_price'
+    """
     return spec if isinstance(spec, ReleaseSpec) else load_spec(spec)
 
 
