@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 from synthgeo import SpecError
-from synthgeo.locations import location_diagnostics, report_tables
 from synthgeo.config import AnonymityConfig, bundled_spec_path, load_spec
-from synthgeo.model.at_risk import find_at_risk
-from synthgeo.pipeline import _locations, prepare_data
+from synthgeo.io.jsonable import jsonable as _jsonable
 from synthgeo.io.points import coordinates_m
-from synthgeo.release.writer import _jsonable
+from synthgeo.locations import location_diagnostics, report_tables
+from synthgeo.model.at_risk import find_at_risk
+from synthgeo.pipeline import prepare_data
+from synthgeo.pipeline.run import _locations
 
 MINIMAL = '[data]\npath = "points.csv"\nresponse = "log_price"\n'
 

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from synthgeo.cli.main import main
-from synthgeo.config import SamplerConfig, bundled_spec_path, load_spec
+from synthgeo.config import SamplingConfig, bundled_spec_path, load_spec
 from synthgeo.inference.nuts import fit_gp
 from synthgeo.model.kernels import make_sites
 from synthgeo.model.restricted_gp import default_priors
@@ -30,7 +30,7 @@ def test_parameter_recovery_on_simulated_gp():
     sites = make_sites(sim["coords_m"])
     fit = fit_gp(sim["y"], sim["X"], sites, priors=default_priors(sim["y"], sim["X"], sites),
                  coef_names=["Intercept", "x1"],
-                 config=SamplerConfig(draws=600, tune=600, seed=3))
+                 config=SamplingConfig(draws=600, tune=600, seed=3))
     post = fit.idata.posterior
     assert fit.convergence.max_r_hat < 1.03
     # hyper-parameters are weakly identified at N = 150 (and the IG priors pull the nugget up

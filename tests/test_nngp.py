@@ -11,7 +11,7 @@ from scipy import integrate, stats
 from scipy.spatial.distance import cdist
 
 from synthgeo._errors import SpecError
-from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ModelConfig, SamplerConfig, load_spec
+from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ModelConfig, SamplingConfig, load_spec
 from synthgeo.inference.grid_posterior import ExactCovariance, NNGPCovariance, grid_posterior
 from synthgeo.model.kernels import make_sites
 from synthgeo.inference.nngp_effects import NNGPEffects
@@ -152,7 +152,7 @@ def test_grid_fit_recovers_parameters():
     pri = default_priors(sim["y"], sim["X"], sites)
     for gp in ("exact", "nngp"):
         fit = fit_gp_grid(sim["y"], sim["X"], sites, priors=pri, coef_names=["a", "b"],
-                          config=SamplerConfig(sampler="grid", draws=500), gp=gp)
+                          config=SamplingConfig(sampler="grid", draws=500), gp=gp)
         post = fit.idata.posterior
         assert fit.convergence.passed, fit.convergence.problems
         lo, hi = np.quantile(post["sigma2"].values, [0.005, 0.995])

@@ -314,7 +314,7 @@ def test_a_new_config_field_is_in_the_schema_with_no_other_edit():
                          ids=lambda p: p.name)
 def test_every_bundled_spec_matches_the_schema(toml):
     from synthgeo.config import load_spec
-    from synthgeo.release.writer import _jsonable
+    from synthgeo.io.jsonable import jsonable as _jsonable
 
     _spec_validator().validate(_jsonable(load_spec(toml).to_dict()))
 

@@ -7,7 +7,7 @@ import pytest
 from scipy.spatial.distance import cdist
 
 from synthgeo._errors import SpecError
-from synthgeo.config import ModelConfig, SamplerConfig
+from synthgeo.config import ModelConfig, SamplingConfig
 from synthgeo.model.at_risk import continuous_weights, find_at_risk, kth_neighbour_distance
 from synthgeo.inference.grid import fit_gp_grid
 from synthgeo.inference.conditionals import draw_effects_exact
@@ -19,7 +19,7 @@ from synthgeo.model.restricted_gp import default_priors
 from synthgeo.model.smoothing import Smoothing, smoothing_scale
 from synthgeo.synthesis.implicates import draw_implicates
 
-CFG = SamplerConfig(sampler="grid", chains=2, draws=50, seed=3, on_convergence_failure="warn")
+CFG = SamplingConfig(sampler="grid", chains=2, draws=50, seed=3, on_convergence_failure="warn")
 FAST = GridSettings(n_coarse=6, n_fine=6, max_stages=2)
 
 
@@ -180,7 +180,7 @@ def test_spec_refuses_kriged_with_finite_gamma_and_auto_with_nuts(tmp_path):
 
     with pytest.raises(SpecError, match=r'gamma = "auto"`.*needs `\[sampling\] sampler = "grid"'):
         ReleaseSpec(data=DataConfig(path="x.csv", response="y"),
-                    model=ModelConfig(gamma="auto"), sampling=SamplerConfig(sampler="nutpie"))
+                    model=ModelConfig(gamma="auto"), sampling=SamplingConfig(sampler="nutpie"))
 
 
 # --- kriged at-risk effect -------------------------------------------------------------------

@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from synthgeo._errors import SpecError
+from synthgeo.io.paths import resolve_input
 
 __all__ = [
-    "DataConfig", "ModelConfig", "SamplerConfig", "SynthesisConfig", "RiskConfig", "RiskTarget",
+    "DataConfig", "ModelConfig", "SamplingConfig", "SynthesisConfig", "RiskConfig", "RiskTarget",
     "UtilityConfig", "AnonymityConfig", "ReleaseSpec", "load_spec", "bundled_spec_path",
 ]
 
@@ -130,8 +131,9 @@ _EXCLUSIVE_TRANSFORM = (
 class DataConfig:
     """Where the confidential points are and which columns play which role.
 
-    ``path`` (str): points file, relative to the spec or ``synthgeo:NAME``; ``x``/``y``: CSV
-    coordinate columns; ``crs``: CRS of those coordinates when the file has none; ``id``:
+    ``path`` (str): points file, relative to the spec or ``synthgeo:NAME`` (required in a spec
+    file; None for records handed over in memory, see :func:`synthgeo.synthesize`); ``x``/``y``:
+    CSV coordinate columns; ``crs``: CRS of those coordinates when the file has none; ``id``:
     record id column; ``query``: pandas query selecting records; ``response``: response column on
     the model scale (e.g. log-dollars); ``back_transform`` {"exp", "identity"}: g, from the model
     scale to the scale a person knows (dollars); ``transform`` {"log"}: the response column is on
@@ -148,8 +150,8 @@ class DataConfig:
     unit error (docs/locations.md, "Units and plausibility").
     """
 
-    path: str
     response: str
+    path: str | None = None
     covariates: list[str] = field(default_factory=list)
     x: str | None = None
     y: str | None = None
@@ -169,9 +171,10 @@ class DataConfig:
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
-        for key in ("path", "response"):
-            if not (isinstance(getattr(self, key), str) and getattr(self, key)):
-                raise _err("data", key, getattr(self, key), "a non-empty string")
+        if not (isinstance(self.response, str) and self.response):
+            raise _err("data", "response", self.response, "a non-empty string")
+        if self.path is not None and not (isinstance(self.path, str) and self.path):
+            raise _err("data", "path", self.path, "a non-empty string")
         for key in ("x", "y", "id", "query", "subject"):
             v = getattr(self, key)
             if v is not None and not (isinstance(v, str) and v):
@@ -319,12 +322,12 @@ class ModelConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SamplerConfig:
+class SamplingConfig:
     """Posterior sampling settings.
 
     ``sampler`` {"nutpie", "grid"}: NUTS (nutpie) over the collapsed posterior, or independent
-    draws from the conjugate grid posterior (:mod:`synthgeo.inference.grid_posterior`; the only route for
-    ``gp = "nngp"``); ``backend`` {"numba", "jax"}, ``chains`` (>= 2 unless
+    draws from the conjugate grid posterior (:mod:`synthgeo.inference.grid_posterior`; the only
+    route for ``gp = "nngp"``); ``backend`` {"numba", "jax"}, ``chains`` (>= 2 unless
     ``on_convergence_failure = "warn"``: R-hat compares chains), ``draws`` and ``tune`` (per
     chain), ``seed`` (int), ``on_convergence_failure`` {"stop", "warn"}, ``target_accept``.
     """
@@ -574,7 +577,7 @@ class ReleaseSpec:
 
     data: DataConfig
     model: ModelConfig = field(default_factory=ModelConfig)
-    sampling: SamplerConfig = field(default_factory=SamplerConfig)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
     synthesis: SynthesisConfig = field(default_factory=SynthesisConfig)
     risk: RiskConfig = field(default_factory=RiskConfig)
     utility: UtilityConfig = field(default_factory=UtilityConfig)
@@ -613,15 +616,12 @@ class ReleaseSpec:
             lhs = f"log({lhs})"
         return f"{lhs} ~ {rhs}"
 
-    def data_path(self) -> Path:
-        """Return the resolved path of the points file."""
-        p = self.data.path
-        if p.startswith("synthgeo:"):
-            return Path(str(resources.files("synthgeo") / "data" / p.split(":", 1)[1]))
-        path = Path(p)
-        if not path.is_absolute() and self.source is not None:
-            path = (self.source.parent / path).resolve()  # no "models/../data" in messages
-        return path
+    def data_path(self) -> Path | None:
+        """Return the resolved path of the points file (None for records given in memory)."""
+        if self.data.path is None:
+            return None
+        return resolve_input(self.data.path,
+                             relative_to=None if self.source is None else self.source.parent)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the spec as run, every default filled in (JSON-serialisable)."""
@@ -645,10 +645,14 @@ class ReleaseSpec:
 
 
 _SECTIONS = {
-    "data": DataConfig, "model": ModelConfig, "sampling": SamplerConfig,
+    "data": DataConfig, "model": ModelConfig, "sampling": SamplingConfig,
     "synthesis": SynthesisConfig, "risk": RiskConfig, "utility": UtilityConfig,
     "anonymity": AnonymityConfig,
 }
+
+
+#: Keys a spec *file* must give although the Python types default them (data in memory).
+_REQUIRED_IN_FILE = {"data": ("path",)}
 
 
 def _build(section: str, cls: type, raw: Any) -> Any:
@@ -662,15 +666,13 @@ def _build(section: str, cls: type, raw: Any) -> Any:
         raise SpecError(
             f"unknown key(s) in `[{section}]`: {unknown}; allowed: {sorted(names)}"
         )
-    try:
-        return cls(**raw)
-    except TypeError as exc:  # missing required key
-        missing = sorted(f.name for f in dataclasses.fields(cls)
-                         if f.default is dataclasses.MISSING
-                         and f.default_factory is dataclasses.MISSING and f.name not in raw)
-        if not missing:
-            raise
-        raise SpecError(f"spec `[{section}]` is missing required key(s) {missing}") from exc
+    missing = sorted({f.name for f in dataclasses.fields(cls)
+                      if f.default is dataclasses.MISSING
+                      and f.default_factory is dataclasses.MISSING}
+                     .union(_REQUIRED_IN_FILE.get(section, ())) - set(raw))
+    if missing:
+        raise SpecError(f"spec `[{section}]` is missing required key(s) {missing}")
+    return cls(**raw)
 
 
 def load_spec(path: str | Path) -> ReleaseSpec:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.distance import cdist
 
-__all__ = ["simulate_gp", "fake_release_result", "clustered_points"]
+__all__ = ["simulate_gp", "fake_fitter", "fake_release_result", "fake_spec", "clustered_points"]
 
 
 def simulate_gp(
@@ -49,59 +49,49 @@ def simulate_gp(
     return {"coords_m": coords, "X": X, "y": y, "w": w}
 
 
-def fake_release_result(
-    spec=None,
-    *,
-    n_draws: int = 300,
-    n_implicates: int = 20,
-    random_seed: int = 0,
-):
-    """Build a :class:`~synthgeo.pipeline.ReleaseResult` in seconds: the pipeline without NUTS.
+def fake_fitter(*, n_draws: int = 300, random_seed: int = 0):
+    """Return a fitter that replaces sampling by fixed, data-scaled draws (tests, examples).
 
-    Runs :func:`synthgeo.pipeline.run_release` with the sampler replaced by independent draws
-    of the hyper-parameters from a fixed, data-scaled log-normal distribution (σ² and τ²
-    around half the OLS residual variance, the effective range around the geometric mean of
-    its prior bounds, each with log-sd 0.2), stratified (each chain holds the same normal
-    quantiles in a random order) so that the convergence checks pass. Everything after
-    sampling is synthgeo's own code: exact recovery of β and w, the at-risk rule, synthesis,
-    risk and utility. For tests of the report and the release writer; the numbers are not a
-    posterior.
+    The returned function has the :data:`synthgeo.pipeline.Fitter` signature. It draws the
+    hyper-parameters independently from a fixed log-normal distribution (σ² and τ² around half
+    the OLS residual variance, the effective range around the geometric mean of its prior
+    bounds, each with log-sd 0.2), stratified (each of 2 chains holds the same normal quantiles
+    in a random order) so that the convergence checks pass. Everything after sampling is
+    synthgeo's own code: exact recovery of β and w, the at-risk rule, synthesis, risk and
+    utility. The numbers are not a posterior.
 
     Parameters
     ----------
-    spec : ReleaseSpec, optional
-        Default: the bundled Sacramento spec.
     n_draws : int, default=300
         Draws per chain (2 chains); 300 gives R-hat < 1.01 and ESS above the release
         thresholds.
-    n_implicates : int, default=20
-        L.
     random_seed : int, default=0
-        Seed of the fake hyper-parameter draws (the spec's seed drives the rest).
+        Seed of the fake hyper-parameter draws (the spec's seed drives the rest). The
+        generator advances with each fit, so use a new fitter per job for repeatable jobs.
 
     Returns
     -------
-    ReleaseResult
-    """
-    import warnings
+    callable
+        ``fit(y, X, sites, *, priors, coef_names, scale=None, random_seed=None, **ignored)
+        -> GPFit``.
 
+    Examples
+    --------
+    >>> fit = fake_fitter(n_draws=50)
+    >>> callable(fit)
+    True
+    """
     import arviz as az
     import xarray as xr
+    from scipy.stats import norm
     from threadpoolctl import threadpool_limits
 
-    from synthgeo import pipeline
     from synthgeo.inference import result as fit_module
-    from synthgeo.config import bundled_spec_path, load_spec
     from synthgeo.inference.conditionals import recover_effects
     from synthgeo.model.kernels import METRES_PER_KM
+    from synthgeo.model.smoothing import Smoothing
 
-    spec = spec or load_spec(bundled_spec_path())
-    spec = spec.replace("sampling", chains=2, draws=n_draws, tune=10,
-                        on_convergence_failure="warn")
-    spec = spec.replace("synthesis", n_implicates=n_implicates)
     rng = np.random.default_rng(random_seed)
-    from scipy.stats import norm
-
     quantiles = norm.ppf((np.arange(n_draws) + 0.5) / n_draws)
 
     def z() -> np.ndarray:  # (2, n_draws) stratified standard normal draws
@@ -111,15 +101,14 @@ def fake_release_result(
                     **_ignored):
         s2 = priors.sigma2_scale  # half the OLS residual variance
         centre_range = np.sqrt(priors.range_min_m * priors.range_max_m)
+        chain_draw = {"chain": [0, 1], "draw": np.arange(n_draws)}
         post = xr.Dataset(
             {"sigma2": (("chain", "draw"), s2 * np.exp(0.2 * z())),
              "nugget": (("chain", "draw"), s2 * np.exp(0.2 * z())),
              "range_km": (("chain", "draw"),
                           centre_range / METRES_PER_KM * np.exp(0.2 * z()))},
-            coords={"chain": [0, 1], "draw": np.arange(n_draws)},
+            coords=chain_draw,
         )
-        from synthgeo.model.smoothing import Smoothing
-
         if isinstance(scale, Smoothing):  # the fake posterior has no nugget ratio per cell
             scale = scale.scale() if not scale.depends_on_nugget else scale.scale(0.5)
         d = np.ones(sites.n_sites) if scale is None else np.asarray(scale, float)
@@ -133,7 +122,7 @@ def fake_release_result(
             posterior=post,
             sample_stats=xr.Dataset({"diverging": (("chain", "draw"),
                                                    np.zeros((2, n_draws), bool))},
-                                    coords={"chain": [0, 1], "draw": np.arange(n_draws)}),
+                                    coords=chain_draw),
         )
         idata.add_groups(
             constant_data=xr.Dataset({"scale": ("site", d),
@@ -144,9 +133,64 @@ def fake_release_result(
                                 convergence=fit_module.check_convergence(idata),
                                 seconds={"compile": 0.0, "sample": 0.0, "recover": 0.0})
 
+    return fake_fit_gp
+
+
+def fake_release_result(
+    spec=None,
+    *,
+    n_draws: int = 300,
+    n_implicates: int = 20,
+    random_seed: int = 0,
+):
+    """Build a :class:`~synthgeo.pipeline.ReleaseResult` in seconds: the pipeline without NUTS.
+
+    Runs :func:`synthgeo.pipeline.run_release` with :func:`fake_fitter` as the fitter, with
+    2 chains of `n_draws` and `n_implicates` implicates. For tests of the report and the
+    release writer; the numbers are not a posterior.
+
+    Parameters
+    ----------
+    spec : ReleaseSpec, optional
+        Default: the bundled Sacramento spec.
+    n_draws : int, default=300
+        Draws per chain (see :func:`fake_fitter`).
+    n_implicates : int, default=20
+        L.
+    random_seed : int, default=0
+        Seed of the fake hyper-parameter draws (the spec's seed drives the rest).
+
+    Returns
+    -------
+    ReleaseResult
+    """
+    import warnings
+
+    from synthgeo.config import bundled_spec_path, load_spec
+    from synthgeo.pipeline import run_release
+
+    spec = fake_spec(spec or load_spec(bundled_spec_path()), n_draws=n_draws,
+                     n_implicates=n_implicates)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the bundled file's known duplicate
-        return pipeline.run_release(spec, fitter=fake_fit_gp)
+        return run_release(spec, fitter=fake_fitter(n_draws=n_draws, random_seed=random_seed))
+
+
+def fake_spec(spec, *, n_draws: int = 300, n_implicates: int = 20):
+    """`spec` with the ``[sampling]`` and ``[synthesis]`` keys :func:`fake_release_result` uses.
+
+    2 chains of `n_draws` (tune 10), ``on_convergence_failure = "warn"``, `n_implicates`.
+
+    Examples
+    --------
+    >>> from synthgeo.config import bundled_spec_path, load_spec
+    >>> spec = fake_spec(load_spec(bundled_spec_path()), n_draws=100, n_implicates=5)
+    >>> spec.sampling.draws, spec.sampling.on_convergence_failure, spec.synthesis.n_implicates
+    (100, 'warn', 5)
+    """
+    spec = spec.replace("sampling", chains=2, draws=n_draws, tune=10,
+                        on_convergence_failure="warn")
+    return spec.replace("synthesis", n_implicates=n_implicates)
 
 
 def clustered_points(

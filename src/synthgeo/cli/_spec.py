@@ -1,4 +1,9 @@
-"""Load a release spec and apply command-line overrides (shared by the spec-driven commands)."""
+"""The options of the spec-driven commands (run, compare, validate), declared once.
+
+:func:`add_spec_arguments` registers the spec argument and the overrides of its keys;
+:func:`spec_from_args` loads the spec and applies them (:data:`OVERRIDES` maps each option to
+its ``[section] key``); :func:`add_output_arguments` registers ``--out``/``--overwrite``.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,56 @@ OVERRIDES = {
     "sampling": (("draws", "draws"), ("tune", "tune"), ("chains", "chains"), ("seed", "seed"),
                  ("on_convergence_failure", "on_convergence_failure")),
     "synthesis": (("implicates", "n_implicates"),),
-    # cli._options.SPEC_DATA / SPEC_ANONYMITY (issue 12)
+    # the location keys (cli._options.SPEC_DATA / SPEC_ANONYMITY)
     "data": (("coord_unit_m", "coord_unit_m"), ("accept_small_extent", "accept_small_extent")),
     "anonymity": (("treatment", "treatment"), ("on_location_failure", "on_location_failure")),
 }
+
+_OVERRIDE_HELP = {
+    "draws": ("N", "posterior draws kept per chain, integer >= 10 (default: the spec's "
+                   "[sampling] draws; bundled spec: 1000)"),
+    "tune": ("N", "warm-up (tuning) iterations per chain, discarded, integer >= 10 (default: the "
+                  "spec's [sampling] tune; bundled spec: 1000)"),
+    "chains": ("N", "number of MCMC chains, integer >= 2 (R-hat compares chains; 1 only with "
+                    "--on-convergence-failure warn) (default: the spec's [sampling] chains; "
+                    "bundled spec: 2)"),
+    "seed": ("INT", "random seed, non-negative integer (default: the spec's [sampling] seed; "
+                    "bundled spec: 20181); same spec + seed gives byte-identical files"),
+    "implicates": ("L", "number L of synthetic data sets per model (Reiter's m), integer >= 2 "
+                        "(default: the spec's [synthesis] n_implicates; bundled spec: 100)"),
+}
+
+
+def add_spec_arguments(p: argparse.ArgumentParser, *, overrides: bool = True) -> None:
+    """Register the SPEC argument and the options that override its keys.
+
+    The ``[data]`` location keys (coordinate unit, small extent) are always offered; with
+    `overrides`, also the sampling, synthesis and ``[anonymity]`` ones.
+    """
+    from synthgeo.cli._options import add_spec_overrides
+
+    p.add_argument("spec", nargs="?", default=None,
+                   help="release spec (TOML); default: the bundled Sacramento example")
+    add_spec_overrides(p, anonymity=overrides)
+    if not overrides:
+        return
+    for option, (metavar, text) in _OVERRIDE_HELP.items():
+        p.add_argument(f"--{option}", type=int, metavar=metavar, help=text)
+    p.add_argument("--on-convergence-failure", choices=["stop", "warn"],
+                   help="when a fit fails its checks (R-hat > 1.01, divergences, low ESS): stop "
+                        "before writing anything, or warn and go on (default: the spec's "
+                        "[sampling] on_convergence_failure; bundled spec: stop)")
+
+
+def add_output_arguments(p: argparse.ArgumentParser, *, default: str | None, holds: str) -> None:
+    """Register ``--out`` (`default`; the folder `holds` these files) and ``--overwrite``."""
+    where = f"default: ./{default}" if default else "default: print only"
+    p.add_argument("--out", default=default, metavar="DIR",
+                   help=f"output folder ({where}); holds {holds}; must not exist (see "
+                        "--overwrite) and must not contain the spec or its data file")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output folder of an earlier run of this command "
+                        "(default: refuse)")
 
 
 def spec_from_args(args: argparse.Namespace):

@@ -67,11 +67,9 @@ def _grid(text: str) -> list[int]:
 
 def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
-    from datetime import datetime, timezone
-
     import pandas as pd
 
-    from synthgeo._versions import package_versions
+    from synthgeo.io.provenance import provenance
     from synthgeo.masking import NearestHouseholdAttacker, choose_k, write_choose_k
     from synthgeo.masking.store import CHOOSE_K_RECORD, check_output_dir
 
@@ -102,13 +100,7 @@ def run(args: argparse.Namespace, say) -> int:
                       preregistered=args.preregistered, verify=args.verify,
                       max_verify_redraws=args.max_verify_redraws)
     seconds = time.perf_counter() - t0
-    record = {
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": "synthgeo choose-k",
-        "inputs": inputs.provenance,
-        "versions": package_versions(),
-        "seconds": round(seconds, 2),
-    }
+    record = {**provenance("choose-k", inputs=inputs.provenance), "seconds": round(seconds, 2)}
     written = write_choose_k(result, out, record=record, overwrite=args.overwrite,
                              inputs=input_files(args))
     t = result.table

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
-from synthgeo.cli._options import add_spec_overrides
+from synthgeo.cli._spec import add_output_arguments, add_spec_arguments, spec_from_args
 
 
 def add_parser(sub, common) -> None:
@@ -22,55 +23,35 @@ def add_parser(sub, common) -> None:
                     "the spatial utility (residual semivariogram, Moran's I). Output is "
                     "confidential: it is for the methodologist, not for release.",
     )
-    c.add_argument("spec", nargs="?", default=None,
-                   help="release spec (TOML); default: the bundled Sacramento example")
-    c.add_argument("--out", default=None, metavar="DIR",
-                   help="write the tables (CSV), comparison.json and, with --frontier, "
-                        "frontier.csv/.png to this folder (default: print only); must not "
-                        "exist unless --overwrite")
-    c.add_argument("--overwrite", action="store_true",
-                   help="replace an earlier `synthgeo compare` output folder (default: refuse)")
+    add_spec_arguments(c)
+    add_output_arguments(c, default=None,
+                         holds="the tables (CSV), comparison.json and, with --frontier, "
+                               "frontier.csv/.png")
     c.add_argument("--frontier", action="store_true",
                    help="also sweep gamma in {0, 1, auto = max(0, sigma2/tau2 - 1), 10, inf} x "
                         "rho0 in {0.05, 0.1, 0.2, 0.3} (20 restricted fits; M in metres from "
                         "each rho0) and tabulate and plot risk reduction vs CI overlap "
                         "(default: off)")
-    c.add_argument("--draws", type=int, metavar="N",
-                   help="posterior draws kept per chain, integer >= 10 (overrides [sampling] "
-                        "draws; default: the spec's)")
-    c.add_argument("--seed", type=int, metavar="INT",
-                   help="random seed, non-negative integer (overrides [sampling] seed; "
-                        "default: the spec's)")
-    c.add_argument("--implicates", type=int, metavar="L",
-                   help="number L of synthetic data sets per model, integer >= 2 (overrides "
-                        "[synthesis] n_implicates; default: the spec's, 100 in the paper spec)")
-    c.add_argument("--on-convergence-failure", choices=["stop", "warn"],
-                   help="when a fit fails its checks: stop, or warn and go on (overrides "
-                        "[sampling] on_convergence_failure; default: stop)")
-    add_spec_overrides(c)
 
 
 def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import pandas as pd
 
-    from synthgeo import __version__
-    from synthgeo.cli._spec import spec_from_args
-    from synthgeo.studies.compare import compare_models, write_comparison
+    import synthgeo as sg
+    from synthgeo.studies.compare import COMPARISON_RECORD, write_comparison
 
     t0 = time.perf_counter()
     spec = spec_from_args(args)
     if args.out is not None:  # refuse a bad --out before minutes of fitting
-        from pathlib import Path
+        from synthgeo.io.atomic import check_output_dir
+        from synthgeo.release.writer import input_paths
 
-        from synthgeo._errors import SpecError
-
-        out = Path(args.out)
-        if out.exists() and not args.overwrite:
-            raise SpecError(f"output folder {str(out)!r} exists; pass `--overwrite` to replace "
-                            "it or choose another `--out`")
-    say(f"synthgeo {__version__} compare: {spec.source}")
-    result = compare_models(spec, progress=lambda m: say(f"  {m}"))
+        check_output_dir(Path(args.out), marker=COMPARISON_RECORD, overwrite=args.overwrite,
+                         inputs=input_paths(spec), what="an earlier `synthgeo compare` output",
+                         empty_ok=False)
+    say(f"synthgeo {sg.__version__} compare: {spec.source}")
+    result = sg.compare(spec, progress=lambda m: say(f"  {m}"))
     frontier = None
     if args.frontier:
         from synthgeo.studies.frontier import risk_utility_frontier

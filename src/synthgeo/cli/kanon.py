@@ -46,9 +46,8 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import pandas as pd
 
-    from synthgeo._versions import package_versions
-    from synthgeo.io.atomic import check_output_dir
-    from synthgeo.locations.output import write_folder
+    from synthgeo.io.atomic import check_output_dir, write_folder
+    from synthgeo.io.provenance import provenance
     from synthgeo.locations.spatial_k import measure_spatial_k
 
     t0 = time.perf_counter()
@@ -96,16 +95,10 @@ def run(args: argparse.Namespace, say) -> int:
             say(worst.to_string(index=False, formatters=fmt))
     if args.out:
         record = {
-            "command": "kanon", "input": {"path": str(Path(args.points).resolve()),
-                                          "sha256": gdf.attrs.get("sha256"),
-                                          "n_read": gdf.attrs.get("n_read"),
-                                          "query": args.query},
-            "crs": {"source": gdf.attrs.get("source_crs"), "projected": gdf.crs.name,
-                    "coordinate_unit": gdf.attrs.get("coordinate_unit")},
-            "warnings": gdf.attrs.get("warnings", []),
+            **provenance("kanon", points=gdf, path=args.points, query=args.query),
             "summary": s, "histogram": hist.to_dict("records"),
             "distribution": res.distribution().to_dict("records"),
-            "by_group": res.by_group().to_dict("records"), "versions": package_versions(),
+            "by_group": res.by_group().to_dict("records"),
         }
         per_record = res.to_dataframe()
         layer = gdf[[gdf.geometry.name]].join(per_record)

@@ -13,17 +13,10 @@ import sys
 import warnings
 from importlib import import_module
 
-from synthgeo import __version__
 from synthgeo._errors import SynthgeoError
 from synthgeo.cli.registry import COMMANDS
 
 __all__ = ["main", "progress_enabled", "PROGRESS_CHOICES"]
-
-
-def _versions() -> str:
-    from synthgeo._versions import package_versions
-
-    return "\n".join(f"{k} {v}" for k, v in package_versions().items() if k != "synthgeo")
 
 
 def _one_line(message: object) -> str:
@@ -160,7 +153,9 @@ def _main(args: argparse.Namespace) -> int:
             f"synthgeo: warning: {_one_line(message)}", file=sys.stderr, flush=True
         )
     if args.version:
-        print(f"synthgeo {__version__}\n{_versions()}")
+        from synthgeo.api import show_versions
+
+        show_versions()
         return 0
     if args.command is None:
         _parser().print_help()

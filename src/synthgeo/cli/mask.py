@@ -65,7 +65,8 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import numpy as np
 
-    from synthgeo._versions import package_versions
+    from synthgeo._errors import SpecError
+    from synthgeo.io.provenance import provenance
     from synthgeo.masking import (
         NearestHouseholdAttacker,
         evaluate_mask,
@@ -121,10 +122,8 @@ def run(args: argparse.Namespace, say) -> int:
                                random_seed=np.random.default_rng([seed, 2]),
                                households=inputs.households, weights=inputs.weights)
     record = {
-        "inputs": prov, "inputs_key": key, "parameters": params, "reused_from": reused,
-        "evaluation": evaluation.to_dict(),
-        "versions": package_versions(),
-        "command": "synthgeo mask",
+        **provenance("mask", inputs=prov, timestamp=False), "inputs_key": key, "parameters": params,
+        "reused_from": reused, "evaluation": evaluation.to_dict(),
     }
     written = write_mask(mask, out, record=record, file_format=args.format,
                          overwrite=args.overwrite, inputs=input_files(args))

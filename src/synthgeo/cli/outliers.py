@@ -130,10 +130,9 @@ def run(args: argparse.Namespace, say) -> int:
     import pyproj
 
     from synthgeo._errors import SpecError
-    from synthgeo._versions import package_versions
-    from synthgeo.io.atomic import check_output_dir
+    from synthgeo.io.atomic import check_output_dir, write_folder
+    from synthgeo.io.provenance import provenance
     from synthgeo.locations.outliers import apply_outlier_policy
-    from synthgeo.locations.output import write_folder
     from synthgeo.locations.policy import OutlierPolicy
 
     t0 = time.perf_counter()
@@ -190,17 +189,9 @@ def run(args: argparse.Namespace, say) -> int:
             table["x"], table["y"] = table["x"] / scale, table["y"] / scale
             files["disposed.parquet"] = lambda p: layer.to_parquet(p, index=False)
             files["disposed.csv"] = lambda p: table.to_csv(p, index=False)
-        files[MARKER] = {
-            "command": "outliers",
-            "input": {"path": str(Path(args.points).resolve()),
-                      "sha256": gdf.attrs.get("sha256"), "n_read": gdf.attrs.get("n_read"),
-                      "query": args.query},
-            "crs": {"source": gdf.attrs.get("source_crs"), "projected": gdf.crs.name,
-                    "coordinate_unit": gdf.attrs.get("coordinate_unit"),
-                    "disposed_csv_xy": "in the input's CRS and unit (coordinate_unit)"},
-            "warnings": gdf.attrs.get("warnings", []),
-            **res.record(), "versions": package_versions(),
-        }
+        record = provenance("outliers", points=gdf, path=args.points, query=args.query)
+        record["crs"]["disposed_csv_xy"] = "in the input's CRS and unit (coordinate_unit)"
+        files[MARKER] = {**record, **res.record()}
         out = write_folder(args.out, files, marker=MARKER, overwrite=args.overwrite,
                            inputs=(Path(args.points),))
         what = "labels and record (refused: no disposed layer)" if res.refused else \

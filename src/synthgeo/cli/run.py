@@ -7,8 +7,7 @@ import time
 from pathlib import Path
 
 from synthgeo import __version__
-from synthgeo.cli._options import add_spec_overrides
-from synthgeo.cli._spec import spec_from_args
+from synthgeo.cli._spec import add_output_arguments, add_spec_arguments, spec_from_args
 
 
 def add_parser(sub, common) -> None:
@@ -22,45 +21,18 @@ def add_parser(sub, common) -> None:
                     "before/after (tolerances `eps` in back-transformed units, e.g. dollars; "
                     "`p` relative) and the Reiter (2003) utility table.",
     )
-    r.add_argument("spec", nargs="?", default=None,
-                   help="release spec (TOML); default: the bundled Sacramento example")
-    r.add_argument("--out", default="synthgeo-out", metavar="DIR",
-                   help="output folder (default: ./synthgeo-out); holds release/, "
-                        "confidential/, release.json, report.html; must not exist (see "
-                        "--overwrite) and must not contain the spec or its data file")
-    r.add_argument("--overwrite", action="store_true",
-                   help="replace an existing output folder of an earlier run (default: refuse)")
-    r.add_argument("--draws", type=int, metavar="N",
-                   help="posterior draws kept per chain, integer >= 10 (default: the spec's "
-                        "[sampling] draws; bundled spec: 1000)")
-    r.add_argument("--tune", type=int, metavar="N",
-                   help="warm-up (tuning) iterations per chain, discarded, integer >= 10 "
-                        "(default: the spec's [sampling] tune; bundled spec: 1000)")
-    r.add_argument("--chains", type=int, metavar="N",
-                   help="number of MCMC chains, integer >= 2 (R-hat compares chains; 1 only "
-                        "with --on-convergence-failure warn) (default: the spec's [sampling] "
-                        "chains; bundled spec: 2)")
-    r.add_argument("--seed", type=int, metavar="INT",
-                   help="random seed, non-negative integer (default: the spec's [sampling] "
-                        "seed; bundled spec: 20181); same spec + seed gives byte-identical "
-                        "release files")
-    r.add_argument("--implicates", type=int, metavar="L",
-                   help="number L of synthetic data sets (Reiter's m), integer >= 2 (default: "
-                        "the spec's [synthesis] n_implicates; bundled spec: 100)")
-    r.add_argument("--on-convergence-failure", choices=["stop", "warn"],
-                   help="when R-hat > 1.01, divergences or low ESS: stop before writing "
-                        "release/, or warn and go on (default: the spec's [sampling] "
-                        "on_convergence_failure; bundled spec: stop)")
-    add_spec_overrides(r)
+    add_spec_arguments(r)
+    add_output_arguments(r, default="synthgeo-out",
+                         holds="release/, confidential/, release.json, report.html")
 
 
 def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import pandas as pd
 
-    from synthgeo.pipeline import run_release
-    from synthgeo.release.report import render_report, summary_tables
-    from synthgeo.release.writer import check_output_dir, input_paths, write_release
+    import synthgeo as sg
+    from synthgeo.release.report import summary_tables
+    from synthgeo.release.writer import check_output_dir, input_paths
 
     t0 = time.perf_counter()
     spec = spec_from_args(args)
@@ -68,16 +40,13 @@ def run(args: argparse.Namespace, say) -> int:
     check_output_dir(out, overwrite=args.overwrite, inputs=input_paths(spec))
     say(f"synthgeo {__version__}: {spec.source}")
     bars = getattr(args, "progressbar", False)
-    result = run_release(spec, progress=lambda m: say(f"  {m}"), progressbar=bars)
+    rel = sg.run(spec, progress=lambda m: say(f"  {m}"), progressbar=bars)
     t = time.perf_counter()
     say("  writing the report and the release")
-    html = render_report(result, progressbar=bars)
-    tables = summary_tables(result)  # before writing: a failure after the rename would lie
-    seconds = dict(result.seconds)
-    out = write_release(result, out, overwrite=args.overwrite, report_html=html,
-                        seconds=seconds)
-    seconds["write"] = time.perf_counter() - t
-    seconds["total"] = time.perf_counter() - t0
+    tables = summary_tables(rel.result)  # before writing: a failure after the rename would lie
+    out = rel.write(out, overwrite=args.overwrite, progressbar=bars)
+    seconds = {**rel.seconds, "write": time.perf_counter() - t,
+               "total": time.perf_counter() - t0}
     with pd.option_context("display.width", 160, "display.max_columns", 20,
                            "display.float_format", "{:.4g}".format):
         say("\n" + tables["overview"].to_string(index=False, header=False))

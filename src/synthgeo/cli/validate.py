@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from synthgeo.cli._options import add_spec_overrides
-from synthgeo.cli._spec import spec_from_args
+from synthgeo.cli._spec import add_spec_arguments, spec_from_args
 
 
 def add_parser(sub, common) -> None:
@@ -16,8 +15,7 @@ def add_parser(sub, common) -> None:
                     "columns, coordinates, CRS (projected to metres), prior overrides. Prints "
                     "the number of records and sites.",
     )
-    v.add_argument("spec", nargs="?", default=None, help="release spec (TOML); default: bundled")
-    add_spec_overrides(v, anonymity=False)
+    add_spec_arguments(v, overrides=False)
 
 
 def run(args: argparse.Namespace, say) -> int:

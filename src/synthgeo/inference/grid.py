@@ -27,7 +27,7 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from synthgeo.config import SamplerConfig
+from synthgeo.config import SamplingConfig
 from synthgeo.inference.result import GPFit, check_convergence
 from synthgeo.inference.conditionals import draw_effects_exact
 from synthgeo.inference.grid_posterior import (
@@ -74,7 +74,7 @@ def fit_gp_grid(
     priors: GPPriors,
     coef_names: list[str],
     scale: np.ndarray | None = None,
-    config: SamplerConfig | None = None,
+    config: SamplingConfig | None = None,
     gp: str = "nngp",
     n_neighbors: int = 15,
     effect_solver: str = "cg",
@@ -100,7 +100,7 @@ def fit_gp_grid(
     scale : ndarray of shape (n_sites,) or Smoothing, optional
         Diagonal of D; ``None`` = unrestricted. A :class:`~synthgeo.model.smoothing.Smoothing`
         with γ = "auto" makes D a function of each grid cell's α = τ²/σ² (exact per cell).
-    config : SamplerConfig, optional
+    config : SamplingConfig, optional
         ``chains`` x ``draws`` independent draws are kept (arranged as chains so that ArviZ's
         diagnostics apply); ``seed``.
     gp : {"exact", "nngp"}
@@ -129,7 +129,7 @@ def fit_gp_grid(
     """
     if gp not in ("exact", "nngp"):
         raise ValueError(f"`gp` must be 'exact' or 'nngp', got {gp!r}")
-    config = config or SamplerConfig()
+    config = config or SamplingConfig()
     seed = config.seed if random_seed is None else random_seed
     draw_seed, effect_seed = np.random.SeedSequence(seed).spawn(2)
     smoothing = scale if isinstance(scale, Smoothing) else None

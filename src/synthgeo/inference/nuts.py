@@ -15,7 +15,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from synthgeo._errors import SpecError
-from synthgeo.config import SamplerConfig
+from synthgeo.config import SamplingConfig
 from synthgeo.inference.conditionals import recover_effects
 from synthgeo.inference.result import GPFit, check_convergence
 from synthgeo.model.kernels import METRES_PER_KM, Sites
@@ -35,7 +35,7 @@ def fit_gp(
     priors: GPPriors,
     coef_names: list[str],
     scale: np.ndarray | None = None,
-    config: SamplerConfig | None = None,
+    config: SamplingConfig | None = None,
     parametrization: str = "ridge",
     random_seed: int | None = None,
     label: str = "model",
@@ -55,7 +55,7 @@ def fit_gp(
     coef_names : list of str
     scale : ndarray of shape (n_sites,), optional
         Diagonal of D; ``None`` = unrestricted.
-    config : SamplerConfig, optional
+    config : SamplingConfig, optional
         Chains, draws, tune, target_accept, backend.
     parametrization : {"natural", "ridge"}
         See :func:`synthgeo.model.restricted_gp.build_model`.
@@ -74,7 +74,7 @@ def fit_gp(
     """
     import nutpie
 
-    config = config or SamplerConfig()
+    config = config or SamplingConfig()
     seed = config.seed if random_seed is None else random_seed
     ss = np.random.SeedSequence(seed)
     nuts_seed, recover_seed = (int(s.generate_state(1)[0]) for s in ss.spawn(2))

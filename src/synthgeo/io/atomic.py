@@ -1,17 +1,24 @@
-"""Atomic output folders: written in a temporary sibling, renamed into place on success."""
+"""Atomic output folders: written in a temporary sibling, renamed into place on success.
+
+The one output-folder writer of synthgeo: :func:`check_output_dir` refuses a bad ``--out``
+before any work, :func:`atomic_folder` is the temporary-folder-then-rename primitive, and
+:func:`write_folder` does both for every command (release, comparison, kanon, outliers, mask,
+choose-k).
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from synthgeo._errors import SpecError
 
-__all__ = ["atomic_folder", "check_output_dir"]
+__all__ = ["atomic_folder", "check_output_dir", "write_folder"]
 
 
 def check_output_dir(
@@ -112,3 +119,77 @@ def atomic_folder(out: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+#: What :func:`write_folder` accepts for one file: a writer ``f(path)``, text, bytes, or a
+#: dict/list written as indented JSON through :func:`synthgeo.io.jsonable.dumps`.
+FileContent = Callable[[Path], Any] | str | bytes | dict | list
+
+
+def write_folder(
+    out: str | os.PathLike,
+    files: Mapping[str, FileContent] | Callable[[Path], Any],
+    *,
+    marker: str,
+    overwrite: bool = False,
+    inputs: Iterable[str | os.PathLike] = (),
+    what: str = "an earlier output of this command",
+    empty_ok: bool = True,
+) -> Path:
+    """Write a new output folder all or nothing; return it (resolved).
+
+    Parameters
+    ----------
+    out : path
+        Output folder; checked first by :func:`check_output_dir` (with `marker`,
+        `overwrite`, `inputs`, `what` and `empty_ok`).
+    files : mapping or callable
+        Relative file name (sub-folders are created) → content (see :data:`FileContent`),
+        written in order; or one function ``write(tmp)`` that fills the temporary folder
+        itself (when later files depend on earlier ones, e.g. a record of hashes).
+    marker, overwrite, inputs, what, empty_ok
+        See :func:`check_output_dir`.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    SpecError
+        A refused output folder (see :func:`check_output_dir`); nothing is written.
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> out = Path(tempfile.mkdtemp()) / "result"
+    >>> done = write_folder(out, {"summary.json": {"share": float("nan")},
+    ...                           "tables/n.csv": "n,3"}, marker="summary.json")
+    >>> json.loads((done / "summary.json").read_text())
+    {'share': None}
+    >>> sorted(p.name for p in done.rglob("*"))
+    ['n.csv', 'summary.json', 'tables']
+    """
+    out = check_output_dir(out, marker=marker, overwrite=overwrite, inputs=inputs, what=what,
+                           empty_ok=empty_ok)
+    with atomic_folder(out) as tmp:
+        if callable(files):
+            files(tmp)
+        else:
+            for name, content in files.items():
+                _write_one(tmp / name, content)
+    return out
+
+
+def _write_one(path: Path, content: FileContent) -> None:
+    from synthgeo.io.jsonable import dumps
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, dict | list):
+        path.write_text(dumps(content, indent=2), encoding="utf-8")
+    elif isinstance(content, str):
+        path.write_text(content, encoding="utf-8")
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        content(path)

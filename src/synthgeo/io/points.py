@@ -2,7 +2,7 @@
 
 :func:`load_points` is the door every input goes through (every command and the spec): it reads
 CSV (separator, decimal mark, encoding), GeoPackage, shapefile, GeoJSON or GeoParquet
-(:mod:`synthgeo.io.read`), filters rows, checks the columns the release needs
+(:mod:`synthgeo.io.files`), filters rows, checks the columns the release needs
 (:mod:`synthgeo.io.columns`), settles the unit of the coordinates (:mod:`synthgeo.io.units`),
 refuses implausible coordinates (:mod:`synthgeo.io.plausibility`) and projects the points to a
 local metric CRS (:mod:`synthgeo.io.crs`). A layer without a CRS is refused (EPSG:4326 is never
@@ -12,7 +12,6 @@ assumed) and Web Mercator is never used for distances. Warnings that survive are
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 from collections.abc import Sequence
@@ -42,7 +41,8 @@ from synthgeo.io.crs import (
 )
 from synthgeo.io.notices import note
 from synthgeo.io.plausibility import check_extent, check_ranges
-from synthgeo.io.read import CsvOptions, read_table
+from synthgeo.io.files import CsvOptions, read_table
+from synthgeo.io.provenance import file_sha256
 from synthgeo.io.units import CoordinateUnit, check_unit_names, coordinate_unit, to_crs_units
 
 __all__ = ["load_points", "check_projected", "coordinates_m", "metric_problem"]
@@ -223,7 +223,7 @@ def load_points(
     path = Path(path)
     if not path.is_file():
         raise InputError(f"input file {path!s} does not exist")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = file_sha256(path)
     frame, source_crs = read_table(path, x=x, y=y, crs=crs, csv_options=options)
     is_csv = not isinstance(frame, geopandas.GeoDataFrame)
     unit = _unit(is_csv, source_crs, coord_unit_m, [x, y], path)

@@ -1,178 +1,346 @@
-"""Read a points file as it is: CSV (separator, decimal mark, encoding) or a spatial layer.
+"""The front door's points: :func:`read_points` from a file, :func:`check_points_frame` in memory.
 
-Column integrity is checked here, at the door: a repeated header is refused by name (pandas would
-silently rename the second ``beds`` to ``beds.1``); a header without the separator but with
-another likely one names it; bytes that are not in the encoding name the `encoding` option.
+Both give a GeoDataFrame in a projected CRS in metres whose ``attrs`` carry its provenance
+(:data:`synthgeo.io.provenance.INPUT_KEYS`, ``source_crs``, ``id_column``) and, after
+:func:`read_points`, the ``[data]`` keys it was read with (``read_options``). A frame that
+still has the data :func:`read_points` returned (same :func:`~synthgeo.io.provenance.frame_sha256`)
+keeps the file's path and hash; any change in memory drops them, so a record never names a file
+the data no longer match.
 """
 
 from __future__ import annotations
 
-import csv
-from dataclasses import dataclass
-from pathlib import Path
+import os
+import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import geopandas
+import numpy as np
 import pandas as pd
 import pyproj
 
 from synthgeo._errors import InputError
-from synthgeo.io.crs import describe, parse_crs
+from synthgeo.io import columns
+from synthgeo.io import crs as crs_mod
+from synthgeo.io import points as _points
+from synthgeo.io.paths import PACKAGE_PREFIX, resolve_input
+from synthgeo.io.provenance import frame_sha256
+from synthgeo.io.units import coordinate_unit
 
-__all__ = ["CsvOptions", "read_table", "SUFFIXES"]
+__all__ = ["read_points", "check_points_frame", "read_options", "READ_KEYS"]
 
-_VECTOR_SUFFIXES = {".gpkg", ".shp", ".geojson"}
-_PARQUET_SUFFIXES = {".parquet", ".geoparquet"}
-SUFFIXES = sorted({".csv"} | _VECTOR_SUFFIXES | _PARQUET_SUFFIXES)
-_SEPARATORS = (",", ";", "\t", "|")
-_SEP_NAMES = {",": "','", ";": "';'", "\t": "'\\t' (tab)", "|": "'|'"}
-
-
-@dataclass(frozen=True, kw_only=True)
-class CsvOptions:
-    """How a CSV is written: ``sep`` (one character), ``decimal`` mark, text ``encoding``.
-
-    Raises
-    ------
-    InputError
-        A separator or decimal mark that is not one character, the two equal, or an encoding
-        Python does not know.
-    """
-
-    sep: str = ","
-    decimal: str = "."
-    encoding: str = "utf-8"
-
-    def __post_init__(self) -> None:
-        """Validate the three values (InputError names the option)."""
-        import codecs
-
-        for key in ("sep", "decimal"):
-            v = getattr(self, key)
-            if not (isinstance(v, str) and len(v) == 1):
-                raise InputError(f"`{key}` must be one character (e.g. \";\" or \"\\t\"), got "
-                                 f"{v!r}")
-        if self.sep == self.decimal:
-            raise InputError(f"`sep` and `decimal` are both {self.sep!r}; a semicolon-separated "
-                             'file with decimal commas needs sep = ";" and decimal = ","')
-        try:
-            codecs.lookup(self.encoding)
-        except (LookupError, TypeError) as exc:
-            raise InputError(f"`encoding` = {self.encoding!r} is not a text encoding Python "
-                             'knows; e.g. "utf-8", "latin-1", "cp1252"') from exc
-
-    @property
-    def is_default(self) -> bool:
-        """Whether all three are the defaults (comma, point, UTF-8)."""
-        return (self.sep, self.decimal, self.encoding) == (",", ".", "utf-8")
+#: The ``[data]`` keys that say how a file is read (the others name the columns' roles).
+READ_KEYS = ("path", "x", "y", "crs", "id", "query", "target_crs", "drop_duplicates",
+             "coord_unit_m", "sep", "decimal", "encoding", "accept_small_extent")
 
 
-def _encoding_error(path: Path, opts: CsvOptions, exc: UnicodeDecodeError) -> InputError:
-    return InputError(
-        f"the CSV {path.name} is not {opts.encoding} text (byte {exc.object[exc.start]:#04x} at "
-        f"position {exc.start}): set `encoding` ([data] encoding, or --encoding) to the file's "
-        'encoding, e.g. "latin-1" or "cp1252"')
+def read_points(
+    path: str | os.PathLike,
+    *,
+    x: str | None = None,
+    y: str | None = None,
+    crs: str | int | None = None,
+    id: str | None = None,  # noqa: A002 - the `[data]` key's name
+    query: str | None = None,
+    target_crs: str | int = "utm",
+    drop_duplicates: bool = False,
+    coord_unit_m: float | None = None,
+    sep: str = ",",
+    decimal: str = ".",
+    encoding: str = "utf-8",
+    accept_small_extent: bool = False,
+    numeric_columns: Sequence[str] = (),
+    required_columns: Sequence[str] = (),
+    **options: Any,
+) -> geopandas.GeoDataFrame:
+    """Read a points file into a GeoDataFrame in metres, with the keys of a spec's ``[data]``.
 
-
-def _header(path: Path, opts: CsvOptions) -> list[str]:
-    """Column names as written in the first line (duplicates kept), or raise naming the fix."""
-    enc = "utf-8-sig" if opts.encoding.lower().replace("_", "-") in ("utf-8", "utf8") \
-        else opts.encoding
-    try:
-        with open(path, encoding=enc, newline="") as fh:
-            line = fh.readline()
-    except UnicodeDecodeError as exc:
-        raise _encoding_error(path, opts, exc) from exc
-    names = next(csv.reader([line.rstrip("\r\n")], delimiter=opts.sep), [])
-    if len(names) <= 1:
-        others = [s for s in _SEPARATORS if s != opts.sep and s in line]
-        if others:
-            likely = max(others, key=line.count)
-            raise InputError(
-                f"the header of {path.name} has no {_SEP_NAMES.get(opts.sep, repr(opts.sep))} "
-                f"but {line.count(likely)} {_SEP_NAMES[likely]}: the file reads as one column; "
-                f"set `sep` ([data] sep, or --sep) to {likely!r}"
-                + (' (with decimal commas also decimal = ",")' if likely == ";" else ""))
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise InputError(f"{path.name} has repeated column name(s) {repeated} in its header; "
-                         "give every column a distinct name (pandas would rename the second "
-                         "silently)")
-    return names
-
-
-def _read_csv(path: Path, opts: CsvOptions) -> pd.DataFrame:
-    _header(path, opts)
-    try:
-        return pd.read_csv(path, sep=opts.sep, decimal=opts.decimal, encoding=opts.encoding)
-    except UnicodeDecodeError as exc:
-        raise _encoding_error(path, opts, exc) from exc
-    except ValueError as exc:  # pandas.errors.ParserError and friends
-        raise InputError(f"could not read the CSV {path.name}: {exc}; check `sep` "
-                         f"({opts.sep!r}) and quoting") from exc
-
-
-def _read_layer(path: Path, given: pyproj.CRS | None, crs: Any
-                ) -> tuple[geopandas.GeoDataFrame, pyproj.CRS]:
-    try:
-        parquet = path.suffix.lower() in _PARQUET_SUFFIXES
-        gdf = geopandas.read_parquet(path) if parquet else geopandas.read_file(path)
-    except Exception as exc:  # the readers raise many types (pyogrio, pyarrow, ValueError)
-        raise InputError(f"could not read {path.name} as a spatial layer: {exc}") from exc
-    if gdf.crs is None:
-        if given is None:
-            raise InputError(f"{path.name} has no CRS and `crs` is not set: set `crs` in the "
-                             "spec (or `--crs`) to the CRS the coordinates are in (EPSG:4326 "
-                             "is never assumed)")
-        return gdf.set_crs(given), given
-    file_crs = pyproj.CRS.from_user_input(gdf.crs)
-    if given is not None and not file_crs.equals(given, ignore_axis_order=True):
-        raise InputError(f"`crs` = {crs!r} ({describe(given)}) conflicts with the CRS stored in "
-                         f"{path.name}: {describe(file_crs)}; remove `crs` from the spec")
-    return gdf, file_crs
-
-
-def read_table(path: Path, *, x: str | None, y: str | None, crs: Any,
-               csv_options: CsvOptions) -> tuple[pd.DataFrame, pyproj.CRS]:
-    """Read `path`: a DataFrame for a CSV (with x/y columns), a GeoDataFrame for a layer.
+    A thin layer over :func:`synthgeo.io.points.load_points` that remembers how the file was
+    read, so that :func:`synthgeo.synthesize` on the result writes the same release as
+    :func:`synthgeo.run` on a spec with these ``[data]`` keys.
 
     Parameters
     ----------
-    path : Path
-        Existing file with a supported suffix (see :data:`SUFFIXES`).
+    path : str or os.PathLike
+        CSV, GeoPackage, shapefile, GeoJSON or GeoParquet; ``synthgeo:NAME`` for a file
+        shipped in the package. Only read.
     x, y : str, optional
-        CSV coordinate columns (required for CSV, refused for a layer).
+        CSV only: coordinate columns (longitude/easting, latitude/northing).
     crs : str or int, optional
-        CRS of the coordinates (required for CSV; must agree with a layer's own).
-    csv_options : CsvOptions
-        Separator, decimal mark and encoding (CSV only; defaults required for a layer).
+        CRS of the coordinates (required for CSV, e.g. ``"EPSG:4326"``).
+    id : str, optional
+        Unique record id column (default: a column ``record`` = 0..N-1).
+    query : str, optional
+        :meth:`pandas.DataFrame.query` selecting records, e.g. ``"beds == 2"``.
+    target_crs : str or int, default="utm"
+        Projected CRS in metres for distances (``"utm"``, ``"local"`` or a CRS).
+    drop_duplicates : bool, default=False
+        Drop exact duplicate rows (they are reported with a warning either way).
+    coord_unit_m : float, optional
+        Metres per unit of the x/y columns (1000 for kilometres); default: the CRS's unit
+        (docs/locations.md, "Units and plausibility").
+    sep, decimal, encoding : str, default=",", ".", "utf-8"
+        How a CSV is written (``";"`` and ``","`` for a European spreadsheet export).
+    accept_small_extent : bool, default=False
+        Go on, with a coded warning, when many distinct locations span an implausibly small
+        extent (otherwise refused as a likely unit error).
+    numeric_columns, required_columns : sequence of str, default=()
+        Columns that must be finite numbers / exist (checked again by
+        :func:`synthgeo.synthesize` for the roles it is given).
+    **options
+        Further :func:`~synthgeo.io.points.load_points` arguments (e.g. ``coord_unit_m``).
 
     Returns
     -------
-    frame : pandas.DataFrame or geopandas.GeoDataFrame
-    source_crs : pyproj.CRS
+    geopandas.GeoDataFrame
+        Points in `target_crs` (metres), index 0..N-1, every input column kept plus the id.
+        ``attrs``: ``path``, ``sha256`` (file bytes), ``n_read``, ``n_duplicates``, ``query``,
+        ``frame_sha256`` (:func:`synthgeo.io.provenance.frame_sha256` of this frame),
+        ``source_crs``, ``id_column`` and ``read_options`` (the ``[data]`` keys above).
 
     Raises
     ------
-    InputError
-        Unsupported suffix; x/y or CSV options on a layer; missing or conflicting CRS; a
-        repeated header; a likely other separator; bytes outside the encoding; unreadable file.
+    synthgeo.InputError
+        As :func:`synthgeo.io.points.load_points` (missing file or column, text or NaN in
+        numbers, no CRS, a geographic or Web Mercator `target_crs`, ...).
+
+    Examples
+    --------
+    >>> import warnings, synthgeo as sg
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # the file's one known duplicate sale
+    ...     pts = sg.read_points("synthgeo:sacramento_home_sales.csv", x="lon", y="lat",
+    ...                          crs="EPSG:4326", id="id", query="beds == 2")
+    >>> len(pts), pts.crs.name, pts.attrs["n_read"]
+    (140, 'WGS 84 / UTM zone 10N', 932)
     """
-    suffix = path.suffix.lower()
-    given = None if crs is None else parse_crs(crs, "crs")
-    if suffix == ".csv":
-        if x is None or y is None:
-            raise InputError(f"a CSV input needs `x` and `y` column names, got x={x!r}, y={y!r}")
-        if given is None:
-            raise InputError(f"the CSV {path.name} has no CRS: set `crs` in the spec (or "
-                             "`--crs` on the command line) to the CRS of its `x`/`y` columns, "
-                             'e.g. "EPSG:4326" for longitude/latitude')
-        return _read_csv(path, csv_options), given
-    if suffix not in _VECTOR_SUFFIXES | _PARQUET_SUFFIXES:
-        raise InputError(f"input file {path.name} has suffix {suffix!r}; supported: {SUFFIXES}")
-    if x is not None or y is not None:
-        raise InputError(f"`x`/`y` ({x!r}, {y!r}) apply to CSV only; {path.name} has a geometry")
-    if not csv_options.is_default:
-        raise InputError(f"`sep`/`decimal`/`encoding` apply to CSV only; {path.name} is a "
-                         "spatial layer whose format defines them")
-    return _read_layer(path, given, crs)
+    file = resolve_input(path)
+    gdf = _points.load_points(file, x=x, y=y, crs=crs, id_column=id, query=query,
+                              target_crs=target_crs, drop_duplicates=drop_duplicates,
+                              coord_unit_m=coord_unit_m, sep=sep, decimal=decimal,
+                              encoding=encoding, accept_small_extent=accept_small_extent,
+                              numeric_columns=list(numeric_columns),
+                              required_columns=list(required_columns), **options)
+    given = os.fspath(path)  # `synthgeo:NAME` kept as written; a relative path made absolute
+    named = given if isinstance(given, str) and given.startswith(PACKAGE_PREFIX) else None
+    read_options = {"path": named or os.fspath(file.absolute()), "x": x, "y": y, "crs": crs,
+                    "id": id, "query": query, "target_crs": target_crs,
+                    "drop_duplicates": drop_duplicates, "coord_unit_m": coord_unit_m,
+                    "sep": sep, "decimal": decimal, "encoding": encoding,
+                    "accept_small_extent": accept_small_extent, **options}
+    gdf.attrs.update(path=os.fspath(file.absolute()), query=query, read_options=read_options)
+    gdf.attrs["frame_sha256"] = frame_sha256(gdf)
+    return gdf
+
+
+def check_points_frame(
+    points: geopandas.GeoDataFrame,
+    *,
+    numeric_columns: Sequence[str] = (),
+    required_columns: Sequence[str] = (),
+    id_column: str | None = None,
+    target_crs: str | int = "utm",
+    min_records: int = 10,
+) -> geopandas.GeoDataFrame:
+    """Check records handed over in memory and return a copy in metres with provenance.
+
+    The checks of :func:`synthgeo.io.points.load_points` for a GeoDataFrame (columns, finite
+    numbers, points, a CRS, unique ids, exact duplicates); a frame not in metres is projected
+    to `target_crs`. The input is never modified.
+
+    Parameters
+    ----------
+    points : geopandas.GeoDataFrame
+        One Point per record, with a CRS.
+    numeric_columns, required_columns : sequence of str, default=()
+        Columns that must be finite numbers / must exist.
+    id_column : str, optional
+        Unique record id column; default ``attrs["id_column"]`` (set by
+        :func:`read_points`), else a new column ``record`` = 0..N-1.
+    target_crs : str or int, default="utm"
+        Used only when the frame is not in metres (``"utm"``, ``"local"`` or a CRS).
+    min_records : int, default=10
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        Index 0..N-1; ``attrs`` as :func:`read_points` sets them. ``frame_sha256`` is the
+        hash of `points` as given; ``path`` and ``sha256`` name the file only while `points`
+        holds exactly the data :func:`read_points` returned, else they are None.
+
+    Raises
+    ------
+    TypeError
+        If `points` is not a GeoDataFrame.
+    synthgeo.InputError
+        No CRS; missing, non-point or non-finite geometries; a missing column; text, NaN or
+        inf in a numeric column; missing or repeated ids; too few records.
+
+    Warns
+    -----
+    UserWarning
+        Exact duplicate rows (same location and values), counted in ``n_duplicates``.
+
+    Examples
+    --------
+    >>> import geopandas
+    >>> pts = geopandas.GeoDataFrame(
+    ...     {"price": [1.0, 2.0, 3.0]},
+    ...     geometry=geopandas.points_from_xy([-121.5, -121.4, -121.3], [38.5, 38.6, 38.7]),
+    ...     crs="EPSG:4326")
+    >>> out = check_points_frame(pts, numeric_columns=["price"], min_records=3)
+    >>> out.crs.name, out.attrs["id_column"], out.attrs["path"]
+    ('WGS 84 / UTM zone 10N', 'record', None)
+    """
+    if not isinstance(points, geopandas.GeoDataFrame):
+        raise TypeError(
+            f"`points` must be a geopandas.GeoDataFrame, got {type(points).__name__}; build one "
+            "with geopandas.GeoDataFrame(df, geometry=geopandas.points_from_xy(df.lon, df.lat), "
+            'crs="EPSG:4326"), or read a file with synthgeo.read_points')
+    if points.crs is None:
+        raise InputError("the GeoDataFrame has no CRS: set the CRS its coordinates are in with "
+                         "`gdf.set_crs(...)` (EPSG:4326 is never assumed)")
+    attrs = _provenance_attrs(points, frame_sha256(points))
+    id_column = id_column or attrs.get("id_column")
+    _check_columns(points, [*required_columns, *numeric_columns, id_column])
+    gdf = points.copy()
+    gdf.attrs = {}
+    _check_geometry(gdf, id_column)
+    for column in numeric_columns:
+        values = columns.as_numbers(gdf, column, id_column, "numeric")
+        if not pd.api.types.is_numeric_dtype(gdf[column]):
+            gdf[column] = values
+    if len(gdf) < min_records:
+        raise InputError(f"only {len(gdf)} record(s) in the GeoDataFrame; `min_records` = "
+                         f"{min_records} are needed")
+    gdf = gdf.reset_index(drop=True)
+    id_column = _check_ids(gdf, id_column)
+    if attrs.get("n_duplicates") is None:
+        attrs["n_duplicates"] = _count_duplicates(gdf, id_column)
+    gdf = _to_metres(gdf, target_crs)
+    gdf.attrs.update(attrs, id_column=id_column)
+    return gdf
+
+
+def read_options(points: geopandas.GeoDataFrame) -> dict[str, Any] | None:
+    """Return the ``[data]`` keys `points` was read with, or None once its data have changed.
+
+    Parameters
+    ----------
+    points : geopandas.GeoDataFrame
+
+    Returns
+    -------
+    dict or None
+        ``attrs["read_options"]`` of a frame from :func:`read_points` whose
+        :func:`~synthgeo.io.provenance.frame_sha256` is still the one recorded there; None for
+        a frame built in memory or changed since (rows filtered, values edited, reprojected).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # the file's one known duplicate sale
+    ...     pts = read_points("synthgeo:sacramento_home_sales.csv", x="lon", y="lat",
+    ...                       crs="EPSG:4326", query="beds == 2")
+    >>> read_options(pts)["query"]
+    'beds == 2'
+    >>> read_options(pts[pts["sqft_living"] > 1000]) is None
+    True
+    """
+    opts = points.attrs.get("read_options")
+    if opts is None or points.attrs.get("frame_sha256") != frame_sha256(points):
+        return None
+    return dict(opts)
+
+
+def _provenance_attrs(points: geopandas.GeoDataFrame, digest: str) -> dict[str, Any]:
+    """Provenance for `points`: the file's while the data are unchanged since read_points."""
+    a = points.attrs
+    source = a.get("source_crs") or pyproj.CRS.from_user_input(points.crs).to_wkt()
+    unit = a.get("coordinate_unit") or coordinate_unit(pyproj.CRS.from_wkt(source), None).to_dict()
+    out = {"path": None, "sha256": None, "n_read": len(points), "n_duplicates": None,
+           "query": None, "frame_sha256": digest, "source_crs": source,
+           "id_column": a.get("id_column"), "coordinate_unit": unit,
+           "warnings": list(a.get("warnings", [])), "extent": None}
+    if a.get("frame_sha256") == digest:  # exactly what read_points returned
+        out.update({k: a.get(k) for k in ("path", "sha256", "n_read", "n_duplicates", "query",
+                                          "extent")})
+        out["read_options"] = a.get("read_options")
+    return out
+
+
+def _check_columns(points: geopandas.GeoDataFrame, columns: list[str | None]) -> None:
+    missing = [c for c in dict.fromkeys(columns) if c is not None and c not in points.columns]
+    if missing:
+        raise InputError(f"column(s) {missing} not found in the GeoDataFrame; available "
+                         f"columns: {[str(c) for c in points.columns]} (names are case-sensitive)")
+
+
+def _check_geometry(gdf: geopandas.GeoDataFrame, id_column: str | None) -> None:
+    geom = gdf.geometry
+    if (bad := geom.isna() | geom.is_empty).any():
+        raise InputError(f"{int(bad.sum())} record(s) have a missing or empty geometry at "
+                         f"{columns.where(gdf, bad, id_column)}; drop them first")
+    if (kinds := set(geom.geom_type)) != {"Point"}:
+        raise InputError(f"the GeoDataFrame holds {sorted(kinds)} geometries; only Point is "
+                         "accepted (explode MultiPoints, or take centroids deliberately)")
+    xy = np.column_stack([geom.x.to_numpy(float), geom.y.to_numpy(float)])
+    if (inf := ~np.isfinite(xy).all(axis=1)).any():
+        raise InputError(f"non-finite coordinates at {columns.where(gdf, inf, id_column)}")
+
+
+def _check_ids(gdf: geopandas.GeoDataFrame, id_column: str | None) -> str:
+    """Return the id column, refusing missing or repeated ids; add ``record`` when None."""
+    if id_column is None:
+        if "record" in gdf.columns:
+            raise InputError('the GeoDataFrame already has a column "record": pass '
+                             '`id="record"` if it is the record id, or rename it')
+        gdf.insert(0, "record", np.arange(len(gdf)))
+        return "record"
+    ids = gdf[id_column]
+    if ids.isna().any():
+        raise InputError(f"id column `{id_column}` has {int(ids.isna().sum())} missing values")
+    if (repeated := ids.duplicated(keep=False)).any():
+        shown = ids[repeated].unique()[:5].tolist()
+        raise InputError(f"id column `{id_column}` is not unique: {shown} appear twice or more")
+    return id_column
+
+
+def _count_duplicates(gdf: geopandas.GeoDataFrame, id_column: str) -> int:
+    """Count (and warn about) rows equal to an earlier one in location and every value."""
+    key = pd.DataFrame(gdf.drop(columns=[id_column, gdf.geometry.name]))
+    key = key.assign(__x=gdf.geometry.x.to_numpy(), __y=gdf.geometry.y.to_numpy())
+    try:
+        duplicated = key.duplicated(keep="first").to_numpy()
+    except TypeError:  # unhashable cell values (lists): compare their text
+        duplicated = key.astype(str).duplicated(keep="first").to_numpy()
+    n = int(duplicated.sum())
+    if n:
+        warnings.warn(f"{n} exact duplicate row(s) in the GeoDataFrame (same location and values "
+                      f"as an earlier row, e.g. {columns.where(gdf, duplicated, id_column)}): "
+                      "kept; drop them first if they are not real records",
+                      UserWarning, stacklevel=3)
+    return n
+
+
+def _to_metres(gdf: geopandas.GeoDataFrame, target_crs: str | int) -> geopandas.GeoDataFrame:
+    """Keep a frame in a projected metric CRS; project any other to `target_crs`."""
+    crs = pyproj.CRS.from_user_input(gdf.crs)
+    if crs_mod.metric_problem(crs) is None:
+        return gdf
+    try:
+        if isinstance(target_crs, str) and target_crs.lower() == "local":
+            target = crs_mod.local_crs(gdf)
+        elif isinstance(target_crs, str) and target_crs.lower() == "utm":
+            target = pyproj.CRS.from_user_input(gdf.estimate_utm_crs())
+        else:
+            target = crs_mod.parse_crs(target_crs, "target_crs")
+            if problem := crs_mod.metric_problem(target):
+                raise InputError(f"`target_crs` = {target_crs!r} {problem}; use \"utm\" or a "
+                                 "local metric CRS")
+        return gdf.to_crs(target)
+    except (RuntimeError, pyproj.exceptions.ProjError) as exc:
+        raise InputError(f"cannot project the points from {crs_mod.describe(crs)} to a metric "
+                         f"CRS ({exc}); set the right CRS with `gdf.set_crs(...)`") from exc

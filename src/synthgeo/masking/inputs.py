@@ -24,9 +24,9 @@ from shapely.geometry.base import BaseGeometry
 
 from synthgeo._errors import InputError
 from synthgeo.io.points import load_points, metric_problem
+from synthgeo.io.provenance import file_sha256
 from synthgeo.io.units import coordinate_unit
 from synthgeo.masking._validate import check_region
-from synthgeo.masking.store import sha256_file
 
 __all__ = ["MaskingInputs", "load_masking_inputs", "read_region"]
 
@@ -299,7 +299,7 @@ def load_masking_inputs(
                        "total_weight": float(weights.sum()) if weights is not None
                        else float(len(households))},
         "region": None if region_path is None else {
-            "path": str(region_path), "sha256": sha256_file(region_path),
+            "path": str(region_path), "sha256": file_sha256(region_path),
             "area_m2": float(region.area)},
         "coordinates": {"x": x, "y": y, "crs": None if crs is None else str(crs),
                         "coord_unit_m": scale, "unit": cases.attrs["coordinate_unit"],

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -23,44 +22,19 @@ import pandas as pd
 import pyproj
 
 from synthgeo._errors import InputError, SpecError
-from synthgeo.io.atomic import atomic_folder, check_output_dir
+from synthgeo.io.atomic import check_output_dir, write_folder
+from synthgeo.io.jsonable import dumps
+from synthgeo.io.provenance import file_sha256
 from synthgeo.masking.donut import DonutMask
 from synthgeo.masking.sweep import ChooseKResult
 
 __all__ = ["MASK_SIDECAR", "CHOOSE_K_RECORD", "inputs_key", "write_mask", "read_mask",
-           "reuse_previous_mask", "write_choose_k", "sha256_file", "atomic_output_dir",
-           "check_output_dir", "jsonable"]
+           "reuse_previous_mask", "write_choose_k", "check_output_dir"]
 
 MASK_SIDECAR = "mask.json"
 CHOOSE_K_RECORD = "choose_k.json"
 _LAYER = {"parquet": "masked.parquet", "gpkg": "masked.gpkg"}
 _FIXED_DATE = "2000-01-01T00:00:00.000Z"  # GeoPackage timestamps, for byte-identical files
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    """Hex sha256 digest of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def jsonable(value: Any) -> Any:
-    """Recursively turn NumPy scalars/arrays and non-finite floats into JSON values."""
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 def inputs_key(params: dict[str, Any]) -> str:
@@ -77,44 +51,8 @@ def inputs_key(params: dict[str, Any]) -> str:
         Hex digest. Two masks with the same key and seed were made from the same input files
         (by hash) with the same parameters, so the earlier one can be reused as is.
     """
-    text = json.dumps(jsonable(params), sort_keys=True, separators=(",", ":"))
+    text = dumps(params, indent=None, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def atomic_output_dir(out: str | os.PathLike, write: Callable[[Path], None], *, marker: str,
-                      overwrite: bool = False, inputs: Iterable[str | os.PathLike] = ()) -> Path:
-    """Write an output folder atomically: `write(tmp)` fills a temporary folder, then rename.
-
-    Parameters
-    ----------
-    out : path
-        Output folder.
-    write : callable
-        Fills the temporary folder it is given.
-    marker : str
-        File name that identifies an earlier output of this kind (only such a folder, or an
-        empty one, may be replaced).
-    overwrite : bool, default=False
-        Replace an existing output folder.
-    inputs : iterable of path
-        Input files the output folder must not contain.
-
-    Returns
-    -------
-    Path
-        The output folder (resolved).
-
-    Raises
-    ------
-    SpecError
-        Existing folder without `overwrite`, a folder that is not an earlier output of this
-        kind, a folder holding an input, or an unwritable parent.
-    """
-    out = Path(out).resolve()
-    check_output_dir(out, marker=marker, overwrite=overwrite, inputs=inputs)
-    with atomic_folder(out) as tmp:
-        write(tmp)
-    return out
 
 
 def _write_gpkg(gdf: geopandas.GeoDataFrame, path: Path) -> None:
@@ -160,7 +98,7 @@ def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any
     Raises
     ------
     SpecError
-        Bad `file_format` or output folder (see :func:`atomic_output_dir`).
+        Bad `file_format` or output folder (see :func:`synthgeo.io.atomic.write_folder`).
 
     Notes
     -----
@@ -199,8 +137,7 @@ def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any
             "crs": crs.name, "crs_wkt": crs.to_wkt(), "units": "metres",
             "files": [name, "masked.csv"],
         }
-        (rel / "masking.json").write_text(json.dumps(jsonable(public), indent=2) + "\n",
-                                          encoding="utf-8")
+        (rel / "masking.json").write_text(dumps(public) + "\n", encoding="utf-8")
         side = {
             "synthgeo_mask": 1,
             "confidential": "holds the seed, the key of the mask: never publish this file",
@@ -210,13 +147,12 @@ def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any
             "verification": mask.verification,
             "id_column": mask.id_column, "crs": crs.name, "crs_wkt": crs.to_wkt(),
             "layer": f"release/{name}",
-            "files": {f"release/{f}": sha256_file(rel / f)
+            "files": {f"release/{f}": file_sha256(rel / f)
                       for f in (name, "masked.csv", "masking.json")},
         }
-        (tmp / MASK_SIDECAR).write_text(json.dumps(jsonable(side), indent=2) + "\n",
-                                        encoding="utf-8")
+        (tmp / MASK_SIDECAR).write_text(dumps(side) + "\n", encoding="utf-8")
 
-    return atomic_output_dir(out, write, marker=MASK_SIDECAR, overwrite=overwrite, inputs=inputs)
+    return write_folder(out, write, marker=MASK_SIDECAR, overwrite=overwrite, inputs=inputs)
 
 
 def read_mask(folder: str | os.PathLike) -> tuple[geopandas.GeoDataFrame, dict[str, Any]]:
@@ -252,7 +188,7 @@ def read_mask(folder: str | os.PathLike) -> tuple[geopandas.GeoDataFrame, dict[s
         path = folder / name
         if not path.is_file():
             raise InputError(f"{name} listed in {side_path} is missing")
-        if sha256_file(path) != digest:
+        if file_sha256(path) != digest:
             raise InputError(f"{path} changed since the mask was written (sha256 differs from "
                              f"{MASK_SIDECAR}); restore it from the release, do not re-mask")
     path = folder / layer_name
@@ -347,16 +283,14 @@ def write_choose_k(result: ChooseKResult, out: str | os.PathLike, *,
     Raises
     ------
     SpecError
-        Bad output folder (see :func:`atomic_output_dir`).
+        Bad output folder (see :func:`synthgeo.io.atomic.write_folder`).
     """
     from synthgeo.masking.plot import plot_choose_k
 
     def write(tmp: Path) -> None:
         result.table.to_csv(tmp / "sweep.csv", index=False, float_format="%.6g")
         full = {"synthgeo_choose_k_record": 1, **(record or {}), **result.to_record()}
-        (tmp / CHOOSE_K_RECORD).write_text(json.dumps(jsonable(full), indent=2) + "\n",
-                                           encoding="utf-8")
+        (tmp / CHOOSE_K_RECORD).write_text(dumps(full) + "\n", encoding="utf-8")
         plot_choose_k(result).savefig(tmp / "choose_k.png", dpi=120)
 
-    return atomic_output_dir(out, write, marker=CHOOSE_K_RECORD, overwrite=overwrite,
-                             inputs=inputs)
+    return write_folder(out, write, marker=CHOOSE_K_RECORD, overwrite=overwrite, inputs=inputs)

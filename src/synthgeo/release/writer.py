@@ -9,11 +9,7 @@ the synthetic response; no other input column can reach it.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +17,15 @@ import geopandas
 import numpy as np
 import pandas as pd
 
-from synthgeo.io.atomic import atomic_folder
 from synthgeo.io.atomic import check_output_dir as _check_output_dir
+from synthgeo.io.atomic import write_folder
+from synthgeo.io.jsonable import dumps, jsonable
+from synthgeo.io.provenance import file_sha256, provenance
+from synthgeo.pipeline import MODELS, ReleaseResult, risk_per_record
 from synthgeo.release.readme import csv_name, data_user_readme
-from synthgeo._versions import package_versions
-from synthgeo.pipeline import MODELS, ReleaseResult
 from synthgeo.release.schema import validate_release_record
 
-__all__ = ["check_output_dir", "input_paths", "write_release", "package_versions", "release_frames",
+__all__ = ["check_output_dir", "input_paths", "write_release", "release_frames",
            "release_record", "EMPTY_REVIEW"]
 
 #: The review block of a new release record: the board fills it in (see the schema).
@@ -48,8 +45,8 @@ def check_output_dir(out: Path, *, overwrite: bool, inputs: list[Path]) -> None:
 
 
 def input_paths(spec) -> list[Path]:
-    """Files an output folder must never contain: the points file and the spec."""
-    return [spec.data_path()] + ([spec.source] if spec.source is not None else [])
+    """Files an output folder must never contain: the points file and the spec (when any)."""
+    return [p for p in (spec.data_path(), spec.source) if p is not None]
 
 
 def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
@@ -95,37 +92,14 @@ def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
     return frames
 
 
-def _jsonable(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating, float)):
-        v = float(obj)
-        return None if math.isnan(v) else ("inf" if math.isinf(v) else v)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    if isinstance(obj, Path):
-        return str(obj)
-    return obj
-
-
 def _file_list(folder: Path) -> list[dict[str, Any]]:
     """List every file under ``folder`` (sorted) as ``{path, bytes, sha256}``.
 
     Paths are relative to ``folder``'s parent (``release/...``).
     """
-    out = []
-    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
-        h = hashlib.sha256()
-        with open(f, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        out.append({"path": f.relative_to(folder.parent).as_posix(), "bytes": f.stat().st_size,
-                    "sha256": h.hexdigest()})
-    return out
+    return [{"path": f.relative_to(folder.parent).as_posix(), "bytes": f.stat().st_size,
+             "sha256": file_sha256(f)}
+            for f in sorted(p for p in folder.rglob("*") if p.is_file())]
 
 
 def release_record(
@@ -168,18 +142,15 @@ def release_record(
         fits[name] = {"posterior_summary": summ, "convergence": fit.convergence.to_dict(),
                       "seconds": fit.seconds, "engine": fit.engine,
                       "n_sites_smoothed": int(np.sum(fit.scale < 1))}
+    prov = provenance(None, points=data.gdf)
     rec = {
         "synthgeo_release_record": 1,
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": prov["created_at"],
         "spec": spec.to_dict(),
-        "input": {"path": str(spec.data_path()), "sha256": data.gdf.attrs.get("sha256"),
-                  "n_read": data.gdf.attrs.get("n_read"),
-                  "n_duplicates": data.gdf.attrs.get("n_duplicates")},
-        "versions": package_versions(),
+        "input": prov["input"],
+        "versions": prov["versions"],
         "seed": spec.sampling.seed,
-        "crs": {"source": str(data.gdf.attrs.get("source_crs")), "projected": data.gdf.crs.name,
-                "projected_wkt": data.gdf.crs.to_wkt(),
-                "coordinate_unit": data.gdf.attrs.get("coordinate_unit")},
+        "crs": prov["crs"],
         "n_records": data.n_records, "n_sites": data.sites.n_sites,
         "n_implicates": spec.synthesis.n_implicates,
         "released_model": "restricted",
@@ -204,7 +175,7 @@ def release_record(
     if getattr(result, "locations", None) is not None:
         rec["locations"] = result.locations.summary()
     rec.update(_location_verdict_and_warnings(result))
-    return _jsonable(rec)
+    return jsonable(rec)
 
 
 def _location_verdict_and_warnings(result: ReleaseResult) -> dict[str, Any]:
@@ -217,11 +188,6 @@ def _location_verdict_and_warnings(result: ReleaseResult) -> dict[str, Any]:
     return {"warnings": collect(result.data.gdf.attrs.get("warnings"),
                                 getattr(loc, "warnings", None)),
             "verdicts": {"location": verdict.to_dict()}}
-
-
-def _data_user_readme(result: ReleaseResult) -> str:
-    """Return the data users' README (see :func:`synthgeo.release.readme.data_user_readme`)."""
-    return data_user_readme(result)
 
 
 def write_release(
@@ -251,44 +217,40 @@ def write_release(
     SpecError
         If ``out`` exists without ``overwrite`` or contains the input.
     """
-    out = Path(out).resolve()
-    check_output_dir(out, overwrite=overwrite, inputs=input_paths(result.spec))
-    with atomic_folder(out) as tmp:
-        rel = tmp / "release"
-        (rel / "csv").mkdir(parents=True)
-        conf = tmp / "confidential"
-        conf.mkdir()
-        frames = release_frames(result)
-        # the restricted (differentially smoothed) model's implicates are the release; the
-        # unrestricted ones are kept for the board only
-        pub = frames["restricted"]
-        pub.to_parquet(rel / "implicates.parquet", index=False)
-        n_impl = result.spec.synthesis.n_implicates
-        for imp, part in pd.DataFrame(pub.drop(columns="geometry")).groupby("implicate"):
-            part.drop(columns="implicate").to_csv(rel / "csv" / csv_name(imp, n_impl),
-                                                  index=False)
-        (rel / "README.md").write_text(_data_user_readme(result), encoding="utf-8")
-        frames["unrestricted"].to_parquet(conf / "implicates_unrestricted.parquet", index=False)
-        for name, fit in result.fits.items():
-            fit.idata.to_netcdf(str(conf / f"posterior_{name}.nc"), engine="h5netcdf")
-        risk = pd.DataFrame({
-            result.data.id_column: result.data.record_id,
-            "at_risk": result.at_risk.at_risk,
-            "n_neighbours_within_M": result.at_risk.n_neighbours,
-        })
-        for name in MODELS:
-            rf = result.risk[name].to_dataframe().reset_index(drop=True)
-            risk = pd.concat([risk, rf.add_suffix(f"_{name}")], axis=1)
-        risk.to_csv(conf / "risk_per_record.csv", index=False)
-        result.risk_summary.to_csv(conf / "risk_summary.csv", index=False)
-        if result.locations is not None:  # per-record k and outlier labels: board only
-            result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
-        result.utility.to_csv(conf / "utility_reiter.csv", index=False)
+    def write(tmp: Path) -> None:
+        _write_release_files(result, tmp)
         record = release_record(result, seconds=seconds or result.seconds,
-                                release_files=_file_list(rel))
+                                release_files=_file_list(tmp / "release"))
         validate_release_record(record)
-        (tmp / "release.json").write_text(json.dumps(record, indent=2), encoding="utf-8")
+        (tmp / "release.json").write_text(dumps(record, indent=2), encoding="utf-8")
         if report_html is not None:
             (tmp / "report.html").write_text(report_html, encoding="utf-8")
-    return out
+
+    return write_folder(out, write, marker="release.json", overwrite=overwrite,
+                        inputs=input_paths(result.spec), what="an earlier synthgeo output")
+
+
+def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
+    """``release/`` (publishable) and ``confidential/`` (the board's) into `tmp`."""
+    rel = tmp / "release"
+    (rel / "csv").mkdir(parents=True)
+    conf = tmp / "confidential"
+    conf.mkdir()
+    frames = release_frames(result)
+    # the restricted (differentially smoothed) model's implicates are the release; the
+    # unrestricted ones are kept for the board only
+    pub = frames["restricted"]
+    pub.to_parquet(rel / "implicates.parquet", index=False)
+    n_impl = result.spec.synthesis.n_implicates
+    for imp, part in pd.DataFrame(pub.drop(columns="geometry")).groupby("implicate"):
+        part.drop(columns="implicate").to_csv(rel / "csv" / csv_name(imp, n_impl), index=False)
+    (rel / "README.md").write_text(data_user_readme(result), encoding="utf-8")
+    frames["unrestricted"].to_parquet(conf / "implicates_unrestricted.parquet", index=False)
+    for name, fit in result.fits.items():
+        fit.idata.to_netcdf(str(conf / f"posterior_{name}.nc"), engine="h5netcdf")
+    risk_per_record(result).to_csv(conf / "risk_per_record.csv", index=False)
+    result.risk_summary.to_csv(conf / "risk_summary.csv", index=False)
+    if result.locations is not None:  # per-record k and outlier labels: board only
+        result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
+    result.utility.to_csv(conf / "utility_reiter.csv", index=False)
 

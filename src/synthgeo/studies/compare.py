@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,16 +25,17 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from synthgeo.io.atomic import atomic_folder, check_output_dir
 from synthgeo.config import ReleaseSpec
 from synthgeo.inference.result import GPFit
-from synthgeo.model.kernels import make_sites
-from synthgeo.pipeline import PreparedData, ReleaseResult, _fitter, run_release
+from synthgeo.io.atomic import write_folder
 from synthgeo.io.points import coordinates_m
+from synthgeo.io.provenance import provenance
+from synthgeo.model.kernels import make_sites
+from synthgeo.pipeline import PreparedData, ReleaseResult, as_spec, make_fitter, run_release
 from synthgeo.risk.within_eps import _label, within_eps_risk
-from synthgeo.utility.spatial import spatial_utility_tables
 from synthgeo.synthesis.implicates import draw_implicates
 from synthgeo.utility.reiter import compare_to_confidential
+from synthgeo.utility.spatial import spatial_utility_tables
 
 __all__ = ["ComparisonResult", "compare_models", "posterior_summary", "subset_data",
            "write_comparison"]
@@ -41,6 +43,9 @@ __all__ = ["ComparisonResult", "compare_models", "posterior_summary", "subset_da
 log = logging.getLogger(__name__)
 
 MODELS3 = ("unrestricted", "restricted", "suppressed")
+
+#: The record that marks a folder as a comparison (an earlier one may be overwritten).
+COMPARISON_RECORD = "comparison.json"
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -206,15 +211,20 @@ def _at_risk_records(release: ReleaseResult, supp: xr.Dataset, kept: np.ndarray)
     return out
 
 
-def compare_models(spec: ReleaseSpec, *, progress=None, n_bins: int = 12,
-                   moran_k: int = 8) -> ComparisonResult:
+def compare_models(spec: ReleaseSpec | str | os.PathLike, *, points=None, fitter=None,
+                   progress=None, n_bins: int = 12, moran_k: int = 8) -> ComparisonResult:
     """Fit unrestricted, restricted and suppressed models on the spec's data; build the tables.
 
     Parameters
     ----------
-    spec : ReleaseSpec
-        A validated spec (its ``[model]`` section defines the restricted model and the at-risk
-        rule; the suppressed baseline drops the at-risk records of that rule).
+    spec : ReleaseSpec or path
+        A validated spec or its TOML file (its ``[model]`` section defines the restricted model
+        and the at-risk rule; the suppressed baseline drops the at-risk records of that rule).
+    points : geopandas.GeoDataFrame, optional
+        Records already in memory (as :func:`synthgeo.synthesize`); default: the spec's file.
+    fitter : callable, optional
+        Replaces the spec's inference engine for all three fits (see
+        :data:`synthgeo.pipeline.Fitter`).
     progress : callable, optional
         ``progress(message)`` per stage.
     n_bins : int, default=12
@@ -232,9 +242,9 @@ def compare_models(spec: ReleaseSpec, *, progress=None, n_bins: int = 12,
         As :func:`synthgeo.pipeline.run_release`; ``SpecError`` also when every record is at
         risk (nothing left for the suppressed baseline).
     """
-    say = progress or (lambda msg: log.info(msg))
+    say, spec = progress or log.info, as_spec(spec)
     t0 = time.perf_counter()
-    release = run_release(spec, progress=say)
+    release = run_release(spec, points=points, progress=say, fitter=fitter)
     seconds = {"release": time.perf_counter() - t0}
     data = release.data
     kept = ~np.asarray(release.at_risk.at_risk, bool)
@@ -248,7 +258,8 @@ def compare_models(spec: ReleaseSpec, *, progress=None, n_bins: int = 12,
     t = time.perf_counter()
     sub = subset_data(data, kept)
     seeds = np.random.SeedSequence([spec.sampling.seed, 3]).spawn(2)
-    fit = _fitter(spec, sub)(random_seed=int(seeds[0].generate_state(1)[0]), label="suppressed")
+    fit = make_fitter(spec, sub, fitter=fitter)(random_seed=int(seeds[0].generate_state(1)[0]),
+                                                label="suppressed")
     supp = draw_implicates(fit, sub.X, n_implicates=spec.synthesis.n_implicates,
                            record_id=sub.record_id, random_seed=seeds[1])
     seconds["fit_suppressed"] = time.perf_counter() - t
@@ -319,29 +330,25 @@ def write_comparison(
         If ``out`` exists without ``overwrite``, is not an earlier comparison, or contains an
         input.
     """
-    import json
+    from synthgeo.release.writer import input_paths
 
-    from synthgeo.release.writer import input_paths, package_versions
-
-    out = check_output_dir(out, marker="comparison.json", overwrite=overwrite,
-                           inputs=input_paths(result.release.spec),
-                           what="an earlier `synthgeo compare` output", empty_ok=False)
-    with atomic_folder(out) as tmp:
-        for name, table in result.tables().items():
-            table.to_csv(tmp / f"{name}.csv", index=False)
-        rel = result.release
-        record = {
-            "what": "synthgeo compare: unrestricted, restricted and suppressed fits "
-                    "(confidential: not for release)",
-            "spec": rel.spec.to_dict(), "M_m": rel.M_m, "n_at_risk": rel.at_risk.n_at_risk,
-            "engines": {k: {kk: vv for kk, vv in f.engine.items() if kk != "grid_stages"}
-                        for k, f in result.fits.items()},
-            "seconds": result.seconds, "versions": package_versions(),
-        }
-        if frontier is not None:
-            frontier.table.to_csv(tmp / "frontier.csv", index=False)
-            frontier.plot(tmp / "frontier.png")
-            record["frontier_seconds"] = frontier.seconds
-        (tmp / "comparison.json").write_text(json.dumps(record, indent=2, default=str),
-                                             encoding="utf-8")
-    return out
+    rel = result.release
+    record = {
+        **provenance("compare", points=rel.data.gdf),
+        "what": "synthgeo compare: unrestricted, restricted and suppressed fits "
+                "(confidential: not for release)",
+        "spec": rel.spec.to_dict(), "M_m": rel.M_m, "n_at_risk": rel.at_risk.n_at_risk,
+        "engines": {k: {kk: vv for kk, vv in f.engine.items() if kk != "grid_stages"}
+                    for k, f in result.fits.items()},
+        "seconds": result.seconds,
+    }
+    files = {f"{name}.csv": (lambda p, t=table: t.to_csv(p, index=False))
+             for name, table in result.tables().items()}
+    if frontier is not None:
+        files["frontier.csv"] = lambda p: frontier.table.to_csv(p, index=False)
+        files["frontier.png"] = frontier.plot
+        record["frontier_seconds"] = frontier.seconds
+    files[COMPARISON_RECORD] = record
+    return write_folder(out, files, marker=COMPARISON_RECORD, overwrite=overwrite,
+                        inputs=input_paths(rel.spec), what="an earlier `synthgeo compare` output",
+                        empty_ok=False)

@@ -20,10 +20,10 @@ import numpy as np
 import pandas as pd
 
 from synthgeo.config import ReleaseSpec
+from synthgeo.io.points import coordinates_m
 from synthgeo.model.at_risk import find_at_risk
 from synthgeo.model.kernels import M_FROM_RHO0
-from synthgeo.pipeline import _fitter, prepare_data, restricted_smoothing
-from synthgeo.io.points import coordinates_m
+from synthgeo.pipeline import make_fitter, prepare_data, restricted_smoothing
 from synthgeo.risk.within_eps import _label, summarise_risk, within_eps_risk
 from synthgeo.synthesis.implicates import draw_implicates
 from synthgeo.utility.reiter import compare_to_confidential
@@ -142,7 +142,7 @@ def risk_utility_frontier(
     subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
     ss = np.random.SeedSequence([spec.sampling.seed, 7]).spawn(2 + 2 * len(gammas) * len(rho0s))
     seed = [int(s.generate_state(1)[0]) for s in ss]
-    fit = _fitter(spec, data)
+    fit = make_fitter(spec, data)
     say("fitting the unrestricted model")
     unres = fit(random_seed=seed[0], label="unrestricted")
     L = spec.synthesis.n_implicates

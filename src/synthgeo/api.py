@@ -1,0 +1,305 @@
+"""The front door's jobs: :func:`synthesize` (data in memory), :func:`run` (a spec), compare.
+
+The spec's sections are these functions' types (:class:`~synthgeo.config.ModelConfig`,
+:class:`~synthgeo.config.SamplingConfig`, ...), so anything a spec can say can be said here;
+:func:`synthesize` on ``read_points(<[data] keys>)`` and :func:`run` on the spec write the same
+``release/`` bytes. Every command of the ``synthgeo`` command line is a layer over these.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import geopandas
+
+from synthgeo.config import (
+    AnonymityConfig,
+    DataConfig,
+    ModelConfig,
+    ReleaseSpec,
+    RiskConfig,
+    SamplingConfig,
+    SynthesisConfig,
+    UtilityConfig,
+)
+from synthgeo.io.read import read_options
+from synthgeo.pipeline import Fitter, Release, as_spec, run_release
+
+__all__ = ["synthesize", "run", "compare", "show_versions", "spec_for_points"]
+
+Progress = Callable[[str], None] | None
+
+
+def _section(name: str, cls: type, given: Any, **shortcuts: Any) -> Any:
+    """Return `given` (or the defaults) with the non-None shortcut keys replacing its own."""
+    if given is None:
+        given = cls()
+    elif not isinstance(given, cls):
+        raise TypeError(f"`{name}` must be a synthgeo.{cls.__name__}, got "
+                        f"{type(given).__name__}")
+    changes = {k: v for k, v in shortcuts.items() if v is not None}
+    return dataclasses.replace(given, **changes) if changes else given
+
+
+def spec_for_points(
+    points: geopandas.GeoDataFrame, *, response: str, covariates: Sequence[str] = (),
+    formula: str | None = None, implicates: int | None = None, seed: int | None = None,
+    id: str | None = None, x: str | None = None, y: str | None = None,  # noqa: A002
+    subject: str | None = None, back_transform: str = "exp",
+    model: ModelConfig | None = None, sampling: SamplingConfig | None = None,
+    synthesis: SynthesisConfig | None = None, risk: RiskConfig | None = None,
+    utility: UtilityConfig | None = None, anonymity: AnonymityConfig | None = None,
+) -> ReleaseSpec:
+    """Return the :class:`ReleaseSpec` :func:`synthesize` runs on `points`.
+
+    ``[data]`` takes the reading keys (path, x, y, crs, id, query, target_crs,
+    drop_duplicates) that :func:`synthgeo.read_points` recorded, as long as the frame still
+    holds the data it returned; ``path``, ``query`` and ``drop_duplicates`` are dropped once
+    it has changed (the release record must not name a file the data no longer match).
+
+    Parameters
+    ----------
+    points, response, covariates, formula, implicates, seed, id, x, y, subject, back_transform
+        As :func:`synthesize`.
+    model, sampling, synthesis, risk, utility, anonymity
+        As :func:`synthesize`.
+
+    Returns
+    -------
+    ReleaseSpec
+        With ``source = None`` (no spec file).
+
+    Raises
+    ------
+    TypeError, synthgeo.SpecError
+        As :func:`synthesize`.
+
+    Examples
+    --------
+    >>> import geopandas
+    >>> pts = geopandas.GeoDataFrame({"y": [1.0]}, geometry=geopandas.points_from_xy([0], [0]),
+    ...                              crs="EPSG:32610")
+    >>> spec = spec_for_points(pts, response="y", seed=7)
+    >>> spec.data.path, spec.sampling.seed, spec.formula
+    (None, 7, 'y ~ 1')
+    """
+    if not isinstance(points, geopandas.GeoDataFrame):
+        from synthgeo.io.read import check_points_frame
+
+        check_points_frame(points)  # raises the TypeError that says how to build one
+    recorded = points.attrs.get("read_options") or {}
+    unchanged = read_options(points) is not None
+    fields = {f.name for f in dataclasses.fields(DataConfig)}
+    keys = {k: v for k, v in recorded.items() if k in fields
+            and (unchanged or k not in ("path", "query", "drop_duplicates"))}
+    keys.update({k: v for k, v in {"id": id, "x": x, "y": y}.items() if v is not None})
+    data = DataConfig(**keys, response=response, covariates=list(covariates), subject=subject,
+                      back_transform=back_transform)
+    return ReleaseSpec(
+        data=data,
+        model=_section("model", ModelConfig, model),
+        sampling=_section("sampling", SamplingConfig, sampling, seed=seed),
+        synthesis=_section("synthesis", SynthesisConfig, synthesis, n_implicates=implicates),
+        risk=_section("risk", RiskConfig, risk),
+        utility=_section("utility", UtilityConfig, utility, formula=formula),
+        anonymity=_section("anonymity", AnonymityConfig, anonymity),
+    )
+
+
+def synthesize(
+    points: geopandas.GeoDataFrame, *, response: str, covariates: Sequence[str] = (),
+    formula: str | None = None, implicates: int | None = None, seed: int | None = None,
+    id: str | None = None, x: str | None = None, y: str | None = None,  # noqa: A002
+    subject: str | None = None, back_transform: str = "exp",
+    model: ModelConfig | None = None, sampling: SamplingConfig | None = None,
+    synthesis: SynthesisConfig | None = None, risk: RiskConfig | None = None,
+    utility: UtilityConfig | None = None, anonymity: AnonymityConfig | None = None,
+    fitter: Fitter | None = None, progress: Progress = None, progressbar: bool = False,
+) -> Release:
+    """Fit both models to records in memory, synthesise, and score risk and utility.
+
+    The whole job of ``synthgeo run`` (docs/model.md, docs/risk-and-utility.md) on a
+    GeoDataFrame; nothing is written until :meth:`Release.write`.
+
+    Parameters
+    ----------
+    points : geopandas.GeoDataFrame
+        One Point per record with a CRS (from :func:`synthgeo.read_points`, or built in memory;
+        a frame not in metres is projected to ``[data] target_crs``). Never modified.
+    response : str
+        Response column on the model scale (e.g. log-dollars).
+    covariates : sequence of str, default=()
+        Columns released unchanged and used as regressors.
+    formula : str, optional
+        The analyst's model, ``[utility] formula`` (default ``response ~ covariates``).
+    implicates : int, optional
+        L, ``[synthesis] n_implicates`` (default 100).
+    seed : int, optional
+        ``[sampling] seed`` (default 20181); same data and seed, same files.
+    id, x, y, subject, back_transform : optional
+        The ``[data]`` keys: record id column and the coordinate columns released with the
+        location (default: as :func:`synthgeo.read_points` read them, else a new ``record`` id
+        and the geometry only); subject id column; g, ``"exp"`` (default) or ``"identity"``.
+    model, sampling, synthesis, risk, utility, anonymity : config, optional
+        The spec's sections (:class:`ModelConfig`, :class:`SamplingConfig`, ...); default
+        their defaults. `formula`, `implicates` and `seed` replace their keys when given.
+    fitter, progress, progressbar : optional
+        A replacement inference engine (:data:`synthgeo.pipeline.Fitter`); ``progress(message)``
+        per stage; progress bars on stderr (default False).
+
+    Returns
+    -------
+    Release
+        ``.implicates`` (xarray, both models), ``.posterior`` (ArviZ), ``.risk``, ``.reiter``
+        and ``.write(out)``.
+
+    Raises
+    ------
+    TypeError
+        If `points` is not a GeoDataFrame or a section has the wrong type.
+    synthgeo.InputError
+        Unusable records (no CRS, text or NaN in a numeric column, repeated ids, ...).
+    synthgeo.SpecError
+        An impossible setting (it names the key).
+    synthgeo.ConvergenceError
+        A fit fails its checks with ``on_convergence_failure = "stop"``.
+
+    Examples
+    --------
+    Sixty simulated sales in UTM zone 10N (metres), fitted on the conjugate grid:
+
+    >>> import geopandas, synthgeo as sg
+    >>> from synthgeo.testing import simulate_gp
+    >>> sim = simulate_gp(60, random_seed=1)
+    >>> pts = geopandas.GeoDataFrame(
+    ...     {"log_price": sim["y"] + 12, "sqft": sim["X"][:, 1]},
+    ...     geometry=geopandas.points_from_xy(*sim["coords_m"].T), crs="EPSG:32610")
+    >>> rel = sg.synthesize(pts, response="log_price", covariates=["sqft"], implicates=5,
+    ...                     seed=1, sampling=sg.SamplingConfig(sampler="grid"))
+    >>> dict(rel.implicates.sizes)
+    {'implicate': 5, 'record': 60}
+    >>> sorted(rel.posterior)
+    ['restricted', 'unrestricted']
+    >>> rel.risk.to_dataframe().shape[0], list(rel.reiter["model"].unique())
+    (60, ['confidential', 'unrestricted', 'restricted'])
+    """
+    spec = spec_for_points(
+        points, response=response, covariates=covariates, formula=formula,
+        implicates=implicates, seed=seed, id=id, x=x, y=y, subject=subject,
+        back_transform=back_transform, model=model, sampling=sampling, synthesis=synthesis,
+        risk=risk, utility=utility, anonymity=anonymity)
+    return Release(result=run_release(spec, points=points, fitter=fitter, progress=progress,
+                                      progressbar=progressbar))
+
+
+def run(spec: ReleaseSpec | str | os.PathLike, *, fitter: Fitter | None = None,
+        progress: Progress = None, progressbar: bool = False) -> Release:
+    """Run the release job a spec describes (``synthgeo run`` without writing).
+
+    Parameters
+    ----------
+    spec : ReleaseSpec or path
+        A spec, or its TOML file (e.g. ``models/sacramento_2bed.toml``).
+    fitter, progress, progressbar
+        As :func:`synthesize`.
+
+    Returns
+    -------
+    Release
+        The type :func:`synthesize` returns; ``.write(out)`` writes what ``synthgeo run``
+        writes.
+
+    Raises
+    ------
+    synthgeo.SpecError, synthgeo.InputError, synthgeo.ConvergenceError
+        As :func:`synthesize`.
+
+    Examples
+    --------
+    The bundled Sacramento spec, on the conjugate grid and with 4 implicates:
+
+    >>> import warnings, synthgeo as sg
+    >>> from synthgeo.config import bundled_spec_path
+    >>> spec = sg.load_spec(bundled_spec_path()).replace("sampling", sampler="grid")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # the file's one known duplicate sale
+    ...     rel = sg.run(spec.replace("synthesis", n_implicates=4))
+    >>> rel.implicates["restricted"].shape
+    (4, 140)
+    """
+    return Release(result=run_release(as_spec(spec), fitter=fitter, progress=progress,
+                                      progressbar=progressbar))
+
+
+def compare(spec: ReleaseSpec | str | os.PathLike, *,
+            points: geopandas.GeoDataFrame | None = None, fitter: Fitter | None = None,
+            progress: Progress = None):
+    """Unrestricted, restricted and suppressed fits side by side (``synthgeo compare``).
+
+    Parameters
+    ----------
+    spec : ReleaseSpec or path
+    points : geopandas.GeoDataFrame, optional
+        Records in memory instead of the spec's file.
+    fitter, progress
+        As :func:`synthesize`.
+
+    Returns
+    -------
+    synthgeo.studies.compare.ComparisonResult
+        Posterior, utility, risk and spatial tables;
+        :func:`~synthgeo.studies.compare.write_comparison` writes them.
+
+    Raises
+    ------
+    synthgeo.SpecError
+        Also when every record is at risk (nothing left for the suppressed baseline).
+
+    Examples
+    --------
+    >>> import warnings, synthgeo as sg
+    >>> from synthgeo.config import bundled_spec_path
+    >>> spec = sg.load_spec(bundled_spec_path()).replace("sampling", sampler="grid")
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")  # the file's one known duplicate sale
+    ...     result = sg.compare(spec.replace("synthesis", n_implicates=4))
+    >>> sorted(result.fits)
+    ['restricted', 'suppressed', 'unrestricted']
+    """
+    from synthgeo.studies.compare import compare_models
+
+    return compare_models(as_spec(spec), points=points, fitter=fitter, progress=progress)
+
+
+def show_versions(*, as_dict: bool = False) -> dict[str, str] | None:
+    """Print (or return) the versions of synthgeo, Python and the main dependencies.
+
+    What ``synthgeo --version`` prints: ``synthgeo X`` first, then one ``name version`` line
+    per package (what a bug report needs).
+
+    Parameters
+    ----------
+    as_dict : bool, default=False
+        Return the versions instead of printing them.
+
+    Returns
+    -------
+    dict or None
+
+    Examples
+    --------
+    >>> import synthgeo as sg
+    >>> sg.show_versions(as_dict=True)["synthgeo"] == sg.__version__
+    True
+    """
+    from synthgeo._versions import package_versions
+
+    versions = package_versions()
+    if as_dict:
+        return versions
+    first = {"synthgeo": versions.pop("synthgeo")}
+    print("\n".join(f"{k} {v}" for k, v in {**first, **versions}.items()))
+    return None

@@ -1,0 +1,178 @@
+"""Read a points file as it is: CSV (separator, decimal mark, encoding) or a spatial layer.
+
+Column integrity is checked here, at the door: a repeated header is refused by name (pandas would
+silently rename the second ``beds`` to ``beds.1``); a header without the separator but with
+another likely one names it; bytes that are not in the encoding name the `encoding` option.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import geopandas
+import pandas as pd
+import pyproj
+
+from synthgeo._errors import InputError
+from synthgeo.io.crs import describe, parse_crs
+
+__all__ = ["CsvOptions", "read_table", "SUFFIXES"]
+
+_VECTOR_SUFFIXES = {".gpkg", ".shp", ".geojson"}
+_PARQUET_SUFFIXES = {".parquet", ".geoparquet"}
+SUFFIXES = sorted({".csv"} | _VECTOR_SUFFIXES | _PARQUET_SUFFIXES)
+_SEPARATORS = (",", ";", "\t", "|")
+_SEP_NAMES = {",": "','", ";": "';'", "\t": "'\\t' (tab)", "|": "'|'"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class CsvOptions:
+    """How a CSV is written: ``sep`` (one character), ``decimal`` mark, text ``encoding``.
+
+    Raises
+    ------
+    InputError
+        A separator or decimal mark that is not one character, the two equal, or an encoding
+        Python does not know.
+    """
+
+    sep: str = ","
+    decimal: str = "."
+    encoding: str = "utf-8"
+
+    def __post_init__(self) -> None:
+        """Validate the three values (InputError names the option)."""
+        import codecs
+
+        for key in ("sep", "decimal"):
+            v = getattr(self, key)
+            if not (isinstance(v, str) and len(v) == 1):
+                raise InputError(f"`{key}` must be one character (e.g. \";\" or \"\\t\"), got "
+                                 f"{v!r}")
+        if self.sep == self.decimal:
+            raise InputError(f"`sep` and `decimal` are both {self.sep!r}; a semicolon-separated "
+                             'file with decimal commas needs sep = ";" and decimal = ","')
+        try:
+            codecs.lookup(self.encoding)
+        except (LookupError, TypeError) as exc:
+            raise InputError(f"`encoding` = {self.encoding!r} is not a text encoding Python "
+                             'knows; e.g. "utf-8", "latin-1", "cp1252"') from exc
+
+    @property
+    def is_default(self) -> bool:
+        """Whether all three are the defaults (comma, point, UTF-8)."""
+        return (self.sep, self.decimal, self.encoding) == (",", ".", "utf-8")
+
+
+def _encoding_error(path: Path, opts: CsvOptions, exc: UnicodeDecodeError) -> InputError:
+    return InputError(
+        f"the CSV {path.name} is not {opts.encoding} text (byte {exc.object[exc.start]:#04x} at "
+        f"position {exc.start}): set `encoding` ([data] encoding, or --encoding) to the file's "
+        'encoding, e.g. "latin-1" or "cp1252"')
+
+
+def _header(path: Path, opts: CsvOptions) -> list[str]:
+    """Column names as written in the first line (duplicates kept), or raise naming the fix."""
+    enc = "utf-8-sig" if opts.encoding.lower().replace("_", "-") in ("utf-8", "utf8") \
+        else opts.encoding
+    try:
+        with open(path, encoding=enc, newline="") as fh:
+            line = fh.readline()
+    except UnicodeDecodeError as exc:
+        raise _encoding_error(path, opts, exc) from exc
+    names = next(csv.reader([line.rstrip("\r\n")], delimiter=opts.sep), [])
+    if len(names) <= 1:
+        others = [s for s in _SEPARATORS if s != opts.sep and s in line]
+        if others:
+            likely = max(others, key=line.count)
+            raise InputError(
+                f"the header of {path.name} has no {_SEP_NAMES.get(opts.sep, repr(opts.sep))} "
+                f"but {line.count(likely)} {_SEP_NAMES[likely]}: the file reads as one column; "
+                f"set `sep` ([data] sep, or --sep) to {likely!r}"
+                + (' (with decimal commas also decimal = ",")' if likely == ";" else ""))
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise InputError(f"{path.name} has repeated column name(s) {repeated} in its header; "
+                         "give every column a distinct name (pandas would rename the second "
+                         "silently)")
+    return names
+
+
+def _read_csv(path: Path, opts: CsvOptions) -> pd.DataFrame:
+    _header(path, opts)
+    try:
+        return pd.read_csv(path, sep=opts.sep, decimal=opts.decimal, encoding=opts.encoding)
+    except UnicodeDecodeError as exc:
+        raise _encoding_error(path, opts, exc) from exc
+    except ValueError as exc:  # pandas.errors.ParserError and friends
+        raise InputError(f"could not read the CSV {path.name}: {exc}; check `sep` "
+                         f"({opts.sep!r}) and quoting") from exc
+
+
+def _read_layer(path: Path, given: pyproj.CRS | None, crs: Any
+                ) -> tuple[geopandas.GeoDataFrame, pyproj.CRS]:
+    try:
+        parquet = path.suffix.lower() in _PARQUET_SUFFIXES
+        gdf = geopandas.read_parquet(path) if parquet else geopandas.read_file(path)
+    except Exception as exc:  # the readers raise many types (pyogrio, pyarrow, ValueError)
+        raise InputError(f"could not read {path.name} as a spatial layer: {exc}") from exc
+    if gdf.crs is None:
+        if given is None:
+            raise InputError(f"{path.name} has no CRS and `crs` is not set: set `crs` in the "
+                             "spec (or `--crs`) to the CRS the coordinates are in (EPSG:4326 "
+                             "is never assumed)")
+        return gdf.set_crs(given), given
+    file_crs = pyproj.CRS.from_user_input(gdf.crs)
+    if given is not None and not file_crs.equals(given, ignore_axis_order=True):
+        raise InputError(f"`crs` = {crs!r} ({describe(given)}) conflicts with the CRS stored in "
+                         f"{path.name}: {describe(file_crs)}; remove `crs` from the spec")
+    return gdf, file_crs
+
+
+def read_table(path: Path, *, x: str | None, y: str | None, crs: Any,
+               csv_options: CsvOptions) -> tuple[pd.DataFrame, pyproj.CRS]:
+    """Read `path`: a DataFrame for a CSV (with x/y columns), a GeoDataFrame for a layer.
+
+    Parameters
+    ----------
+    path : Path
+        Existing file with a supported suffix (see :data:`SUFFIXES`).
+    x, y : str, optional
+        CSV coordinate columns (required for CSV, refused for a layer).
+    crs : str or int, optional
+        CRS of the coordinates (required for CSV; must agree with a layer's own).
+    csv_options : CsvOptions
+        Separator, decimal mark and encoding (CSV only; defaults required for a layer).
+
+    Returns
+    -------
+    frame : pandas.DataFrame or geopandas.GeoDataFrame
+    source_crs : pyproj.CRS
+
+    Raises
+    ------
+    InputError
+        Unsupported suffix; x/y or CSV options on a layer; missing or conflicting CRS; a
+        repeated header; a likely other separator; bytes outside the encoding; unreadable file.
+    """
+    suffix = path.suffix.lower()
+    given = None if crs is None else parse_crs(crs, "crs")
+    if suffix == ".csv":
+        if x is None or y is None:
+            raise InputError(f"a CSV input needs `x` and `y` column names, got x={x!r}, y={y!r}")
+        if given is None:
+            raise InputError(f"the CSV {path.name} has no CRS: set `crs` in the spec (or "
+                             "`--crs` on the command line) to the CRS of its `x`/`y` columns, "
+                             'e.g. "EPSG:4326" for longitude/latitude')
+        return _read_csv(path, csv_options), given
+    if suffix not in _VECTOR_SUFFIXES | _PARQUET_SUFFIXES:
+        raise InputError(f"input file {path.name} has suffix {suffix!r}; supported: {SUFFIXES}")
+    if x is not None or y is not None:
+        raise InputError(f"`x`/`y` ({x!r}, {y!r}) apply to CSV only; {path.name} has a geometry")
+    if not csv_options.is_default:
+        raise InputError(f"`sep`/`decimal`/`encoding` apply to CSV only; {path.name} is a "
+                         "spatial layer whose format defines them")
+    return _read_layer(path, given, crs)

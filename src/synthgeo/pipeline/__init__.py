@@ -1,0 +1,30 @@
+"""The release pipeline: prepare the data, run the job, hold the result.
+
+- :mod:`synthgeo.pipeline.data`: :func:`prepare_data` (a spec's file or a GeoDataFrame in
+  memory → checked y, X, sites), the input refusals.
+- :mod:`synthgeo.pipeline.run`: :func:`run_release` (fit both models, at-risk rule,
+  synthesis, risk, utility), the engine choice and the restricted model's smoothing.
+- :mod:`synthgeo.pipeline.result`: :class:`ReleaseResult` and the front door's
+  :class:`Release`.
+"""
+
+from synthgeo.pipeline.data import (
+    DISCLOSURE_CORRELATION,
+    FORMULA_FUNCTIONS,
+    PreparedData,
+    check_formula_names,
+    prepare_data,
+)
+from synthgeo.pipeline.result import MODELS, Release, ReleaseResult, ReleaseRisk, risk_per_record
+from synthgeo.pipeline.run import (
+    Fitter,
+    as_spec,
+    make_fitter,
+    restricted_smoothing,
+    run_release,
+)
+
+__all__ = ["PreparedData", "ReleaseResult", "Release", "ReleaseRisk", "prepare_data",
+           "run_release", "restricted_smoothing", "risk_per_record", "check_formula_names",
+           "as_spec", "make_fitter", "Fitter", "MODELS", "DISCLOSURE_CORRELATION",
+           "FORMULA_FUNCTIONS"]

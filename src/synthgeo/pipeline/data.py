@@ -1,0 +1,262 @@
+"""Preparing the data: load or take the points, check them, build y, X and the sites.
+
+One route for both front doors: a spec's ``[data]`` file is read with
+:func:`synthgeo.read_points`, a GeoDataFrame handed over in memory is checked by
+:func:`synthgeo.io.read.check_points_frame`, and both then go through the same checks here
+(docs/release.md, "Inputs"), so the two routes give the same model inputs for the same data.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import geopandas
+import numpy as np
+import pandas as pd
+
+from synthgeo._errors import InputError, SpecError
+from synthgeo.config import ReleaseSpec
+from synthgeo.io.points import coordinates_m
+from synthgeo.io.read import check_points_frame, read_points
+from synthgeo.model.kernels import Sites, make_sites
+from synthgeo.utility.reiter import fit_ols
+
+__all__ = ["PreparedData", "prepare_data", "check_formula_names", "DISCLOSURE_CORRELATION",
+           "FORMULA_FUNCTIONS"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreparedData:
+    """Validated, projected records and the arrays the model needs.
+
+    Attributes
+    ----------
+    gdf : geopandas.GeoDataFrame
+        Records in a projected CRS (metres), all input columns kept.
+    y : ndarray of shape (n_records,)
+        Response on the model scale.
+    X : ndarray of shape (n_records, n_coef)
+        Intercept plus the spec's covariates.
+    coef_names : list of str
+    sites : Sites
+    frame : pandas.DataFrame
+        Covariates and the confidential response, n_records rows: the analyst's data.
+    record_id : ndarray of shape (n_records,)
+    id_column : str
+    """
+
+    gdf: geopandas.GeoDataFrame
+    y: np.ndarray
+    X: np.ndarray
+    coef_names: list[str]
+    sites: Sites
+    frame: pd.DataFrame
+    record_id: np.ndarray
+    id_column: str
+
+    @property
+    def n_records(self) -> int:
+        """N."""
+        return len(self.y)
+
+
+def prepare_data(spec: ReleaseSpec,
+                 points: geopandas.GeoDataFrame | None = None) -> PreparedData:
+    """Load (or take), validate and project the points; build y, X and the sites.
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        ``[data]`` names the columns; ``[anonymity]`` and ``[data] subject`` add required ones.
+    points : geopandas.GeoDataFrame, optional
+        Records already in memory (the front door, :func:`synthgeo.synthesize`); checked by
+        :func:`synthgeo.io.read.check_points_frame` and never modified. Default: read
+        ``[data] path`` with :func:`synthgeo.read_points`.
+
+    Returns
+    -------
+    PreparedData
+
+    Raises
+    ------
+    synthgeo.InputError
+        For any problem with the points (see :func:`synthgeo.io.points.load_points`), a
+        constant or overflowing response, a constant covariate, or a released column that
+        determines the response.
+    synthgeo.SpecError
+        For a formula that names other columns or cannot be fitted.
+    """
+    d = spec.data
+    numeric, required = [d.response, *d.covariates], _required_columns(spec)
+    if points is None:
+        points = read_points(spec.data_path(), x=d.x, y=d.y, crs=d.crs, id=d.id, query=d.query,
+                             target_crs=d.target_crs, drop_duplicates=d.drop_duplicates,
+                             coord_unit_m=d.coord_unit_m, sep=d.sep, decimal=d.decimal,
+                             encoding=d.encoding, accept_small_extent=d.accept_small_extent,
+                             numeric_columns=numeric, required_columns=required)
+    gdf = check_points_frame(points, numeric_columns=numeric, required_columns=required,
+                             id_column=d.id, target_crs=d.target_crs)
+    return _model_data(spec, gdf)
+
+
+def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame) -> PreparedData:
+    """y, X, sites and the analyst's frame from checked points; refuse unusable inputs."""
+    d = spec.data
+    id_col = gdf.attrs["id_column"]
+    y = gdf[d.response].to_numpy(dtype=float)
+    X = np.column_stack([np.ones(len(gdf))] + [gdf[c].to_numpy(dtype=float)
+                                               for c in d.covariates])
+    _check_model_inputs(spec, y, X)
+    _check_released_columns(spec, gdf, y)
+    sites = make_sites(coordinates_m(gdf))
+    if sites.n_sites < 3:
+        raise InputError(
+            f"only {sites.n_sites} distinct location(s) among {len(y)} records: a spatial model "
+            "needs at least 3; records at one location are real data, but there is no spatial "
+            "variation to fit"
+        )
+    frame = pd.DataFrame(gdf.drop(columns="geometry"))[d.covariates].reset_index(drop=True)
+    frame[d.response] = y
+    check_formula_names(spec.formula, [d.response, *d.covariates])
+    try:
+        fit_ols(spec.formula, frame)
+    except Exception as exc:  # patsy/statsmodels raise many types for a bad formula
+        raise SpecError(
+            f"`[utility] formula` {spec.formula!r} cannot be fitted to the response and the "
+            f"spec's covariates {d.covariates}: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0]}"
+        ) from exc
+    return PreparedData(
+        gdf=gdf, y=y, X=X, coef_names=["Intercept", *d.covariates],
+        sites=sites, frame=frame, record_id=gdf[id_col].to_numpy(), id_column=id_col,
+    )
+
+
+def _required_columns(spec: ReleaseSpec) -> list[str]:
+    """Columns the spec names besides response and covariates (subject, [anonymity] ones)."""
+    a = spec.anonymity
+    cols = [spec.data.subject, *a.group_by, a.unit, a.time]
+    return list(dict.fromkeys(c for c in cols if c))
+
+
+#: A released column whose |correlation| with the response, or with its back-transform,
+#: exceeds this is taken to disclose it.
+DISCLOSURE_CORRELATION = 0.9999
+
+
+def _back_transformed(spec: ReleaseSpec, y: np.ndarray) -> np.ndarray:
+    """g(y), the response on the scale a person knows (dollars); may overflow to inf."""
+    with np.errstate(over="ignore"):
+        return np.exp(y) if spec.data.back_transform == "exp" else y
+
+
+def _determines_response(values: np.ndarray, y: np.ndarray,
+                         g: np.ndarray) -> tuple[float, str] | None:
+    """(correlation, which) when `values` determine y or g(y), else None."""
+    if np.ptp(values) == 0:
+        return None
+    for target, what in ((y, "the response"), (g, "the back-transformed response")):
+        if np.ptp(target) > 0:
+            r = float(np.corrcoef(values, target)[0, 1])
+            if abs(r) > DISCLOSURE_CORRELATION:
+                return r, what
+    return None
+
+
+def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray) -> None:
+    """Refuse inputs that would give a meaningless fit or leak the response.
+
+    Raises
+    ------
+    InputError
+        Back-transformed response not finite; constant response; a constant covariate (collinear
+        with the intercept); a covariate that determines the response (released covariates
+        would then disclose it).
+    """
+    d = spec.data
+    g = _back_transformed(spec, y)
+    if not np.all(np.isfinite(g)):
+        raise InputError(
+            f"`back_transform = {d.back_transform!r}` of response `{d.response}` overflows "
+            f"(largest value {np.max(y)!r}); is the response already on the log scale? Use "
+            "`back_transform = \"identity\"` for a response in dollars"
+        )
+    if np.ptp(y) == 0:
+        raise InputError(f"response `{d.response}` is constant ({y[0]!r}): nothing to model")
+    for j, c in enumerate(d.covariates, start=1):
+        x = X[:, j]
+        if np.ptp(x) == 0:
+            raise InputError(f"covariate `{c}` is constant ({x[0]!r}): it is collinear with "
+                             "the intercept; remove it from `[data] covariates`")
+        if hit := _determines_response(x, y, g):
+            r, what = hit
+            raise InputError(
+                f"covariate `{c}` determines {what} `{d.response}` (correlation {r:.6f}); "
+                "covariates are released unchanged, so it would disclose the confidential "
+                "value: remove it from `[data] covariates`"
+            )
+
+
+#: Names a `[utility] formula` may call besides the spec's columns (patsy evaluates the
+#: formula as Python, so anything else is refused before it runs).
+FORMULA_FUNCTIONS = frozenset({"I", "C", "log", "exp", "sqrt", "np", "np.log", "np.exp",
+                               "np.sqrt", "np.log1p", "center", "standardize", "scale", "bs",
+                               "cr", "Q"})
+
+
+def check_formula_names(formula: str, columns: list[str]) -> None:
+    """Refuse a formula naming anything but the given columns and a few transforms.
+
+    Patsy evaluates formula terms as Python expressions, so a reviewed spec must not be able to
+    run code through its formula (``__import__("os").system(...)``).
+
+    Raises
+    ------
+    SpecError
+        For a dunder, a string literal or an unknown name.
+
+    Examples
+    --------
+    >>> check_formula_names("log(price) ~ sqft", ["price", "sqft"])
+    >>> check_formula_names("price ~ age", ["price", "sqft"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    synthgeo._errors.SpecError: `[utility] formula` 'price ~ age' names `age`, ...
+    """
+    if "__" in formula or re.search(r"[\"'`;\[\]{}]", formula):
+        raise SpecError(f"`[utility] formula` {formula!r} holds characters a model formula "
+                        "does not need (quotes, brackets, `__`); name columns and transforms only")
+    allowed = set(columns) | FORMULA_FUNCTIONS
+    for name in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", formula):
+        if name not in allowed:
+            raise SpecError(
+                f"`[utility] formula` {formula!r} names `{name}`, which is neither the response, "
+                f"a covariate {columns[1:]} nor one of {sorted(FORMULA_FUNCTIONS)}"
+            )
+
+
+def _check_released_columns(spec: ReleaseSpec, gdf, y: np.ndarray) -> None:
+    """Refuse an id or coordinate column that is, or determines, the confidential response.
+
+    The id and the coordinates are released unchanged, so they must not carry the response.
+
+    Raises
+    ------
+    InputError
+    """
+    d = spec.data
+    g = _back_transformed(spec, y)
+    for key in ("id", "x", "y", "subject"):
+        col = getattr(d, key)
+        if col is None or col not in gdf.columns:
+            continue
+        if col == d.response:
+            raise InputError(f"`[data] {key}` names the response column `{col}`: it is released "
+                             "unchanged and would disclose the confidential value")
+        vals = pd.to_numeric(gdf[col], errors="coerce").to_numpy(dtype=float)
+        if np.isfinite(vals).all() and _determines_response(vals, y, g):
+            raise InputError(
+                f"`[data] {key}` column `{col}` determines the response `{d.response}`; it is "
+                "released unchanged and would disclose the confidential value: use another column"
+            )

@@ -1,0 +1,259 @@
+"""The main job: points → fit both models → at-risk → synthesize → risk → utility.
+
+Order: prepare the data → location diagnostics → fit unrestricted → at-risk rule at M → fit
+restricted → synthesize → risk → utility (docs/model.md, docs/risk-and-utility.md). Writing the
+outputs is :mod:`synthgeo.release.writer`'s job.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import partial
+
+import geopandas
+import numpy as np
+
+from synthgeo._errors import SpecError
+from synthgeo._progress import progress_iter
+from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec, load_spec
+from synthgeo.inference.result import GPFit, require_convergence
+from synthgeo.io.points import coordinates_m
+from synthgeo.locations.diagnostics import (
+    LocationDiagnostics,
+    enforce_verdict,
+    location_diagnostics,
+)
+from synthgeo.model.at_risk import AtRiskResult, continuous_weights, find_at_risk
+from synthgeo.model.kernels import M_FROM_RHO0, Sites
+from synthgeo.model.restricted_gp import GPPriors, default_priors
+from synthgeo.model.smoothing import Smoothing
+from synthgeo.pipeline.data import PreparedData, prepare_data
+from synthgeo.pipeline.result import MODELS, ReleaseResult
+from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
+from synthgeo.synthesis.implicates import draw_implicates
+from synthgeo.utility.reiter import compare_to_confidential
+
+__all__ = ["Fitter", "run_release", "restricted_smoothing", "as_spec", "make_fitter"]
+
+log = logging.getLogger(__name__)
+
+#: A fitting function: ``(y, X, sites, *, priors, coef_names, config, scale, random_seed,
+#: label) -> GPFit``, as :func:`synthgeo.inference.nuts.fit_gp` and
+#: :func:`synthgeo.inference.grid.fit_gp_grid`.
+Fitter = Callable[..., GPFit]
+
+
+def as_spec(spec: ReleaseSpec | str | os.PathLike) -> ReleaseSpec:
+    """Return `spec`, or the spec read from the TOML file it names (see :func:`load_spec`).
+
+    Examples
+    --------
+    >>> from synthgeo.config import bundled_spec_path
+    >>> as_spec(bundled_spec_path()).data.response
+    'log_price'
+    """
+    return spec if isinstance(spec, ReleaseSpec) else load_spec(spec)
+
+
+def _priors(spec: ReleaseSpec, data: PreparedData) -> GPPriors:
+    return default_priors(data.y, data.X, data.sites, **spec.model.priors)
+
+
+def make_fitter(spec: ReleaseSpec, data: PreparedData, *, progressbar: bool = False,
+                fitter: Fitter | None = None):
+    """Return ``fit(scale=None, random_seed=..., label=...) -> GPFit`` for the spec's engine.
+
+    With ``fitter`` given, that function replaces the spec's engine (see :data:`Fitter`); the
+    data, priors, coefficient names and ``[sampling]`` are bound.
+    """
+    priors = _priors(spec, data)
+    gp = spec.model.engine_for(data.n_records)
+    common = dict(priors=priors, coef_names=data.coef_names, config=spec.sampling)
+    if fitter is not None:
+        return partial(fitter, data.y, data.X, data.sites, **common)
+    if spec.sampling.sampler == "grid":
+        from synthgeo.inference.grid import fit_gp_grid
+
+        return partial(fit_gp_grid, data.y, data.X, data.sites, gp=gp,
+                       n_neighbors=spec.model.n_neighbors, **common)
+    if gp != "exact":
+        raise SpecError(
+            f'`[model] gp = "auto"` chose the NNGP for {data.n_records} records (more than '
+            f'{AUTO_EXACT_MAX_RECORDS}), which needs `[sampling] sampler = "grid"`'
+        )
+    from synthgeo.inference.nuts import fit_gp
+
+    return partial(fit_gp, data.y, data.X, data.sites,
+                   parametrization=spec.model.parametrization, progressbar=progressbar, **common)
+
+
+def restricted_smoothing(
+    spec: ReleaseSpec, coords_m: np.ndarray, sites: Sites, at_risk: AtRiskResult,
+    phi_per_m: float, *, subject: np.ndarray | None = None,
+) -> Smoothing:
+    """D of the restricted model from the spec's at-risk weights and γ (docs/model.md).
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        ``[model] at_risk_weight``, ``gamma``, ``rho0``, ``k``.
+    coords_m : ndarray of shape (n_records, 2)
+        Record coordinates, metres.
+    sites : Sites
+    at_risk : AtRiskResult
+        The binary rule at M (its site flags are a under ``at_risk_weight = "binary"``).
+    phi_per_m : float
+        φ̂ (1/metre) for the continuous weights.
+    subject : ndarray of shape (n_records,), optional
+
+    Returns
+    -------
+    Smoothing
+    """
+    if spec.model.at_risk_weight == "continuous":
+        a, _ = continuous_weights(coords_m, sites.site_index, phi_per_m, spec.model.rho0,
+                                  k=spec.model.k, subject=subject)
+    else:
+        a = at_risk.site_at_risk.astype(float)
+    return Smoothing(a=a, gamma=spec.model.gamma_value)
+
+
+@contextmanager
+def _timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
+    """Record the wall time of the block as ``seconds[stage]``."""
+    t = time.perf_counter()
+    yield
+    seconds[stage] = time.perf_counter() - t
+
+
+def _locations(spec: ReleaseSpec, data: PreparedData) -> LocationDiagnostics:
+    """Location diagnostics, treatment and verdict of the released locations (``[anonymity]``)."""
+    a = spec.anonymity
+    return location_diagnostics(
+        data.gdf, radius_m=a.radius_m, k=a.k, k_max=a.k_max, policy=a.policy(),
+        group_by=a.group_by, unit=a.unit, time_column=a.time, subject=spec.data.subject,
+        id_column=data.id_column, treatment=a.treatment,
+    )
+
+
+def _locations_message(spec: ReleaseSpec, locations: LocationDiagnostics) -> str:
+    """Spatial k, the outlier policy and the location verdict (two lines)."""
+    sk, ol = locations.spatial_k.summary(), locations.outliers
+    return (f"locations: {sk['n_below_k']} of {sk['n_records']} records below k = {sk['k']} "
+            f"within {sk['radius_m']:g} m; the outlier policy at r_max = "
+            f"{spec.anonymity.r_max_m:g} m suppresses {ol.overall['n_suppressed']}"
+            + (" and refuses" if ol.refused else "") + "\n" + locations.verdict.summary_line())
+
+
+def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit
+             ) -> tuple[AtRiskResult, dict, float]:
+    """Return the at-risk rule at M (φ̂ or ``M_m``), its sensitivity to φ, and φ̂ (1/metre)."""
+    coords = coordinates_m(data.gdf)
+    subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
+    phi_q = fit.phi_quantiles((0.05, 0.5, 0.95))
+    M = float(spec.model.M_m) if spec.model.M_m is not None else float(
+        M_FROM_RHO0(phi_q[1], spec.model.rho0))
+    at_risk = find_at_risk(coords, data.sites.site_index, M, k=spec.model.k, subject=subject)
+    sens = {}
+    for label, phi in (("phi_q05", phi_q[0]), ("phi_q95", phi_q[2])):
+        m_q = float(M_FROM_RHO0(phi, spec.model.rho0))
+        r = find_at_risk(coords, data.sites.site_index, m_q, k=spec.model.k, subject=subject)
+        sens[label] = {"phi_per_m": float(phi), "M_m": m_q, "n_at_risk": r.n_at_risk}
+    return at_risk, sens, float(phi_q[1])
+
+
+def _synthesize(spec: ReleaseSpec, data: PreparedData, fits: dict[str, GPFit], seeds,
+                progressbar: bool) -> dict:
+    """``y_synthetic`` (implicate, record) per model, one spawned seed each."""
+    return {
+        name: draw_implicates(fits[name], data.X, n_implicates=spec.synthesis.n_implicates,
+                              record_id=data.record_id, random_seed=seeds[i],
+                              at_risk_effect=(spec.model.at_risk_effect
+                                              if name == "restricted" else "zero"))
+        for i, name in progress_iter(enumerate(MODELS), enabled=progressbar, desc="synthesis",
+                                     total=len(MODELS), unit="model")
+    }
+
+
+def run_release(spec: ReleaseSpec | str | os.PathLike, *,
+                points: geopandas.GeoDataFrame | None = None, progress=None,
+                progressbar: bool = False, fitter: Fitter | None = None) -> ReleaseResult:
+    """Fit both models, synthesise, score risk and utility (writes nothing).
+
+    Parameters
+    ----------
+    spec : ReleaseSpec or path
+        A validated spec, or its TOML file.
+    points : geopandas.GeoDataFrame, optional
+        The records, already in memory (see :func:`synthgeo.synthesize`); default: read the
+        spec's ``[data] path``.
+    fitter : callable, optional
+        Replaces the spec's inference engine (see :data:`Fitter`): called as
+        ``fitter(y, X, sites, priors=..., coef_names=..., config=..., scale=...,
+        random_seed=..., label=...)`` and returning a
+        :class:`~synthgeo.inference.result.GPFit`. Default: the engine
+        ``[sampling] sampler`` and ``[model] gp`` name.
+    progress : callable, optional
+        ``progress(message: str)`` called at each stage (the CLI prints it).
+    progressbar : bool, default=False
+        Progress bars on stderr (sampling, recovery of β and w, synthesis, risk, utility).
+
+    Returns
+    -------
+    ReleaseResult
+
+    Raises
+    ------
+    synthgeo.InputError
+        Bad input data.
+    synthgeo.SpecError
+        A bad spec, or an engine the spec cannot use.
+    synthgeo.ConvergenceError
+        When a fit fails the convergence thresholds and ``on_convergence_failure = "stop"``.
+    """
+    spec, say, seconds = as_spec(spec), progress or log.info, {}
+    with _timed(seconds, "load"):
+        data = prepare_data(spec, points)
+    say(f"loaded {data.n_records} records at {data.sites.n_sites} sites ({data.gdf.crs.name})")
+    with _timed(seconds, "locations"):
+        locations = _locations(spec, data)
+    say(_locations_message(spec, locations))
+    seeds = np.random.SeedSequence(spec.sampling.seed).spawn(4)
+    fit_seed = [int(s.generate_state(1)[0]) for s in seeds[:2]]
+    fit, fits = make_fitter(spec, data, progressbar=progressbar, fitter=fitter), {}
+    locations = enforce_verdict(locations, spec.anonymity.on_location_failure)  # before fitting
+    say("fitting the unrestricted model")
+    with _timed(seconds, "fit_unrestricted"):
+        fits["unrestricted"] = fit(random_seed=fit_seed[0], label="unrestricted")
+    at_risk, sens, phi_hat = _at_risk(spec, data, fits["unrestricted"])
+    say(f"M = {at_risk.radius_m:,.0f} m: {at_risk.n_at_risk} at-risk records")
+    locations = locations.with_at_risk(at_risk.at_risk)
+    say("fitting the restricted model")
+    with _timed(seconds, "fit_restricted"):
+        subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
+        smoothing = restricted_smoothing(spec, coordinates_m(data.gdf), data.sites, at_risk,
+                                         phi_hat, subject=subject)
+        fits["restricted"] = fit(scale=smoothing, random_seed=fit_seed[1], label="restricted")
+    require_convergence(fits, spec.sampling.on_convergence_failure)
+    say(f"drawing {spec.synthesis.n_implicates} implicates per model")
+    with _timed(seconds, "synthesize"):
+        implicates = _synthesize(spec, data, fits, seeds[2:], progressbar)
+    with _timed(seconds, "risk"):
+        risk = {name: within_eps_risk(ds["y_synthetic"], data.y, eps=spec.risk.eps,
+                                      p=spec.risk.p, transform=spec.data.back_transform)
+                for name, ds in progress_iter(implicates.items(), enabled=progressbar,
+                                              desc="risk", total=len(implicates), unit="model")}
+        summary = summarise_risk(risk["unrestricted"], risk["restricted"], at_risk.at_risk)
+    with _timed(seconds, "utility"):
+        utility = compare_to_confidential(
+            spec.formula, {k: v["y_synthetic"] for k, v in implicates.items()}, data.frame,
+            response=spec.data.response, truth=data.y, alpha=spec.utility.alpha,
+            progressbar=progressbar)
+    return ReleaseResult(
+        spec=spec, data=data, fits=fits, at_risk=at_risk, at_risk_sensitivity=sens,
+        implicates=implicates, risk=risk, risk_summary=summary, utility=utility,
+        seconds=seconds, locations=locations)
