@@ -1,0 +1,208 @@
+"""Nested Laplace inference for bernoulli / poisson spatial GLMMs (issue 15 items 1, 3, 4, 8)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from synthgeo.inference.glmm import fit_glmm
+from synthgeo.inference.laplace import LaplaceGLMM
+from synthgeo.inference.theta_grid import ThetaGridSettings, explore_grid
+from synthgeo.model.families import Bernoulli, Poisson, get_family
+from synthgeo.model.glmm_priors import GLMMPriors
+from synthgeo.model.kernels import make_sites
+from synthgeo.model.smoothing import Smoothing
+from synthgeo.studies.glmm_reference import importance_log_marginal
+from synthgeo.studies.glmm_simulation import simulate_glmm
+
+PRI = GLMMPriors(range_min_m=100.0, range_max_m=8000.0)
+
+
+def _model(family="bernoulli", n_sites=30, rps=1, seed=1, **kw):
+    d = simulate_glmm(family, n_sites=n_sites, records_per_site=rps, extent_m=6000.0,
+                      seed=seed, beta=(-0.5, 0.5) if family == "bernoulli" else (0.5, 0.3))
+    expo = d["exposure"] if family == "poisson" else None
+    m = LaplaceGLMM(d["y"], d["X"], make_sites(d["coords_m"]), family=get_family(family),
+                    priors=PRI, exposure=expo, **kw)
+    return m, d
+
+
+@pytest.mark.parametrize("family", ["bernoulli", "poisson"])
+def test_mode_is_a_stationary_point(family):
+    m, _ = _model(family, covariance="exact")
+    th = np.array([0.3, -0.5])
+    st = m.laplace(th)
+    phi, s2, _ = m._split(th)
+    Q, _, _, mu = m._prior(phi, s2)
+    g, _ = m.family.derivatives(m.y, st.J @ st.x + m.offset)
+    grad = st.J.T @ g - Q @ (st.x - mu)
+    assert np.max(np.abs(grad)) < 1e-6
+    assert st.n_newton <= 12
+
+
+@pytest.mark.parametrize("family", ["bernoulli", "poisson"])
+def test_nngp_with_every_earlier_site_as_neighbour_is_exact(family):
+    m_ex, _ = _model(family, covariance="exact")
+    m_nn, _ = _model(family, covariance="nngp", n_neighbors=29)
+    th = np.array([[0.0, 0.0], [-1.0, -1.0]])
+    np.testing.assert_allclose(m_nn.log_density(th), m_ex.log_density(th), atol=1e-6)
+
+
+@pytest.mark.parametrize("family", ["bernoulli", "poisson"])
+def test_laplace_marginal_against_importance_sampling(family):
+    # 30 records, one per site, counts ~1.6 / yes-rate ~0.4: the least favourable case for
+    # Laplace. Measured gaps (exact − Laplace) 0.01–0.45, growing with σ² (Laplace
+    # under-states p(y | θ) where the latent field has more variance than the data inform;
+    # this biases σ² down a little, see benchmarks/bench_families.py accuracy).
+    m, _ = _model(family, covariance="exact")
+    gaps = {}
+    for th in ([0.0, -3.0], [0.0, -1.0], [1.0, 0.5], [-1.0, 0.5]):
+        r = importance_log_marginal(m, np.array(th), n_draws=6000, seed=2)
+        assert r["ess"] > 300
+        gaps[th[1]] = r["log_marginal"] - r["laplace"]
+    assert abs(gaps[-3.0]) < 0.1
+    assert max(abs(g) for g in gaps.values()) < 0.5
+    assert gaps[0.5] > gaps[-3.0]  # the bias grows with σ²
+
+
+def test_overdispersion_reduces_to_plain_poisson_as_tau_vanishes():
+    m0, _ = _model("poisson", covariance="exact")
+    m1, _ = _model("poisson", covariance="exact", overdispersion=True)
+    th = np.array([0.2, -0.7])
+    lm0 = m0.laplace(th).log_marginal
+    lm1 = m1.laplace(np.append(th, np.log(1e-7))).log_marginal
+    assert lm1 == pytest.approx(lm0, abs=1e-4)
+    assert m1.axes == ("logit_range", "log_sigma2", "log_tau2")
+
+
+def test_draws_follow_the_gaussian_approximation():
+    m, _ = _model("poisson", covariance="nngp", n_neighbors=10)
+    th = np.array([0.0, -1.0])
+    mean, cov = m.beta_moments(th)
+    dr = m.draw_latent(np.repeat(th[None], 4000, axis=0), np.random.default_rng(5))
+    b = dr["beta"]
+    se = np.sqrt(np.diag(cov) / 4000)
+    assert np.all(np.abs(b.mean(axis=0) - mean) < 4 * se)
+    np.testing.assert_allclose(np.cov(b.T), cov, rtol=0.1)
+    np.testing.assert_allclose(dr["eta"][0], m.X @ b[0] + dr["w"][0][m.sites.site_index])
+
+
+def test_smoothing_removes_or_scales_the_at_risk_sites():
+    d = simulate_glmm("poisson", n_sites=25, seed=4, isolated=True, isolated_records=2)
+    sites = make_sites(d["coords_m"])
+    iso_site = sites.site_index[d["isolated_records"][0]]
+    a = np.zeros(sites.n_sites)
+    a[iso_site] = 1.0
+    kw = dict(family=Poisson(), priors=PRI, exposure=d["exposure"], covariance="exact")
+    m_inf = LaplaceGLMM(d["y"], d["X"], sites, scale=Smoothing(a=a, gamma=np.inf), **kw)
+    assert m_inf.n_active == sites.n_sites - 1
+    dr = m_inf.draw_latent(np.zeros((3, 2)), np.random.default_rng(0))
+    assert np.all(dr["w"][:, iso_site] == 0)
+    np.testing.assert_allclose(dr["eta"][:, d["isolated_records"]],
+                               dr["beta"] @ d["X"][d["isolated_records"]].T)
+    m_fin = LaplaceGLMM(d["y"], d["X"], sites, scale=Smoothing(a=a, gamma=3.0), **kw)
+    dr = m_fin.draw_latent(np.zeros((1, 2)), np.random.default_rng(0))
+    i = d["isolated_records"][0]
+    assert dr["d"][0, iso_site] == pytest.approx(0.5)  # (1 + 3)^(-1/2)
+    assert dr["eta"][0, i] == pytest.approx(d["X"][i] @ dr["beta"][0]
+                                            + 0.5 * dr["w"][0, iso_site])
+    with pytest.raises(ValueError, match="gamma = 'auto' needs a nugget"):
+        LaplaceGLMM(d["y"], d["X"], sites, scale=Smoothing(a=a, gamma="auto"), **kw)
+    m_auto = LaplaceGLMM(d["y"], d["X"], sites, scale=Smoothing(a=a, gamma="auto"),
+                         overdispersion=True, **kw)
+    dr = m_auto.draw_latent(np.array([[0.0, np.log(4.0), np.log(1.0)]]),
+                            np.random.default_rng(0))
+    assert dr["d"][0, iso_site] == pytest.approx(0.5)  # γ = σ²/τ² − 1 = 3
+
+
+def test_bad_model_options_are_refused():
+    d = simulate_glmm("bernoulli", n_sites=10, seed=1)
+    sites = make_sites(d["coords_m"])
+    with pytest.raises(ValueError, match="`overdispersion` applies to the poisson family"):
+        LaplaceGLMM(d["y"], d["X"], sites, family=Bernoulli(), priors=PRI,
+                    overdispersion=True)
+    with pytest.raises(ValueError, match="`covariance` must be 'exact' or 'nngp'"):
+        LaplaceGLMM(d["y"], d["X"], sites, family=Bernoulli(), priors=PRI, covariance="hsgp")
+    with pytest.raises(ValueError, match=r"`X` must have shape \(N, p\)"):
+        LaplaceGLMM(d["y"], d["X"][:5], sites, family=Bernoulli(), priors=PRI)
+
+
+def test_theta_grid_integrates_a_known_gaussian():
+    cov = np.array([[0.5, 0.3], [0.3, 0.4]])
+    P = np.linalg.inv(cov)
+
+    class Target:
+        axes = ("a", "b")
+
+        def log_density(self, t):
+            t = np.atleast_2d(t) - [0.5, -0.2]
+            return -0.5 * np.einsum("ki,ij,kj->k", t, P, t)
+
+    g = explore_grid(Target(), np.array([[-4.0, 4.0], [-4.0, 4.0]]),
+                     ThetaGridSettings(step=0.5, log_drop=6.0))
+    m = g.weights @ g.points
+    c = (g.points - m).T @ (g.weights[:, None] * (g.points - m))
+    np.testing.assert_allclose(m, [0.5, -0.2], atol=1e-3)
+    np.testing.assert_allclose(c, cov, rtol=0.05)  # lattice covariance: + δz²/12 per axis
+    q = g.quantiles([0.025, 0.975], n_draws=50_000)
+    np.testing.assert_allclose(q[:, 0], 0.5 + np.array([-1.96, 1.96]) * np.sqrt(0.5),
+                               atol=0.05)
+    small = explore_grid(Target(), np.array([[-4.0, 4.0], [-4.0, 4.0]]),
+                         ThetaGridSettings(max_points=5))
+    assert any("stopped at 5 points" in p for p in small.problems)
+    with pytest.raises(ValueError, match="`step` must be > 0"):
+        ThetaGridSettings(step=0.0)
+
+
+def test_same_seed_same_synthetic_values():
+    d = simulate_glmm("bernoulli", n_sites=40, seed=2)
+    fit = fit_glmm(d["y"], d["X"], make_sites(d["coords_m"]), family=Bernoulli(),
+                   priors=PRI, covariance="exact")
+    a, b = fit.synthesize(5, seed=11), fit.synthesize(5, seed=11)
+    assert a.shape == (5, 40) and a.dtype == np.int8 and np.array_equal(a, b)
+    assert not np.array_equal(a, fit.synthesize(5, seed=12))
+
+
+def _isolated_share(family, gamma, seed=0, **kw):
+    """Share of implicates at the isolated records equal to (bernoulli) / within ±2 of the
+    truth (poisson), and their mean synthetic value."""
+    d = simulate_glmm(family, n_sites=150, records_per_site=2, seed=seed, isolated=True,
+                      sigma2=1.5, beta=(-2.0, 0.3) if family == "bernoulli" else (0.5, 0.3),
+                      isolated_records=3 if family == "bernoulli" else 1)
+    sites = make_sites(d["coords_m"])
+    a = np.zeros(sites.n_sites)
+    a[sites.site_index[d["isolated_records"]]] = 1.0
+    scale = None if gamma is None else Smoothing(a=a, gamma=gamma)
+    fit = fit_glmm(d["y"], d["X"], sites, family=get_family(family),
+                   priors=GLMMPriors(range_min_m=100, range_max_m=15_000),
+                   exposure=d["exposure"] if family == "poisson" else None, scale=scale,
+                   covariance="nngp", n_neighbors=10, **kw)
+    ys = fit.synthesize(200, seed=3)[:, d["isolated_records"]]
+    truth = d["y"][d["isolated_records"]]
+    tol = 0 if family == "bernoulli" else 2
+    return float(np.mean(np.abs(ys - truth) <= tol)), float(ys.mean()), truth
+
+
+@pytest.mark.slow
+def test_isolated_rare_yes_lands_on_truth_only_unrestricted():
+    share_u, mean_u, _ = _isolated_share("bernoulli", None)
+    share_r, mean_r, _ = _isolated_share("bernoulli", np.inf)
+    # three "yes" at a site far from everything, base rate expit(−2) ≈ 0.12
+    assert share_u > 0.5
+    assert share_r < 0.3
+    assert share_u > share_r + 0.3
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason=(
+    "measured: under γ = ∞ the isolated count (25, base rate 1.6) still lands near the "
+    "truth (synthetic mean 22.8 restricted vs 24.6 unrestricted, also with overdispersion): "
+    "with no effect of its own the record pulls β₀ 0.6 → 3.1 and a long-range GP shifts "
+    "−2.8 everywhere else to compensate. Needs the at-risk nugget of issue 8 (or at-risk "
+    "records kept out of the likelihood); the lead decides."))
+def test_isolated_high_count_lands_on_truth_only_unrestricted():
+    share_u, mean_u, truth = _isolated_share("poisson", None)
+    share_r, mean_r, _ = _isolated_share("poisson", np.inf)
+    assert truth[0] == 25
+    assert abs(mean_u - 25) < 3 and share_u > 0.2
+    assert mean_r < 6 and share_r < 0.05
