@@ -206,3 +206,34 @@ def test_isolated_high_count_lands_on_truth_only_unrestricted():
     assert truth[0] == 25
     assert abs(mean_u - 25) < 3 and share_u > 0.2
     assert mean_r < 6 and share_r < 0.05
+
+
+def _covers(interval, truth):
+    return interval[0] <= truth <= interval[-1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("family", "overdispersion"), [("bernoulli", False),
+                                                        ("poisson", False),
+                                                        ("poisson", True)])
+def test_parameters_recovered_on_simulated_data(family, overdispersion):
+    # measured on seeds 11–13 (benchmarks and the report): every 95 % interval of σ², τ² and
+    # β₁ covered the truth; the range's missed it once (4,125–13,886 m vs 4,000 m, seed 13)
+    beta = (-1.0, 0.5) if family == "bernoulli" else (0.5, 0.5)
+    tau2 = 0.2 if overdispersion else 0.0
+    d = simulate_glmm(family, n_sites=250, records_per_site=4, sigma2=1.0, range_m=4000.0,
+                      beta=beta, tau2=tau2, seed=11)
+    fit = fit_glmm(d["y"], d["X"], make_sites(d["coords_m"]), family=get_family(family),
+                   priors=GLMMPriors(range_min_m=200, range_max_m=15_000),
+                   exposure=d["exposure"] if family == "poisson" else None,
+                   covariance="nngp", n_neighbors=10, overdispersion=overdispersion)
+    s = fit.summary()
+    assert not fit.grid.problems
+    assert _covers(s["range_m"], 4000.0)
+    assert _covers(s["sigma2"], 1.0)
+    assert s["sigma2"][2] / s["sigma2"][0] < 10  # informative, not the prior
+    for j, name in enumerate(["b0", "b1"]):
+        m, sd = s["beta"][name]
+        assert abs(m - beta[j]) < 2.5 * sd
+    if overdispersion:
+        assert _covers(s["tau2"], tau2)

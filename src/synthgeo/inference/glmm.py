@@ -139,6 +139,9 @@ def fit_glmm(y, X, sites: Sites, *, family: Family, priors: GLMMPriors,
     overdispersion : bool, default=False
         Poisson–lognormal: ε ~ N(0, τ² I) on η.
     settings : ThetaGridSettings, optional
+        Default: δz = 0.75, log drop 4 on 2 axes; δz = 1, log drop 3 on 3 axes
+        (overdispersion), where the finer grid took ~300 points (measured: 82 s vs 20 s at
+        1,000 records).
 
     Returns
     -------
@@ -171,6 +174,8 @@ def fit_glmm(y, X, sites: Sites, *, family: Family, priors: GLMMPriors,
                         overdispersion=overdispersion)
     box = priors.box(len(model.axes))
     start = np.array([0.0, 0.0, -2.0])[:len(model.axes)]  # mid-range, σ² = 1, τ² = e⁻²
+    if settings is None and len(model.axes) == 3:
+        settings = ThetaGridSettings(step=1.0, log_drop=3.0)
     t0 = time.perf_counter()
     grid = explore_grid(model, box, settings, start=start)
     names = list(coef_names) if coef_names is not None else [

@@ -30,6 +30,7 @@ z-cell.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -86,6 +87,8 @@ class ThetaGrid:
     step : float
     n_evaluations : int
         Log-density evaluations in all (mode search, Hessian and walk).
+    stages : dict
+        Per stage (``mode``, ``hessian``, ``walk``): evaluations and wall-clock seconds.
     problems : list of str
     """
 
@@ -97,6 +100,7 @@ class ThetaGrid:
     transform: np.ndarray
     step: float
     n_evaluations: int
+    stages: dict = field(default_factory=dict)
     problems: list = field(default_factory=list)
 
     def draw_points(self, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -200,14 +204,24 @@ def explore_grid(target, box: np.ndarray, settings: ThetaGridSettings | None = N
     def neg_grad(x):
         return -_fd_gradient(f, x, s.fd_step)
 
+    stages: dict = {}
+    clock = [time.perf_counter(), 0]
+
+    def mark(name):
+        now = time.perf_counter()
+        stages[name] = {"evaluations": n_eval[0] - clock[1], "seconds": now - clock[0]}
+        clock[0], clock[1] = now, n_eval[0]
+
     x0 = box.mean(axis=1) if start is None else np.asarray(start, float)
     opt = minimize(neg, x0, jac=neg_grad, method="L-BFGS-B",
                    bounds=[tuple(b) for b in box], options={"maxiter": 100})
     # keep the Hessian's stencil inside the box
     mode = np.clip(opt.x, box[:, 0] + s.fd_step, box[:, 1] - s.fd_step)
+    mark("mode")
     f0 = f(mode[None, :])[0]
     problems: list[str] = []
     H = -_fd_hessian(f, mode, s.fd_step, f0)
+    mark("hessian")
     lam, V = np.linalg.eigh(0.5 * (H + H.T))
     if np.any(~np.isfinite(lam)) or np.any(lam <= 0):
         problems.append("the posterior of θ is not log-concave at its mode (Hessian not "
@@ -215,11 +229,12 @@ def explore_grid(target, box: np.ndarray, settings: ThetaGridSettings | None = N
         lam = np.where(np.isfinite(lam) & (lam > 0), lam, 1.0)
     T = V / np.sqrt(lam)
     pts, lps = _walk(f, mode, T, f0, s, problems)
+    mark("walk")
     lps = np.array(lps)
     w = np.exp(lps - lps.max())
     return ThetaGrid(axes=tuple(target.axes), points=np.array(pts), log_density=lps,
                      weights=w / w.sum(), mode=mode, transform=T, step=s.step,
-                     n_evaluations=n_eval[0], problems=problems)
+                     n_evaluations=n_eval[0], stages=stages, problems=problems)
 
 
 def _walk(f, mode, T, f0, s: ThetaGridSettings, problems):
