@@ -115,6 +115,14 @@ def test_smoothing_removes_or_scales_the_at_risk_sites():
     assert dr["d"][0, iso_site] == pytest.approx(0.5)  # γ = σ²/τ² − 1 = 3
 
 
+def test_the_laplace_model_offers_the_quadrature_interface():
+    from synthgeo.inference.theta_grid import LogPosterior
+
+    m, _ = _model("poisson", covariance="exact")
+    assert isinstance(m, LogPosterior)
+    assert m.log_density(np.array([[0.0, 0.0]])).shape == (1,)
+
+
 def test_bad_model_options_are_refused():
     d = simulate_glmm("bernoulli", n_sites=10, seed=1)
     sites = make_sites(d["coords_m"])

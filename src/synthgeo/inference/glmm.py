@@ -1,12 +1,13 @@
 """Fit a bernoulli / poisson spatial GLMM by nested Laplace approximation; draw synthetic values.
 
-Inference (docs/inference.md, "Families beyond Gaussian"): the latent Gaussian field
-x = (w, β) is handled by the Laplace approximation of :mod:`synthgeo.inference.laplace`
-(Newton, sparse or dense factorisation, latent NNGP of Datta et al. 2016 / Finley et al. 2019
-or the exact GP), the hyper-parameters θ = (logit_range, log σ² [, log τ²]) (:class:`GLMMPriors`) by numerical
-integration over a grid (:mod:`synthgeo.inference.theta_grid`, the "grid" strategy of Rue,
-Martino & Chopin 2009, doi:10.1111/j.1467-9868.2008.00700.x). Each posterior draw is a grid
-point drawn by weight and a draw of (β, w) from the Gaussian approximation at that point.
+Inference (docs/inference.md, "Families beyond Gaussian"): the latent Gaussian field x = (w, β)
+is handled by the Laplace approximation of :mod:`synthgeo.inference.laplace` (Newton, sparse or
+dense factorisation, latent NNGP of Datta et al. 2016 / Finley et al. 2019 or the exact GP), the
+hyper-parameters θ = (logit_range, log σ² [, log τ²])
+(:class:`~synthgeo.model.glmm_priors.GLMMPriors`) by numerical integration over a grid
+(:mod:`synthgeo.inference.theta_grid`, the "grid" strategy of Rue, Martino & Chopin 2009,
+doi:10.1111/j.1467-9868.2008.00700.x). Each posterior draw is a grid point drawn by weight and a
+draw of (β, w) from the Gaussian approximation at that point.
 
 Synthesis (the paper's partially synthetic release, Quick, Holan & Wikle 2018, for these
 families)::

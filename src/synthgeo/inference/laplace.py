@@ -18,9 +18,10 @@ W = −∂²ℓ/∂η²; a step-halving line search keeps the objective increasi
 the mode of the nearest θ already evaluated. Under the NNGP each Newton system is solved by
 conjugate gradients preconditioned with the sparse factor of the previous θ's mode, so a θ
 point costs one sparse factorisation (at its mode, for log|Q_θ + Jᵀ Ŵ J| and the draws)
-instead of one per Newton step (measured in ``benchmarks/bench_families.py``). The Laplace approximation of the marginal likelihood (Tierney &
-Kadane 1986; Rue, Martino & Chopin 2009, JRSS-B 71(2), doi:10.1111/j.1467-9868.2008.00700.x,
-eq. 3) is::
+instead of one per Newton step (measured in ``benchmarks/bench_families.py``).
+
+The Laplace approximation of the marginal likelihood (Tierney & Kadane 1986; Rue, Martino &
+Chopin 2009, JRSS-B 71(2), doi:10.1111/j.1467-9868.2008.00700.x, eq. 3) is::
 
     log p(y | θ) ≈ ℓ(η̂) − ½ (x̂ − μ)ᵀ Q_θ (x̂ − μ) + ½ log|Q_θ| − ½ log|Q_θ + Jᵀ Ŵ J|
 
@@ -318,8 +319,11 @@ class LaplaceGLMM:
         return SPDFactor(Qpost)
 
     def _pcg(self, Qpost, rhs, precond: SPDFactor):
-        """Solve Qpost dx = rhs by conjugate gradients preconditioned with an older factor
-        (of a neighbouring θ or an earlier Newton iterate); None if 40 iterations do not do."""
+        """Solve Qpost dx = rhs by CG preconditioned with an older factor; None on failure.
+
+        The factor is that of a neighbouring θ's mode or an earlier Newton iterate; 40
+        iterations at most.
+        """
         M = LinearOperator(Qpost.shape, matvec=precond.solve, dtype=float)
         n_it = [0]
 

@@ -32,11 +32,32 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from scipy.optimize import minimize
 
-__all__ = ["ThetaGridSettings", "ThetaGrid", "explore_grid"]
+__all__ = ["LogPosterior", "ThetaGridSettings", "ThetaGrid", "explore_grid"]
+
+
+@runtime_checkable
+class LogPosterior(Protocol):
+    """What a quadrature over θ needs from a model (see the module docstring).
+
+    ``log_density`` may be called with any batch, in any order; an implementation may keep
+    state between calls (the Laplace model warm-starts each point from the nearest one
+    evaluated), so points that are close should preferably come in one batch or in sequence.
+    """
+
+    axes: tuple
+
+    def log_density(self, thetas: np.ndarray) -> np.ndarray:
+        """Unnormalised log p(θ | y) at rows of ``thetas`` (k, len(axes)); −inf outside."""
+        ...
+
+    def draw_latent(self, thetas: np.ndarray, rng: np.random.Generator) -> dict:
+        """One draw of the latent field given each row of ``thetas``; arrays with k rows."""
+        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,7 +125,7 @@ class ThetaGrid:
     problems: list = field(default_factory=list)
 
     def draw_points(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """Indices of ``n`` points drawn with probability ``weights``, shape (n,)."""
+        """Draw ``n`` point indices with probability ``weights``; shape (n,)."""
         return rng.choice(self.weights.size, size=n, p=self.weights)
 
     def quantiles(self, q, n_draws: int = 20_000, seed: int = 0) -> np.ndarray:
