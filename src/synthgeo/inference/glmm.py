@@ -12,11 +12,13 @@ draw of (β, w) from the Gaussian approximation at that point.
 Synthesis (the paper's partially synthetic release, Quick, Holan & Wikle 2018, for these
 families)::
 
-    η†(ℓ) = X β(ℓ) + A D(ℓ) w(ℓ) [+ ε†(ℓ)],   ε†(ℓ) ~ N(0, τ²(ℓ) I) drawn afresh
+    η†(ℓ) = X β(ℓ) + A D(ℓ) w(ℓ) [+ A (I − D²)^(1/2) u†(ℓ)] [+ ε†(ℓ)]
+    u†(ℓ) ~ N(0, σ²(ℓ) I),  ε†(ℓ) ~ N(0, τ²(ℓ) I), both drawn afresh
     y†(ℓ) ~ Bernoulli(expit(η†(ℓ)))   or   Poisson(E e^(η†(ℓ)))
 
-The overdispersion term is drawn afresh (as the Gaussian route's e(ℓ)), never from its
-posterior: the posterior of ε_i is centred on record i's own residual and would copy it.
+The independent at-risk effect (option) and the overdispersion term are drawn afresh (as the
+Gaussian route's e(ℓ)), never from their posterior: the posterior of ε_i (or u_s) is centred on
+record i's (site s's) own residual and would copy it.
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ class GLMMFit:
         """
         rng = np.random.default_rng(seed)
         dr = self.draw(n_implicates, rng)
-        eta = dr["eta"]
+        eta = dr["eta_synth"]
         if self.model.overdispersion:
             tau = np.exp(0.5 * dr["theta"][:, 2])
             eta = eta + tau[:, None] * rng.standard_normal(eta.shape)
@@ -116,6 +118,7 @@ class GLMMFit:
 def fit_glmm(y, X, sites: Sites, *, family: Family, priors: GLMMPriors,
              coef_names: list | None = None, exposure=None, scale=None,
              covariance: str = "nngp", n_neighbors: int = 15, overdispersion: bool = False,
+             at_risk_effect: str = "none",
              settings: ThetaGridSettings | None = None) -> GLMMFit:
     """Fit a spatial GLMM (bernoulli or poisson) by nested Laplace approximation.
 
@@ -139,6 +142,8 @@ def fit_glmm(y, X, sites: Sites, *, family: Family, priors: GLMMPriors,
     n_neighbors : int, default=15
     overdispersion : bool, default=False
         Poisson–lognormal: ε ~ N(0, τ² I) on η.
+    at_risk_effect : {"none", "independent"}, default="none"
+        See :class:`~synthgeo.inference.laplace.LaplaceGLMM`.
     settings : ThetaGridSettings, optional
         Default: δz = 0.75, log drop 4 on 2 axes; δz = 1, log drop 3 on 3 axes
         (overdispersion), where the finer grid took ~300 points (measured: 82 s vs 20 s at
@@ -172,7 +177,7 @@ def fit_glmm(y, X, sites: Sites, *, family: Family, priors: GLMMPriors,
     """
     model = LaplaceGLMM(y, X, sites, family=family, priors=priors, exposure=exposure,
                         scale=scale, covariance=covariance, n_neighbors=n_neighbors,
-                        overdispersion=overdispersion)
+                        overdispersion=overdispersion, at_risk_effect=at_risk_effect)
     box = priors.box(len(model.axes))
     start = np.array([0.0, 0.0, -2.0])[:len(model.axes)]  # mid-range, σ² = 1, τ² = e⁻²
     if settings is None and len(model.axes) == 3:

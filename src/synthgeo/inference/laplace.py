@@ -63,8 +63,9 @@ class LaplaceState:
     theta : ndarray of shape (n_axes,)
     log_marginal : float
         Laplace log p(y | θ).
-    x : ndarray of shape (n_active + p,)
-        Mode (w at the active sites in the engine's order, then β).
+    x : ndarray of shape (n_active + n_u + p,)
+        Mode (w at the active sites in the engine's order, the independent at-risk effects u,
+        then β).
     eps : ndarray of shape (N,) or None
         Mode of ε (overdispersion only).
     n_newton : int
@@ -105,6 +106,13 @@ class LaplaceGLMM:
         Add ε ~ N(0, τ² I) on η (poisson only); θ gets the axis log τ².
     newton_tol : float, default=1e-8
         Newton stops when the largest step in x (logit / log units) is below this.
+    at_risk_effect : {"none", "independent"}, default="none"
+        "independent" (beyond the paper; measured in ``tests/test_laplace.py``): at sites
+        with d_s < 1 the linear predictor gets d_s w_s + (1 − d_s²)^(1/2) u_s,
+        u_s ~ N(0, σ²) iid, so the site keeps its prior variance σ² but only the share d_s²
+        of it is spatially linked; u is redrawn afresh for synthesis (never from its
+        posterior). Without it, under γ = ∞ an isolated high count can only move β₀, and a
+        long-range GP shifts everywhere else to compensate: the count leaks through β₀.
 
     Raises
     ------
@@ -131,13 +139,17 @@ class LaplaceGLMM:
 
     def __init__(self, y, X, sites: Sites, *, family: Family, priors: GLMMPriors,
                  exposure=None, scale=None, covariance: str = "nngp", n_neighbors: int = 15,
-                 overdispersion: bool = False, newton_tol: float = 1e-8):
+                 overdispersion: bool = False, newton_tol: float = 1e-8,
+                 at_risk_effect: str = "none"):
         self.y = family.check(y, exposure)
         self.X = np.asarray(X, float)
         if self.X.ndim != 2 or self.X.shape[0] != self.y.shape[0]:
             raise ValueError("`X` must have shape (N, p) with N = len(y)")
         if sites.n_records != self.y.shape[0]:
             raise ValueError("`sites` must map every record (site_index of length N)")
+        if at_risk_effect not in ("none", "independent"):
+            raise ValueError("`at_risk_effect` must be 'none' or 'independent', got "
+                             f"{at_risk_effect!r}")
         if covariance not in ("exact", "nngp"):
             raise ValueError(f"`covariance` must be 'exact' or 'nngp', got {covariance!r}")
         if overdispersion and family.name != "poisson":
@@ -165,6 +177,20 @@ class LaplaceGLMM:
         pos = np.full(sites.n_sites, -1)
         pos[self.perm] = np.arange(self.perm.size)
         self._rec = pos[sites.site_index]  # latent index of each record's site, -1 inactive
+        # sites with an independent effect u (d_s < 1 for some θ)
+        if at_risk_effect == "independent":
+            if isinstance(scale, Smoothing):
+                partial = np.asarray(scale.a) > 0
+                if scale.gamma != "auto" and float(scale.gamma) == 0:
+                    partial[:] = False
+            else:
+                partial = self._d_of(None) < 1
+            self.u_sites = np.flatnonzero(partial)
+        else:
+            self.u_sites = np.array([], dtype=int)
+        upos = np.full(sites.n_sites, -1)
+        upos[self.u_sites] = np.arange(self.u_sites.size)
+        self._rec_u = upos[sites.site_index]
         self._cache: dict[tuple, tuple] = {}
         self._J_cache: tuple | None = None
         self.n_factorisations = 0
@@ -190,24 +216,29 @@ class LaplaceGLMM:
         vals = d_sites[self.sites.site_index[rows]]
         Aw = sp.csr_matrix((vals, (rows, self._rec[rows])),
                            shape=(self.y.size, self.n_active))
-        J = sp.hstack([Aw, sp.csr_matrix(self.X)], format="csr")
+        rows_u = np.flatnonzero(self._rec_u >= 0)
+        vals_u = np.sqrt(np.maximum(0.0, 1.0 - d_sites[self.sites.site_index[rows_u]] ** 2))
+        Au = sp.csr_matrix((vals_u, (rows_u, self._rec_u[rows_u])),
+                           shape=(self.y.size, self.u_sites.size))
+        J = sp.hstack([Aw, Au, sp.csr_matrix(self.X)], format="csr")
         self._J_cache = (key, J)
         return J
 
     def _prior(self, phi_km: float, sigma2: float):
         """(Q_θ, log|Q_θ|, sqrt_apply) with sqrt_apply(z) ~ N(0, Q_θ) for z ~ N(0, I)."""
         p, sb = self.X.shape[1], self.priors.beta_sd
-        n = self.n_active
+        n, nu = self.n_active, self.u_sites.size
+        tail = np.concatenate([np.full(nu, 1.0 / sigma2), np.full(p, 1.0 / sb**2)])
         if self.covariance == "nngp":
             f = vecchia_factors(self._graph, phi_km, 0.0)
             ib = f.i_minus_b()
             Qw = (ib.T @ sp.diags(1.0 / (f.F * sigma2)) @ ib)
             logdet_w = -float(np.log(f.F).sum()) - n * np.log(sigma2)
-            Q = sp.block_diag([Qw, sp.identity(p) / sb**2], format="csc")
+            Q = sp.block_diag([Qw, sp.diags(tail)], format="csc")
 
             def sqrt_apply(z):
                 zw = ib.T @ (z[:n] / np.sqrt(f.F * sigma2)[:, None])
-                return np.vstack([zw, z[n:] / sb])
+                return np.vstack([zw, z[n:] * np.sqrt(tail)[:, None]])
         else:
             R = np.exp(-phi_km * self._dist_km)
             R[np.diag_indices(n)] += LATENT_JITTER
@@ -216,15 +247,15 @@ class LaplaceGLMM:
             Linv = solve_triangular(L, np.eye(n), lower=True, check_finite=False)
             Qw = (Linv.T @ Linv) / sigma2
             logdet_w = -2.0 * float(np.log(np.diag(L)).sum()) - n * np.log(sigma2)
-            Q = np.zeros((n + p, n + p))
+            Q = np.zeros((n + nu + p, n + nu + p))
             Q[:n, :n] = Qw
-            Q[n:, n:] = np.eye(p) / sb**2
+            Q[n:, n:] = np.diag(tail)
 
             def sqrt_apply(z):
                 zw = Linv.T @ z[:n] / np.sqrt(sigma2)
-                return np.vstack([zw, z[n:] / sb])
-        logdet = logdet_w - 2.0 * p * np.log(sb)
-        mu = np.concatenate([np.zeros(n), np.full(p, self.priors.beta_mean)])
+                return np.vstack([zw, z[n:] * np.sqrt(tail)[:, None]])
+        logdet = logdet_w - nu * np.log(sigma2) - 2.0 * p * np.log(sb)
+        mu = np.concatenate([np.zeros(n + nu), np.full(p, self.priors.beta_mean)])
         return Q, logdet, sqrt_apply, mu
 
     def _objective(self, x, eps, J, Q, mu, tau2):
@@ -378,10 +409,14 @@ class LaplaceGLMM:
         dict
             ``beta`` (k, p); ``w`` (k, S) at every site (0 at sites outside the latent field,
             i.e. d_s = 0), before the D scaling; ``eta`` (k, N) = Xβ + A D w (no offset,
-            no ε); ``d`` (k, S) the smoothing scale used.
+            no ε, no u); ``d`` (k, S) the smoothing scale used; ``eta_synth`` (k, N): ``eta``
+            plus the independent at-risk effect drawn afresh from its prior (= ``eta``
+            without it), the predictor synthesis uses.
         """
         thetas = np.atleast_2d(np.asarray(thetas, float))
         k, (n, p) = thetas.shape[0], (self.n_active, self.X.shape[1])
+        nu = self.u_sites.size
+        eta_synth = np.empty((k, self.y.size))
         beta = np.empty((k, p))
         w = np.zeros((k, self.sites.n_sites))
         eta = np.empty((k, self.y.size))
@@ -390,22 +425,27 @@ class LaplaceGLMM:
         for u in range(uniq.shape[0]):
             rows = np.flatnonzero(inv.ravel() == u)
             st = self.laplace(uniq[u])
-            z1 = rng.standard_normal((n + p, rows.size))
+            z1 = rng.standard_normal((n + nu + p, rows.size))
             z2 = rng.standard_normal((self.y.size, rows.size))
             b = st.prior[0](z1) + st.J.T @ (np.sqrt(st.w_tilde)[:, None] * z2)
             x = st.x[:, None] + st.factor.solve(b)
             w[np.ix_(rows, self.perm)] = x[:n].T
-            beta[rows] = x[n:].T
+            beta[rows] = x[n + nu:].T
+            x[n:n + nu] = 0.0  # the independent effect u is redrawn afresh, never reused
             eta[rows] = (st.J @ x).T
             _, sigma2, tau2 = self._split(uniq[u])
             dd[rows] = self._d_of(tau2 / sigma2 if tau2 is not None else None)
-        return {"beta": beta, "w": w, "eta": eta, "d": dd}
+            eta_synth[rows] = eta[rows]
+            if nu:  # u afresh from its prior N(0, σ² I), one value per site
+                u_new = np.sqrt(sigma2) * rng.standard_normal((nu, rows.size))
+                eta_synth[rows] += (st.J[:, n:n + nu] @ u_new).T
+        return {"beta": beta, "w": w, "eta": eta, "d": dd, "eta_synth": eta_synth}
 
     def beta_moments(self, theta) -> tuple[np.ndarray, np.ndarray]:
         """Mean (p,) and covariance (p, p) of β under the Gaussian approximation at θ."""
         st = self.laplace(theta)
-        n, p = self.n_active, self.X.shape[1]
-        E = np.zeros((n + p, p))
-        E[n:, :] = np.eye(p)
-        cov = st.factor.solve(E)[n:, :]
-        return st.x[n:], 0.5 * (cov + cov.T)
+        p = self.X.shape[1]
+        E = np.zeros((st.x.size, p))
+        E[-p:, :] = np.eye(p)
+        cov = st.factor.solve(E)[-p:, :]
+        return st.x[-p:], 0.5 * (cov + cov.T)
