@@ -41,7 +41,7 @@ def _range_bounds(sites):
 
 
 def minneapolis(args) -> None:
-    """personSearch yes/no at the stop locations, string covariates, missing dropped."""
+    """Minneapolis: personSearch yes/no at the stop locations, string covariates."""
     from synthgeo.inference.glmm import fit_glmm
     from synthgeo.io.points import coordinates_m, load_points
     from synthgeo.model.families import Bernoulli
@@ -302,7 +302,7 @@ def _pp_dispersion(y, X, n_rep: int = 200, seed: int = 0):
 
 
 def dispersion(args) -> None:
-    """Does any real count in shared/data pass a posterior-predictive dispersion check?
+    """Check whether any real count in shared/data passes a predictive dispersion check.
 
     A Poisson model with a latent Gaussian field (spatial effect, overdispersion) can only
     *add* variance to the Poisson's, so a count whose Pearson dispersion lies below the
@@ -324,6 +324,36 @@ def dispersion(args) -> None:
             print(f"{name:16s} mean {y.mean():6.3f} var {y.var():6.3f} | Poisson GLM "
                   f"({label}): Pearson dispersion {obs:.3f}, predictive 95% "
                   f"[{lo:.3f}, {hi:.3f}] -> {verdict}")
+
+
+def factor(args) -> None:
+    """One factorisation of an NNGP posterior precision with p dense coefficient columns."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import splu
+
+    from synthgeo.model.vecchia import ordered_neighbours, vecchia_factors
+
+    rng = np.random.default_rng(0)
+    for S in (2000, 10_414, 25_000):
+        xy = rng.uniform(0, 10, (S, 2))
+        f = vecchia_factors(ordered_neighbours(xy, args.neighbors), 1.0, 0.0)
+        Q = f.precision() + sp.diags(rng.uniform(0.1, 2, S))
+        X = rng.standard_normal((S, 5)) * 0.1
+        Qf = sp.bmat([[Q, sp.csr_matrix(X)], [sp.csr_matrix(X.T), sp.eye(5) * 1e4]]).tocsc()
+        for spec in ("COLAMD", "MMD_AT_PLUS_A"):
+            c0 = time.process_time()
+            lu = splu(Qf, permc_spec=spec, diag_pivot_thresh=0.0,
+                      options={"SymmetricMode": True})
+            print(f"S = {S}, m = {args.neighbors}: SuperLU {spec} "
+                  f"{time.process_time() - c0:.2f} s CPU, nnz(L+U) {lu.L.nnz + lu.U.nnz}")
+        try:
+            from sksparse.cholmod import cholesky
+        except ImportError:
+            print("  scikit-sparse not installed (CHOLMOD not measured)")
+            continue
+        c0 = time.process_time()
+        cholesky(Qf)
+        print(f"  CHOLMOD {time.process_time() - c0:.2f} s CPU")
 
 
 def main() -> None:

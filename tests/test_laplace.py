@@ -172,8 +172,10 @@ def test_same_seed_same_synthetic_values():
 
 
 def _isolated_share(family, gamma, seed=0, **kw):
-    """Share of implicates at the isolated records equal to (bernoulli) / within ±2 of the
-    truth (poisson), and their mean synthetic value."""
+    """Return (share of implicates on the truth, mean synthetic value, truth) at the isolate.
+
+    "On the truth": equal (bernoulli) or within ±2 (poisson).
+    """
     d = simulate_glmm(family, n_sites=150, records_per_site=2, seed=seed, isolated=True,
                       sigma2=1.5, beta=(-2.0, 0.3) if family == "bernoulli" else (0.5, 0.3),
                       isolated_records=3 if family == "bernoulli" else 1)
