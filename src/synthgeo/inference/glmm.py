@@ -164,16 +164,16 @@ def fit_glmm(y, X, sites: Sites, *, family: Family, priors: GLMMPriors,
     >>> from synthgeo.model.families import Poisson
     >>> from synthgeo.model.kernels import make_sites
     >>> rng = np.random.default_rng(0)
-    >>> xy = rng.uniform(0, 5000, (60, 2))
-    >>> y = rng.poisson(3.0, 60).astype(float)
-    >>> fit = fit_glmm(y, np.ones((60, 1)), make_sites(xy), family=Poisson(),
+    >>> xy = rng.uniform(0, 5000, (30, 2))
+    >>> y = rng.poisson(3.0, 30).astype(float)
+    >>> fit = fit_glmm(y, np.ones((30, 1)), make_sites(xy), family=Poisson(),
     ...                priors=GLMMPriors(range_min_m=200, range_max_m=8000),
-    ...                covariance="exact")
+    ...                covariance="exact", settings=ThetaGridSettings(step=1.0, log_drop=3.0))
     >>> lo, hi = np.exp(fit.summary()["beta"]["b0"][0] + np.array([-0.3, 0.3]))
     >>> bool(lo < y.mean() < hi)
     True
     >>> fit.synthesize(2, seed=1).shape
-    (2, 60)
+    (2, 30)
     """
     model = LaplaceGLMM(y, X, sites, family=family, priors=priors, exposure=exposure,
                         scale=scale, covariance=covariance, n_neighbors=n_neighbors,
