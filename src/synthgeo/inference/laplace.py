@@ -41,15 +41,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import cho_factor, solve_triangular
 from scipy.sparse.linalg import LinearOperator, cg
 
 from synthgeo.inference.factor import SPDFactor
+from synthgeo.inference.latent_prior import latent_prior
 from synthgeo.model.families import Family
 from synthgeo.model.glmm_priors import GLMMPriors
 from synthgeo.model.kernels import METRES_PER_KM, Sites
 from synthgeo.model.smoothing import Smoothing, scale_function
-from synthgeo.model.vecchia import LATENT_JITTER, ordered_neighbours, vecchia_factors
+from synthgeo.model.vecchia import ordered_neighbours
 
 __all__ = ["LaplaceGLMM", "LaplaceState"]
 
@@ -225,38 +225,13 @@ class LaplaceGLMM:
         return J
 
     def _prior(self, phi_km: float, sigma2: float):
-        """(Q_θ, log|Q_θ|, sqrt_apply) with sqrt_apply(z) ~ N(0, Q_θ) for z ~ N(0, I)."""
-        p, sb = self.X.shape[1], self.priors.beta_sd
-        n, nu = self.n_active, self.u_sites.size
-        tail = np.concatenate([np.full(nu, 1.0 / sigma2), np.full(p, 1.0 / sb**2)])
-        if self.covariance == "nngp":
-            f = vecchia_factors(self._graph, phi_km, 0.0)
-            ib = f.i_minus_b()
-            Qw = (ib.T @ sp.diags(1.0 / (f.F * sigma2)) @ ib)
-            logdet_w = -float(np.log(f.F).sum()) - n * np.log(sigma2)
-            Q = sp.block_diag([Qw, sp.diags(tail)], format="csc")
-
-            def sqrt_apply(z):
-                zw = ib.T @ (z[:n] / np.sqrt(f.F * sigma2)[:, None])
-                return np.vstack([zw, z[n:] * np.sqrt(tail)[:, None]])
-        else:
-            R = np.exp(-phi_km * self._dist_km)
-            R[np.diag_indices(n)] += LATENT_JITTER
-            L = cho_factor(R, lower=True, check_finite=False)[0]
-            L = np.tril(L)
-            Linv = solve_triangular(L, np.eye(n), lower=True, check_finite=False)
-            Qw = (Linv.T @ Linv) / sigma2
-            logdet_w = -2.0 * float(np.log(np.diag(L)).sum()) - n * np.log(sigma2)
-            Q = np.zeros((n + nu + p, n + nu + p))
-            Q[:n, :n] = Qw
-            Q[n:, n:] = np.diag(tail)
-
-            def sqrt_apply(z):
-                zw = Linv.T @ z[:n] / np.sqrt(sigma2)
-                return np.vstack([zw, z[n:] * np.sqrt(tail)[:, None]])
-        logdet = logdet_w - nu * np.log(sigma2) - 2.0 * p * np.log(sb)
-        mu = np.concatenate([np.zeros(n + nu), np.full(p, self.priors.beta_mean)])
-        return Q, logdet, sqrt_apply, mu
+        """(Q_θ, log|Q_θ|, sqrt_apply, mean) of x = (w, u, β); see :mod:`.latent_prior`."""
+        pr = latent_prior(phi_km=phi_km, sigma2=sigma2, n_u=self.u_sites.size,
+                          p=self.X.shape[1], beta_sd=self.priors.beta_sd,
+                          beta_mean=self.priors.beta_mean,
+                          graph=self._graph if self.covariance == "nngp" else None,
+                          dist_km=self._dist_km if self.covariance == "exact" else None)
+        return pr.Q, pr.logdet, pr.sqrt_apply, pr.mean
 
     def _objective(self, x, eps, J, Q, mu, tau2):
         eta = J @ x + self.offset + (eps if eps is not None else 0.0)
