@@ -171,6 +171,18 @@ def test_same_seed_same_synthetic_values():
     assert not np.array_equal(a, fit.synthesize(5, seed=12))
 
 
+def test_repeated_synthesis_from_one_nngp_fit_is_identical():
+    d = simulate_glmm("poisson", n_sites=60, seed=5)
+    fit = fit_glmm(d["y"], d["X"], make_sites(d["coords_m"]), family=Poisson(), priors=PRI,
+                   exposure=d["exposure"], covariance="nngp", n_neighbors=8,
+                   settings=ThetaGridSettings(step=1.0, log_drop=3.0))
+    a = fit.draw(20, np.random.default_rng(4))
+    fit.summary()  # more Laplace steps in between must not change later draws
+    b = fit.draw(20, np.random.default_rng(4))
+    assert np.array_equal(a["eta"], b["eta"])
+    assert np.array_equal(fit.synthesize(3, seed=9), fit.synthesize(3, seed=9))
+
+
 def _isolated_share(family, gamma, seed=0, **kw):
     """Return (share of implicates on the truth, mean synthetic value, truth) at the isolate.
 

@@ -242,7 +242,7 @@ class LaplaceGLMM:
         return float(val)
 
     # ------------------------------------------------------------------ the inner step
-    def laplace(self, theta, x0=None, eps0=None) -> LaplaceState:
+    def laplace(self, theta, x0=None, eps0=None, *, record: bool = True) -> LaplaceState:
         """Find the mode of p(x | y, θ) by Newton's method and return the Laplace state.
 
         Parameters
@@ -252,6 +252,11 @@ class LaplaceGLMM:
         x0, eps0 : ndarray, optional
             Starting point; default: the mode of the nearest θ evaluated so far, else the
             prior mean.
+        record : bool, default=True
+            Keep the mode for warm starts and its factor as the next preconditioner. With
+            False nothing is kept and every Newton system is factorised afresh, so the result
+            depends only on (θ, start): draws and summaries use this, which makes repeated
+            synthesis from one fit bit-identical.
 
         Returns
         -------
@@ -269,12 +274,15 @@ class LaplaceGLMM:
             if self.overdispersion else None
         f_old = self._objective(x, eps, J, Q, mu, tau2)
         sparse = sp.issparse(Q)
-        precond = self._precond if sparse else None
+        precond = self._precond if sparse and record else None
+        fresh = None  # (factor, weights, De) computed at the current x in this call
         for it in range(1, 101):
             grad, W, Wt, ge, De, Qpost = self._newton_terms(x, eps, J, Q, mu, tau2)
             dx = self._pcg(Qpost, grad, precond) if precond is not None else None
+            fresh = None
             if dx is None:
                 precond = self._factor(Qpost)
+                fresh = (precond, Wt, De)
                 dx = precond.solve(grad)
             de = (ge - W * (J @ dx)) / De if eps is not None else None
             t = 1.0
@@ -291,15 +299,20 @@ class LaplaceGLMM:
             x, eps, f_old = x_new, e_new, f_new
             if step < self.newton_tol:
                 break
-        # the Gaussian approximation uses the Hessian at the mode itself
-        _, _, Wt, _, De, Qpost = self._newton_terms(x, eps, J, Q, mu, tau2)
-        fac = self._factor(Qpost)
-        if sparse:
+        # the Gaussian approximation uses the Hessian at the mode itself (or at the last
+        # iterate, when that was factorised and the step from it is below newton_tol)
+        if fresh is not None and step < self.newton_tol:
+            fac, Wt, De = fresh
+        else:
+            _, _, Wt, _, De, Qpost = self._newton_terms(x, eps, J, Q, mu, tau2)
+            fac = self._factor(Qpost)
+        if sparse and record:
             self._precond = fac
         logml = f_old + 0.5 * logdet_Q - 0.5 * fac.logdet
         if eps is not None:
             logml += -0.5 * self.y.size * np.log(tau2) - 0.5 * float(np.log(De).sum())
-        self._cache[tuple(theta)] = (x, eps)
+        if record:
+            self._cache[tuple(theta)] = (x, eps)
         return LaplaceState(theta=theta, log_marginal=float(logml), x=x, eps=eps, n_newton=it,
                             factor=fac, w_tilde=Wt, prior=(sqrt_apply,), J=J)
 
@@ -339,6 +352,15 @@ class LaplaceGLMM:
         dx, info = cg(Qpost, rhs, M=M, rtol=1e-10, atol=0.0, maxiter=40, callback=count)
         self.n_pcg_iterations += n_it[0]
         return dx if info == 0 else None
+
+    def _replay(self, theta) -> LaplaceState:
+        """Laplace state at θ from the recorded mode of the nearest evaluated θ.
+
+        Nothing is recorded, so the result is the same however often it is asked for.
+        """
+        mu = self._prior(*self._split(theta)[:2])[3]
+        x0, eps0 = self._warm_start(theta, mu)
+        return self.laplace(theta, x0, eps0, record=False)
 
     def _warm_start(self, theta, mu):
         if not self._cache:
@@ -399,7 +421,7 @@ class LaplaceGLMM:
         uniq, inv = np.unique(thetas, axis=0, return_inverse=True)
         for u in range(uniq.shape[0]):
             rows = np.flatnonzero(inv.ravel() == u)
-            st = self.laplace(uniq[u])
+            st = self._replay(uniq[u])
             z1 = rng.standard_normal((n + nu + p, rows.size))
             z2 = rng.standard_normal((self.y.size, rows.size))
             b = st.prior[0](z1) + st.J.T @ (np.sqrt(st.w_tilde)[:, None] * z2)
@@ -418,7 +440,7 @@ class LaplaceGLMM:
 
     def beta_moments(self, theta) -> tuple[np.ndarray, np.ndarray]:
         """Mean (p,) and covariance (p, p) of β under the Gaussian approximation at θ."""
-        st = self.laplace(theta)
+        st = self._replay(np.asarray(theta, float))
         p = self.X.shape[1]
         E = np.zeros((st.x.size, p))
         E[-p:, :] = np.eye(p)
