@@ -226,7 +226,7 @@ def test_isolated_high_count_lands_on_truth_only_unrestricted():
     share_u, mean_u, truth = _isolated_share("poisson", None)
     share_r, mean_r, _ = _isolated_share("poisson", np.inf)
     assert truth[0] == 25
-    assert abs(mean_u - 25) < 3 and share_u > 0.2
+    assert abs(mean_u - 25) < 3 and share_u > 0.15  # P(|Poisson(25) − 25| ≤ 2) = 0.39
     assert mean_r < 10 and share_r < 0.05
 
 
@@ -234,11 +234,11 @@ def test_isolated_high_count_lands_on_truth_only_unrestricted():
 def test_isolated_high_count_is_protected_by_an_independent_at_risk_effect():
     share_u, mean_u, truth = _isolated_share("poisson", None, at_risk_effect="independent")
     share_r, mean_r, _ = _isolated_share("poisson", np.inf, at_risk_effect="independent")
-    # measured: unrestricted mean 24.6, 25.5 % of implicates within ±2 of 25;
-    # restricted mean 8.3, 1.5 % within ±2
+    # measured (seeds 0–2): unrestricted mean 23.6–24.4, 19–30 % of implicates within ±2 of
+    # 25 (at most 39 % for Poisson(25) itself); restricted mean 4.6–7.3, 0.5 % within ±2
     assert truth[0] == 25
-    assert abs(mean_u - 25) < 3 and share_u > 0.2
-    assert mean_r < 12 and share_r < 0.05
+    assert abs(mean_u - 25) < 3 and share_u > 0.15
+    assert mean_r < 10 and share_r < 0.03
 
 
 def test_independent_at_risk_effect_enters_the_likelihood_and_is_redrawn():
