@@ -36,3 +36,46 @@ def bundled_release(tmp_path_factory):
     out = tmp_path_factory.mktemp("bundled") / "out"
     assert main(["--quiet", "run", "--out", str(out), *LIGHT]) == 0
     return out
+
+
+# --- one door for points: the same records from a file or handed over in memory ---------------
+
+
+def frame_like_csv(path, *, x=None, y=None, crs=None, coord_unit_m=None, query=None,
+                   **read_csv):
+    """The records of a CSV as a GeoDataFrame built in memory (no synthgeo reading).
+
+    The geometry is built from the `x`/`y` columns (times `coord_unit_m`, for a metre CRS) in
+    `crs`; every column is kept, as a user would hand the data to ``sg.synthesize``.
+    """
+    import geopandas
+    import pandas as pd
+
+    frame = pd.read_csv(path, **read_csv)
+    if query is not None:
+        frame = frame.query(query).reset_index(drop=True)
+    scale = 1.0 if coord_unit_m is None else float(coord_unit_m)
+    geometry = geopandas.points_from_xy(frame[x] * scale, frame[y] * scale)
+    return geopandas.GeoDataFrame(frame, geometry=geometry, crs=crs)
+
+
+@pytest.fixture(params=["file", "frame"])
+def load(request):
+    """``load_points(path, **kw)``, or the same records handed over as a GeoDataFrame.
+
+    The ``frame`` route builds the GeoDataFrame with :func:`frame_like_csv` (the reading keys
+    ``crs``, ``coord_unit_m``, ``query``) and checks it with ``check_points_frame`` (the
+    others). ``load.route`` says which.
+    """
+    from synthgeo.io.points import load_points
+    from synthgeo.io.read import check_points_frame
+
+    def _load(path, **kw):
+        if request.param == "file":
+            return load_points(path, **kw)
+        build = {k: kw.pop(k) for k in ("crs", "coord_unit_m", "query") if k in kw}
+        gdf = frame_like_csv(path, x=kw.get("x"), y=kw.get("y"), **build)
+        return check_points_frame(gdf, **kw)
+
+    _load.route = request.param
+    return _load

@@ -17,6 +17,7 @@ from pathlib import Path
 import geopandas
 import numpy as np
 import pandas as pd
+import pyproj
 import pytest
 
 import synthgeo as sg
@@ -111,6 +112,9 @@ def test_spec_route_and_in_memory_route_write_the_same_release(tmp_path):
     assert rec_a["input"]["frame_sha256"] == frame_sha256(points)
     assert rec_a["spec"]["data"] == rec_b["spec"]["data"]
     assert rec_b["spec"]["source"] is None
+    assert rec_a["crs"] == rec_b["crs"] and rec_a["warnings"] == rec_b["warnings"]
+    assert rec_a["crs"]["coordinate_unit"]["name"] == "degree"
+    assert "exact_duplicates" in [w["code"] for w in rec_a["warnings"]]  # the file's one
     # and the result objects agree
     xr_a, xr_b = by_spec.implicates, in_memory.implicates
     np.testing.assert_array_equal(xr_a["restricted"].values, xr_b["restricted"].values)
@@ -186,6 +190,39 @@ def test_notebook_job_from_a_geodataframe_in_memory(homes, tmp_path):
                             "query": None, "frame_sha256": before}
     assert rec["spec"]["data"]["path"] is None and rec["spec"]["source"] is None
     assert rec["crs"]["projected"] == "WGS 84 / UTM zone 10N"
+    # the checks a file gets, and their record: the unit of lon/lat, no coded warning
+    assert rec["crs"]["coordinate_unit"] == {"metres_per_unit": None, "name": "degree",
+                                             "source": "geometry", "scale_to_crs": 1.0}
+    assert pyproj.CRS.from_wkt(rec["crs"]["source"]).to_epsg() == 4326
+    assert rec["warnings"] == []
+    # the report and the data users' README name no file: there is none
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "GeoDataFrame in memory" in report and before in report
+    assert "data file" not in report and "None" not in report.split("table-overview")[1][:3000]
+    readme = (out / "release" / "README.md").read_text(encoding="utf-8")
+    assert "confidential file" not in readme and "80 confidential records" in readme
+
+
+def test_in_memory_data_get_the_plausibility_checks(homes):
+    from synthgeo.api import spec_for_points
+    from synthgeo.pipeline.data import prepare_data
+
+    lon0, lat0 = -121.45, 38.55  # the same 80 sales shrunk into a 40 m square
+    tiny = homes.set_geometry(geopandas.points_from_xy(lon0 + (homes["lon"] - lon0) / 100,
+                                                       lat0 + (homes["lat"] - lat0) / 100))
+    with pytest.raises(sg.InputError, match=r"the 80 points \(80 distinct locations\) span "
+                       r"only .* m .*If the extent is real, pass `accept_small_extent=True`"):
+        sg.synthesize(tiny, response="log_price", covariates=["sqft"], id="sale")
+    spec = spec_for_points(tiny, response="log_price", covariates=["sqft"], id="sale",
+                           accept_small_extent=True)
+    assert spec.data.accept_small_extent is True
+    with pytest.warns(UserWarning, match="accepted by `accept_small_extent`"):
+        data = prepare_data(spec, tiny)
+    assert [w["code"] for w in data.gdf.attrs["warnings"]] == ["small_extent"]
+    swapped = homes.set_geometry(geopandas.points_from_xy(homes["lat"], homes["lon"]))
+    with pytest.raises(sg.InputError, match=r"latitude \(geometry\) outside \[-90, 90\] in "
+                                            r"WGS 84.*`sale` \['s000'"):
+        sg.synthesize(swapped, response="log_price", id="sale")
 
 
 def test_a_frame_changed_after_reading_names_no_file():

@@ -15,6 +15,7 @@ import pytest
 import synthgeo
 from synthgeo._errors import InputError
 from synthgeo.io.points import check_projected, coordinates_m, load_points
+from synthgeo.io.read import check_points_frame
 
 SACRAMENTO = Path(synthgeo.__file__).parent / "data" / "sacramento_home_sales.csv"
 LONLAT = {"x": "lon", "y": "lat", "crs": "EPSG:4326"}
@@ -105,45 +106,50 @@ def test_missing_file(tmp_path):
         load_points(tmp_path / "nope.csv", **LONLAT)
 
 
-def test_missing_column_lists_available(tmp_path):
+def test_missing_column_lists_available(tmp_path, load):
     path = _csv(tmp_path, _frame())
     with pytest.raises(InputError, match=r"\['sqft'\] not found.*available columns.*'price'"):
-        load_points(path, **LONLAT, numeric_columns=["sqft"])
+        load(path, **LONLAT, numeric_columns=["sqft"])
     with pytest.raises(InputError, match=r"\['zip'\] not found"):
-        load_points(path, **LONLAT, required_columns=["zip"])
+        load(path, **LONLAT, required_columns=["zip"])
 
 
-def test_text_in_numeric_column(tmp_path):
+def test_text_in_numeric_column(tmp_path, load):
     frame = _frame().astype({"price": object})
     frame.loc[4, "price"] = "12a"
     with pytest.raises(InputError, match=r"`price` holds text.*'12a'.*`id` \[104\]"):
-        load_points(_csv(tmp_path, frame), **LONLAT, id_column="id", numeric_columns=["price"])
+        load(_csv(tmp_path, frame), **LONLAT, id_column="id", numeric_columns=["price"])
 
 
-def test_nan_response(tmp_path):
+def test_nan_response(tmp_path, load):
     frame = _frame()
     frame.loc[[2, 7], "price"] = np.nan
     with pytest.raises(InputError, match=r"`price` has 2 missing.*`id` \[102, 107\]"):
-        load_points(_csv(tmp_path, frame), **LONLAT, id_column="id", numeric_columns=["price"])
+        load(_csv(tmp_path, frame), **LONLAT, id_column="id", numeric_columns=["price"])
 
 
-def test_nan_coordinate(tmp_path):
+def test_nan_coordinate(tmp_path, load):
     frame = _frame().drop(columns="id")
     frame.loc[3, "lat"] = np.nan
-    with pytest.raises(InputError, match=r"coordinate column `lat` has 1 missing.*data rows \[3\]"):
-        load_points(_csv(tmp_path, frame), **LONLAT)
+    match = (r"coordinate column `lat` has 1 missing.*data rows \[3\]" if load.route == "file"
+             else r"non-finite coordinates at rows \[3\] \(0-based positions\)")
+    with pytest.raises(InputError, match=match):
+        load(_csv(tmp_path, frame), **LONLAT)
 
 
-def test_latitude_out_of_range(tmp_path):
+def test_latitude_out_of_range(tmp_path, load):
     frame = _frame()
     frame.loc[5, "lat"] = 95.0
-    with pytest.raises(InputError, match=r"latitude \(column `lat`\) outside \[-90, 90\].*95"):
-        load_points(_csv(tmp_path, frame), **LONLAT, id_column="id")
+    given = "column `lat`" if load.route == "file" else "geometry"
+    with pytest.raises(InputError, match=rf"latitude \({given}\) outside \[-90, 90\].*95"):
+        load(_csv(tmp_path, frame), **LONLAT, id_column="id")
 
 
-def test_csv_without_crs(tmp_path):
-    with pytest.raises(InputError, match=r'has no CRS: set `crs`.*"EPSG:4326"'):
-        load_points(_csv(tmp_path, _frame()), x="lon", y="lat")
+def test_csv_without_crs(tmp_path, load):
+    match = (r'has no CRS: set `crs`.*"EPSG:4326"' if load.route == "file"
+             else r"the GeoDataFrame has no CRS: set the CRS .*`gdf.set_crs")
+    with pytest.raises(InputError, match=match):
+        load(_csv(tmp_path, _frame()), x="lon", y="lat")
 
 
 def test_geopackage_without_crs(tmp_path):
@@ -164,24 +170,31 @@ def test_conflicting_crs(tmp_path):
         load_points(path, crs="EPSG:3310")
 
 
-def test_too_few_records(tmp_path):
+def test_too_few_records(tmp_path, load):
     path = _csv(tmp_path, _frame())
     with pytest.raises(InputError, match=r"only 4 record.*`min_records` = 10"):
-        load_points(path, **LONLAT, query="beds == 1")
+        load(path, **LONLAT, query="beds == 1")
 
 
-def test_duplicate_ids(tmp_path):
+def test_duplicate_ids(tmp_path, load):
     frame = _frame()
     frame.loc[6, "id"] = 101
     with pytest.raises(InputError, match=r"`id` is not unique: \[101\]"):
-        load_points(_csv(tmp_path, frame), **LONLAT, id_column="id")
+        load(_csv(tmp_path, frame), **LONLAT, id_column="id")
+
+
+def test_an_existing_record_column_needs_naming(tmp_path, load):
+    path = _csv(tmp_path, _frame().rename(columns={"id": "record"}))
+    fix = r'`id_column = "record"`' if load.route == "file" else r'`id="record"`'
+    with pytest.raises(InputError, match=rf'already has a column "record": (set|pass) {fix}'):
+        load(path, **LONLAT)
 
 
 @pytest.mark.parametrize("target", ["EPSG:3857", 3857, "EPSG:4326", "EPSG:2249"])
-def test_bad_target_crs(tmp_path, target):
+def test_bad_target_crs(tmp_path, load, target):
     path = _csv(tmp_path, _frame())
     with pytest.raises(InputError, match=r"`target_crs`.*(Web Mercator|geographic|not metre)"):
-        load_points(path, **LONLAT, target_crs=target)
+        load(path, **LONLAT, target_crs=target)
 
 
 def test_bad_query(tmp_path):
@@ -196,6 +209,13 @@ def test_non_point_geometry(tmp_path):
     gdf.to_file(path)
     with pytest.raises(InputError, match=r"\['Polygon'\] geometries; only Point"):
         load_points(path)
+    with pytest.raises(InputError, match=r"the GeoDataFrame holds \['Polygon'\] geometries; "
+                                         r"only Point"):
+        check_points_frame(gdf)
+    gdf.loc[3, "geometry"] = None
+    with pytest.raises(InputError, match=r"1 record\(s\) have a missing or empty geometry at "
+                                         r"rows \[3\] \(0-based positions\); drop them first"):
+        check_points_frame(gdf)
 
 
 def test_unsupported_suffix_and_xy_on_layer(tmp_path):
@@ -209,11 +229,12 @@ def test_unsupported_suffix_and_xy_on_layer(tmp_path):
         load_points(layer, x="lon", y="lat")
 
 
-def test_wide_span_warns(tmp_path):
+def test_wide_span_warns(tmp_path, load):
     frame = _frame()
     frame["lon"] = np.linspace(-125.0, -115.0, len(frame))
     with pytest.warns(UserWarning, match=r"span 10.0° of longitude"):
-        load_points(_csv(tmp_path, frame), **LONLAT)
+        gdf = load(_csv(tmp_path, frame), **LONLAT)
+    assert [w["code"] for w in gdf.attrs["warnings"]] == ["spans_utm_zones"]
 
 
 def test_check_projected_refuses():
@@ -242,16 +263,58 @@ def test_round_trip(tmp_path, name):
     assert gdf["id"].tolist() == original["id"].tolist()
 
 
+# --- one door: a GeoDataFrame in memory gets what a file gets -------------------------------
+
+
+def test_a_frame_in_memory_gets_what_its_geopackage_gets(tmp_path):
+    frame = _frame()
+    frame = pd.concat([frame, frame.iloc[[4]].assign(id=999)], ignore_index=True)  # a duplicate
+    gdf = geopandas.GeoDataFrame(frame, geometry=geopandas.points_from_xy(frame.lon, frame.lat),
+                                 crs="EPSG:4326")
+    path = tmp_path / "same.gpkg"
+    gdf.to_file(path)
+    with pytest.warns(UserWarning, match=r"1 exact duplicate row\(s\) in same.gpkg"):
+        by_file = load_points(path, id_column="id", numeric_columns=["price"])
+    with pytest.warns(UserWarning, match=r"1 exact duplicate row\(s\) in the GeoDataFrame"):
+        in_memory = check_points_frame(gdf, id_column="id", numeric_columns=["price"])
+    assert in_memory.crs == by_file.crs and in_memory.crs.to_epsg() == 32610
+    np.testing.assert_array_equal(coordinates_m(in_memory), coordinates_m(by_file))
+    for key in ("source_crs", "n_read", "n_duplicates", "id_column", "coordinate_unit",
+                "extent"):
+        assert in_memory.attrs[key] == by_file.attrs[key], key
+    assert [w["code"] for w in in_memory.attrs["warnings"]] == ["exact_duplicates"]
+    assert [w["message"].replace("same.gpkg", "the GeoDataFrame").split(": kept")[0]
+            for w in by_file.attrs["warnings"]] == \
+        [w["message"].split(": kept")[0] for w in in_memory.attrs["warnings"]]
+    assert in_memory.attrs["sha256"] is None and len(in_memory.attrs["frame_sha256"]) == 64
+    assert gdf.crs.to_epsg() == 4326 and "record" not in gdf  # the input is never modified
+
+
+def test_a_frame_in_a_metric_crs_stays_in_it():
+    gdf = _projected(crs="EPSG:3310")  # California Albers, metres
+    gdf = gdf.set_geometry(geopandas.points_from_xy(-150_000.0 + 37.5 * np.arange(12),
+                                                    20_000.0 + 11.25 * np.arange(12)))
+    gdf = gdf.set_crs("EPSG:3310", allow_override=True)
+    out = check_points_frame(gdf, id_column="id", target_crs="utm")
+    assert out.crs.to_epsg() == 3310
+    np.testing.assert_array_equal(coordinates_m(out), coordinates_m(gdf))
+    assert out.attrs["coordinate_unit"]["name"] == "metre"
+    assert out.attrs["extent"]["n_distinct"] == 12 and out.attrs["warnings"] == []
+
+
 # --- duplicates ------------------------------------------------------------------------------
 
 
-def test_duplicate_rows_warn_and_drop(tmp_path):
+def test_duplicate_rows_warn_and_drop(tmp_path, load):
     frame = _frame()
     copies = frame.iloc[[2, 2, 5]].assign(id=[900, 901, 902])  # new ids, same everything else
     path = _csv(tmp_path, pd.concat([frame, copies]))
     with pytest.warns(UserWarning, match="3 exact duplicate row"):
-        kept = load_points(path, **LONLAT, id_column="id")
+        kept = load(path, **LONLAT, id_column="id")
     assert len(kept) == 15 and kept.attrs["n_duplicates"] == 3
+    assert [w["code"] for w in kept.attrs["warnings"]] == ["exact_duplicates"]
+    if load.route == "frame":  # no `drop_duplicates` for data in memory: drop them first
+        return
     with pytest.warns(UserWarning, match="dropped"):
         dropped = load_points(path, **LONLAT, id_column="id", drop_duplicates=True)
     assert len(dropped) == 12
@@ -259,12 +322,12 @@ def test_duplicate_rows_warn_and_drop(tmp_path):
     assert list(dropped.index) == list(range(12))
 
 
-def test_coincident_points_with_different_values_do_not_warn(tmp_path):
+def test_coincident_points_with_different_values_do_not_warn(tmp_path, load):
     frame = _frame()
     frame.loc[1, ["lon", "lat"]] = frame.loc[0, ["lon", "lat"]].to_numpy()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        gdf = load_points(_csv(tmp_path, frame), **LONLAT, id_column="id")
+        gdf = load(_csv(tmp_path, frame), **LONLAT, id_column="id")
     xy = coordinates_m(gdf)
     assert np.array_equal(xy[0], xy[1])  # never jittered
     assert gdf.attrs["n_duplicates"] == 0

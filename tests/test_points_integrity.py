@@ -2,6 +2,9 @@
 
 Every refusal is checked twice: through ``load_points`` (the message names the column, the CRS
 unit and the option) and through a command with ``--out`` (one error line, no output folder).
+Every refusal that applies to data handed over in memory is checked a third time, on the same
+records as a GeoDataFrame (the ``load`` fixture's ``frame`` route: ``check_points_frame``, whose
+messages name "the GeoDataFrame" and what to change in it).
 """
 
 from __future__ import annotations
@@ -9,10 +12,12 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import geopandas
 import numpy as np
 import pandas as pd
 import pyproj
 import pytest
+from conftest import frame_like_csv
 
 import synthgeo
 from synthgeo import SpecError
@@ -20,6 +25,7 @@ from synthgeo._errors import InputError
 from synthgeo.cli.main import main
 from synthgeo.config import load_spec
 from synthgeo.io.points import coordinates_m, load_points
+from synthgeo.io.read import check_points_frame, read_points
 from synthgeo.locations import measure_spatial_k
 
 CHORLEY = Path(synthgeo.__file__).parent / "data" / "chorley_ribble_cancer.csv"
@@ -62,11 +68,32 @@ def test_km_columns_under_a_metre_crs_need_the_unit_option(tmp_path, capsys):
     assert "`x_km` states kilometres" in err
 
 
-def test_km_with_the_option_gives_spatial_k_equal_to_a_brute_force_count_in_metres():
+def test_km_columns_beside_a_metre_geometry_in_memory_are_refused():
+    # the same records handed over in memory: a geometry built from the km columns as metres
+    gdf = frame_like_csv(CHORLEY, x="x_km", y="y_km", crs=BNG)
+    with pytest.raises(InputError, match=r"column `x_km` states kilometres \(1000 m per unit\), "
+                       r"but the GeoDataFrame's geometry holds it in metre units \(1 m per "
+                       r"unit\) of OSGB36 / British National Grid \(EPSG:27700\); build the "
+                       r"geometry from `x_km` x 1000"):
+        check_points_frame(gdf, x="x_km", y="y_km", id_column="id")
+    # built in metres, the km columns agree with the geometry (x_km x 1000 = x): accepted
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # Chorley's exact duplicate rows
-        gdf = load_points(CHORLEY, x="x_km", y="y_km", crs=BNG, coord_unit_m=1000,
-                          target_crs=BNG, id_column="id")
+        ok = check_points_frame(frame_like_csv(CHORLEY, x="x_km", y="y_km", crs=BNG,
+                                               coord_unit_m=1000),
+                                x="x_km", y="y_km", id_column="id")
+    assert ok.crs.to_epsg() == 27700  # already metric: kept, not reprojected to UTM
+    assert ok.attrs["path"] is None
+    # the unit of the x/y columns (what a published location is written back in)
+    assert ok.attrs["coordinate_unit"] == {"metres_per_unit": 1000.0, "name": "kilometre",
+                                           "source": "geometry", "scale_to_crs": 1000.0}
+
+
+def test_km_with_the_option_gives_spatial_k_equal_to_a_brute_force_count_in_metres(load):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Chorley's exact duplicate rows
+        gdf = load(CHORLEY, x="x_km", y="y_km", crs=BNG, coord_unit_m=1000,
+                   target_crs=BNG, id_column="id")
     assert gdf.attrs["coordinate_unit"]["metres_per_unit"] == 1000.0
     raw = pd.read_csv(CHORLEY)[["x_km", "y_km"]].to_numpy() * 1000.0
     np.testing.assert_allclose(coordinates_m(gdf), raw)
@@ -77,31 +104,53 @@ def test_km_with_the_option_gives_spatial_k_equal_to_a_brute_force_count_in_metr
     assert 0 < res.below_k.mean() < 1  # not the all-clear of km read as metres
 
 
-@pytest.mark.parametrize("col, crs, unit, match", [
+def test_a_km_frame_changed_after_read_points_keeps_the_files_crs_and_unit():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Chorley's exact duplicate rows
+        pts = read_points(CHORLEY, x="x_km", y="y_km", crs=BNG, coord_unit_m=1000, id="id")
+    assert pts.crs.to_epsg() == 32630  # projected to UTM 30N by read_points
+    changed = pts[pts["cancer"] == "lung"]
+    with pytest.warns(UserWarning, match=r"exact duplicate row\(s\) in the GeoDataFrame"):
+        out = check_points_frame(changed, x="x_km", y="y_km")  # x_km x 1000: the BNG geometry
+    assert out.crs.to_epsg() == 32630 and out.attrs["path"] is None
+    assert out.attrs["coordinate_unit"] == pts.attrs["coordinate_unit"]  # the x/y columns' unit
+    assert pyproj.CRS.from_wkt(out.attrs["source_crs"]).to_epsg() == 27700
+    np.testing.assert_array_equal(coordinates_m(out), coordinates_m(changed))
+    assert out.attrs["extent"]["n_distinct"] == len(np.unique(coordinates_m(changed), axis=0))
+
+
+@pytest.mark.parametrize("col, crs, unit, match, in_memory", [
     ("x_100m", BNG, 1000, r"`x_100m` states units of 100 m \(100 m per unit\).*set by "
-                          r"`coord_unit_m`.*to 100"),
-    ("east_ft", "EPSG:26910", None, r"`east_ft` states feet .* read in metre units"),
+                          r"`coord_unit_m`.*to 100",
+     r"`x_100m` states units of 100 m \(100 m per unit\), but the GeoDataFrame's geometry "
+     r"holds it in kilometre units \(1000 m per unit\) of OSGB36.*from `x_100m` x 100 "),
+    ("east_ft", "EPSG:26910", None, r"`east_ft` states feet .* read in metre units",
+     r"`east_ft` states feet .* geometry holds it in metre units"),
     ("x_m", "EPSG:4326", None, r"`x_m` states metres, but `crs` WGS 84 \(EPSG:4326\) is "
-                               r"geographic"),
+                               r"geographic",
+     r"`x_m` states metres, but the GeoDataFrame's CRS WGS 84 \(EPSG:4326\) is geographic"),
     ("lon", "EPSG:32610", None, r"`lon` names a latitude/longitude in degrees, but `crs` .*"
-                                r"EPSG:32610\) is projected"),
+                                r"EPSG:32610\) is projected",
+     r"`lon` names a latitude/longitude in degrees, but the GeoDataFrame's CRS .*"
+     r"EPSG:32610\) is projected .*gdf.set_crs\(\"EPSG:4326\""),
 ])
-def test_a_column_name_contradicting_the_unit_is_refused(tmp_path, capsys, col, crs, unit,
-                                                         match):
+def test_a_column_name_contradicting_the_unit_is_refused(tmp_path, capsys, load, col, crs, unit,
+                                                         match, in_memory):
     frame = pd.DataFrame({col: 500_000.0 + 10 * np.arange(12), "north": 4_200_000.0})
     path = _csv(tmp_path, frame)
-    with pytest.raises(InputError, match=match):
-        load_points(path, x=col, y="north", crs=crs, coord_unit_m=unit)
+    with pytest.raises(InputError, match=match if load.route == "file" else in_memory):
+        load(path, x=col, y="north", crs=crs, coord_unit_m=unit)
     args = ["--x", col, "--y", "north", "--crs", crs]
-    _refused_by_kanon(tmp_path, capsys, path, *args,
-                      *(["--coord-unit-m", str(unit)] if unit else []))
+    if load.route == "file":  # the command line reads files
+        _refused_by_kanon(tmp_path, capsys, path, *args,
+                          *(["--coord-unit-m", str(unit)] if unit else []))
 
 
-def test_feet_columns_under_a_feet_crs_pass_and_read_in_metres(tmp_path):
+def test_feet_columns_under_a_feet_crs_pass_and_read_in_metres(tmp_path, load):
     # California zone 3 (US survey feet): the CRS's unit applies, the name agrees
     frame = pd.DataFrame({"x_ft": 6_000_000.0 + 100 * np.arange(12),
                           "y_ft": 2_100_000.0 + 50 * np.arange(12)})
-    gdf = load_points(_csv(tmp_path, frame), x="x_ft", y="y_ft", crs="EPSG:2227")
+    gdf = load(_csv(tmp_path, frame), x="x_ft", y="y_ft", crs="EPSG:2227")
     xy = coordinates_m(gdf)
     step = np.hypot(*(xy[1] - xy[0]))
     assert step == pytest.approx(np.hypot(100, 50) * 1200 / 3937, rel=1e-3)  # feet → metres
@@ -115,36 +164,41 @@ def test_the_option_is_refused_with_a_geographic_crs_and_on_a_layer(tmp_path):
 # --- item 2: plausibility --------------------------------------------------------------------
 
 
-def test_degrees_labelled_utm_are_refused(tmp_path, capsys):
+def test_degrees_labelled_utm_are_refused(tmp_path, capsys, load):
     frame = pd.read_csv(SACRAMENTO).rename(columns={"lon": "x", "lat": "y"})
     path = _csv(tmp_path, frame)
-    with pytest.raises(InputError, match=r"x \(column `x`\) = \[-121.43.* outside the projected "
-                       r"bounds of WGS 84 / UTM zone 10N.*impossible value.*coord_unit_m"):
-        load_points(path, x="x", y="y", crs="EPSG:32610")
-    _refused_by_kanon(tmp_path, capsys, path, "--x", "x", "--y", "y", "--crs", "EPSG:32610")
+    given, fix = ("column `x`", "coord_unit_m") if load.route == "file" else \
+        ("geometry", "check the GeoDataFrame's CRS")
+    with pytest.raises(InputError, match=rf"x \({given}\) = \[-121.43.* outside the projected "
+                       rf"bounds of WGS 84 / UTM zone 10N.*impossible value.*{fix}"):
+        load(path, x="x", y="y", crs="EPSG:32610")
+    if load.route == "file":  # the command line reads files
+        _refused_by_kanon(tmp_path, capsys, path, "--x", "x", "--y", "y", "--crs", "EPSG:32610")
 
 
-def test_impossible_projected_values_are_refused(tmp_path, capsys):
+def test_impossible_projected_values_are_refused(tmp_path, capsys, load):
     x, y = _utm10(-121.5 + 0.01 * np.arange(12), 38.5 + 0.005 * np.arange(12))
     frame = pd.DataFrame({"id": range(12), "x": x, "y": y})
     frame.loc[5, "x"] = 1e12
     path = _csv(tmp_path, frame)
-    with pytest.raises(InputError, match=r"x \(column `x`\) = \[1000000000000.0\] at `id` \[5\] "
+    given = "column `x`" if load.route == "file" else "geometry"
+    with pytest.raises(InputError, match=rf"x \({given}\) = \[1000000000000.0\] at `id` \[5\] "
                                          r"is outside the projected bounds"):
-        load_points(path, x="x", y="y", crs="EPSG:32610", id_column="id")
-    _refused_by_kanon(tmp_path, capsys, path, "--x", "x", "--y", "y", "--crs", "EPSG:32610")
+        load(path, x="x", y="y", crs="EPSG:32610", id_column="id")
+    if load.route == "file":  # the command line reads files
+        _refused_by_kanon(tmp_path, capsys, path, "--x", "x", "--y", "y", "--crs", "EPSG:32610")
 
 
-def test_data_crossing_a_utm_zone_edge_pass(tmp_path):
+def test_data_crossing_a_utm_zone_edge_pass(tmp_path, load):
     # UTM 10N covers 126°W–120°W; these run 0.5° into zone 11, within the 1° buffer
     lon = np.linspace(-121.0, -119.5, 60)
     x, y = _utm10(lon, 38.5 + 0.01 * np.sin(np.arange(60)))
-    gdf = load_points(_csv(tmp_path, pd.DataFrame({"x": x, "y": y})), x="x", y="y",
-                      crs="EPSG:32610", target_crs="EPSG:32610")
+    gdf = load(_csv(tmp_path, pd.DataFrame({"x": x, "y": y})), x="x", y="y",
+               crs="EPSG:32610", target_crs="EPSG:32610")
     assert len(gdf) == 60 and gdf.attrs["warnings"] == []
 
 
-def test_points_outside_the_area_of_use_are_refused(tmp_path, capsys):
+def test_points_outside_the_area_of_use_are_refused(tmp_path, capsys, load):
     # in British National Grid metres, but east of the North Sea: inside the grid's projected
     # box, outside its area of use (9°W–2°E) widened by 1°
     t = pyproj.Transformer.from_crs(4326, BNG, always_xy=True)
@@ -154,39 +208,47 @@ def test_points_outside_the_area_of_use_are_refused(tmp_path, capsys):
     with pytest.raises(InputError, match=r"1 of 12 points lie outside the area of use of OSGB36 "
                        r"/ British National Grid \(EPSG:27700\) .* `id` \[11\], the first at lon "
                        r"3.8, lat 61.5"):
-        load_points(path, x="e", y="n", crs=BNG, id_column="id")
-    _refused_by_kanon(tmp_path, capsys, path, "--x", "e", "--y", "n", "--crs", BNG)
+        load(path, x="e", y="n", crs=BNG, id_column="id")
+    if load.route == "file":  # the command line reads files
+        _refused_by_kanon(tmp_path, capsys, path, "--x", "e", "--y", "n", "--crs", BNG)
 
 
-def test_km_read_as_metres_is_a_small_extent(tmp_path, capsys):
+def test_km_read_as_metres_is_a_small_extent(tmp_path, capsys, load):
     frame = pd.read_csv(CHORLEY).rename(columns={"x_km": "east", "y_km": "north"})
     path = _csv(tmp_path, frame)
     match = (r"the 1,036 points \(706 distinct locations\) span only 25.1 m .* read in metre "
              r"units, the unit of OSGB36.*Kilometres need `coord_unit_m = 1000`.*"
              r"accept_small_extent = true")
+    if load.route == "frame":  # measured in British National Grid, where the frame stays
+        match = (r"the 1,036 points \(706 distinct locations\) span only 24.9 m .* read in "
+                 r"metre units, the unit of OSGB36.*Kilometres need the geometry built in "
+                 r"metres.*pass `accept_small_extent=True`")
     with pytest.raises(InputError, match=match):
-        load_points(path, x="east", y="north", crs=BNG)
-    _refused_by_kanon(tmp_path, capsys, path, "--x", "east", "--y", "north", "--crs", BNG)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # Chorley's exact duplicate rows
+            load(path, x="east", y="north", crs=BNG)
+    if load.route == "file":  # the command line reads files
+        _refused_by_kanon(tmp_path, capsys, path, "--x", "east", "--y", "north", "--crs", BNG)
 
 
-def test_small_extent_rules_and_the_escape(tmp_path):
+def test_small_extent_rules_and_the_escape(tmp_path, load):
     base = np.array([350_000.0, 410_000.0])
     grid = base + 10.0 * np.stack(np.meshgrid(np.arange(8), np.arange(8)), -1).reshape(-1, 2)
     small = _csv(tmp_path, pd.DataFrame(grid, columns=["e", "n"]), "small.csv")  # 64 in 99 m
     with pytest.raises(InputError, match=r"64 distinct locations\) span only 99 m"):
-        load_points(small, x="e", y="n", crs=BNG, target_crs=BNG)
+        load(small, x="e", y="n", crs=BNG, target_crs=BNG)
     with pytest.warns(UserWarning, match="accepted by `accept_small_extent`"):
-        gdf = load_points(small, x="e", y="n", crs=BNG, accept_small_extent=True)
+        gdf = load(small, x="e", y="n", crs=BNG, accept_small_extent=True)
     assert [w["code"] for w in gdf.attrs["warnings"]] == ["small_extent"]
     # 30 pairs 0.5 m apart, the pairs 500 m apart: wide, but a median spacing of 0.5 m
     pairs = np.repeat(base + 500.0 * np.c_[np.arange(30), np.zeros(30)], 2, axis=0)
     pairs[1::2, 0] += 0.5
     close = _csv(tmp_path, pd.DataFrame(pairs, columns=["e", "n"]), "close.csv")
     with pytest.raises(InputError, match=r"median spacing 0.5 m"):
-        load_points(close, x="e", y="n", crs=BNG)
+        load(close, x="e", y="n", crs=BNG)
     # 49 distinct locations: too few to judge, loaded
-    assert len(load_points(_csv(tmp_path, pd.DataFrame(grid[:49], columns=["e", "n"]),
-                                "few.csv"), x="e", y="n", crs=BNG)) == 49
+    assert len(load(_csv(tmp_path, pd.DataFrame(grid[:49], columns=["e", "n"]),
+                         "few.csv"), x="e", y="n", crs=BNG)) == 49
 
 
 # --- item 3: column integrity ----------------------------------------------------------------
@@ -199,6 +261,16 @@ def test_repeated_headers_are_refused_by_name(tmp_path, capsys):
     with pytest.raises(InputError, match=r"dup.csv has repeated column name\(s\) \['beds'\]"):
         load_points(path, x="lon", y="lat", crs="EPSG:4326")
     _refused_by_kanon(tmp_path, capsys, path, "--x", "lon", "--y", "lat", "--crs", "EPSG:4326")
+
+
+def test_repeated_column_names_in_memory_are_refused_by_name():
+    rows = [[-121.5 + 0.01 * i, 38.5 + 0.01 * i, 2, 3] for i in range(12)]
+    frame = pd.DataFrame(rows, columns=["lon", "lat", "beds", "beds"])
+    gdf = geopandas.GeoDataFrame(frame, geometry=geopandas.points_from_xy(frame.lon, frame.lat),
+                                 crs="EPSG:4326")
+    with pytest.raises(InputError, match=r"the GeoDataFrame has repeated column name\(s\) "
+                                         r"\['beds'\]"):
+        check_points_frame(gdf)
 
 
 def _semicolon(tmp_path) -> Path:
@@ -224,6 +296,19 @@ def test_separator_and_decimal_comma(tmp_path, capsys):
     _refused_by_kanon(tmp_path, capsys, path, "--x", "lon", "--y", "lat", "--crs", "EPSG:4326")
     assert main(["kanon", str(path), "--x", "lon", "--y", "lat", "--crs", "EPSG:4326", "--sep",
                  ";", "--decimal", ",", "--radius-m", "100"]) == 0
+
+
+def test_decimal_comma_text_in_memory_names_the_conversion(tmp_path):
+    # the same file read by pandas with the right separator but not the decimal mark: the
+    # coordinates made into a geometry, the price left as text
+    frame = pd.read_csv(_semicolon(tmp_path), sep=";", dtype=str)
+    lon, lat = (frame[c].str.replace(",", ".").astype(float) for c in ("lon", "lat"))
+    gdf = geopandas.GeoDataFrame(frame, geometry=geopandas.points_from_xy(lon, lat),
+                                 crs="EPSG:4326")
+    with pytest.raises(InputError, match=r"numeric column `price` holds text .*'1000,5'.*at "
+                                         r"`id` \['0', '1'.*look like decimal commas: convert "
+                                         r"the column to numbers first"):
+        check_points_frame(gdf, numeric_columns=["price"], id_column="id")
 
 
 def test_encoding_is_named(tmp_path, capsys):

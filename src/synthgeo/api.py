@@ -49,6 +49,7 @@ def spec_for_points(
     formula: str | None = None, implicates: int | None = None, seed: int | None = None,
     id: str | None = None, x: str | None = None, y: str | None = None,  # noqa: A002
     subject: str | None = None, back_transform: str = "exp",
+    accept_small_extent: bool | None = None,
     model: ModelConfig | None = None, sampling: SamplingConfig | None = None,
     synthesis: SynthesisConfig | None = None, risk: RiskConfig | None = None,
     utility: UtilityConfig | None = None, anonymity: AnonymityConfig | None = None,
@@ -63,6 +64,8 @@ def spec_for_points(
     Parameters
     ----------
     points, response, covariates, formula, implicates, seed, id, x, y, subject, back_transform
+        As :func:`synthesize`.
+    accept_small_extent
         As :func:`synthesize`.
     model, sampling, synthesis, risk, utility, anonymity
         As :func:`synthesize`.
@@ -95,7 +98,8 @@ def spec_for_points(
     fields = {f.name for f in dataclasses.fields(DataConfig)}
     keys = {k: v for k, v in recorded.items() if k in fields
             and (unchanged or k not in ("path", "query", "drop_duplicates"))}
-    keys.update({k: v for k, v in {"id": id, "x": x, "y": y}.items() if v is not None})
+    given = {"id": id, "x": x, "y": y, "accept_small_extent": accept_small_extent}
+    keys.update({k: v for k, v in given.items() if v is not None})
     data = DataConfig(**keys, response=response, covariates=list(covariates), subject=subject,
                       back_transform=back_transform)
     return ReleaseSpec(
@@ -114,6 +118,7 @@ def synthesize(
     formula: str | None = None, implicates: int | None = None, seed: int | None = None,
     id: str | None = None, x: str | None = None, y: str | None = None,  # noqa: A002
     subject: str | None = None, back_transform: str = "exp",
+    accept_small_extent: bool | None = None,
     model: ModelConfig | None = None, sampling: SamplingConfig | None = None,
     synthesis: SynthesisConfig | None = None, risk: RiskConfig | None = None,
     utility: UtilityConfig | None = None, anonymity: AnonymityConfig | None = None,
@@ -143,6 +148,10 @@ def synthesize(
         The ``[data]`` keys: record id column and the coordinate columns released with the
         location (default: as :func:`synthgeo.read_points` read them, else a new ``record`` id
         and the geometry only); subject id column; g, ``"exp"`` (default) or ``"identity"``.
+    accept_small_extent : bool, optional
+        ``[data] accept_small_extent``: go on, with a coded warning, when many distinct
+        locations span an implausibly small extent (default: as :func:`synthgeo.read_points`
+        was told, else False: refused as a likely unit error).
     model, sampling, synthesis, risk, utility, anonymity : config, optional
         The spec's sections (:class:`ModelConfig`, :class:`SamplingConfig`, ...); default
         their defaults. `formula`, `implicates` and `seed` replace their keys when given.
@@ -169,14 +178,16 @@ def synthesize(
 
     Examples
     --------
-    Sixty simulated sales in UTM zone 10N (metres), fitted on the conjugate grid:
+    Sixty simulated sales in a 1 km square near Sacramento, in UTM zone 10N (metres), fitted
+    on the conjugate grid:
 
     >>> import geopandas, synthgeo as sg
     >>> from synthgeo.testing import simulate_gp
     >>> sim = simulate_gp(60, random_seed=1)
+    >>> xy = sim["coords_m"] + [630_000.0, 4_270_000.0]  # easting, northing
     >>> pts = geopandas.GeoDataFrame(
     ...     {"log_price": sim["y"] + 12, "sqft": sim["X"][:, 1]},
-    ...     geometry=geopandas.points_from_xy(*sim["coords_m"].T), crs="EPSG:32610")
+    ...     geometry=geopandas.points_from_xy(*xy.T), crs="EPSG:32610")
     >>> rel = sg.synthesize(pts, response="log_price", covariates=["sqft"], implicates=5,
     ...                     seed=1, sampling=sg.SamplingConfig(sampler="grid"))
     >>> dict(rel.implicates.sizes)
@@ -189,8 +200,8 @@ def synthesize(
     spec = spec_for_points(
         points, response=response, covariates=covariates, formula=formula,
         implicates=implicates, seed=seed, id=id, x=x, y=y, subject=subject,
-        back_transform=back_transform, model=model, sampling=sampling, synthesis=synthesis,
-        risk=risk, utility=utility, anonymity=anonymity)
+        back_transform=back_transform, accept_small_extent=accept_small_extent, model=model,
+        sampling=sampling, synthesis=synthesis, risk=risk, utility=utility, anonymity=anonymity)
     return Release(result=run_release(spec, points=points, fitter=fitter, progress=progress,
                                       progressbar=progressbar))
 

@@ -1,13 +1,13 @@
-"""Column checks of a read table: presence, numbers, ids, coordinates and duplicate rows.
+"""Column checks of a table of records: presence, numbers, ids, coordinates and duplicate rows.
 
-Every message names the column and the first offending records (by id, or by 0-based data row
-of the file) and says what fixes it.
+Every message names the column and the first offending records (by id, or by position: the
+0-based data row of a file, the row of a GeoDataFrame) and says what fixes it, in the words of
+the records' :class:`~synthgeo.io.origin.Origin` (a file, or a GeoDataFrame in memory).
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import geopandas
@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from synthgeo._errors import InputError
+from synthgeo.io.origin import Origin
 
 __all__ = ["where", "check_columns", "as_numbers", "check_ids", "coordinates",
            "duplicate_rows", "N_SHOW"]
@@ -23,52 +24,58 @@ N_SHOW = 5  # how many offending ids an error message lists
 _DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d+,\d+\s*$")
 
 
-def where(frame: pd.DataFrame, mask: Any, id_column: str | None) -> str:
-    """Name the first offending records: by id, or by 0-based data row in the file."""
+def where(frame: pd.DataFrame, mask: Any, id_column: str | None, origin: Origin) -> str:
+    """Name the first offending records: by id, or by position (see :meth:`Origin.rows`)."""
     rows = frame.index[np.asarray(mask, dtype=bool)]
     more = ", ..." if len(rows) > N_SHOW else ""
     if id_column is not None:
         return f"`{id_column}` {frame.loc[rows[:N_SHOW], id_column].tolist()}{more}"
-    return f"data rows {rows[:N_SHOW].tolist()}{more} (0-based, header excluded)"
+    return origin.rows(f"{rows[:N_SHOW].tolist()}{more}")
 
 
-def check_columns(frame: pd.DataFrame, columns: list[str], path: Path) -> None:
-    """Raise InputError naming the missing columns and the available ones."""
+def check_columns(frame: pd.DataFrame, columns: list[str], origin: Origin) -> None:
+    """Raise InputError naming repeated or missing columns (and the available ones)."""
+    repeated = list(dict.fromkeys(str(c) for c in frame.columns[frame.columns.duplicated()]))
+    if repeated:  # a file's header is refused earlier, when it is read (files.py)
+        raise InputError(f"{origin.name} has repeated column name(s) {repeated}; rename them "
+                         "so that each column has one name")
     missing = [c for c in dict.fromkeys(columns) if c not in frame.columns]
     if missing:
-        raise InputError(f"column(s) {missing} not found in {path.name}; available columns: "
+        raise InputError(f"column(s) {missing} not found in {origin.name}; available columns: "
                          f"{[str(c) for c in frame.columns]} (names are case-sensitive)")
 
 
-def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: str) -> np.ndarray:
+def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: str,
+               origin: Origin) -> np.ndarray:
     """Return `column` as finite float64, or raise naming the offending rows.
 
-    Text that reads as a number with a decimal comma (``"354,5"``) names the `decimal` option.
+    Text that reads as a number with a decimal comma (``"354,5"``) names the fix (for a file,
+    the `decimal` option).
     """
     series = frame[column]
     values = pd.to_numeric(series, errors="coerce")
     text = values.isna() & series.notna()
     if text.any():
         shown = series[text].head(N_SHOW).tolist()
-        hint = ('; they look like decimal commas: set `decimal` ([data] decimal, or --decimal) '
-                'to ","' if all(_DECIMAL_COMMA.match(str(v)) for v in shown)
-                else "; clean these values in the input file")
+        hint = origin.text("fix_decimal" if all(_DECIMAL_COMMA.match(str(v)) for v in shown)
+                           else "fix_text")
         raise InputError(f"{what} column `{column}` holds text that is not a number: "
-                         f"{shown!r} at {where(frame, text, id_column)}{hint}")
+                         f"{shown!r} at {where(frame, text, id_column, origin)}; {hint}")
     array = values.to_numpy(dtype="float64", na_value=np.nan)
     for bad, kind in ((np.isnan(array), "missing (NaN)"), (np.isinf(array), "infinite")):
         if bad.any():
             raise InputError(f"{what} column `{column}` has {int(bad.sum())} {kind} value(s) at "
-                             f"{where(frame, bad, id_column)}; fix them, or drop via `query`")
+                             f"{where(frame, bad, id_column, origin)}; "
+                             f"{origin.text('fix_missing')}")
     return array
 
 
-def check_ids(frame: pd.DataFrame, id_column: str | None, path: Path) -> None:
+def check_ids(frame: pd.DataFrame, id_column: str | None, origin: Origin) -> None:
     """Refuse missing or repeated ids, or an implicit ``record`` column that already exists."""
     if id_column is None:
         if "record" in frame.columns:
-            raise InputError(f'{path.name} already has a column "record": set `id_column = '
-                             '"record"` if it is the record id, or rename it')
+            raise InputError(f'{origin.name} already has a column "record": '
+                             f'{origin.text("fix_record")}')
         return
     ids = frame[id_column]
     if ids.isna().any():
@@ -79,8 +86,10 @@ def check_ids(frame: pd.DataFrame, id_column: str | None, path: Path) -> None:
 
 
 def coordinates(frame: pd.DataFrame, x: str | None, y: str | None, id_column: str | None,
-                path: Path) -> np.ndarray:
-    """x/y as read (file units): from the CSV columns, or from a layer's Point geometry.
+                origin: Origin) -> np.ndarray:
+    """Return x/y as read: a CSV's columns (file units), or a Point geometry (its CRS's units).
+
+    The geometry is a layer's, or a GeoDataFrame's handed over in memory.
 
     Raises
     ------
@@ -88,17 +97,19 @@ def coordinates(frame: pd.DataFrame, x: str | None, y: str | None, id_column: st
         Text, NaN or inf in a coordinate column; missing, empty or non-Point geometry.
     """
     if not isinstance(frame, geopandas.GeoDataFrame):
-        return np.column_stack([as_numbers(frame, c, id_column, "coordinate") for c in (x, y)])
+        return np.column_stack([as_numbers(frame, c, id_column, "coordinate", origin)
+                                for c in (x, y)])
     geom = frame.geometry
     if (bad := geom.isna() | geom.is_empty).any():
         raise InputError(f"{int(bad.sum())} record(s) have a missing or empty geometry at "
-                         f"{where(frame, bad, id_column)}; drop them or fix the file")
+                         f"{where(frame, bad, id_column, origin)}; "
+                         f"{origin.text('fix_geometry')}")
     if (kinds := set(geom.geom_type)) != {"Point"}:
-        raise InputError(f"{path.name} holds {sorted(kinds)} geometries; only Point is "
+        raise InputError(f"{origin.name} holds {sorted(kinds)} geometries; only Point is "
                          "accepted (explode MultiPoints, or take centroids deliberately)")
     xy = np.column_stack([geom.x.to_numpy(float), geom.y.to_numpy(float)])
     if (inf := ~np.isfinite(xy).all(axis=1)).any():
-        raise InputError(f"non-finite coordinates at {where(frame, inf, id_column)}")
+        raise InputError(f"non-finite coordinates at {where(frame, inf, id_column, origin)}")
     return xy
 
 

@@ -18,7 +18,7 @@ from synthgeo._errors import InputError
 
 __all__ = [
     "metric_problem", "parse_crs", "describe", "unit_m", "unit_name", "parse_target",
-    "project", "local_crs", "check_projected", "coordinates_m",
+    "project", "local_crs", "check_projected", "coordinates_m", "note_zone_span",
 ]
 
 _METRE = {"metre", "meter"}
@@ -140,20 +140,31 @@ def project(gdf: geopandas.GeoDataFrame, target: pyproj.CRS | None, *, local: bo
             target = local_crs(gdf)
         if target is None:
             target = pyproj.CRS.from_user_input(gdf.estimate_utm_crs())
-            lon = gdf.geometry.to_crs(4326).x.to_numpy()
-            if source.is_geographic and (span := float(np.ptp(lon))) > 6.0:
-                from synthgeo.io.notices import note
-
-                note(notes, "spans_utm_zones",
-                     f"the points span {span:.1f}° of longitude, more than one UTM zone, so "
-                     f"{describe(target)} distorts distances far from its zone; consider an "
-                     "azimuthal equidistant `target_crs` centred on the data "
-                     "(+proj=aeqd +units=m)", stacklevel=4)
+            if source.is_geographic:
+                note_zone_span(gdf, target, notes)
         return gdf.to_crs(target)
     except (RuntimeError, pyproj.exceptions.ProjError) as exc:
         raise InputError(f"cannot project the points from {describe(source)} to a metric "
                          f"CRS ({exc}); give the 2-D CRS of the coordinates (e.g. EPSG:4326 for "
                          "lon/lat degrees, or a projected CRS in metres)") from exc
+
+
+def note_zone_span(gdf: geopandas.GeoDataFrame, utm: pyproj.CRS,
+                   notes: list[dict[str, str]]) -> None:
+    """Add the coded warning ``spans_utm_zones`` when the points span over 6° of longitude.
+
+    For points measured in the UTM zone `utm` (of geographic input): far from its zone a UTM
+    projection distorts distances.
+    """
+    span = float(np.ptp(gdf.geometry.to_crs(4326).x.to_numpy()))
+    if span > 6.0:
+        from synthgeo.io.notices import note
+
+        note(notes, "spans_utm_zones",
+             f"the points span {span:.1f}° of longitude, more than one UTM zone, so "
+             f"{describe(utm)} distorts distances far from its zone; consider an azimuthal "
+             "equidistant `target_crs` centred on the data (+proj=aeqd +units=m)",
+             stacklevel=5)
 
 
 def check_projected(gdf: geopandas.GeoDataFrame | geopandas.GeoSeries) -> pyproj.CRS:

@@ -13,6 +13,8 @@ docs/locations.md, "Units and plausibility". Checked on every load:
   metres), unless ``accept_small_extent``.
 
 Checks that cannot refuse (fewer points) leave coded warnings (:mod:`synthgeo.io.notices`).
+Messages name the fix in the words of the records' origin (a file's options, or what to change
+in a GeoDataFrame: :class:`synthgeo.io.origin.Origin`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from synthgeo._errors import InputError
 from synthgeo.io.columns import N_SHOW, where
 from synthgeo.io.crs import describe
 from synthgeo.io.notices import note
+from synthgeo.io.origin import Origin
 
 __all__ = ["check_ranges", "check_extent", "BUFFER_DEG", "MIN_DISTINCT", "MIN_DIAGONAL_M",
            "MIN_MEDIAN_SPACING_M"]
@@ -34,17 +37,16 @@ BUFFER_DEG = 1.0  # the area of use is widened by this many degrees on every sid
 MIN_DISTINCT = 50  # the small-extent rule applies from this many distinct locations
 MIN_DIAGONAL_M = 1000.0  # ... refusing a bounding-box diagonal below this
 MIN_MEDIAN_SPACING_M = 1.0  # ... or a median nearest-distinct-location distance below this
-_FIX = "check `crs` and `coord_unit_m` ([data] crs/coord_unit_m, or --crs/--coord-unit-m)"
 
 
 def _lonlat_range(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, labels: tuple[str, str],
-                  id_column: str | None) -> None:
+                  id_column: str | None, origin: Origin) -> None:
     for axis, name, limit in ((0, "longitude", 180.0), (1, "latitude", 90.0)):
         out = np.abs(xy[:, axis]) > limit
         if out.any():
             raise InputError(
                 f"{name} ({labels[axis]}) outside [-{limit:g}, {limit:g}] in {describe(crs)}: "
-                f"{xy[out, axis][:N_SHOW].tolist()} at {where(frame, out, id_column)}; "
+                f"{xy[out, axis][:N_SHOW].tolist()} at {where(frame, out, id_column, origin)}; "
                 "check that `x`/`y` are not swapped and that `crs` is right")
 
 
@@ -59,7 +61,7 @@ def _area(crs: pyproj.CRS) -> tuple[float, float, float, float] | None:
 
 
 def _projected_bounds(xy: np.ndarray, crs: pyproj.CRS, area: tuple, frame: pd.DataFrame,
-                      labels: tuple[str, str], id_column: str | None) -> None:
+                      labels: tuple[str, str], id_column: str | None, origin: Origin) -> None:
     w, s, e, n = area
     if e - w >= 360.0 or w > e:  # world-wide or across the antimeridian: leave it to the lon/lat
         return
@@ -76,13 +78,14 @@ def _projected_bounds(xy: np.ndarray, crs: pyproj.CRS, area: tuple, frame: pd.Da
         if out.any():
             raise InputError(
                 f"{'xy'[axis]} ({labels[axis]}) = {xy[out, axis][:N_SHOW].tolist()} at "
-                f"{where(frame, out, id_column)} is outside the projected bounds of "
+                f"{where(frame, out, id_column, origin)} is outside the projected bounds of "
                 f"{describe(crs)} ({lo:,.0f} to {hi:,.0f} in its unit, its area of use widened "
-                f"by {BUFFER_DEG:g}°): an impossible value for this CRS; {_FIX}")
+                f"by {BUFFER_DEG:g}°): an impossible value for this CRS; "
+                f"{origin.text('fix_crs')}")
 
 
 def _area_of_use(xy: np.ndarray, crs: pyproj.CRS, area: tuple, frame: pd.DataFrame,
-                 id_column: str | None) -> None:
+                 id_column: str | None, origin: Origin) -> None:
     w, s, e, n = area
     to_deg = pyproj.Transformer.from_crs(crs, crs.geodetic_crs, always_xy=True)
     lon, lat = to_deg.transform(xy[:, 0], xy[:, 1], errcheck=False)
@@ -98,13 +101,14 @@ def _area_of_use(xy: np.ndarray, crs: pyproj.CRS, area: tuple, frame: pd.DataFra
         raise InputError(
             f"{int(out.sum()):,} of {len(xy):,} points lie outside the area of use of "
             f"{describe(crs)} (lon {w:g} to {e:g}, lat {s:g} to {n:g}, widened by "
-            f"{BUFFER_DEG:g}°), e.g. {where(frame, out, id_column)}, the first at lon "
+            f"{BUFFER_DEG:g}°), e.g. {where(frame, out, id_column, origin)}, the first at lon "
             f"{lon[i]:.4g}, lat {lat[i]:.4g}: are the coordinates in another CRS or unit "
-            f"(lon/lat degrees given a projected CRS, km read as metres)? {_FIX}")
+            f"(lon/lat degrees given a projected CRS, km read as metres)? "
+            f"{origin.text('fix_crs')}")
 
 
 def check_ranges(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, *,
-                 labels: tuple[str, str], id_column: str | None,
+                 labels: tuple[str, str], id_column: str | None, origin: Origin,
                  notes: list[dict[str, str]] | None = None) -> None:
     """Refuse coordinates impossible or implausible for `crs` (values in the CRS's unit).
 
@@ -119,6 +123,8 @@ def check_ranges(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, *,
     labels : tuple of str
         How to name the x and y values in messages (e.g. "column `lon`").
     id_column : str, optional
+    origin : Origin
+        A file or a GeoDataFrame in memory: the words of the messages' fixes.
     notes : list, optional
         Receives the coded warning ``degrees_as_metres`` when a projected layer's values all
         lie within ±180/±90 but nothing refused them.
@@ -130,12 +136,12 @@ def check_ranges(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, *,
         the area of use. The message names the CRS, the records and the options to check.
     """
     if crs.is_geographic:
-        _lonlat_range(xy, crs, frame, labels, id_column)
+        _lonlat_range(xy, crs, frame, labels, id_column, origin)
     area = _area(crs)
     if area is not None and not crs.is_geographic:
-        _projected_bounds(xy, crs, area, frame, labels, id_column)
+        _projected_bounds(xy, crs, area, frame, labels, id_column, origin)
     if area is not None:
-        _area_of_use(xy, crs, area, frame, id_column)
+        _area_of_use(xy, crs, area, frame, id_column, origin)
     if (not crs.is_geographic and len(xy) > 1 and np.all(np.abs(xy[:, 0]) <= 180)
             and np.all(np.abs(xy[:, 1]) <= 90)):
         note(notes, "degrees_as_metres",
@@ -145,6 +151,7 @@ def check_ranges(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, *,
 
 
 def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool,
+                 origin: Origin,
                  notes: list[dict[str, str]] | None = None) -> dict[str, float | int]:
     """Refuse an implausibly small extent for the number of distinct locations (metres).
 
@@ -156,6 +163,8 @@ def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool
         How the coordinates were read (e.g. "metre, the unit of EPSG:27700"), for the message.
     accept_small_extent : bool
         Keep going (with the coded warning ``small_extent``) instead of refusing.
+    origin : Origin
+        A file or a GeoDataFrame in memory: the words of the message's fix.
     notes : list, optional
         Receives coded warnings.
 
@@ -174,10 +183,13 @@ def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool
     Examples
     --------
     >>> import numpy as np
+    >>> from synthgeo.io.origin import Origin
     >>> grid = np.stack(np.meshgrid(np.arange(10.0), np.arange(10.0)), -1).reshape(-1, 2)
-    >>> check_extent(grid * 1000, unit_words="metre", accept_small_extent=False)["n_distinct"]
+    >>> frame = Origin.memory()
+    >>> check_extent(grid * 1000, unit_words="metre", accept_small_extent=False,
+    ...              origin=frame)["n_distinct"]
     100
-    >>> check_extent(grid, unit_words="metre", accept_small_extent=False)
+    >>> check_extent(grid, unit_words="metre", accept_small_extent=False, origin=frame)
     Traceback (most recent call last):
     ...
     synthgeo._errors.InputError: the 100 points (100 distinct locations) span only 12.7 m ...
@@ -195,9 +207,7 @@ def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool
     if small and not accept_small_extent:
         raise InputError(
             f"{text}: implausibly small for {n:,} locations (under {MIN_DIAGONAL_M:g} m across "
-            f"or {MIN_MEDIAN_SPACING_M:g} m apart). Is the unit right? Kilometres need "
-            "`coord_unit_m = 1000`, lon/lat degrees a geographic `crs`. If the extent is real, "
-            "set `accept_small_extent = true` (or --accept-small-extent)")
+            f"or {MIN_MEDIAN_SPACING_M:g} m apart). {origin.text('fix_extent')}")
     if small or (1 < n < MIN_DISTINCT and diag < MIN_MEDIAN_SPACING_M):
         note(notes, "small_extent", text + ("; accepted by `accept_small_extent`" if small
                                            else "; check the CRS given for the coordinates"),

@@ -1,13 +1,13 @@
 """Read a points file into a validated GeoDataFrame in a projected CRS measured in metres.
 
-:func:`load_points` is the door every input goes through (every command and the spec): it reads
+:func:`load_points` is the door every file goes through (every command and the spec): it reads
 CSV (separator, decimal mark, encoding), GeoPackage, shapefile, GeoJSON or GeoParquet
-(:mod:`synthgeo.io.files`), filters rows, checks the columns the release needs
-(:mod:`synthgeo.io.columns`), settles the unit of the coordinates (:mod:`synthgeo.io.units`),
-refuses implausible coordinates (:mod:`synthgeo.io.plausibility`) and projects the points to a
-local metric CRS (:mod:`synthgeo.io.crs`). A layer without a CRS is refused (EPSG:4326 is never
-assumed) and Web Mercator is never used for distances. Warnings that survive are kept, coded, in
-``attrs["warnings"]`` for the release record and the report (:mod:`synthgeo.io.notices`).
+(:mod:`synthgeo.io.files`), settles the unit of a CSV's coordinates (:mod:`synthgeo.io.units`)
+and filters rows; :func:`synthgeo.io.checks.check_points`, the checks a GeoDataFrame handed over
+in memory gets too, does the rest (columns, plausibility, projection). A layer without a CRS is
+refused (EPSG:4326 is never assumed) and Web Mercator is never used for distances. Warnings that
+survive are kept, coded, in ``attrs["warnings"]`` for the release record and the report
+(:mod:`synthgeo.io.notices`).
 """
 
 from __future__ import annotations
@@ -18,34 +18,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import geopandas
-import numpy as np
 import pandas as pd
 import pyproj
 
 from synthgeo._errors import InputError
-from synthgeo.io.columns import (
-    as_numbers,
-    check_columns,
-    check_ids,
-    coordinates,
-    duplicate_rows,
-    where,
-)
-from synthgeo.io.crs import (
-    check_projected,
-    coordinates_m,
-    describe,
-    metric_problem,
-    parse_target,
-    project,
-)
-from synthgeo.io.notices import note
-from synthgeo.io.plausibility import check_extent, check_ranges
+from synthgeo.io.checks import check_points
+from synthgeo.io.crs import check_projected, coordinates_m, metric_problem, parse_target
 from synthgeo.io.files import CsvOptions, read_table
+from synthgeo.io.origin import Origin
 from synthgeo.io.provenance import file_sha256
-from synthgeo.io.units import CoordinateUnit, check_unit_names, coordinate_unit, to_crs_units
+from synthgeo.io.units import CoordinateUnit, check_unit_names, coordinate_unit
 
-__all__ = ["load_points", "check_projected", "coordinates_m", "metric_problem"]
+__all__ = ["load_points", "check_points", "check_projected", "coordinates_m", "metric_problem"]
 
 logger = logging.getLogger(__name__)
 
@@ -60,15 +44,15 @@ def _check_arguments(numeric_columns, required_columns, min_records) -> None:
 
 
 def _unit(is_csv: bool, source_crs: pyproj.CRS, coord_unit_m: float | None,
-          columns: list[str], path: Path) -> CoordinateUnit:
+          columns: list[str], origin: Origin) -> CoordinateUnit:
     """Return the coordinates' unit; refuse `coord_unit_m` on a layer, contradicting names."""
     unit = coordinate_unit(source_crs, coord_unit_m)
     if not is_csv:
         if unit.scale_to_crs != 1.0:
             raise InputError(f"`coord_unit_m` = {coord_unit_m!r} applies to CSV x/y columns only;"
-                             f" {path.name} has a geometry whose CRS defines its unit")
+                             f" {origin.name} has a geometry whose CRS defines its unit")
         return unit
-    check_unit_names(columns, source_crs, unit)
+    check_unit_names(columns, source_crs, unit, origin)
     return unit
 
 
@@ -81,34 +65,6 @@ def _query(frame: pd.DataFrame, query: str | None, n_read: int) -> pd.DataFrame:
         raise InputError(f"`query` = {query!r} failed: {type(exc).__name__}: {exc}") from exc
     logger.info("query %r kept %d of %d rows", query, len(out), n_read)
     return out
-
-
-def _numeric(frame: pd.DataFrame, columns: Sequence[str], id_column: str | None) -> None:
-    for column in columns:
-        values = as_numbers(frame, column, id_column, "numeric")
-        if not pd.api.types.is_numeric_dtype(frame[column]):  # keep int columns int
-            frame[column] = values
-
-
-def _build(frame: pd.DataFrame, xy: np.ndarray, source_crs: pyproj.CRS, *, id_column: str | None,
-           drop_duplicates: bool, path: Path, notes: list) -> tuple[geopandas.GeoDataFrame, int]:
-    """Build the layer in the source CRS, exact duplicate rows reported (and dropped if asked)."""
-    duplicated = duplicate_rows(frame, xy, id_column)
-    n_duplicates = int(duplicated.sum())
-    if n_duplicates:
-        action = "dropped" if drop_duplicates else "kept; set `drop_duplicates = true` to drop them"
-        note(notes, "exact_duplicates",
-             f"{n_duplicates} exact duplicate row(s) in {path.name} (same location and values "
-             f"as an earlier row, e.g. {where(frame, duplicated, id_column)}): {action}",
-             stacklevel=4)
-    if isinstance(frame, geopandas.GeoDataFrame):  # a layer: its own geometry, its own unit
-        gdf = frame
-    else:
-        points = geopandas.points_from_xy(xy[:, 0], xy[:, 1], crs=source_crs)
-        gdf = geopandas.GeoDataFrame(frame, geometry=points, crs=source_crs)
-    if drop_duplicates and n_duplicates:
-        gdf = gdf.loc[~duplicated]
-    return gdf, n_duplicates
 
 
 def load_points(
@@ -224,36 +180,19 @@ def load_points(
     if not path.is_file():
         raise InputError(f"input file {path!s} does not exist")
     digest = file_sha256(path)
+    origin = Origin.file(path)
     frame, source_crs = read_table(path, x=x, y=y, crs=crs, csv_options=options)
     is_csv = not isinstance(frame, geopandas.GeoDataFrame)
-    unit = _unit(is_csv, source_crs, coord_unit_m, [x, y], path)
+    unit = _unit(is_csv, source_crs, coord_unit_m, [x, y], origin)
     n_read = len(frame)
     logger.info("read %d rows from %s", n_read, path)
     frame = _query(frame, query, n_read)
-    check_columns(frame, [c for c in (id_column, x, y) if c] + [*required_columns,
-                                                                 *numeric_columns], path)
-    check_ids(frame, id_column, path)
-    notes: list[dict[str, str]] = []
-    xy = to_crs_units(coordinates(frame, x, y, id_column, path), unit)
-    labels = (f"column `{x}`", f"column `{y}`") if is_csv else ("geometry", "geometry")
-    check_ranges(xy, source_crs, frame, labels=labels, id_column=id_column, notes=notes)
-    _numeric(frame, numeric_columns, id_column)
-    gdf, n_duplicates = _build(frame, xy, source_crs, id_column=id_column,
-                               drop_duplicates=drop_duplicates, path=path, notes=notes)
-    if len(gdf) < min_records:
-        raise InputError(f"only {len(gdf)} record(s) left after `query` = {query!r} and duplicate "
-                         f"removal (read {n_read}); `min_records` = {min_records} are needed")
-    gdf = gdf.reset_index(drop=True)
-    if id_column is None:
-        id_column = "record"
-        gdf.insert(0, id_column, np.arange(len(gdf)))
-    gdf = project(gdf, target, local=local, notes=notes)
-    words = f"{unit.name} units" + (f", the unit of {describe(source_crs)}"
-                                     if unit.source == "crs" else "")
-    extent = check_extent(coordinates_m(gdf), unit_words=words,
-                          accept_small_extent=accept_small_extent, notes=notes)
-    logger.info("projected %d points to %s", len(gdf), describe(pyproj.CRS(gdf.crs)))
-    gdf.attrs.update(source_crs=source_crs.to_wkt(), sha256=digest, n_read=n_read,
-                     n_duplicates=n_duplicates, id_column=id_column,
-                     coordinate_unit=unit.to_dict(), extent=extent, warnings=notes)
+    gdf = check_points(frame, origin=origin, source_crs=source_crs, unit=unit, x=x, y=y,
+                       numeric_columns=numeric_columns, required_columns=required_columns,
+                       id_column=id_column, target=target, local=local,
+                       drop_duplicates=drop_duplicates, min_records=min_records,
+                       accept_small_extent=accept_small_extent,
+                       too_few=f"left after `query` = {query!r} and duplicate removal "
+                               f"(read {n_read})")
+    gdf.attrs.update(sha256=digest, n_read=n_read)
     return gdf

@@ -1,29 +1,28 @@
 """The front door's points: :func:`read_points` from a file, :func:`check_points_frame` in memory.
 
-Both give a GeoDataFrame in a projected CRS in metres whose ``attrs`` carry its provenance
-(:data:`synthgeo.io.provenance.INPUT_KEYS`, ``source_crs``, ``id_column``) and, after
-:func:`read_points`, the ``[data]`` keys it was read with (``read_options``). A frame that
-still has the data :func:`read_points` returned (same :func:`~synthgeo.io.provenance.frame_sha256`)
-keeps the file's path and hash; any change in memory drops them, so a record never names a file
-the data no longer match.
+Both give a GeoDataFrame in a projected CRS in metres, checked by the same code
+(:func:`synthgeo.io.checks.check_points`), whose ``attrs`` carry its provenance
+(:data:`synthgeo.io.provenance.INPUT_KEYS`, ``source_crs``, ``id_column``, ``coordinate_unit``,
+``extent``, ``warnings``) and, after :func:`read_points`, the ``[data]`` keys it was read with
+(``read_options``). A frame that still has the data :func:`read_points` returned (same
+:func:`~synthgeo.io.provenance.frame_sha256`) keeps the file's path and hash; any change in
+memory drops them, so a record never names a file the data no longer match.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import geopandas
-import numpy as np
-import pandas as pd
 import pyproj
 
 from synthgeo._errors import InputError
-from synthgeo.io import columns
 from synthgeo.io import crs as crs_mod
 from synthgeo.io import points as _points
+from synthgeo.io.checks import check_points, check_records
+from synthgeo.io.origin import Origin
 from synthgeo.io.paths import PACKAGE_PREFIX, resolve_input
 from synthgeo.io.provenance import frame_sha256
 from synthgeo.io.units import coordinate_unit
@@ -142,12 +141,21 @@ def check_points_frame(
     id_column: str | None = None,
     target_crs: str | int = "utm",
     min_records: int = 10,
+    x: str | None = None,
+    y: str | None = None,
+    accept_small_extent: bool = False,
 ) -> geopandas.GeoDataFrame:
     """Check records handed over in memory and return a copy in metres with provenance.
 
-    The checks of :func:`synthgeo.io.points.load_points` for a GeoDataFrame (columns, finite
-    numbers, points, a CRS, unique ids, exact duplicates); a frame not in metres is projected
-    to `target_crs`. The input is never modified.
+    The checks a file gets from :func:`synthgeo.io.points.load_points`, by the same code
+    (:func:`synthgeo.io.checks.check_points`; messages name "the GeoDataFrame"): columns,
+    finite numbers, Point geometries, a CRS, unique ids, the unit stated by the name of an
+    `x`/`y` column the geometry was built from, plausibility for the CRS (lon/lat range,
+    projected bounds, area of use), exact duplicates, the small-extent rule. A frame already in
+    a projected CRS in metres stays in it; any other is projected to `target_crs`. A frame that
+    :func:`read_points` returned and that is unchanged (same
+    :func:`~synthgeo.io.provenance.frame_sha256`) was checked when the file was read: it gets
+    the column checks only and keeps the file's provenance. The input is never modified.
 
     Parameters
     ----------
@@ -161,6 +169,13 @@ def check_points_frame(
     target_crs : str or int, default="utm"
         Used only when the frame is not in metres (``"utm"``, ``"local"`` or a CRS).
     min_records : int, default=10
+    x, y : str, optional
+        Location columns released with the records (``[data] x``/``y``): they must exist, and
+        one the geometry was built from must not state another unit in its name (``x_km``
+        beside a geometry in metres).
+    accept_small_extent : bool, default=False
+        Go on, with the coded warning ``small_extent``, when ≥ 50 distinct locations span
+        under 1 km or lie a median under 1 m apart (otherwise refused as a likely unit error).
 
     Returns
     -------
@@ -168,19 +183,25 @@ def check_points_frame(
         Index 0..N-1; ``attrs`` as :func:`read_points` sets them. ``frame_sha256`` is the
         hash of `points` as given; ``path`` and ``sha256`` name the file only while `points`
         holds exactly the data :func:`read_points` returned, else they are None.
+        ``source_crs`` and ``coordinate_unit`` are those a frame from :func:`read_points` was
+        read with (its x/y columns keep the file's CRS and unit), else the frame's own CRS.
 
     Raises
     ------
     TypeError
         If `points` is not a GeoDataFrame.
     synthgeo.InputError
-        No CRS; missing, non-point or non-finite geometries; a missing column; text, NaN or
-        inf in a numeric column; missing or repeated ids; too few records.
+        No CRS; missing, non-point or non-finite geometries; repeated or missing columns;
+        text, NaN or inf in a numeric column; missing or repeated ids; too few records;
+        coordinates implausible for the CRS or an implausibly small extent (unless
+        `accept_small_extent`); an `x`/`y` column stating another unit than the geometry's;
+        a `target_crs` that is geographic, Web Mercator or not in metres.
 
     Warns
     -----
     UserWarning
-        Exact duplicate rows (same location and values), counted in ``n_duplicates``.
+        Exact duplicate rows (``exact_duplicates``, counted in ``n_duplicates``), and the other
+        coded warnings of :func:`~synthgeo.io.points.load_points`, kept in ``attrs["warnings"]``.
 
     Examples
     --------
@@ -201,25 +222,30 @@ def check_points_frame(
     if points.crs is None:
         raise InputError("the GeoDataFrame has no CRS: set the CRS its coordinates are in with "
                          "`gdf.set_crs(...)` (EPSG:4326 is never assumed)")
-    attrs = _provenance_attrs(points, frame_sha256(points))
-    id_column = id_column or attrs.get("id_column")
-    _check_columns(points, [*required_columns, *numeric_columns, id_column])
-    gdf = points.copy()
+    target, local = crs_mod.parse_target(target_crs)
+    digest = frame_sha256(points)
+    id_column = id_column or points.attrs.get("id_column")
+    origin = Origin.memory()
+    gdf = points.copy().reset_index(drop=True)
     gdf.attrs = {}
-    _check_geometry(gdf, id_column)
-    for column in numeric_columns:
-        values = columns.as_numbers(gdf, column, id_column, "numeric")
-        if not pd.api.types.is_numeric_dtype(gdf[column]):
-            gdf[column] = values
-    if len(gdf) < min_records:
-        raise InputError(f"only {len(gdf)} record(s) in the GeoDataFrame; `min_records` = "
-                         f"{min_records} are needed")
-    gdf = gdf.reset_index(drop=True)
-    id_column = _check_ids(gdf, id_column)
-    if attrs.get("n_duplicates") is None:
-        attrs["n_duplicates"] = _count_duplicates(gdf, id_column)
-    gdf = _to_metres(gdf, target_crs)
-    gdf.attrs.update(attrs, id_column=id_column)
+    columns = [id_column, x, y, *required_columns, *numeric_columns]
+    if _unchanged(points, digest):  # checked as the file was read: columns only
+        check_records(gdf, origin, columns=columns, numeric_columns=numeric_columns,
+                      id_column=id_column)
+        if len(gdf) < min_records:
+            raise InputError(f"only {len(gdf)} record(s) in {origin.name}; `min_records` = "
+                             f"{min_records} are needed")
+        gdf.attrs.update(_file_provenance(points), id_column=id_column)
+        return gdf
+    source_crs, unit = _given_in(points)
+    gdf = check_points(gdf, origin=origin, source_crs=source_crs,
+                       unit=coordinate_unit(source_crs, None), x=x, y=y,
+                       numeric_columns=numeric_columns, required_columns=required_columns,
+                       id_column=id_column, target=target, local=local, keep_metric=True,
+                       min_records=min_records, accept_small_extent=accept_small_extent,
+                       too_few=f"in {origin.name}")
+    gdf.attrs.update(path=None, sha256=None, n_read=len(points), query=None,
+                     frame_sha256=digest, **({"coordinate_unit": unit} if unit else {}))
     return gdf
 
 
@@ -255,92 +281,29 @@ def read_options(points: geopandas.GeoDataFrame) -> dict[str, Any] | None:
     return dict(opts)
 
 
-def _provenance_attrs(points: geopandas.GeoDataFrame, digest: str) -> dict[str, Any]:
-    """Provenance for `points`: the file's while the data are unchanged since read_points."""
-    a = points.attrs
-    source = a.get("source_crs") or pyproj.CRS.from_user_input(points.crs).to_wkt()
-    unit = a.get("coordinate_unit") or coordinate_unit(pyproj.CRS.from_wkt(source), None).to_dict()
-    out = {"path": None, "sha256": None, "n_read": len(points), "n_duplicates": None,
-           "query": None, "frame_sha256": digest, "source_crs": source,
-           "id_column": a.get("id_column"), "coordinate_unit": unit,
-           "warnings": list(a.get("warnings", [])), "extent": None}
-    if a.get("frame_sha256") == digest:  # exactly what read_points returned
-        out.update({k: a.get(k) for k in ("path", "sha256", "n_read", "n_duplicates", "query",
-                                          "extent")})
-        out["read_options"] = a.get("read_options")
+def _unchanged(points: geopandas.GeoDataFrame, digest: str) -> bool:
+    """Whether `points` holds exactly what :func:`read_points` returned (`digest`: its hash)."""
+    return points.attrs.get("read_options") is not None and \
+        points.attrs.get("frame_sha256") == digest
+
+
+def _file_provenance(points: geopandas.GeoDataFrame) -> dict[str, Any]:
+    """Return the attrs :func:`read_points` recorded: the file's provenance and checks."""
+    keys = ("path", "sha256", "n_read", "n_duplicates", "query", "frame_sha256", "source_crs",
+            "id_column", "coordinate_unit", "warnings", "extent", "read_options")
+    out = {k: points.attrs.get(k) for k in keys}
+    out["warnings"] = list(out["warnings"] or [])
     return out
 
 
-def _check_columns(points: geopandas.GeoDataFrame, columns: list[str | None]) -> None:
-    missing = [c for c in dict.fromkeys(columns) if c is not None and c not in points.columns]
-    if missing:
-        raise InputError(f"column(s) {missing} not found in the GeoDataFrame; available "
-                         f"columns: {[str(c) for c in points.columns]} (names are case-sensitive)")
+def _given_in(points: geopandas.GeoDataFrame) -> tuple[pyproj.CRS, dict | None]:
+    """Return the CRS the frame's coordinates were given in, and the unit of its x/y columns.
 
-
-def _check_geometry(gdf: geopandas.GeoDataFrame, id_column: str | None) -> None:
-    geom = gdf.geometry
-    if (bad := geom.isna() | geom.is_empty).any():
-        raise InputError(f"{int(bad.sum())} record(s) have a missing or empty geometry at "
-                         f"{columns.where(gdf, bad, id_column)}; drop them first")
-    if (kinds := set(geom.geom_type)) != {"Point"}:
-        raise InputError(f"the GeoDataFrame holds {sorted(kinds)} geometries; only Point is "
-                         "accepted (explode MultiPoints, or take centroids deliberately)")
-    xy = np.column_stack([geom.x.to_numpy(float), geom.y.to_numpy(float)])
-    if (inf := ~np.isfinite(xy).all(axis=1)).any():
-        raise InputError(f"non-finite coordinates at {columns.where(gdf, inf, id_column)}")
-
-
-def _check_ids(gdf: geopandas.GeoDataFrame, id_column: str | None) -> str:
-    """Return the id column, refusing missing or repeated ids; add ``record`` when None."""
-    if id_column is None:
-        if "record" in gdf.columns:
-            raise InputError('the GeoDataFrame already has a column "record": pass '
-                             '`id="record"` if it is the record id, or rename it')
-        gdf.insert(0, "record", np.arange(len(gdf)))
-        return "record"
-    ids = gdf[id_column]
-    if ids.isna().any():
-        raise InputError(f"id column `{id_column}` has {int(ids.isna().sum())} missing values")
-    if (repeated := ids.duplicated(keep=False)).any():
-        shown = ids[repeated].unique()[:5].tolist()
-        raise InputError(f"id column `{id_column}` is not unique: {shown} appear twice or more")
-    return id_column
-
-
-def _count_duplicates(gdf: geopandas.GeoDataFrame, id_column: str) -> int:
-    """Count (and warn about) rows equal to an earlier one in location and every value."""
-    key = pd.DataFrame(gdf.drop(columns=[id_column, gdf.geometry.name]))
-    key = key.assign(__x=gdf.geometry.x.to_numpy(), __y=gdf.geometry.y.to_numpy())
-    try:
-        duplicated = key.duplicated(keep="first").to_numpy()
-    except TypeError:  # unhashable cell values (lists): compare their text
-        duplicated = key.astype(str).duplicated(keep="first").to_numpy()
-    n = int(duplicated.sum())
-    if n:
-        warnings.warn(f"{n} exact duplicate row(s) in the GeoDataFrame (same location and values "
-                      f"as an earlier row, e.g. {columns.where(gdf, duplicated, id_column)}): "
-                      "kept; drop them first if they are not real records",
-                      UserWarning, stacklevel=3)
-    return n
-
-
-def _to_metres(gdf: geopandas.GeoDataFrame, target_crs: str | int) -> geopandas.GeoDataFrame:
-    """Keep a frame in a projected metric CRS; project any other to `target_crs`."""
-    crs = pyproj.CRS.from_user_input(gdf.crs)
-    if crs_mod.metric_problem(crs) is None:
-        return gdf
-    try:
-        if isinstance(target_crs, str) and target_crs.lower() == "local":
-            target = crs_mod.local_crs(gdf)
-        elif isinstance(target_crs, str) and target_crs.lower() == "utm":
-            target = pyproj.CRS.from_user_input(gdf.estimate_utm_crs())
-        else:
-            target = crs_mod.parse_crs(target_crs, "target_crs")
-            if problem := crs_mod.metric_problem(target):
-                raise InputError(f"`target_crs` = {target_crs!r} {problem}; use \"utm\" or a "
-                                 "local metric CRS")
-        return gdf.to_crs(target)
-    except (RuntimeError, pyproj.exceptions.ProjError) as exc:
-        raise InputError(f"cannot project the points from {crs_mod.describe(crs)} to a metric "
-                         f"CRS ({exc}); set the right CRS with `gdf.set_crs(...)`") from exc
+    A frame :func:`read_points` returned (then changed) keeps the file's: its geometry was
+    projected from it, and its x/y columns are still in the file's CRS and unit. Any other
+    frame: its own CRS (unit None: the CRS's).
+    """
+    wkt, unit = points.attrs.get("source_crs"), points.attrs.get("coordinate_unit")
+    if wkt and unit:
+        return pyproj.CRS.from_wkt(wkt), dict(unit)
+    return pyproj.CRS.from_user_input(points.crs), None

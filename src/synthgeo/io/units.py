@@ -5,7 +5,10 @@ National Grid files often do); read as metres they shrink the map a thousandfold
 looks crowded — a false all-clear (docs/locations.md, "Units and plausibility"). Precedence: an
 explicit ``coord_unit_m`` (metres per unit of the x/y columns) over the CRS's own unit; refused
 with a geographic CRS. A coordinate column whose name states a unit (``x_km``, ``y_100m``,
-``east_ft``, ``lat``/``lon``) that contradicts the unit in effect is refused.
+``east_ft``, ``lat``/``lon``) that contradicts the unit in effect is refused. For a GeoDataFrame
+handed over in memory the geometry's CRS sets the unit, and a column the geometry was built from
+(its coordinates are the column's values times one factor) must state a unit that agrees
+(:func:`geometry_unit`).
 """
 
 from __future__ import annotations
@@ -19,9 +22,10 @@ import pyproj
 
 from synthgeo._errors import InputError
 from synthgeo.io.crs import describe, unit_m, unit_name
+from synthgeo.io.origin import Origin
 
 __all__ = ["CoordinateUnit", "coordinate_unit", "check_unit_names", "stated_unit",
-           "check_coord_unit_m", "to_crs_units", "OPTION"]
+           "check_coord_unit_m", "to_crs_units", "geometry_unit", "OPTION"]
 
 #: How the option is spelt in the spec and on the command line (for messages).
 OPTION = "`coord_unit_m` ([data] coord_unit_m, or --coord-unit-m)"
@@ -52,8 +56,8 @@ class CoordinateUnit:
         Metres per unit of the x/y values; None for degrees (geographic CRS).
     name : str
         Words for messages and records ("metre", "degree", "kilometre", "100-metre").
-    source : {"crs", "coord_unit_m"}
-        Where the unit comes from.
+    source : {"crs", "coord_unit_m", "geometry"}
+        Where the unit comes from ("geometry": a column the geometry was built from).
     scale_to_crs : float
         Factor turning the x/y values into the CRS's own unit (1 unless `coord_unit_m` is
         given and differs from the CRS unit).
@@ -151,8 +155,22 @@ def _same_length(a: float, b: float) -> bool:
     return abs(a - b) <= _FOOT_TOLERANCE * max(a, b)
 
 
-def check_unit_names(columns: list[str], crs: pyproj.CRS, unit: CoordinateUnit) -> None:
+def check_unit_names(columns: list[str], crs: pyproj.CRS, unit: CoordinateUnit,
+                     origin: Origin | None = None) -> None:
     """Refuse a coordinate column whose name states a unit other than the one in effect.
+
+    Parameters
+    ----------
+    columns : list of str
+        The coordinate columns (a CSV's x/y; for a GeoDataFrame, one the geometry was built
+        from).
+    crs : pyproj.CRS
+        The CRS the coordinates are given in.
+    unit : CoordinateUnit
+        The unit the column's values are read in (:func:`coordinate_unit`, or for a column of a
+        GeoDataFrame :func:`geometry_unit`).
+    origin : Origin, optional
+        A file (default) or a GeoDataFrame in memory: the words of the fix.
 
     Raises
     ------
@@ -169,6 +187,7 @@ def check_unit_names(columns: list[str], crs: pyproj.CRS, unit: CoordinateUnit) 
     ...
     synthgeo._errors.InputError: column `x_km` states kilometres (1000 m per unit), ...
     """
+    origin = origin or Origin(name="the file")
     for col in columns:
         said = stated_unit(col)
         if said is None:
@@ -176,22 +195,83 @@ def check_unit_names(columns: list[str], crs: pyproj.CRS, unit: CoordinateUnit) 
         if said == "degree":
             if unit.metres_per_unit is not None:
                 raise InputError(
-                    f"column `{col}` names a latitude/longitude in degrees, but `crs` "
-                    f"{describe(crs)} is projected ({unit_name(crs)}): give `crs = "
-                    "\"EPSG:4326\"` (or the geographic CRS of the file) for degrees")
+                    f"column `{col}` names a latitude/longitude in degrees, but "
+                    f"{origin.crs(describe(crs))} is projected ({unit_name(crs)}): "
+                    f"{origin.text('fix_degrees')}")
             continue
         if unit.metres_per_unit is None:
             raise InputError(
-                f"column `{col}` states {_SUFFIX_NAME[said]}, but `crs` {describe(crs)} is "
-                "geographic (degrees): give the projected CRS the coordinates are in")
+                f"column `{col}` states {_SUFFIX_NAME[said]}, but {origin.crs(describe(crs))} is "
+                f"geographic (degrees): {origin.text('fix_lengths')}")
         if not _same_length(said, unit.metres_per_unit):
-            how = ("set by `coord_unit_m`" if unit.source == "coord_unit_m"
-                   else f"the unit of `crs` {describe(crs)}")
-            raise InputError(
-                f"column `{col}` states {_SUFFIX_NAME[said]} ({said:g} m per unit), but the "
-                f"coordinates would be read in {unit.name} units ({unit.metres_per_unit:g} m per "
-                f"unit), {how}; set {OPTION} to {said:g} if the column is in "
-                f"{_SUFFIX_NAME[said]}, or rename the column")
+            raise InputError(f"column `{col}` states {_SUFFIX_NAME[said]} ({said:g} m per "
+                             f"unit), {_unit_clash(col, said, crs, unit, origin)}")
+
+
+def _unit_clash(col: str, said: float, crs: pyproj.CRS, unit: CoordinateUnit,
+                origin: Origin) -> str:
+    """Return the rest of the message for a column read in another unit than it states."""
+    per_unit = f"{unit.name} units ({unit.metres_per_unit:g} m per unit)"
+    if origin.in_memory:
+        return (f"but {origin.name}'s geometry holds it in {per_unit} of {describe(crs)}; build "
+                f"the geometry from `{col}` x {said / unit_m(crs):g} (the CRS's "
+                f"{unit_name(crs)} units), or rename the column")
+    how = ("set by `coord_unit_m`" if unit.source == "coord_unit_m"
+           else f"the unit of `crs` {describe(crs)}")
+    return (f"but the coordinates would be read in {per_unit}, {how}; set {OPTION} to "
+            f"{said:g} if the column is in {_SUFFIX_NAME[said]}, or rename the column")
+
+
+def geometry_unit(values: np.ndarray, coords: np.ndarray,
+                  crs: pyproj.CRS) -> CoordinateUnit | None:
+    """Return the unit of a column the geometry was built from, or None if it was not.
+
+    The geometry was built from the column when its coordinates (in `crs`'s unit) are the
+    column's values times one positive factor s: the column is then in units of
+    s × (metres per CRS unit), or in degrees when `crs` is geographic and s = 1.
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_records,)
+        The column's values.
+    coords : ndarray of shape (n_records,)
+        The matching coordinate of the geometry (x for an x column), in `crs`'s unit.
+    crs : pyproj.CRS
+
+    Returns
+    -------
+    CoordinateUnit or None
+        ``source = "geometry"``; None when the values are not proportional to the coordinates
+        (e.g. lon/lat columns beside a UTM geometry).
+
+    Examples
+    --------
+    >>> import numpy as np, pyproj
+    >>> km = np.array([350.5, 351.0, 352.25])
+    >>> geometry_unit(km, km * 1000, pyproj.CRS("EPSG:27700")).name
+    'kilometre'
+    >>> geometry_unit(km, km, pyproj.CRS("EPSG:27700")).name
+    'metre'
+    >>> geometry_unit(km, km + 7, pyproj.CRS("EPSG:27700")) is None
+    True
+    """
+    v = np.asarray(values, dtype=float)
+    g = np.asarray(coords, dtype=float)
+    ok = v != 0
+    if not (len(v) and np.isfinite(v).all() and np.isfinite(g).all() and ok.any()):
+        return None
+    s = float(f"{np.median(g[ok] / v[ok]):.9g}")
+    if not (s > 0 and np.allclose(v * s, g, rtol=1e-6, atol=1e-9 * float(np.abs(g).max()))):
+        return None
+    crs_m = unit_m(crs)
+    if crs_m is None:  # degrees, or not built from the column
+        return CoordinateUnit(metres_per_unit=None, name="degree", source="geometry") \
+            if abs(s - 1.0) < 1e-6 else None
+    if abs(s - 1.0) < 1e-6:
+        return CoordinateUnit(metres_per_unit=crs_m, name=unit_name(crs), source="geometry")
+    metres = s * crs_m
+    name = {1.0: "metre", 1000.0: "kilometre"}.get(metres, f"{metres:g}-metre")
+    return CoordinateUnit(metres_per_unit=metres, name=name, source="geometry", scale_to_crs=s)
 
 
 def to_crs_units(xy: np.ndarray, unit: CoordinateUnit) -> np.ndarray:

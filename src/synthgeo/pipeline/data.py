@@ -2,8 +2,9 @@
 
 One route for both front doors: a spec's ``[data]`` file is read with
 :func:`synthgeo.read_points`, a GeoDataFrame handed over in memory is checked by
-:func:`synthgeo.io.read.check_points_frame`, and both then go through the same checks here
-(docs/release.md, "Inputs"), so the two routes give the same model inputs for the same data.
+:func:`synthgeo.io.read.check_points_frame` (the checks a file gets, by the same code), and both
+then go through the same checks here (docs/release.md, "Inputs"), so the two routes give the
+same model inputs for the same data.
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def prepare_data(spec: ReleaseSpec,
                              encoding=d.encoding, accept_small_extent=d.accept_small_extent,
                              numeric_columns=numeric, required_columns=required)
     gdf = check_points_frame(points, numeric_columns=numeric, required_columns=required,
-                             id_column=d.id, target_crs=d.target_crs)
+                             id_column=d.id, target_crs=d.target_crs, x=d.x, y=d.y,
+                             accept_small_extent=d.accept_small_extent)
     return _model_data(spec, gdf)
 
 

@@ -74,7 +74,8 @@ def readme_context(result) -> dict[str, Any]:
     Returns
     -------
     dict
-        Keys used by ``readme.md.j2``: plain strings, numbers and lists of column names.
+        Keys used by ``readme.md.j2``: plain strings, numbers and lists of column names;
+        ``from_file`` is False for data handed over in memory (the README then names no file).
     """
     from synthgeo._versions import package_versions
 
@@ -84,6 +85,7 @@ def readme_context(result) -> dict[str, Any]:
     alpha = spec.utility.alpha
     return {
         "version": package_versions()["synthgeo"], "n": data.n_records, "L": L,
+        "from_file": bool(data.gdf.attrs.get("sha256")),  # else handed over in memory
         "response": d.response, "log_scale": d.back_transform == "exp",
         "id_column": data.id_column, "loc_cols": [c for c in (d.x, d.y) if c],
         "covariates": list(d.covariates), "crs_label": _crs_label(data),

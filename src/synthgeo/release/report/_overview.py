@@ -10,7 +10,34 @@ from synthgeo._versions import package_versions
 from synthgeo.release.report._common import crs_name, first_measure, measure_label
 from synthgeo.release.report._html import Section, render
 
-__all__ = ["summary_tables", "key_figures", "section_overview"]
+__all__ = ["summary_tables", "key_figures", "section_overview", "input_rows", "IN_MEMORY"]
+
+#: How the report names data handed over in memory (no file to name or hash).
+IN_MEMORY = "GeoDataFrame in memory"
+
+
+def input_rows(result) -> list[tuple[str, str]]:
+    """Return the report's rows naming the input: the file and its hash, or the frame's hash.
+
+    Data read from a file (and unchanged since) are named by the file and the SHA-256 of its
+    bytes; data handed over in memory, or changed after reading, by :data:`IN_MEMORY` and
+    ``frame_sha256``, the SHA-256 of the GeoDataFrame's canonical bytes
+    (:func:`synthgeo.io.provenance.frame_sha256`).
+
+    Parameters
+    ----------
+    result : ReleaseResult
+
+    Returns
+    -------
+    list of (str, str)
+        ``("data file", path), ("input sha256", hex)`` or
+        ``("data", "GeoDataFrame in memory"), ("frame sha256", hex)``.
+    """
+    attrs = result.data.gdf.attrs
+    if attrs.get("sha256"):
+        return [("data file", str(result.spec.data_path())), ("input sha256", attrs["sha256"])]
+    return [("data", IN_MEMORY), ("frame sha256", attrs.get("frame_sha256") or "—")]
 
 
 def summary_tables(result) -> dict[str, pd.DataFrame]:
@@ -27,6 +54,7 @@ def summary_tables(result) -> dict[str, pd.DataFrame]:
     """
     data, spec = result.data, result.spec
     sens = result.at_risk_sensitivity
+    hash_label, digest = input_rows(result)[1]
     overview = pd.DataFrame(
         [
             ("records (N)", f"{data.n_records}"),
@@ -41,7 +69,7 @@ def summary_tables(result) -> dict[str, pd.DataFrame]:
              f"{sens['phi_q05']['n_at_risk']} (M = {sens['phi_q05']['M_m']:,.0f} m) / "
              f"{sens['phi_q95']['n_at_risk']} (M = {sens['phi_q95']['M_m']:,.0f} m)"),
             ("seed", f"{spec.sampling.seed}"),
-            ("input sha256", f"{(data.gdf.attrs.get('sha256') or '')[:16]}…"),
+            (hash_label, f"{digest[:16]}…"),
         ],
         columns=["item", "value"],
     )
@@ -109,8 +137,7 @@ def _overview_table(result) -> pd.DataFrame:
     crs = data.gdf.crs
     epsg = crs.to_epsg()
     rows = [
-        ("data file", str(spec.data_path())),
-        ("input sha256", attrs.get("sha256") or "—"),
+        *input_rows(result),
         ("records read / duplicates", f"{attrs.get('n_read', '—')} / "
                                       f"{attrs.get('n_duplicates', '—')}"),
         ("records modelled (N)", f"{data.n_records}"),

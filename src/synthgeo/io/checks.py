@@ -1,0 +1,250 @@
+"""The checks every input gets after it is read: a file's records or a GeoDataFrame's in memory.
+
+:func:`check_points` is called by :func:`synthgeo.io.points.load_points` (a file, after reading
+and `query`) and by :func:`synthgeo.io.read.check_points_frame` (a GeoDataFrame handed over in
+memory), so both get the same refusals (docs/locations.md, "Units and plausibility"): columns,
+ids and numbers (:mod:`synthgeo.io.columns`), the unit of the coordinates
+(:mod:`synthgeo.io.units`), plausibility for the CRS (:mod:`synthgeo.io.plausibility`),
+duplicate rows, projection to a CRS in metres (:mod:`synthgeo.io.crs`) and the small-extent
+rule. Only the words differ (:class:`synthgeo.io.origin.Origin`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import geopandas
+import numpy as np
+import pandas as pd
+import pyproj
+
+from synthgeo._errors import InputError
+from synthgeo.io.columns import (
+    as_numbers,
+    check_columns,
+    check_ids,
+    coordinates,
+    duplicate_rows,
+    where,
+)
+from synthgeo.io.crs import coordinates_m, describe, metric_problem, note_zone_span, project
+from synthgeo.io.notices import note
+from synthgeo.io.origin import Origin
+from synthgeo.io.plausibility import check_extent, check_ranges
+from synthgeo.io.units import CoordinateUnit, check_unit_names, geometry_unit, to_crs_units
+
+__all__ = ["check_points", "check_records"]
+
+logger = logging.getLogger(__name__)
+
+
+def check_records(frame: pd.DataFrame, origin: Origin, *, columns: Sequence[str | None],
+                  numeric_columns: Sequence[str], id_column: str | None) -> None:
+    """Check the table's columns, ids and numbers; convert numeric text columns in place.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame or geopandas.GeoDataFrame
+        The records as read (a working copy: numeric columns held as text are converted).
+    origin : Origin
+        A file or a GeoDataFrame in memory (for the messages).
+    columns : sequence of str or None
+        Columns that must exist (None entries are skipped).
+    numeric_columns : sequence of str
+        Columns that must hold finite numbers; integer columns stay integer.
+    id_column : str, optional
+        Must hold unique, non-missing ids; when None, no column may be called ``record``.
+
+    Raises
+    ------
+    InputError
+        Repeated or missing columns; repeated or missing ids; text, NaN or inf in a numeric
+        column.
+    """
+    check_columns(frame, [c for c in columns if c is not None], origin)
+    check_ids(frame, id_column, origin)
+    for column in numeric_columns:
+        values = as_numbers(frame, column, id_column, "numeric", origin)
+        if not pd.api.types.is_numeric_dtype(frame[column]):  # keep int columns int
+            frame[column] = values
+
+
+def _build(frame: pd.DataFrame, xy: np.ndarray, source_crs: pyproj.CRS, *, id_column: str | None,
+           drop_duplicates: bool, origin: Origin,
+           notes: list) -> tuple[geopandas.GeoDataFrame, int]:
+    """Build the layer in the source CRS, exact duplicate rows reported (and dropped if asked)."""
+    duplicated = duplicate_rows(frame, xy, id_column)
+    n_duplicates = int(duplicated.sum())
+    if n_duplicates:
+        action = "dropped" if drop_duplicates else origin.text("duplicates_kept")
+        note(notes, "exact_duplicates",
+             f"{n_duplicates} exact duplicate row(s) in {origin.name} (same location and values "
+             f"as an earlier row, e.g. {where(frame, duplicated, id_column, origin)}): {action}",
+             stacklevel=5)
+    if isinstance(frame, geopandas.GeoDataFrame):  # a layer: its own geometry, its own unit
+        gdf = frame
+    else:
+        points = geopandas.points_from_xy(xy[:, 0], xy[:, 1], crs=source_crs)
+        gdf = geopandas.GeoDataFrame(frame, geometry=points, crs=source_crs)
+    if drop_duplicates and n_duplicates:
+        gdf = gdf.loc[~duplicated]
+    return gdf, n_duplicates
+
+
+def _source_xy(frame: pd.DataFrame, x: str | None, y: str | None, id_column: str | None,
+               source_crs: pyproj.CRS, unit: CoordinateUnit,
+               origin: Origin) -> tuple[np.ndarray, CoordinateUnit | None]:
+    """Return x/y in the unit of `source_crs`, and the unit of x/y columns built into a geometry.
+
+    x/y are a CSV's columns rescaled, or a geometry's coordinates. A GeoDataFrame in memory may
+    hold its geometry in another CRS than the one its coordinates were given in (a frame
+    :func:`synthgeo.read_points` projected): its points are taken back to `source_crs`. An
+    `x`/`y` column the geometry was built from must state a unit that agrees with it
+    (:func:`synthgeo.io.units.geometry_unit`); its unit is returned (None: no such column).
+    """
+    xy = to_crs_units(coordinates(frame, x, y, id_column, origin), unit)
+    if not isinstance(frame, geopandas.GeoDataFrame):
+        return xy, None
+    crs = pyproj.CRS.from_user_input(frame.crs)
+    if not crs.equals(source_crs, ignore_axis_order=True):
+        to_source = pyproj.Transformer.from_crs(crs, source_crs, always_xy=True)
+        xy = np.column_stack(to_source.transform(xy[:, 0], xy[:, 1], errcheck=False))
+    found = []
+    for j, column in enumerate((x, y)):
+        if origin.in_memory and column is not None:
+            values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+            if (built_from := geometry_unit(values, xy[:, j], source_crs)) is not None:
+                check_unit_names([column], source_crs, built_from, origin)
+                found.append(built_from)
+    return xy, (found[0] if found and all(u == found[0] for u in found) else None)
+
+
+def check_points(
+    frame: pd.DataFrame,
+    *,
+    origin: Origin,
+    source_crs: pyproj.CRS,
+    unit: CoordinateUnit,
+    x: str | None = None,
+    y: str | None = None,
+    numeric_columns: Sequence[str] = (),
+    required_columns: Sequence[str] = (),
+    id_column: str | None = None,
+    target: pyproj.CRS | None = None,
+    local: bool = False,
+    keep_metric: bool = False,
+    drop_duplicates: bool = False,
+    min_records: int = 10,
+    accept_small_extent: bool = False,
+    too_few: str = "",
+) -> geopandas.GeoDataFrame:
+    """Validate records read from a file or handed over in memory; project them to metres.
+
+    The checks every input gets, in order (docs/locations.md, "Units and plausibility"):
+    columns, ids and numbers (:func:`check_records`); coordinates (finite numbers, or non-empty
+    Point geometries); for a GeoDataFrame, the unit stated by the name of a `x`/`y` column the
+    geometry was built from; plausibility for `source_crs` (lon/lat range, projected bounds,
+    area of use); exact duplicate rows; `min_records`; projection; the small-extent rule.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame or geopandas.GeoDataFrame
+        A CSV's table (coordinates in columns `x`/`y`), a layer, or a GeoDataFrame in memory;
+        a working copy (modified in place).
+    origin : Origin
+        A file or a GeoDataFrame in memory (for the messages).
+    source_crs : pyproj.CRS
+        CRS the coordinates were given in (for a GeoDataFrame projected by
+        :func:`synthgeo.read_points`: the file's).
+    unit : CoordinateUnit
+        Unit of the coordinates (of a CSV's x/y columns; the CRS's for a geometry).
+    x, y : str, optional
+        A CSV's coordinate columns; for a GeoDataFrame, the location columns released with it.
+    numeric_columns, required_columns : sequence of str, default=()
+        Columns that must hold finite numbers / must exist.
+    id_column : str, optional
+        Unique record id column; None adds ``record`` = 0..N-1.
+    target : pyproj.CRS, optional
+        Projected CRS in metres; None: the UTM zone (or with `local`, a local CRS) of the data.
+    local : bool, default=False
+    keep_metric : bool, default=False
+        Keep a frame that is already in a projected CRS in metres in it (no reprojection).
+    drop_duplicates : bool, default=False
+        Drop exact duplicate rows (always reported).
+    min_records : int, default=10
+    accept_small_extent : bool, default=False
+        Go on, with a coded warning, when the extent is implausibly small.
+    too_few : str, default=""
+        Where the records were counted, for the `min_records` message.
+
+    Returns
+    -------
+    geopandas.GeoDataFrame
+        Index 0..N-1, in a CRS in metres; ``attrs``: ``source_crs``, ``n_duplicates``,
+        ``id_column``, ``coordinate_unit`` (`unit`; for a GeoDataFrame whose geometry was built
+        from its `x`/`y` columns, theirs: ``x_km`` beside a geometry in metres is in
+        kilometres), ``extent`` and ``warnings``.
+
+    Raises
+    ------
+    InputError
+        As :func:`load_points` (the message names `origin`).
+
+    Examples
+    --------
+    >>> import geopandas, pyproj
+    >>> from synthgeo.io.origin import Origin
+    >>> from synthgeo.io.units import coordinate_unit
+    >>> crs = pyproj.CRS("EPSG:4326")
+    >>> gdf = geopandas.GeoDataFrame(
+    ...     {"price": [1.0, 2.0, 3.0]},
+    ...     geometry=geopandas.points_from_xy([-121.5, -121.4, -121.3], [38.5, 38.6, 38.7]),
+    ...     crs=crs)
+    >>> out = check_points(gdf, origin=Origin.memory(), source_crs=crs,
+    ...                    unit=coordinate_unit(crs, None), min_records=3)
+    >>> out.crs.name, out.attrs["extent"]["n_distinct"]
+    ('WGS 84 / UTM zone 10N', 3)
+    """
+    check_records(frame, origin, columns=[id_column, x, y, *required_columns, *numeric_columns],
+                  numeric_columns=numeric_columns, id_column=id_column)
+    notes: list[dict[str, str]] = []
+    xy, columns_unit = _source_xy(frame, x, y, id_column, source_crs, unit, origin)
+    is_csv = not isinstance(frame, geopandas.GeoDataFrame)
+    labels = (f"column `{x}`", f"column `{y}`") if is_csv else ("geometry", "geometry")
+    check_ranges(xy, source_crs, frame, labels=labels, id_column=id_column, origin=origin,
+                 notes=notes)
+    gdf, n_duplicates = _build(frame, xy, source_crs, id_column=id_column,
+                               drop_duplicates=drop_duplicates, origin=origin, notes=notes)
+    if len(gdf) < min_records:
+        raise InputError(f"only {len(gdf)} record(s) {too_few}; `min_records` = {min_records} "
+                         "are needed")
+    gdf = gdf.reset_index(drop=True)
+    if id_column is None:
+        id_column = "record"
+        gdf.insert(0, id_column, np.arange(len(gdf)))
+    gdf = _to_metres(gdf, target, local=local, keep_metric=keep_metric, source_crs=source_crs,
+                     notes=notes)
+    words = f"{unit.name} units" + (f", the unit of {describe(source_crs)}"
+                                     if unit.source == "crs" else "")
+    extent = check_extent(coordinates_m(gdf), unit_words=words,
+                          accept_small_extent=accept_small_extent, origin=origin, notes=notes)
+    logger.info("%d points from %s in %s", len(gdf), origin.name,
+                describe(pyproj.CRS(gdf.crs)))
+    gdf.attrs.update(source_crs=source_crs.to_wkt(), n_duplicates=n_duplicates,
+                     id_column=id_column, coordinate_unit=(columns_unit or unit).to_dict(),
+                     extent=extent,
+                     warnings=notes)
+    return gdf
+
+
+def _to_metres(gdf: geopandas.GeoDataFrame, target: pyproj.CRS | None, *, local: bool,
+               keep_metric: bool, source_crs: pyproj.CRS,
+               notes: list) -> geopandas.GeoDataFrame:
+    """Project to `target`; with `keep_metric`, keep a frame already in a metric CRS."""
+    crs = pyproj.CRS.from_user_input(gdf.crs)
+    if not (keep_metric and metric_problem(crs) is None):
+        return project(gdf, target, local=local, notes=notes)
+    if source_crs.is_geographic and "UTM zone" in crs.name:  # projected from degrees earlier
+        note_zone_span(gdf, crs, notes)
+    return gdf
