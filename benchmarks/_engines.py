@@ -2,61 +2,32 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+import geopandas
 import numpy as np
 import pandas as pd
 
-from synthgeo.config import load_spec
-from synthgeo.pipeline import run_release
-
-SPEC = """
-[data]
-path = "{path}"
-x = "x_m"
-y = "y_m"
-crs = "{crs}"
-id = "id"
-response = "{response}"
-back_transform = "exp"
-covariates = {covariates}
-target_crs = "{crs}"
-
-[model]
-gp = "{gp}"
-n_neighbors = {m}
-
-[sampling]
-sampler = "grid"
-chains = 2
-draws = 1000
-seed = {seed}
-on_convergence_failure = "warn"
-
-[synthesis]
-n_implicates = {L}
-
-[risk]
-eps = [10000.0]
-p = [0.1]
-
-[anonymity]
-on_location_failure = "warn"  # exact locations released: the engines are compared, not a release
-"""
+import synthgeo as sg
 
 
-def run_engine(frame: pd.DataFrame, folder: Path, *, gp: str, response: str,
-               covariates: list[str], crs: str, m: int = 15, L: int = 100, seed: int = 1):
-    """Write ``frame`` and a spec into ``folder`` and run the release pipeline (no writing)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    data = folder / "data.csv"
-    if not data.exists():
-        frame.to_csv(data, index=False)
-    spec_path = folder / f"spec_{gp}.toml"
-    spec_path.write_text(SPEC.format(path=data.name, crs=crs, response=response,
-                                     covariates=str(list(covariates)).replace("'", '"'),
-                                     gp=gp, m=m, L=L, seed=seed))
-    return run_release(load_spec(spec_path))
+def run_engine(frame: pd.DataFrame, *, gp: str, response: str, covariates: list[str], crs: str,
+               m: int = 15, L: int = 100, seed: int = 1):
+    """Run the release job on ``frame`` (columns ``id``, ``x_m``, ``y_m`` in `crs`) in memory.
+
+    The front door with the spec's sections as types (no file, no TOML); returns the
+    :class:`synthgeo.pipeline.ReleaseResult` (``Release.result``), nothing written.
+    """
+    points = geopandas.GeoDataFrame(
+        frame, geometry=geopandas.points_from_xy(frame["x_m"], frame["y_m"]), crs=crs)
+    rel = sg.synthesize(
+        points, response=response, covariates=covariates, id="id", x="x_m", y="y_m",
+        back_transform="exp", implicates=L, seed=seed,
+        model=sg.ModelConfig(gp=gp, n_neighbors=m),
+        sampling=sg.SamplingConfig(sampler="grid", chains=2, draws=1000,
+                                   on_convergence_failure="warn"),
+        risk=sg.RiskConfig(eps=[10000.0], p=[0.1]),
+        # exact locations released: the engines are compared, not a release
+        anonymity=sg.AnonymityConfig(on_location_failure="warn"))
+    return rel.result
 
 
 def compare(exact, nngp) -> dict:

@@ -26,8 +26,9 @@ from pathlib import Path
 import geopandas
 import numpy as np
 
-from synthgeo.masking import ExcessNearSource, choose_k
-from synthgeo.masking.inputs import load_masking_inputs
+import synthgeo as sg
+from synthgeo.masking import ExcessNearSource  # not public yet: choose_k's utility test
+from synthgeo.masking.inputs import load_masking_inputs  # not public yet
 
 
 def main() -> None:
@@ -51,7 +52,7 @@ def main() -> None:
     times = []
     for _ in range(args.repeat):
         t = time.perf_counter()
-        result = choose_k(inputs.cases, inputs.households, utility=utility, region=inputs.region,
+        result = sg.choose_k(inputs.cases, inputs.households, utility=utility, region=inputs.region,
                           n_replicates=args.replicates, random_seed=1, progressbar=False)
         times.append(time.perf_counter() - t)
     print(f"cpus available: {len(os.sched_getaffinity(0))}")
@@ -96,7 +97,7 @@ def main() -> None:
             return np.hypot(*(xy.mean(axis=1) - truth).T) < 1000
 
         t = time.perf_counter()
-        big = choose_k(cases, households, utility=mean_within_1km,
+        big = sg.choose_k(cases, households, utility=mean_within_1km,
                        n_replicates=args.replicates, random_seed=1, progressbar=False)
         print(f"choose_k, {n} simulated cases, {20 * n} households, {len(big.table)} k x "
               f"{args.replicates} masks: {time.perf_counter() - t:.1f} s")

@@ -16,8 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from synthgeo.studies.compare import compare_models
-from synthgeo.config import load_spec
+import synthgeo as sg
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,11 +27,11 @@ def main() -> None:
     ap.add_argument("--spec", default=str(ROOT / "models" / "paper_simulation.toml"))
     ap.add_argument("--frontier", action="store_true")
     args = ap.parse_args()
-    spec = load_spec(args.spec)
+    spec = sg.load_spec(args.spec)
     print(f"spec {args.spec}; cores visible: {os.cpu_count()}; L = "
           f"{spec.synthesis.n_implicates}; engine {spec.sampling.sampler}/{spec.model.gp}")
     t = time.perf_counter()
-    r = compare_models(spec)
+    r = sg.compare(spec)
     print(f"compare: {time.perf_counter() - t:.1f} s  stages "
           + ", ".join(f"{k} {v:.1f}" for k, v in r.seconds.items()))
     post = r.posterior.set_index(["model", "parameter"])["mean"]

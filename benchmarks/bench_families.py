@@ -42,15 +42,16 @@ def _range_bounds(sites):
 
 def minneapolis(args) -> None:
     """Minneapolis: personSearch yes/no at the stop locations, string covariates."""
+    import synthgeo as sg
     from synthgeo.inference.glmm import fit_glmm
-    from synthgeo.io.points import coordinates_m, load_points
+    from synthgeo.io.points import coordinates_m
     from synthgeo.model.families import Bernoulli
     from synthgeo.model.glmm_priors import GLMMPriors
     from synthgeo.model.kernels import make_sites
 
     t0 = time.perf_counter()
-    gdf = load_points(DATA / "minneapolis_police_stops_2017.csv", x="lon", y="lat",
-                      crs="EPSG:4326", id_column="idNum", drop_duplicates=False)
+    gdf = sg.read_points(DATA / "minneapolis_police_stops_2017.csv", x="lon", y="lat",
+                         crs="EPSG:4326", id="idNum", drop_duplicates=False)
     gdf = gdf[gdf["personSearch"].notna() & gdf["gender"].notna()].reset_index(drop=True)
     y = (gdf["personSearch"] == "YES").to_numpy(float)
     cov = pd.get_dummies(gdf[["problem", "race", "gender"]], drop_first=True, dtype=float)

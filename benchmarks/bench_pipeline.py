@@ -15,10 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from synthgeo.config import bundled_spec_path, load_spec
-from synthgeo.pipeline import run_release
-from synthgeo.release.writer import write_release
-from synthgeo.release.report import render_report
+import synthgeo as sg
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
@@ -28,17 +27,18 @@ def main() -> None:
     ap.add_argument("--tune", type=int)
     ap.add_argument("--implicates", type=int)
     args = ap.parse_args()
-    spec = load_spec(Path(args.spec) if args.spec else bundled_spec_path())
+    spec = sg.load_spec(Path(args.spec) if args.spec else ROOT / "models" / "sacramento_2bed.toml")
     over = {k: v for k, v in (("draws", args.draws), ("tune", args.tune)) if v}
     if over:
         spec = spec.replace("sampling", **over)
     if args.implicates:
         spec = spec.replace("synthesis", n_implicates=args.implicates)
     t0 = time.perf_counter()
-    res = run_release(spec)
+    rel = sg.run(spec)
+    res = rel.result
     t1 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        write_release(res, Path(tmp) / "out", report_html=render_report(res))
+        rel.write(Path(tmp) / "out")  # what `synthgeo run` writes, report included
     t2 = time.perf_counter()
     print(f"spec: {spec.source}  N = {res.data.n_records}, sites = {res.data.sites.n_sites}, "
           f"chains x (tune + draws) = {spec.sampling.chains} x ({spec.sampling.tune} + "

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -24,21 +23,19 @@ import json, resource, sys, time
 sys.path.insert(0, {here!r})
 import pandas as pd
 from pathlib import Path
-from synthgeo.config import load_spec
-from synthgeo.pipeline import run_release
+import synthgeo as sg
 t = time.perf_counter()
-n, gp, folder = {n}, {gp!r}, Path({folder!r})
+n, gp = {n}, {gp!r}
 if n == 932:
-    spec = load_spec(Path({root!r}) / "models" / "sacramento_all.toml")
-    spec = spec.replace("model", gp=gp)
-    res = run_release(spec)
+    spec = sg.load_spec(Path({root!r}) / "models" / "sacramento_all.toml")
+    res = sg.run(spec.replace("model", gp=gp)).result
 else:
     from _engines import run_engine
     fr = pd.read_csv({lucas!r})
     if n < len(fr):
         fr = fr.sample(n, random_state=1)
-    res = run_engine(fr, folder, gp=gp, response="log_price",
-                     covariates=["TLA", "age", "beds"], crs="EPSG:2834")
+    res = run_engine(fr, gp=gp, response="log_price", covariates=["TLA", "age", "beds"],
+                     crs="EPSG:2834")
 out = dict(res.seconds)
 out["total"] = time.perf_counter() - t
 out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -60,9 +57,7 @@ def main() -> None:
                 print(f"{n:>6} exact: not run (dense Cholesky; bench_nngp.py crossover: "
                       f"1.5 s per grid cell at 4,000 records, x ~850 cells per fit)")
                 continue
-            folder = tempfile.mkdtemp()
-            code = CHILD.format(here=str(HERE), root=str(ROOT), lucas=str(LUCAS), n=n, gp=gp,
-                                folder=folder)
+            code = CHILD.format(here=str(HERE), root=str(ROOT), lucas=str(LUCAS), n=n, gp=gp)
             proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
             line = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
             if not line:

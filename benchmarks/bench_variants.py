@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from synthgeo.config import load_spec
-from synthgeo.pipeline import run_release
+import synthgeo as sg
 
 SPEC = Path(__file__).resolve().parents[1] / "models" / "paper_simulation.toml"
 VARIANTS = [
@@ -33,11 +32,11 @@ VARIANTS = [
 
 def main() -> None:
     """Run every variant and print one row each."""
-    base = load_spec(SPEC)
+    base = sg.load_spec(SPEC)
     rows = []
     for label, changes in VARIANTS:
         t = time.perf_counter()
-        r = run_release(base.replace("model", **changes))
+        r = sg.run(base.replace("model", **changes)).result
         o = int(np.flatnonzero(r.data.record_id == 500)[0])  # the isolated record
         ru, rr = r.risk["unrestricted"].per_record, r.risk["restricted"].per_record
         red = r.risk_summary.set_index(["group", "measure"])["reduction"]

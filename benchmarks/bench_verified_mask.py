@@ -20,7 +20,7 @@ import time
 import geopandas
 import numpy as np
 
-from synthgeo.masking import mask_to_k
+import synthgeo as sg
 from synthgeo.testing import clustered_points
 
 
@@ -42,21 +42,21 @@ def main() -> None:
     print(f"{args.cases:,} cases among {args.households:,} households; "
           f"{os.cpu_count()} CPUs visible; load average {os.getloadavg()[0]:.1f}")
     for k in (5, 20):
-        plain = mask_to_k(cases, households, k=k, random_seed=1)
+        plain = sg.mask(cases, households, k=k, random_seed=1)
         vk = plain.verified_k
         print(f"k = {k:2d} unverified: verified k median {np.median(vk):.0f}, "
               f"{np.mean(vk < k):.0%} of cases below k, min {vk.min():.0f}")
         times, cpu = [], []
         for r in range(args.repeat):
             t, c = time.perf_counter(), time.process_time()
-            m = mask_to_k(cases, households, k=k, random_seed=100 + r, verify=True)
+            m = sg.mask(cases, households, k=k, random_seed=100 + r, verify=True)
             times.append(time.perf_counter() - t)
             cpu.append(time.process_time() - c)
         v = m.verification
         t_plain = []
         for r in range(args.repeat):
             t = time.perf_counter()
-            mask_to_k(cases, households, k=k, random_seed=100 + r)
+            sg.mask(cases, households, k=k, random_seed=100 + r)
             t_plain.append(time.perf_counter() - t)
         print(f"k = {k:2d} verified:   {np.median(times):.3f} s wall, {np.median(cpu):.3f} s CPU "
               f"(median of {args.repeat}; "

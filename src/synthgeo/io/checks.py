@@ -189,7 +189,7 @@ def check_points(
     Raises
     ------
     InputError
-        As :func:`load_points` (the message names `origin`).
+        As :func:`synthgeo.io.points.load_points` (the message names `origin`).
 
     Examples
     --------
@@ -233,8 +233,7 @@ def check_points(
                 describe(pyproj.CRS(gdf.crs)))
     gdf.attrs.update(source_crs=source_crs.to_wkt(), n_duplicates=n_duplicates,
                      id_column=id_column, coordinate_unit=(columns_unit or unit).to_dict(),
-                     extent=extent,
-                     warnings=notes)
+                     extent=extent, warnings=notes)
     return gdf
 
 

@@ -29,7 +29,7 @@ from synthgeo.io.origin import Origin
 from synthgeo.io.provenance import file_sha256
 from synthgeo.io.units import CoordinateUnit, check_unit_names, coordinate_unit
 
-__all__ = ["load_points", "check_points", "check_projected", "coordinates_m", "metric_problem"]
+__all__ = ["load_points", "check_projected", "coordinates_m", "metric_problem"]
 
 logger = logging.getLogger(__name__)
 
