@@ -12,7 +12,15 @@ from scipy.spatial.distance import cdist
 
 from synthgeo._errors import SpecError
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ModelConfig, SamplerConfig, load_spec
-from synthgeo.inference.grid_posterior import ExactCovariance, NNGPCovariance, grid_posterior
+from synthgeo.inference.grid_posterior import (
+    ConjugatePrior,
+    ExactCovariance,
+    GridModel,
+    NNGPCovariance,
+    evaluate_cells,
+    grid_posterior,
+    to_natural,
+)
 from synthgeo.model.kernels import make_sites
 from synthgeo.inference.nngp_effects import NNGPEffects
 from synthgeo.model.vecchia import ordered_neighbours, vecchia_factors
@@ -86,10 +94,12 @@ def test_grid_log_marginal_matches_numerical_integration():
     d = np.ones(sites.n_sites)
     backend = ExactCovariance(y, X, sites, d)
     V, mu, a, b = 4.0 * np.eye(2), np.array([0.5, 0.0]), 2.0, 0.7
-    gp = grid_posterior(backend, n=y.size, beta_mean=mu, V=V, sigma2_shape=a, sigma2_scale=b,
-                        range_min_m=100.0, range_max_m=900.0)
-    row = gp.cells.iloc[len(gp.cells) // 2]
-    phi_km, alpha = row["phi_per_m"] * 1000.0, row["nugget_ratio"]
+    model = GridModel(backend=backend, n=y.size, prior=ConjugatePrior(
+        beta_mean=mu, V=V, sigma2_shape=a, sigma2_scale=b, range_min_m=100.0, range_max_m=900.0))
+    nodes = grid_posterior(model).quadrature.nodes  # a node of the final grid
+    point = np.array([[nodes[0][len(nodes[0]) // 2], nodes[1][len(nodes[1]) // 2]]])
+    row = {"log_marginal": evaluate_cells(model, point).log_marginal[0]}
+    _, alpha, phi_km = (float(v[0]) for v in to_natural(point))
     idx = sites.site_index  # two records share a site
     K = np.exp(-phi_km * sites.distance_km())[np.ix_(idx, idx)] + alpha * np.eye(y.size)
     S = K + X @ V @ X.T

@@ -76,6 +76,7 @@ def summary_tables(result) -> dict[str, pd.DataFrame]:
              f"{sens['phi_q95']['n_at_risk']} (M = {sens['phi_q95']['M_m']:,.0f} m)"),
             ("seed", f"{spec.sampling.seed}"),
             ("input sha256", f"{(data.gdf.attrs.get('sha256') or '')[:16]}…"),
+            *((f"engine, {name}", fit.describe()) for name, fit in result.fits.items()),
         ],
         columns=["item", "value"],
     )
@@ -161,8 +162,7 @@ def section_overview(result) -> Section:
         ("implicates (L)", f"{spec.synthesis.n_implicates}"),
         ("released model", f"restricted (differential smoothing, γ = {spec.model.gamma})"),
         ("seed", f"{spec.sampling.seed}"),
-        ("sampling", f"{spec.sampling.chains} chains × ({spec.sampling.tune} tune + "
-                     f"{spec.sampling.draws} draws), {spec.sampling.sampler}"),
+        ("sampling", _sampling_row(result)),
         ("spec file", str(spec.source) if spec.source else "—"),
     ]
     engine = getattr(result, "engine", None)
@@ -416,10 +416,39 @@ def section_utility(result) -> Section | None:
 # --- convergence ------------------------------------------------------------------------------
 
 
+def _sampling_row(result) -> str:
+    """Describe the engine used (grid fits are not MCMC: no chains, tune or rank plots)."""
+    s = result.spec.sampling
+    if result.fits and all(f.engine.get("sampler") == "grid" for f in result.fits.values()):
+        return "; ".join(f"{name}: {fit.describe()}" for name, fit in result.fits.items())
+    return f"{s.chains} chains × ({s.tune} tune + {s.draws} draws), {s.sampler}"
+
+
+def section_grid_diagnostics(result) -> Section | None:
+    """Return the grid's own checks per fit (grid fits only; None otherwise)."""
+    from synthgeo.inference.result import grid_diagnostics_table
+
+    grid = grid_diagnostics_table(result.fits)
+    if grid is None or len(grid) != len(result.fits):
+        return None
+    body = (
+        "<p>Grid quadrature, not MCMC: the posterior of (range, nugget share) is integrated on "
+        "a grid refined around its mass (midpoint rule), and the draws are independent. Checks: "
+        "largest cell ≤ 0.2 of the mass, ≤ 1% of the mass on the refined box's edges, and an "
+        "importance ESS (Kish) ≥ 100 per chain over the exactly evaluated (range, nugget) "
+        "points; there are no chains to compare, so no R-hat or rank plots.</p>"
+        + table(grid, id="table-grid-diagnostics")
+    )
+    return Section("convergence", "Posterior checks (grid quadrature)", body)
+
+
 def section_convergence(result) -> Section | None:
     """R-hat, ESS and divergences per fit, with ArviZ rank plots of the sampled parameters."""
     if not result.fits:
         return None
+    grid = section_grid_diagnostics(result)
+    if grid is not None:
+        return grid
     conv = summary_tables(result)["convergence"]
     idatas = {name: fit.idata for name, fit in result.fits.items()}
     var_names = [v for v in SAMPLED_PARAMETERS
