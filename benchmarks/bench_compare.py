@@ -16,8 +16,8 @@ import os
 import time
 from pathlib import Path
 
-from synthgeo.studies.compare import compare_models
 from synthgeo.config import load_spec
+from synthgeo.studies.compare import compare_models
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from synthgeo.config import bundled_spec_path, load_spec
 from synthgeo.pipeline import run_release
-from synthgeo.release.writer import write_release
 from synthgeo.release.report import render_report
+from synthgeo.release.writer import write_release
 
 
 def main() -> None:

@@ -35,14 +35,13 @@ import numpy as np
 from scipy.special import expit, gammaln, logit
 
 from synthgeo.inference.covariance import ExactCovariance, NNGPCovariance
+from synthgeo.inference.importance import ImportanceSummary, importance_resample
 from synthgeo.inference.quadrature import (
     Axis,
-    ImportanceSummary,
     MapBatches,
     Quadrature,
     QuadratureSettings,
     evaluate_points,
-    importance_resample,
     integrate,
 )
 from synthgeo.model.kernels import METRES_PER_KM

@@ -23,7 +23,8 @@ the checks that failed are returned as ``problems``.
 times finer, gives the posterior as a piecewise-constant density on small cells: marginal CDFs
 (linear inside a fine cell) and quantiles without Monte Carlo error, and the proposal of the
 draws (a fine cell by its mass, uniform inside it). The draws are corrected towards the exact
-density by importance resampling (:func:`importance_resample`), whose Kish effective sample size
+density by importance resampling (:func:`synthgeo.inference.importance.importance_resample`),
+whose Kish effective sample size
 (Kish 1965, *Survey Sampling*, Sect. 11.7) measures how well the grid resolved the posterior.
 
 Cell evaluation is a pure function of the points: ``log_density(points (k, d)) -> (k,)`` is
@@ -49,8 +50,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.interpolate import make_interp_spline
 
-__all__ = ["Axis", "QuadratureSettings", "Quadrature", "integrate", "importance_resample",
-           "ImportanceSummary", "thread_map"]
+__all__ = ["Axis", "QuadratureSettings", "Quadrature", "integrate", "thread_map",
+           "evaluate_points"]
 
 #: ``log_density(points) -> log densities``: points (k, d) on the axes' scale, result (k,);
 #: unnormalised log density with respect to Lebesgue measure on the axes (Jacobians included).
@@ -139,20 +140,6 @@ def evaluate_points(log_density: LogDensity, points: np.ndarray, *, batch_size: 
     """Apply ``log_density`` (or any batch function) to ``points`` in batches; list of results."""
     batches = [points[i:i + batch_size] for i in range(0, len(points), batch_size)]
     return (map_batches or thread_map())(log_density, batches)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ImportanceSummary:
-    """Importance weights of the proposal points: Kish ESS = (Σw)² / Σw²."""
-
-    n_points: int
-    ess: float
-    n_distinct_kept: int
-
-    @property
-    def ess_fraction(self) -> float:
-        """Kish ESS over the number of proposal points (1 = the proposal was the posterior)."""
-        return self.ess / self.n_points
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,32 +235,6 @@ class Quadrature:
         return pts, np.log(flat[cell]) - float(np.log(width).sum())
 
 
-def importance_resample(log_p: np.ndarray, log_q: np.ndarray, n: int,
-                        rng: np.random.Generator) -> tuple[np.ndarray, ImportanceSummary]:
-    """Return indices of n draws from weighted proposal points (systematic resampling).
-
-    Weights w ∝ exp(log_p − log_q). Systematic resampling keeps each point ⌊n w⌋ or ⌈n w⌉
-    times (Kitagawa 1996, JCGS 5(1), doi:10.1080/10618600.1996.10474692), the fewest repeats
-    of any unbiased scheme; the order is then shuffled so that draws are exchangeable.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> idx, s = importance_resample(np.zeros(4), np.zeros(4), 4, np.random.default_rng(0))
-    >>> sorted(idx.tolist()), s.ess
-    ([0, 1, 2, 3], 4.0)
-    """
-    lw = np.asarray(log_p, float) - np.asarray(log_q, float)
-    w = np.exp(lw - lw.max())
-    w /= w.sum()
-    ess = float(1.0 / np.sum(w**2))
-    u = (rng.random() + np.arange(n)) / n
-    idx = np.minimum(np.searchsorted(np.cumsum(w), u), w.size - 1)
-    idx = rng.permutation(idx)
-    return idx, ImportanceSummary(n_points=int(w.size), ess=ess,
-                                  n_distinct_kept=int(np.unique(idx).size))
-
-
 def _nodes(lo: float, hi: float, n: int, rule: str) -> np.ndarray:
     if rule == "lattice":
         return np.linspace(lo, hi, n)
@@ -309,6 +270,7 @@ def _edge_mask(shape, box, prior) -> np.ndarray:
 def _next_box(lp, nodes, box, prior, s: QuadratureSettings) -> np.ndarray:
     """Box of the cells within ``log_drop`` of the maximum, plus margin; widened at open edges."""
     keep = lp >= lp.max() - s.log_drop
+    top = np.unravel_index(np.argmax(lp), lp.shape)
     new = box.copy()
     half = 0.5 if s.rule == "midpoint" else 0.0
     for j in range(lp.ndim):
@@ -318,11 +280,12 @@ def _next_box(lp, nodes, box, prior, s: QuadratureSettings) -> np.ndarray:
         lo = nodes[j][hit.min()] - (s.margin + half) * h
         hi = nodes[j][hit.max()] + (s.margin + half) * h
         width = box[j, 1] - box[j, 0]
-        if s.rule == "midpoint":  # mass reaching an open edge: look further out
+        if s.rule == "midpoint":  # mass reaching an open edge: look further out, far if the
+            last = len(nodes[j]) - 1  # mode itself is on that edge
             if hit.min() == 0 and box[j, 0] > prior[j, 0]:
-                lo = box[j, 0] - 0.5 * width
-            if hit.max() == len(nodes[j]) - 1 and box[j, 1] < prior[j, 1]:
-                hi = box[j, 1] + 0.5 * width
+                lo = box[j, 0] - (2.0 if top[j] == 0 else 0.5) * width
+            if hit.max() == last and box[j, 1] < prior[j, 1]:
+                hi = box[j, 1] + (2.0 if top[j] == last else 0.5) * width
         new[j] = max(prior[j, 0], lo), min(prior[j, 1], hi)
     return new
 
