@@ -18,8 +18,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.slow
 
-#: 120 prior draws, 40 sites, 99 posterior draws (ranks 0..99 in 10 bins of 10).
-SMALL = dict(n_reps=120, n_records=40, n_draws=99, seed=7)
+#: 200 prior draws, 40 sites, 99 posterior draws (ranks 0..99 in 10 bins of 10). Seeds 1–6
+#: rejected the old weights in 4 of 6 cases at this size (Bonferroni p for the range 0.004,
+#: 0.002, 8e-5, 0.005; 0.18 and 0.017 for seeds 1 and 6); seed 4 is used.
+SMALL = dict(n_reps=200, n_records=40, n_draws=99, seed=4)
 
 
 @pytest.fixture(scope="module")

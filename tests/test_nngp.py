@@ -67,6 +67,39 @@ def test_ordered_neighbours_match_brute_force(m):
                                    np.linalg.norm(pts[got_idx] - pts[r], axis=1))
 
 
+def test_maxmin_order_picks_the_farthest_point_each_time():
+    """Guinness (2018): rank r is the point farthest from ranks 0..r-1 (brute force)."""
+    from synthgeo.model.vecchia import maxmin_order
+
+    xy = _layout(80, seed=3)
+    xy[7] = xy[8]  # coincident points come last (distance 0)
+    o = maxmin_order(xy)
+    assert sorted(o.tolist()) == list(range(80))
+    D = cdist(xy, xy)
+    assert o[0] == np.argmin(np.linalg.norm(xy - xy.mean(axis=0), axis=1))
+    for r in range(1, 80):
+        gap = D[np.ix_(o[r:], o[:r])].min(axis=1)
+        assert gap[0] == pytest.approx(gap.max())
+
+
+@pytest.mark.parametrize("m", [1, 6])
+def test_maxmin_neighbours_match_brute_force_and_full_sets_are_exact(m):
+    xy = _layout(50, seed=m)
+    g = ordered_neighbours(xy, m, ordering="maxmin")
+    pts = xy[g.order]
+    for r in range(50):
+        want = np.sort(np.linalg.norm(pts[:r] - pts[r], axis=1))[:m]
+        got_idx = g.neighbours[r][g.neighbours[r] >= 0]
+        assert all(j < r for j in got_idx)
+        np.testing.assert_allclose(np.sort(g.dist_in[r][: got_idx.size]), want)
+    full = ordered_neighbours(xy, 49, ordering="maxmin")
+    f = vecchia_factors(full, phi=5.0, alpha=0.1)
+    C = np.exp(-5.0 * cdist(xy, xy)) + 0.1 * np.eye(50)
+    assert f.logdet == pytest.approx(np.linalg.slogdet(C)[1], abs=1e-9)
+    with pytest.raises(ValueError, match="`ordering` must be 'coord' or 'maxmin'"):
+        ordered_neighbours(xy, m, ordering="random")
+
+
 def _data(n=50, seed=1):
     rng = np.random.default_rng(seed)
     xy = _layout(n, seed) * 1000.0  # metres
