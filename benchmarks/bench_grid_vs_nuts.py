@@ -29,12 +29,17 @@ from synthgeo.model.restricted_gp import default_priors
 
 
 def _summ(fit):
+    """Mean, sd and ESS per parameter; for grid fits the ESS of functions of (range, nugget
+    share) is at most the importance ESS of the distinct points they were drawn at."""
     post = fit.idata.posterior
     post = post.assign(nugget_share=post["nugget"] / (post["sigma2"] + post["nugget"]),
                        beta0=post["beta"].isel(coef=0), beta1=post["beta"].isel(coef=1))
     names = ["sigma2", "nugget", "range", "nugget_share", "beta0", "beta1"]
-    ess = az.ess(post[names])
-    return {k: (float(post[k].mean()), float(post[k].std()), float(ess[k])) for k in names}
+    ess = {k: float(v) for k, v in az.ess(post[names]).items()}
+    cap = fit.engine.get("importance_ess")
+    if cap is not None:
+        ess.update({k: min(ess[k], cap) for k in ("range", "nugget_share")})
+    return {k: (float(post[k].mean()), float(post[k].std()), ess[k]) for k in names}
 
 
 def main() -> None:
