@@ -59,8 +59,11 @@ def ranks_one(rng, sites, X, *, n_draws: int, rule: str, settings: GridSettings 
     """(ranks per parameter, grid problems) for one prior draw."""
     truth = draw_truth(rng, X.shape[1])
     y = simulate(rng, sites, X, truth)
-    s = settings or GridSettings()
-    s = GridSettings(**{**{f: getattr(s, f) for f in s.__dataclass_fields__}, "rule": rule})
+    if settings is None:  # the old rule with its old layout, the new one with the default
+        settings = (GridSettings(rule="lattice", n_coarse=14, n_fine=18) if rule == "lattice"
+                    else GridSettings())
+    s = GridSettings(**{**{f: getattr(settings, f) for f in settings.__dataclass_fields__},
+                        "rule": rule})
     fit = fit_gp_grid(y, X, sites, priors=PRIORS, coef_names=["b0", "b1"], gp="exact",
                       config=SamplerConfig(chains=1, draws=n_draws,
                                            on_convergence_failure="warn"),

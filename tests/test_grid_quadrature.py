@@ -18,7 +18,7 @@ from synthgeo.model.kernels import make_sites
 from synthgeo.model.restricted_gp import default_priors
 from synthgeo.testing import simulate_gp
 
-LATTICE = QuadratureSettings(rule="lattice")
+LATTICE = QuadratureSettings(rule="lattice", n_coarse=14, n_fine=18)  # the old rule and layout
 
 
 # --- boundary weights on 1-D toy posteriors with known integrals -----------------------------

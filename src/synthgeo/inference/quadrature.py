@@ -84,7 +84,10 @@ class QuadratureSettings:
     ----------
     n_coarse, n_fine : int
         Cells per axis of the first grid and of each refined grid (≥ 4: the spline is cubic).
-        A grid costs n^d evaluations; for 3 axes use smaller values (e.g. 8 and 10).
+        A grid costs n^d evaluations; for 3 axes use smaller values (e.g. 6 and 8). 10/14
+        (296 cells on the GP grid) kept quantiles within 0.005 posterior sd of a 200 x 200
+        brute-force integration; 14/18 (520 cells) within 0.002
+        (``benchmarks/bench_grid_accuracy.py``).
     log_drop : float
         Cells more than this below the largest log density are left out of the next box.
     margin : int
@@ -102,8 +105,8 @@ class QuadratureSettings:
         Cells per call of ``log_density``.
     """
 
-    n_coarse: int = 14
-    n_fine: int = 18
+    n_coarse: int = 10
+    n_fine: int = 14
     log_drop: float = 12.0
     margin: int = 1
     max_stages: int = 4

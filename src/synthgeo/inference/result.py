@@ -336,16 +336,19 @@ def build_fit(
                  smoothing=smoothing, grid=grid)
 
 
+#: Grid fits: the importance weights' Kish ESS must be at least this share of the points.
+MIN_IMPORTANCE_ESS_FRACTION = 0.5
+
+
 def _grid_convergence(idata: az.InferenceData, engine: dict,
                       min_ess_per_chain: float = 100.0) -> Convergence:
-    """Grid checks and the importance ESS of the (range, nugget) points; R-hat not checked."""
+    """Grid checks, importance ESS and ArviZ's ESS of the draws; R-hat not checked."""
     conv = check_convergence(idata, max_r_hat=None, min_ess_per_chain=min_ess_per_chain)
-    need = min_ess_per_chain * idata.posterior.sizes["chain"]
     problems = list(engine.get("grid_problems", [])) + conv.problems
-    ess = engine.get("importance_ess")
-    if ess is not None and ess < need:
-        problems.append(f"importance ESS {ess:.0f} < {need:.0f} over "
-                        f"{engine.get('theta_points')} (range, nugget) points")
+    ess, points = engine.get("importance_ess"), engine.get("theta_points")
+    if ess is not None and ess < MIN_IMPORTANCE_ESS_FRACTION * points:
+        problems.append(f"importance ESS {ess:.0f} < {MIN_IMPORTANCE_ESS_FRACTION} x {points} "
+                        "(range, nugget) points: the grid did not resolve the posterior")
     return replace(conv, passed=not problems, problems=problems)
 
 

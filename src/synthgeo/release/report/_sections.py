@@ -434,9 +434,9 @@ def section_grid_diagnostics(result) -> Section | None:
     body = (
         "<p>Grid quadrature, not MCMC: the posterior of (range, nugget share) is integrated on "
         "a grid refined around its mass (midpoint rule), and the draws are independent. Checks: "
-        "largest cell ≤ 0.2 of the mass, ≤ 1% of the mass on the refined box's edges, and an "
-        "importance ESS (Kish) ≥ 100 per chain over the exactly evaluated (range, nugget) "
-        "points; there are no chains to compare, so no R-hat or rank plots.</p>"
+        "largest cell ≤ 0.2 of the mass, ≤ 1% of the mass on the refined box's edges, an "
+        "importance ESS (Kish) ≥ half the exactly evaluated (range, nugget) points, and ESS of "
+        "the draws ≥ 100 per chain; the draws are not chains, so no R-hat or rank plots.</p>"
         + table(grid, id="table-grid-diagnostics")
     )
     return Section("convergence", "Posterior checks (grid quadrature)", body)
