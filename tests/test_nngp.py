@@ -273,6 +273,13 @@ def test_grid_route_release_end_to_end(tmp_path, gp):
     rec = json.loads((out / "release.json").read_text())  # validated against the schema on write
     for fit in rec["fits"].values():
         assert fit["engine"]["sampler"] == "grid" and fit["engine"]["gp"] == gp
-        assert fit["convergence"]["passed"] and fit["convergence"]["max_r_hat"] <= 1.01
+        # issue 13: grid draws are independent, not chains; R-hat is reported, not checked
+        # (independent draws exceed 1.01 by chance at 200 per chain: 1.014 was seen). The
+        # grid's own checks and the ESS of the draws are checked instead.
+        e = fit["engine"]
+        assert fit["convergence"]["passed"] and not e["grid_problems"]
+        assert e["max_cell_mass"] <= 0.2 and e["edge_mass"] <= 0.01
+        assert e["importance_ess"] >= 0.5 * e["theta_points"]
+        assert fit["convergence"]["min_ess_bulk"] >= 100 * 2
     html = (out / "report.html").read_text()
     assert "id='fig-surfaces'" in html

@@ -90,6 +90,9 @@ class QuadratureSettings:
         (``benchmarks/bench_grid_accuracy.py``).
     log_drop : float
         Cells more than this below the largest log density are left out of the next box.
+    tail_mass : float
+        On each axis, end cells whose marginal tail mass is below this are left out too
+        (midpoint rule).
     margin : int
         Cells of margin kept around them.
     max_stages : int
@@ -109,6 +112,7 @@ class QuadratureSettings:
     n_fine: int = 14
     log_drop: float = 12.0
     margin: int = 1
+    tail_mass: float = 1e-6
     max_stages: int = 4
     max_cell_mass: float = 0.2
     max_edge_mass: float = 0.01
@@ -276,15 +280,29 @@ def _edge_mask(shape, box, prior) -> np.ndarray:
     return edge
 
 
-def _next_box(lp, nodes, box, prior, s: QuadratureSettings) -> np.ndarray:
-    """Box of the cells within ``log_drop`` of the maximum, plus margin; widened at open edges."""
+def _kept_span(lp: np.ndarray, j: int, s: QuadratureSettings) -> np.ndarray:
+    """Indices along axis j of cells within ``log_drop`` of the maximum, tails of mass below
+    ``tail_mass`` trimmed (midpoint rule): a long, slowly falling tail holding almost no mass
+    would otherwise keep the box wide and its cells coarse."""
     keep = lp >= lp.max() - s.log_drop
+    other = tuple(k for k in range(lp.ndim) if k != j)
+    hit = np.flatnonzero(keep.any(axis=other))
+    if s.rule == "lattice":
+        return hit
+    marg = np.where(keep, np.exp(lp - lp.max()), 0.0).sum(axis=other)
+    marg /= marg.sum()
+    upto, beyond = np.cumsum(marg), np.cumsum(marg[::-1])[::-1]  # cell i included in both
+    trimmed = hit[(upto[hit] >= s.tail_mass) & (beyond[hit] >= s.tail_mass)]
+    return trimmed if trimmed.size else np.array([int(np.argmax(marg))])
+
+
+def _next_box(lp, nodes, box, prior, s: QuadratureSettings) -> np.ndarray:
+    """Box of the cells kept by :func:`_kept_span`, plus margin; widened at open edges."""
     top = np.unravel_index(np.argmax(lp), lp.shape)
     new = box.copy()
     half = 0.5 if s.rule == "midpoint" else 0.0
     for j in range(lp.ndim):
-        other = tuple(k for k in range(lp.ndim) if k != j)
-        hit = np.flatnonzero(keep.any(axis=other))
+        hit = _kept_span(lp, j, s)
         h = (box[j, 1] - box[j, 0]) / (len(nodes[j]) - (1 if s.rule == "lattice" else 0))
         lo = nodes[j][hit.min()] - (s.margin + half) * h
         hi = nodes[j][hit.max()] + (s.margin + half) * h
@@ -387,7 +405,12 @@ def integrate(
             break
         if stage == s.max_stages - 1:
             break
-        box, size = _next_box(lp, nodes, box, prior, s), s.n_fine
+        new = _next_box(lp, nodes, box, prior, s)
+        stuck = (stage > 0 and s.rule == "midpoint" and w.max() > s.max_cell_mass
+                 and np.prod(np.diff(new, axis=1)) >= 0.7 * np.prod(np.diff(box, axis=1)))
+        # a box that cannot shrink (mass spread thinly over it, peaked in one place) needs
+        # more cells instead
+        box, size = new, int(np.ceil(1.5 * size)) if stuck else max(size, s.n_fine)
     problems = []
     last = stages[-1]
     if last["max_cell_mass"] > s.max_cell_mass:
