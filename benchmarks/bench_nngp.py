@@ -18,8 +18,8 @@ import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from synthgeo.inference.grid_posterior import ExactCovariance, NNGPCovariance
-from synthgeo.model.kernels import make_sites
 from synthgeo.inference.nngp_effects import NNGPEffects
+from synthgeo.model.kernels import make_sites
 
 HERE = Path(__file__).resolve().parent
 LUCAS = HERE.parent.parent / "shared" / "data" / "lucas_oh_house_sales.csv"

@@ -74,7 +74,7 @@ def test_bundled_spec_values(bundled):
     assert m.gamma_value == math.inf
     s = bundled.sampling
     assert (s.sampler, s.backend, s.chains, s.draws, s.tune, s.seed) == (
-        "nutpie", "numba", 2, 1000, 1000, 20181)
+        "grid", "numba", 2, 1000, 1000, 20181)
     assert s.on_convergence_failure == "stop"
     assert bundled.synthesis.n_implicates == 100
     assert bundled.risk.eps == [10000.0]
@@ -267,7 +267,8 @@ BAD_VALUES = [
     ("model", "M_m = -100.0", r"`\[model\] M_m` must be a positive.*metres, got -100\.0"),
     ("model", "M_m = inf", r"`\[model\] M_m`.*got inf"),
     ("model", 'gp = "hsgp"', r"`\[model\] gp` must be one of \"exact\", \"nngp\", \"auto\".*got 'hsgp'"),
-    ("model", 'gp = "nngp"', r'`\[model\] gp = "nngp"` needs `\[sampling\] sampler = "grid"`'),
+    ("model", 'gp = "nngp"\n\n[sampling]\nsampler = "nutpie"',
+     r'`\[model\] gp = "nngp"` needs `\[sampling\] sampler = "grid"`'),
     ("model", "n_neighbors = 1", r"`\[model\] n_neighbors` must be an integer from 2 to 50"),
     ("model", 'parametrization = "fancy"', r"`\[model\] parametrization`.*got 'fancy'"),
     ("model", 'at_risk_effect = "mean"', r"`\[model\] at_risk_effect`.*got 'mean'"),

@@ -12,7 +12,15 @@ from scipy.spatial.distance import cdist
 
 from synthgeo._errors import SpecError
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ModelConfig, SamplingConfig, load_spec
-from synthgeo.inference.grid_posterior import ExactCovariance, NNGPCovariance, grid_posterior
+from synthgeo.inference.grid_posterior import (
+    ConjugatePrior,
+    ExactCovariance,
+    GridModel,
+    NNGPCovariance,
+    evaluate_cells,
+    grid_posterior,
+    to_natural,
+)
 from synthgeo.model.kernels import make_sites
 from synthgeo.inference.nngp_effects import NNGPEffects
 from synthgeo.model.vecchia import ordered_neighbours, vecchia_factors
@@ -59,6 +67,39 @@ def test_ordered_neighbours_match_brute_force(m):
                                    np.linalg.norm(pts[got_idx] - pts[r], axis=1))
 
 
+def test_maxmin_order_picks_the_farthest_point_each_time():
+    """Guinness (2018): rank r is the point farthest from ranks 0..r-1 (brute force)."""
+    from synthgeo.model.vecchia import maxmin_order
+
+    xy = _layout(80, seed=3)
+    xy[7] = xy[8]  # coincident points come last (distance 0)
+    o = maxmin_order(xy)
+    assert sorted(o.tolist()) == list(range(80))
+    D = cdist(xy, xy)
+    assert o[0] == np.argmin(np.linalg.norm(xy - xy.mean(axis=0), axis=1))
+    for r in range(1, 80):
+        gap = D[np.ix_(o[r:], o[:r])].min(axis=1)
+        assert gap[0] == pytest.approx(gap.max())
+
+
+@pytest.mark.parametrize("m", [1, 6])
+def test_maxmin_neighbours_match_brute_force_and_full_sets_are_exact(m):
+    xy = _layout(50, seed=m)
+    g = ordered_neighbours(xy, m, ordering="maxmin")
+    pts = xy[g.order]
+    for r in range(50):
+        want = np.sort(np.linalg.norm(pts[:r] - pts[r], axis=1))[:m]
+        got_idx = g.neighbours[r][g.neighbours[r] >= 0]
+        assert all(j < r for j in got_idx)
+        np.testing.assert_allclose(np.sort(g.dist_in[r][: got_idx.size]), want)
+    full = ordered_neighbours(xy, 49, ordering="maxmin")
+    f = vecchia_factors(full, phi=5.0, alpha=0.1)
+    C = np.exp(-5.0 * cdist(xy, xy)) + 0.1 * np.eye(50)
+    assert f.logdet == pytest.approx(np.linalg.slogdet(C)[1], abs=1e-9)
+    with pytest.raises(ValueError, match="`ordering` must be 'coord' or 'maxmin'"):
+        ordered_neighbours(xy, m, ordering="random")
+
+
 def _data(n=50, seed=1):
     rng = np.random.default_rng(seed)
     xy = _layout(n, seed) * 1000.0  # metres
@@ -86,10 +127,12 @@ def test_grid_log_marginal_matches_numerical_integration():
     d = np.ones(sites.n_sites)
     backend = ExactCovariance(y, X, sites, d)
     V, mu, a, b = 4.0 * np.eye(2), np.array([0.5, 0.0]), 2.0, 0.7
-    gp = grid_posterior(backend, n=y.size, beta_mean=mu, V=V, sigma2_shape=a, sigma2_scale=b,
-                        range_min_m=100.0, range_max_m=900.0)
-    row = gp.cells.iloc[len(gp.cells) // 2]
-    phi_km, alpha = row["phi_per_m"] * 1000.0, row["nugget_ratio"]
+    model = GridModel(backend=backend, n=y.size, prior=ConjugatePrior(
+        beta_mean=mu, V=V, sigma2_shape=a, sigma2_scale=b, range_min_m=100.0, range_max_m=900.0))
+    nodes = grid_posterior(model).quadrature.nodes  # a node of the final grid
+    point = np.array([[nodes[0][len(nodes[0]) // 2], nodes[1][len(nodes[1]) // 2]]])
+    row = {"log_marginal": evaluate_cells(model, point).log_marginal[0]}
+    _, alpha, phi_km = (float(v[0]) for v in to_natural(point))
     idx = sites.site_index  # two records share a site
     K = np.exp(-phi_km * sites.distance_km())[np.ix_(idx, idx)] + alpha * np.eye(y.size)
     S = K + X @ V @ X.T
@@ -229,6 +272,13 @@ def test_grid_route_release_end_to_end(tmp_path, gp):
     rec = json.loads((out / "release.json").read_text())  # validated against the schema on write
     for fit in rec["fits"].values():
         assert fit["engine"]["sampler"] == "grid" and fit["engine"]["gp"] == gp
-        assert fit["convergence"]["passed"] and fit["convergence"]["max_r_hat"] <= 1.01
+        # issue 13: grid draws are independent, not chains; R-hat is reported, not checked
+        # (independent draws exceed 1.01 by chance at 200 per chain: 1.014 was seen). The
+        # grid's own checks and the ESS of the draws are checked instead.
+        e = fit["engine"]
+        assert fit["convergence"]["passed"] and not e["grid_problems"]
+        assert e["max_cell_mass"] <= 0.2 and e["edge_mass"] <= 0.01
+        assert e["importance_ess"] >= 0.5 * e["theta_points"]
+        assert fit["convergence"]["min_ess_bulk"] >= 100 * 2
     html = (out / "report.html").read_text()
     assert "id='fig-surfaces'" in html

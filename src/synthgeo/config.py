@@ -325,14 +325,16 @@ class ModelConfig:
 class SamplingConfig:
     """Posterior sampling settings.
 
-    ``sampler`` {"nutpie", "grid"}: NUTS (nutpie) over the collapsed posterior, or independent
-    draws from the conjugate grid posterior (:mod:`synthgeo.inference.grid_posterior`; the only
-    route for ``gp = "nngp"``); ``backend`` {"numba", "jax"}, ``chains`` (>= 2 unless
-    ``on_convergence_failure = "warn"``: R-hat compares chains), ``draws`` and ``tune`` (per
-    chain), ``seed`` (int), ``on_convergence_failure`` {"stop", "warn"}, ``target_accept``.
+    ``sampler`` {"grid", "nutpie"}, default "grid": independent draws from the conjugate grid
+    posterior (:mod:`synthgeo.inference.grid`, ``docs/inference.md``; seconds at N = 150 and
+    the only route for ``gp = "nngp"``), or NUTS (nutpie) over the collapsed posterior;
+    ``backend`` {"numba", "jax"} (NUTS only), ``chains`` (>= 2 unless
+    ``on_convergence_failure = "warn"``: R-hat compares chains; the grid arranges its
+    independent draws as chains), ``draws`` (per chain) and ``tune`` (NUTS only), ``seed``
+    (int), ``on_convergence_failure`` {"stop", "warn"}, ``target_accept`` (NUTS only).
     """
 
-    sampler: str = "nutpie"
+    sampler: str = "grid"
     backend: str = "numba"
     chains: int = 2
     draws: int = 1000

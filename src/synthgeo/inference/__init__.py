@@ -1,1 +1,4 @@
-"""Inference: NUTS (nutpie) and the conjugate grid route, both returning one fit type (:class:`synthgeo.inference.result.GPFit`)."""
+"""Inference: NUTS (nutpie) and the conjugate grid route, one fit type.
+
+Both return :class:`synthgeo.inference.result.GPFit`; method: ``docs/inference.md``.
+"""

@@ -23,7 +23,7 @@ import xarray as xr
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from synthgeo._progress import progress_iter
-from synthgeo.model.kernels import Sites
+from synthgeo.model.kernels import Sites, exponential_correlation
 from synthgeo.model.restricted_gp import GPPriors
 from synthgeo.model.smoothing import scale_function
 
@@ -32,6 +32,14 @@ __all__ = ["recover_effects", "draw_effects_exact", "JITTER"]
 #: Relative jitter added to σ²R's diagonal before its Cholesky (R is positive definite over
 #: distinct sites; the jitter only guards round-off for sites a few metres apart).
 JITTER = 1e-8
+
+
+def _factor(dist_km, idx, d, sigma2: float, nugget: float, phi_km: float):
+    """σ²R (S, S), σ²RD and the Cholesky factor of Σ = σ² A D R D Aᵀ + τ² I."""
+    K = sigma2 * exponential_correlation(dist_km, phi_km)  # σ²R over sites, (S, S)
+    KD = K * d[None, :]  # σ² R D
+    Sigma = (d[:, None] * KD)[np.ix_(idx, idx)] + nugget * np.eye(idx.size)
+    return K, KD, cho_factor(Sigma, lower=True, check_finite=False)
 
 
 def _draw_one(
@@ -45,17 +53,15 @@ def _draw_one(
     nugget: float,
     phi_km: float,
     priors: GPPriors,
+    prior_form: str = "independent",
 ) -> tuple[np.ndarray, np.ndarray]:
-    n, p = X.shape
-    K = sigma2 * np.exp(-phi_km * dist_km)  # σ²R over sites, (S, S)
-    KD = K * d[None, :]  # σ² R D
-    Ksite = (d[:, None] * KD)  # σ² D R D
-    Sigma = Ksite[np.ix_(idx, idx)] + nugget * np.eye(n)
-    cf = cho_factor(Sigma, lower=True, check_finite=False)
-    v_inv = 1.0 / priors.beta_sd**2
+    p = X.shape[1]
+    K, KD, cf = _factor(dist_km, idx, d, sigma2, nugget, phi_km)
+    v_beta = (sigma2 * priors.beta_v_scale() if prior_form == "conjugate"
+              else priors.beta_sd**2)
     SiX = cho_solve(cf, X, check_finite=False)
-    prec = v_inv * np.eye(p) + X.T @ SiX
-    rhs = v_inv * priors.beta_mean * np.ones(p) + SiX.T @ y
+    prec = np.eye(p) / v_beta + X.T @ SiX
+    rhs = priors.beta_mean * np.ones(p) / v_beta + SiX.T @ y
     Lp = np.linalg.cholesky(prec)
     mean = cho_solve((Lp, True), rhs, check_finite=False)
     beta = mean + solve_triangular(Lp.T, rng.standard_normal(p), lower=False)
@@ -107,16 +113,12 @@ def draw_effects_exact(
     d_of = scale_function(scale, sites.n_sites)
     dist_km = sites.distance_km()
     idx = sites.site_index
-    n = y.shape[0]
     out = np.empty((draws["sigma2"].shape[0], sites.n_sites))
     for j in range(out.shape[0]):
         sigma2 = float(draws["sigma2"][j])
         nugget = float(draws["alpha"][j]) * sigma2
         d = d_of(float(draws["alpha"][j]))
-        K = sigma2 * np.exp(-float(draws["phi_km"][j]) * dist_km)
-        KD = K * d[None, :]
-        Sigma = (d[:, None] * KD)[np.ix_(idx, idx)] + nugget * np.eye(n)
-        cf = cho_factor(Sigma, lower=True, check_finite=False)
+        K, KD, cf = _factor(dist_km, idx, d, sigma2, nugget, float(draws["phi_km"][j]))
         out[j] = _w_given_beta(rng, y - X @ draws["beta"][j], K, KD, d, idx, cf, sigma2,
                                nugget)
     return out
@@ -134,6 +136,7 @@ def recover_effects(
     random_seed: int | np.random.Generator | None = None,
     progressbar: bool = False,
     desc: str = "recover β, w",
+    prior_form: str = "independent",
 ) -> xr.Dataset:
     """Draw β and w at every site for every retained posterior draw.
 
@@ -160,6 +163,9 @@ def recover_effects(
         tqdm bar over the draws on stderr.
     desc : str
         The bar's label.
+    prior_form : {"independent", "conjugate"}
+        β's prior: N(beta_mean, beta_sd² I), or the grid route's N(beta_mean, σ² v I)
+        (see :func:`synthgeo.model.restricted_gp.build_model`).
 
     Returns
     -------
@@ -180,7 +186,7 @@ def recover_effects(
     pairs = [(c, j) for c in range(n_chain) for j in range(n_draw)]
     for c, j in progress_iter(pairs, enabled=progressbar, desc=desc, unit="draw"):
         beta[c, j], w[c, j] = _draw_one(
-            rng, y, X, dist_km, idx, d, s2[c, j], t2[c, j], phi[c, j], priors
+            rng, y, X, dist_km, idx, d, s2[c, j], t2[c, j], phi[c, j], priors, prior_form
         )
     coords = {"chain": posterior["chain"].values, "draw": posterior["draw"].values}
     return xr.Dataset(

@@ -1,15 +1,16 @@
 """Fit the GP regression by the conjugate grid route, exact or NNGP covariance.
 
 The posterior of (β, σ², range, nugget) is computed on a refined grid over (range, τ²/σ²) with
-β and σ² integrated out analytically (:mod:`synthgeo.inference.grid_posterior`), and independent draws are
-taken from it. w is drawn only for the draws that become implicates
-(:meth:`synthgeo.inference.result.GPFit.effects`), exactly under the exact engine (Matheron's rule) and
-under a latent NNGP prior with a sparse solve under the NNGP engine.
+β and σ² integrated out analytically (:mod:`synthgeo.inference.grid_posterior`); draws are
+independent, continuous in (range, nugget share) and exact in σ², β given them. w is drawn only
+for the draws that become implicates (:meth:`synthgeo.inference.result.GPFit.effects`), exactly
+under the exact engine (Matheron's rule) and under a latent NNGP prior with a sparse solve under
+the NNGP engine. Method: ``docs/inference.md``.
 
-Why (measured, ``benchmarks/bench_nngp.py`` and docs/inference.md): NUTS over the exact
-GP needs ~8 min for N = 500 on 2 cores, and one NNGP log-density + gradient at N = 25,000 costs
-~0.1 s, so NUTS (thousands of gradient evaluations per chain) cannot fit a city-size file in
-minutes; the grid needs a few hundred log-density evaluations and no gradients.
+Why (measured, ``benchmarks/bench_nngp.py``): NUTS over the exact GP needs ~8 min for N = 500
+on 2 cores, and one NNGP log-density + gradient at N = 25,000 costs ~0.1 s, so NUTS cannot fit
+a city-size file in minutes; the grid needs a few hundred log-density evaluations and no
+gradients.
 
 Priors differ from the NUTS route in two conjugacy-driven ways, both recorded in the release
 record: β | σ² ~ N(μ_β, σ² V) with V = beta_sd² / E[σ²] · I (so β's prior sd is beta_sd at
@@ -22,28 +23,50 @@ from __future__ import annotations
 import logging
 import time
 
-import arviz as az
 import numpy as np
 import xarray as xr
+from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
-from synthgeo.config import SamplingConfig
-from synthgeo.inference.result import GPFit, check_convergence
+from synthgeo.config import ModelConfig, SamplingConfig
 from synthgeo.inference.conditionals import draw_effects_exact
+from synthgeo.inference.covariance import make_covariance
 from synthgeo.inference.grid_posterior import (
-    ExactCovariance,
+    ConjugatePrior,
+    GridDraws,
+    GridModel,
+    GridPosterior,
     GridSettings,
-    NNGPCovariance,
     grid_posterior,
 )
-from synthgeo.model.kernels import METRES_PER_KM, Sites
 from synthgeo.inference.nngp_effects import NNGPEffects
+from synthgeo.inference.quadrature import MapBatches
+from synthgeo.inference.result import GPFit, build_fit
+from synthgeo.model.kernels import Sites
 from synthgeo.model.restricted_gp import GPPriors
 from synthgeo.model.smoothing import Smoothing
 
-__all__ = ["fit_gp_grid", "grid_prior_description"]
+__all__ = ["fit_gp_grid", "grid_prior_description", "conjugate_prior"]
 
 log = logging.getLogger(__name__)
+
+
+def _v_scale(priors: GPPriors) -> float:
+    a, b = priors.sigma2_shape, priors.sigma2_scale
+    mean_sigma2 = b / (a - 1.0) if a > 1 else b
+    return priors.beta_sd**2 / mean_sigma2
+
+
+def conjugate_prior(priors: GPPriors, n_coef: int,
+                    settings: GridSettings | None = None) -> ConjugatePrior:
+    """Return the grid route's prior from :class:`GPPriors` (see the module docstring)."""
+    s = settings or GridSettings()
+    return ConjugatePrior(
+        beta_mean=np.full(n_coef, priors.beta_mean), V=_v_scale(priors) * np.eye(n_coef),
+        sigma2_shape=priors.sigma2_shape, sigma2_scale=priors.sigma2_scale,
+        range_min_m=priors.range_min_m, range_max_m=priors.range_max_m,
+        nugget_share_min=s.nugget_share_min, nugget_share_max=s.nugget_share_max,
+    )
 
 
 def grid_prior_description(priors: GPPriors, n_coef: int) -> dict:
@@ -60,10 +83,77 @@ def grid_prior_description(priors: GPPriors, n_coef: int) -> dict:
     }
 
 
-def _v_scale(priors: GPPriors) -> float:
-    a, b = priors.sigma2_shape, priors.sigma2_scale
-    mean_sigma2 = b / (a - 1.0) if a > 1 else b
-    return priors.beta_sd**2 / mean_sigma2
+def _smoothing(scale, n_sites: int):
+    """(Smoothing or None, D argument for the backends)."""
+    smoothing = scale if isinstance(scale, Smoothing) else None
+    if smoothing is not None and smoothing.depends_on_nugget:
+        return smoothing, smoothing
+    if smoothing is not None:
+        scale = smoothing.scale()
+    return smoothing, (np.ones(n_sites) if scale is None else np.asarray(scale, dtype=float))
+
+
+def _posterior(draws: GridDraws, shape: tuple[int, int], coef_names: list[str]) -> xr.Dataset:
+    d = draws.as_dict()
+    sigma2 = d["sigma2"].reshape(shape)
+    range_m = d["range_m"].reshape(shape)
+    dims = ("chain", "draw")
+    return xr.Dataset(
+        {
+            "sigma2": (dims, sigma2),
+            "nugget": (dims, d["alpha"].reshape(shape) * sigma2),
+            "range": (dims, range_m, {"units": "m"}),
+            "phi": (dims, 3.0 / range_m, {"units": "1/m"}),
+            "beta": ((*dims, "coef"), d["beta"].reshape(*shape, -1)),
+        },
+        coords={"chain": np.arange(shape[0]), "draw": np.arange(shape[1]), "coef": coef_names},
+    )
+
+
+def _effect_sampler(draws: dict, y, X, sites, d_arg, gp, n_neighbors, effect_solver, seed,
+                    seconds: dict):
+    """``effect_sampler(flat_index) -> w`` drawing at each draw's own (φ, α), cached."""
+    nngp = (None if gp == "exact" else
+            NNGPEffects(y, X, sites, d_arg, n_neighbors=n_neighbors, solver=effect_solver))
+    cache: dict[tuple, np.ndarray] = {}
+
+    def effect_sampler(flat_index: np.ndarray) -> np.ndarray:
+        key = tuple(int(i) for i in flat_index)
+        if key not in cache:
+            t = time.perf_counter()
+            sel = {k: v[np.asarray(flat_index)] for k, v in draws.items()}
+            rng = np.random.default_rng(seed)
+            with threadpool_limits(limits=1):
+                if nngp is None:
+                    cache[key] = draw_effects_exact(sel, y, X, sites, scale=d_arg,
+                                                   random_seed=rng)
+                else:
+                    cache[key] = nngp.draw(sel, rng)
+            seconds["recover"] += time.perf_counter() - t
+        return cache[key]
+
+    return effect_sampler
+
+
+def grid_diagnostics(post: GridPosterior, draws: GridDraws) -> dict:
+    """Return the grid's own diagnostics for the release record (``engine``)."""
+    q = post.quadrature
+    imp = draws.importance
+    return {
+        "grid_stages": [{"stage": st["stage"], "n_per_axis": st["n_per_axis"],
+                         "range_m": [float(np.exp(v)) for v in st["box"][0]],
+                         "nugget_share": [float(expit(v)) for v in st["box"][1]],
+                         "max_cell_mass": st["max_cell_mass"], "edge_mass": st["edge_mass"]}
+                        for st in q.stages],
+        "grid_evaluations": q.n_evaluations,
+        "grid_cells": int(q.weights.size),
+        "max_cell_mass": q.max_cell_mass,
+        "edge_mass": q.edge_mass,
+        "theta_points": imp.n_points,
+        "importance_ess": imp.ess,
+        "distinct_theta_draws": imp.n_distinct_kept,
+        "grid_problems": list(q.problems),
+    }
 
 
 def fit_gp_grid(
@@ -73,12 +163,15 @@ def fit_gp_grid(
     *,
     priors: GPPriors,
     coef_names: list[str],
-    scale: np.ndarray | None = None,
+    scale: np.ndarray | Smoothing | None = None,
     config: SamplingConfig | None = None,
-    gp: str = "nngp",
+    gp: str = "auto",
     n_neighbors: int = 15,
+    ordering: str = "coord",
     effect_solver: str = "cg",
     settings: GridSettings | None = None,
+    start: np.ndarray | None = None,
+    map_batches: MapBatches | None = None,
     random_seed: int | None = None,
     label: str = "model",
 ) -> GPFit:
@@ -99,17 +192,23 @@ def fit_gp_grid(
     coef_names : list of str
     scale : ndarray of shape (n_sites,) or Smoothing, optional
         Diagonal of D; ``None`` = unrestricted. A :class:`~synthgeo.model.smoothing.Smoothing`
-        with γ = "auto" makes D a function of each grid cell's α = τ²/σ² (exact per cell).
+        with γ = "auto" makes D a function of each point's α = τ²/σ² (exact per point).
     config : SamplingConfig, optional
-        ``chains`` x ``draws`` independent draws are kept (arranged as chains so that ArviZ's
-        diagnostics apply); ``seed``.
-    gp : {"exact", "nngp"}
-        Covariance engine.
+        ``chains`` x ``draws`` independent draws are kept (arranged as chains for ArviZ);
+        ``seed``.
+    gp : {"auto", "exact", "nngp"}, default="auto"
+        Covariance engine; "auto" = exact up to ``AUTO_EXACT_MAX_RECORDS`` records, as the spec.
     n_neighbors : int, default=15
         NNGP conditioning-set size m.
+    ordering : {"coord", "maxmin"}, default="coord"
+        NNGP ordering of the records.
     effect_solver : {"splu", "cg"}
         Sparse solver for the NNGP effect draws.
     settings : GridSettings, optional
+    start : ndarray of shape (2, 2), optional
+        First grid box in (log range m, logit nugget share); default the prior box.
+    map_batches : callable, optional
+        How batches of grid cells are evaluated (default 2 threads).
     random_seed : int, optional
         Overrides ``config.seed``.
     label : str
@@ -119,112 +218,57 @@ def fit_gp_grid(
     -------
     GPFit
         ``posterior`` holds ``sigma2``, ``nugget``, ``range`` (m), ``phi`` (1/m), ``beta``;
-        ``sample_stats`` the grid cell of each draw; ``engine`` the grid's stages and checks,
-        whose failures are convergence problems.
+        ``sample_stats`` the θ point of each draw; ``engine`` the grid's diagnostics, whose
+        failures are convergence problems; ``grid`` the :class:`GridPosterior`.
 
     Raises
     ------
     ValueError
         For an unknown ``gp``.
     """
-    if gp not in ("exact", "nngp"):
-        raise ValueError(f"`gp` must be 'exact' or 'nngp', got {gp!r}")
     config = config or SamplingConfig()
+    if gp == "auto":
+        gp = ModelConfig(gp="auto").engine_for(y.shape[0])
     seed = config.seed if random_seed is None else random_seed
     draw_seed, effect_seed = np.random.SeedSequence(seed).spawn(2)
-    smoothing = scale if isinstance(scale, Smoothing) else None
-    if smoothing is not None and not smoothing.depends_on_nugget:
-        scale = smoothing.scale()
-    d_arg = scale if smoothing is not None and smoothing.depends_on_nugget else (
-        np.ones(sites.n_sites) if scale is None else np.asarray(scale, dtype=float))
-    p = X.shape[1]
+    s = settings or GridSettings()
+    smoothing, d_arg = _smoothing(scale, sites.n_sites)
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
-        if gp == "exact":
-            backend = ExactCovariance(y, X, sites, d_arg)
-        else:
-            backend = NNGPCovariance(y, X, sites, d_arg, n_neighbors=n_neighbors)
+        backend = make_covariance(gp, y, X, sites, d_arg, n_neighbors=n_neighbors,
+                                  ordering=ordering)
+        model = GridModel(backend=backend, prior=conjugate_prior(priors, X.shape[1], s),
+                          n=y.shape[0])
         t1 = time.perf_counter()
-        post_grid = grid_posterior(
-            backend, n=y.shape[0], beta_mean=np.full(p, priors.beta_mean),
-            V=_v_scale(priors) * np.eye(p), sigma2_shape=priors.sigma2_shape,
-            sigma2_scale=priors.sigma2_scale, range_min_m=priors.range_min_m,
-            range_max_m=priors.range_max_m, settings=settings,
-        )
-    t2 = time.perf_counter()
-    log.info("%s: %s grid, %d cells evaluated in %.1f s", label, gp, post_grid.n_evaluations,
-             t2 - t1)
-    n_chain, n_draw = config.chains, config.draws
-    draws = post_grid.draw(n_chain * n_draw, np.random.default_rng(draw_seed))
-    shape = (n_chain, n_draw)
-    sigma2 = draws["sigma2"].reshape(shape)
-    range_m = (3.0 / draws["phi_km"] * METRES_PER_KM).reshape(shape)
-    coords = {"chain": np.arange(n_chain), "draw": np.arange(n_draw), "coef": coef_names}
-    posterior = xr.Dataset(
-        {
-            "sigma2": (("chain", "draw"), sigma2),
-            "nugget": (("chain", "draw"), draws["alpha"].reshape(shape) * sigma2),
-            "range": (("chain", "draw"), range_m, {"units": "m"}),
-            "phi": (("chain", "draw"), 3.0 / range_m, {"units": "1/m"}),
-            "beta": (("chain", "draw", "coef"), draws["beta"].reshape(*shape, p)),
-        },
-        coords=coords,
-    )
-    if isinstance(d_arg, Smoothing):  # d at the posterior median of α, for reports
-        d = d_arg.scale(float(np.median(draws["alpha"])))
-    else:
-        d = d_arg
-    const = xr.Dataset({
-        "scale": ("site", d), "site_index": ("record", sites.site_index),
-        "site_x_m": ("site", sites.coords_m[:, 0]), "site_y_m": ("site", sites.coords_m[:, 1]),
-    })
-    idata = az.InferenceData(
-        posterior=posterior,
-        sample_stats=xr.Dataset({"grid_cell": (("chain", "draw"), draws["cell"].reshape(shape))},
-                                coords={"chain": coords["chain"], "draw": coords["draw"]}),
-        constant_data=const, observed_data=xr.Dataset({"y": ("record", y)}),
-    )
-    conv = check_convergence(idata)
-    if post_grid.problems:
-        conv = type(conv)(**{**conv.__dict__, "passed": False,
-                             "problems": conv.problems + post_grid.problems})
-    if not conv.passed:
-        log.warning("%s: posterior problems: %s", label, "; ".join(conv.problems))
-
-    if gp == "exact":
-        sampler_obj = None
-    else:
-        sampler_obj = NNGPEffects(y, X, sites, d_arg, n_neighbors=n_neighbors,
-                                  solver=effect_solver)
-    cache: dict[tuple, np.ndarray] = {}
-    seconds = {"setup": t1 - t0, "grid": t2 - t1, "recover": 0.0}
-
-    def effect_sampler(flat_index: np.ndarray) -> np.ndarray:
-        key = tuple(int(i) for i in flat_index)
-        if key not in cache:
-            t = time.perf_counter()
-            sel = {k: v[np.asarray(flat_index)] for k, v in draws.items()}
-            rng = np.random.default_rng(effect_seed)
-            with threadpool_limits(limits=1):
-                if sampler_obj is None:
-                    cache[key] = draw_effects_exact(sel, y, X, sites, scale=d_arg,
-                                                   random_seed=rng)
-                else:
-                    cache[key] = sampler_obj.draw(sel, rng)
-            seconds["recover"] += time.perf_counter() - t
-        return cache[key]
-
+        post = grid_posterior(model, settings=s, start=start, map_batches=map_batches)
+        t2 = time.perf_counter()
+        shape = (config.chains, config.draws)
+        draws = post.draw(shape[0] * shape[1], np.random.default_rng(draw_seed),
+                          map_batches=map_batches)
+    t3 = time.perf_counter()
+    log.info("%s: %s grid, %d cells in %.1f s; %d draws at %d points in %.1f s", label, gp,
+             post.quadrature.n_evaluations, t2 - t1, draws.sigma2.size,
+             draws.importance.n_points, t3 - t2)
+    seconds = {"setup": t1 - t0, "grid": t2 - t1, "draws": t3 - t2, "recover": 0.0}
+    flat = draws.as_dict()
+    alpha_median = float(1.0 / (1.0 / post.quantiles("nugget_share", 0.5) - 1.0))
+    d_report = smoothing.scale(alpha_median) if isinstance(d_arg, Smoothing) else d_arg
     engine = {
         "sampler": "grid", "gp": gp,
         "n_neighbors": n_neighbors if gp == "nngp" else None,
+        "ordering": ordering if gp == "nngp" else None,
         "effect_solver": effect_solver if gp == "nngp" else "dense (Matheron)",
         "draws": "independent (no Markov chain)",
-        "grid_stages": post_grid.stages,
-        "grid_evaluations": post_grid.n_evaluations,
-        "grid_problems": post_grid.problems,
-        "priors": grid_prior_description(priors, p),
+        **grid_diagnostics(post, draws),
+        "priors": grid_prior_description(priors, X.shape[1]),
     }
-    fit = GPFit(idata=idata, scale=d, priors=priors, convergence=conv,
-                seconds=seconds, engine=engine, effect_sampler=effect_sampler,
-                smoothing=smoothing)
-    return fit
+    return build_fit(
+        _posterior(draws, shape, coef_names), y=y, sites=sites, scale=d_report, priors=priors,
+        seconds=seconds, engine=engine,
+        sample_stats=xr.Dataset({"grid_cell": (("chain", "draw"), flat["cell"].reshape(shape))},
+                                coords={"chain": np.arange(shape[0]),
+                                        "draw": np.arange(shape[1])}),
+        effect_sampler=_effect_sampler(flat, y, X, sites, d_arg, gp, n_neighbors,
+                                       effect_solver, effect_seed, seconds),
+        smoothing=smoothing, grid=post, label=label,
+    )

@@ -1,352 +1,358 @@
 """Conjugate grid posterior of the GP regression: β and σ² integrated out, (φ, τ²/σ²) on a grid.
 
-Inference design (docs/inference.md, "Route 2: the conjugate grid"). With α = τ²/σ² and
-K(φ, α) = A D R(φ) D Aᵀ + α I, the model
+Inference design (``docs/inference.md``). With α = τ²/σ² and K(φ, α) = A D R(φ) D Aᵀ + α I,
+the model
 
     Y | β, σ², φ, α ~ MVN(Xβ, σ² K),   β | σ² ~ N(μ_β, σ² V),   σ² ~ InverseGamma(a, b)
 
-is Normal–inverse-gamma conjugate given (φ, α) (Finley et al. 2019, JCGS, "conjugate NNGP";
-Banerjee, Carlin & Gelfand 2014, *Hierarchical Modeling and Analysis for Spatial Data*, 2nd ed.,
-Sect. 6.1). With M = V⁻¹ + XᵀK⁻¹X, m = M⁻¹(V⁻¹μ_β + XᵀK⁻¹y),
-Q = yᵀK⁻¹y + μ_βᵀV⁻¹μ_β − mᵀMm::
+is Normal–inverse-gamma conjugate given (φ, α) (Finley et al. 2019, JCGS 28(2),
+doi:10.1080/10618600.2018.1537924, "conjugate NNGP"; Banerjee, Carlin & Gelfand 2014,
+*Hierarchical Modeling and Analysis for Spatial Data*, 2nd ed., Sect. 6.1). With
+M = V⁻¹ + XᵀK⁻¹X, m = M⁻¹(V⁻¹μ_β + XᵀK⁻¹y), Q = yᵀK⁻¹y + μ_βᵀV⁻¹μ_β − mᵀMm::
 
     log p(y | φ, α) = −½ log|K| − ½ log|V| − ½ log|M| + a log b − (a + N/2) log(b + Q/2)
                       + lgamma(a + N/2) − lgamma(a) − (N/2) log 2π
     σ² | y, φ, α ~ InverseGamma(a + N/2, b + Q/2),   β | σ², y, φ, α ~ N(m, σ² M⁻¹)
 
-so the posterior of (φ, α) is two-dimensional and is evaluated on a grid (log effective range ×
-logit nugget share ν = α/(1 + α)), refined around its mass; draws are then *independent*:
-a grid cell from the normalised weights, σ², β from their exact conditionals. There is no Markov
-chain, hence no burn-in, autocorrelation or divergences; the grid's own checks (posterior mass
-at the edge of the refined box, largest single-cell mass) take the place of R-hat.
+The posterior of (u, v) = (log effective range in metres, logit nugget share ν = α/(1 + α)) is
+two-dimensional; :mod:`synthgeo.inference.quadrature` integrates it (midpoint rule, refined
+around its mass, spline-refined) and proposes *continuous* (u, v) points. The exact log density
+and the exact conditionals of σ² and β are evaluated at every proposed point, the points are
+importance-resampled, and σ², β are drawn from their conditionals *at each drawn* (φ, α).
+There is no Markov chain: the grid's checks (largest cell mass, mass on the box edge) and the
+Kish ESS of the importance weights take the place of R-hat.
 
-K⁻¹ is applied by a dense Cholesky (``covariance="exact"``) or by the Vecchia/NNGP factors
-(``covariance="nngp"``, response form, :mod:`synthgeo.model.vecchia`), the only difference
-between the two engines.
+Prior on (u, v): range ~ Uniform(range_min_m, range_max_m) gives density ∝ eᵘ on u; ν ~
+Uniform(ν_min, ν_max) gives ∝ ν(1 − ν) on v; both normalised, so the quadrature's
+``log_integral`` is log p(y).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
-from scipy.linalg import cho_factor, cho_solve
-from scipy.special import gammaln
+from scipy.special import expit, gammaln, logit
 
-from synthgeo.model.kernels import METRES_PER_KM, Sites
-from synthgeo.model.smoothing import Smoothing, scale_function
-from synthgeo.model.vecchia import NeighbourGraph, ordered_neighbours, vecchia_factors
+from synthgeo.inference.covariance import ExactCovariance, NNGPCovariance
+from synthgeo.inference.importance import ImportanceSummary, importance_resample
+from synthgeo.inference.quadrature import (
+    Axis,
+    MapBatches,
+    Quadrature,
+    QuadratureSettings,
+    evaluate_points,
+    integrate,
+)
+from synthgeo.model.kernels import METRES_PER_KM
 
-__all__ = ["GridSettings", "GridPosterior", "ExactCovariance", "NNGPCovariance",
-           "grid_posterior"]
+__all__ = ["GridSettings", "ConjugatePrior", "GridModel", "CellBatch", "evaluate_cells",
+           "to_natural", "log_target", "GridDraws", "GridPosterior", "grid_posterior",
+           "ExactCovariance", "NNGPCovariance"]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
+#: Distinct (range, nugget share) points of the draws by default: about the grid's own cost,
+#: and more effective draws of the range than NUTS gave the bundled example (ESS ~300–400).
+THETA_DRAWS = 300
+#: Up to this many records (exact GP) every draw gets its own point.
+ALL_DRAWS_MAX_RECORDS = 200
+
 
 @dataclass(frozen=True, kw_only=True)
-class GridSettings:
-    """How the (range, nugget share) grid is laid out and refined.
+class GridSettings(QuadratureSettings):
+    """Quadrature settings plus the GP grid's own.
 
     Attributes
     ----------
-    n_coarse : int
-        Points per axis of the first grid, over the whole prior support.
-    n_fine : int
-        Points per axis of each refined grid (the box holding all cells within
-        ``log_drop`` of the largest log weight, one cell of margin).
-    log_drop : float
-        Cells more than this below the maximum log weight (e^-12 ≈ 6e-6) are outside the box.
-    max_stages : int
-        Grids evaluated at most (the first included).
-    max_cell_mass : float
-        A grid whose largest cell holds more posterior mass than this is refined again.
-    max_edge_mass : float
-        Mass allowed on the refined box's edges (where they are not the prior's bounds).
     nugget_share_min, nugget_share_max : float
-        Support of ν = τ²/(σ² + τ²) on the grid (prior: ν ~ Uniform(0, 1), truncated here).
+        Support of ν = τ²/(σ² + τ²) (prior: ν ~ Uniform on it).
+    theta_draws : int or None
+        Distinct (range, nugget share) points evaluated exactly for the draws (each costs one
+        grid-cell evaluation); draws beyond it share points, each with its own σ², β and w.
+        None: every draw its own point when the exact GP has at most
+        :data:`ALL_DRAWS_MAX_RECORDS` records (an evaluation costs ~1 ms there), else
+        :data:`THETA_DRAWS`.
     """
 
-    n_coarse: int = 14
-    n_fine: int = 18
-    log_drop: float = 12.0
-    max_stages: int = 4
-    max_cell_mass: float = 0.2
-    max_edge_mass: float = 0.01
+    nugget_share_min: float = 1e-4
+    nugget_share_max: float = 0.999
+    theta_draws: int | None = None
+
+    def theta_points(self, n_draws: int, n_records: int, engine: str) -> int:
+        """Distinct (range, nugget share) points for ``n_draws`` draws (see ``theta_draws``)."""
+        if self.theta_draws is not None:
+            return min(n_draws, self.theta_draws)
+        if engine == "exact" and n_records <= ALL_DRAWS_MAX_RECORDS:
+            return n_draws
+        return min(n_draws, THETA_DRAWS)
+
+    def __post_init__(self) -> None:
+        """Refuse impossible settings (ValueError)."""
+        super().__post_init__()
+        if not 0 < self.nugget_share_min < self.nugget_share_max < 1:
+            raise ValueError("need 0 < `nugget_share_min` < `nugget_share_max` < 1")
+        if self.theta_draws is not None and self.theta_draws < 1:
+            raise ValueError(f"`theta_draws` must be >= 1, got {self.theta_draws!r}")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class ConjugatePrior:
+    """β | σ² ~ N(μ_β, σ² V), σ² ~ IG(a, b), range and nugget share uniform.
+
+    Attributes
+    ----------
+    beta_mean : ndarray of shape (p,)
+    V : ndarray of shape (p, p)
+        Prior covariance of β in units of σ².
+    sigma2_shape, sigma2_scale : float
+    range_min_m, range_max_m : float
+        Support of the effective range 3/φ, metres.
+    nugget_share_min, nugget_share_max : float
+    """
+
+    beta_mean: np.ndarray
+    V: np.ndarray
+    sigma2_shape: float
+    sigma2_scale: float
+    range_min_m: float
+    range_max_m: float
     nugget_share_min: float = 1e-4
     nugget_share_max: float = 0.999
 
+    def __post_init__(self) -> None:
+        """Refuse non-positive scales or empty supports (ValueError)."""
+        if not (self.sigma2_shape > 0 and self.sigma2_scale > 0):
+            raise ValueError("σ² prior shape and scale must be > 0")
+        if not 0 < self.range_min_m < self.range_max_m:
+            raise ValueError("need 0 < range_min_m < range_max_m")
 
-@dataclass(frozen=True)
-class _CellStats:
-    logdet: float
-    XtKX: np.ndarray
-    XtKy: np.ndarray
-    ytKy: float
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class GridModel:
+    """Everything a cell evaluation needs: the data (inside ``backend``), prior and N."""
+
+    backend: ExactCovariance | NNGPCovariance
+    prior: ConjugatePrior
+    n: int
+
+    def axes(self) -> tuple[Axis, Axis]:
+        """(log effective range in metres, logit nugget share) with the prior's bounds."""
+        p = self.prior
+        return (Axis(name="log_range_m", lower=float(np.log(p.range_min_m)),
+                     upper=float(np.log(p.range_max_m))),
+                Axis(name="logit_nugget_share", lower=float(logit(p.nugget_share_min)),
+                     upper=float(logit(p.nugget_share_max))))
 
 
-class ExactCovariance:
-    """K⁻¹ products by dense Cholesky: O(N³) per grid cell.
+@dataclass(frozen=True, kw_only=True)
+class CellBatch:
+    """Exact quantities at k points (u, v).
 
-    Parameters
+    Attributes
     ----------
-    y : ndarray of shape (N,)
-    X : ndarray of shape (N, p)
-    sites : Sites
-    scale : ndarray of shape (S,) or Smoothing
-        D's diagonal per site, or a :class:`~synthgeo.model.smoothing.Smoothing` whose D
-        depends on the cell's α = τ²/σ² (γ = "auto": K is rebuilt with d(α) in every cell,
-        so the smoothing enters the likelihood exactly).
+    points : ndarray of shape (k, 2)
+    log_marginal : ndarray of shape (k,)
+        log p(y | φ, α).
+    log_target : ndarray of shape (k,)
+        log p(y | φ, α) + log prior density of (u, v).
+    a_post : float
+        Posterior shape a + N/2 of σ².
+    b_post : ndarray of shape (k,)
+        Posterior scale b + Q/2 of σ².
+    m : ndarray of shape (k, p)
+    M_inv : ndarray of shape (k, p, p)
     """
 
-    name = "exact"
+    points: np.ndarray
+    log_marginal: np.ndarray
+    log_target: np.ndarray
+    a_post: float
+    b_post: np.ndarray
+    m: np.ndarray
+    M_inv: np.ndarray
 
-    def __init__(self, y: np.ndarray, X: np.ndarray, sites: Sites, scale):
-        self.y, self.X = y, X
-        self.dist_km = sites.distance_km()
-        self.idx = sites.site_index
-        self.d_of = scale_function(scale, sites.n_sites)
-
-    def stats(self, phi_km: float, alpha: float) -> _CellStats:
-        """Return log|K| and the K⁻¹ products for one cell."""
-        n = self.y.shape[0]
-        d = self.d_of(alpha)
-        R = np.exp(-phi_km * self.dist_km) * np.outer(d, d)
-        K = R[np.ix_(self.idx, self.idx)]
-        K[np.diag_indices(n)] += alpha
-        cf = cho_factor(K, lower=True, check_finite=False)
-        Z = cho_solve(cf, np.column_stack([self.X, self.y]), check_finite=False)
-        p = self.X.shape[1]
-        return _CellStats(
-            logdet=2.0 * float(np.log(np.diag(cf[0])).sum()),
-            XtKX=self.X.T @ Z[:, :p], XtKy=self.X.T @ Z[:, p], ytKy=float(self.y @ Z[:, p]),
+    @staticmethod
+    def concat(batches: list[CellBatch]) -> CellBatch:
+        """One batch from several (in order)."""
+        return CellBatch(
+            points=np.concatenate([b.points for b in batches]),
+            log_marginal=np.concatenate([b.log_marginal for b in batches]),
+            log_target=np.concatenate([b.log_target for b in batches]),
+            a_post=batches[0].a_post,
+            b_post=np.concatenate([b.b_post for b in batches]),
+            m=np.concatenate([b.m for b in batches]),
+            M_inv=np.concatenate([b.M_inv for b in batches]),
         )
 
 
-class NNGPCovariance:
-    """K⁻¹ products by the response-form NNGP over records: O(N m³) per grid cell.
+def to_natural(points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(u, v) points → (range in metres, nugget ratio α = τ²/σ², φ in 1/km)."""
+    points = np.atleast_2d(points)
+    range_m = np.exp(points[:, 0])
+    nu = expit(points[:, 1])
+    return range_m, nu / (1.0 - nu), 3.0 / (range_m / METRES_PER_KM)
+
+
+def evaluate_cells(model: GridModel, points: np.ndarray) -> CellBatch:
+    """Exact log marginal, log target and σ², β conditionals at each (u, v) point.
+
+    A pure function of (model, points): batches may be evaluated anywhere.
 
     Parameters
     ----------
-    y, X, sites, scale
-        As :class:`ExactCovariance` (the neighbour graph uses the sites that are active for
-        every α; with γ = "auto" the factors are rebuilt with d(α) per cell).
-    n_neighbors : int
-        m (default 15).
+    model : GridModel
+    points : ndarray of shape (k, 2)
+        (log effective range in metres, logit nugget share).
+
+    Returns
+    -------
+    CellBatch
+    """
+    pr = model.prior
+    points = np.atleast_2d(np.asarray(points, dtype=float))
+    V_inv = np.linalg.inv(pr.V)
+    mu = np.asarray(pr.beta_mean, float)
+    a0, b0 = float(pr.sigma2_shape), float(pr.sigma2_scale)
+    a_post = a0 + model.n / 2.0
+    const = (-0.5 * np.linalg.slogdet(pr.V)[1] + a0 * np.log(b0) + gammaln(a_post)
+             - gammaln(a0) - 0.5 * model.n * _LOG_2PI)
+    k, p = points.shape[0], mu.size
+    lml, b_post = np.empty(k), np.empty(k)
+    m_all, Minv_all = np.empty((k, p)), np.empty((k, p, p))
+    _, alpha, phi_km = to_natural(points)
+    for i in range(k):
+        st = model.backend.stats(float(phi_km[i]), float(alpha[i]))
+        M = V_inv + st.XtKX
+        Lm = np.linalg.cholesky(M)
+        m = np.linalg.solve(M, V_inv @ mu + st.XtKy)
+        Q = st.ytKy + mu @ V_inv @ mu - m @ M @ m
+        b_post[i] = b0 + Q / 2.0
+        lml[i] = (const - 0.5 * st.logdet - np.log(np.diag(Lm)).sum()
+                  - a_post * np.log(b_post[i]))
+        m_all[i], Minv_all[i] = m, np.linalg.inv(M)
+    nu = expit(points[:, 1])
+    log_prior = (points[:, 0] - np.log(pr.range_max_m - pr.range_min_m)
+                 + np.log(nu) + np.log1p(-nu) - np.log(pr.nugget_share_max - pr.nugget_share_min))
+    return CellBatch(points=points, log_marginal=lml, log_target=lml + log_prior,
+                     a_post=a_post, b_post=b_post, m=m_all, M_inv=Minv_all)
+
+
+def log_target(model: GridModel, points: np.ndarray) -> np.ndarray:
+    """Log p(y | φ, α) + log prior of (u, v) at each point: the quadrature's log density."""
+    return evaluate_cells(model, points).log_target
+
+
+class _Bound:
+    """``log_target`` bound to a model: a picklable one-argument batch function."""
+
+    def __init__(self, fn, model):
+        self.fn, self.model = fn, model
+
+    def __call__(self, points):
+        return self.fn(self.model, points)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GridDraws:
+    """Posterior draws of the grid route.
+
+    Attributes
+    ----------
+    theta_index : ndarray of int, shape (n,)
+        Index of each draw's (u, v) point in ``cells``.
+    cells : CellBatch
+        The distinct proposal points and their exact conditionals.
+    sigma2 : ndarray of shape (n,)
+    beta : ndarray of shape (n, p)
+    importance : ImportanceSummary
     """
 
-    name = "nngp"
+    theta_index: np.ndarray
+    cells: CellBatch
+    sigma2: np.ndarray
+    beta: np.ndarray
+    importance: ImportanceSummary
 
-    def __init__(self, y: np.ndarray, X: np.ndarray, sites: Sites, scale,
-                 n_neighbors: int = 15):
-        self.d_of = scale_function(scale, sites.n_sites)
-        self.site_index = sites.site_index
-        active = (scale.active if isinstance(scale, Smoothing)
-                  else self.d_of(None) > 0)[sites.site_index]
-        coords_km = sites.coords_m[sites.site_index] / METRES_PER_KM
-        self.graph: NeighbourGraph = ordered_neighbours(coords_km, n_neighbors,
-                                                        eligible=active)
-        o = self.graph.order
-        self.Xy = np.column_stack([X, y])[o]
-        self.p = X.shape[1]
-
-    def stats(self, phi_km: float, alpha: float) -> _CellStats:
-        """Return log|K̃| and the K̃⁻¹ products for one cell."""
-        f = vecchia_factors(self.graph, phi_km, alpha, self.d_of(alpha)[self.site_index])
-        W = f.whiten(self.Xy)
-        G = W.T @ W
-        p = self.p
-        return _CellStats(logdet=f.logdet, XtKX=G[:p, :p], XtKy=G[:p, p], ytKy=float(G[p, p]))
+    def as_dict(self) -> dict[str, np.ndarray]:
+        """``cell`` (θ point), ``sigma2``, ``alpha``, ``phi_km``, ``range_m``, ``beta``."""
+        range_m, alpha, phi_km = to_natural(self.cells.points[self.theta_index])
+        return {"cell": self.theta_index, "sigma2": self.sigma2, "alpha": alpha,
+                "phi_km": phi_km, "range_m": range_m, "beta": self.beta}
 
 
 @dataclass(frozen=True, kw_only=True)
 class GridPosterior:
-    """Normalised posterior over the final grid of (effective range, nugget ratio).
+    """The grid posterior of (range, nugget share) and the way to draw from it."""
 
-    Attributes
-    ----------
-    cells : pandas.DataFrame
-        One row per cell of the final grid: ``range_m``, ``phi_per_m``, ``nugget_ratio`` (α),
-        ``log_marginal``, ``weight`` (posterior probability), and the conjugate quantities
-        per cell (``a_post``, ``b_post``; ``m`` and ``M`` kept in arrays below).
-    m : ndarray of shape (n_cells, p)
-    M_inv : ndarray of shape (n_cells, p, p)
-    stages : list of dict
-        Each grid evaluated: bounds, size, largest cell mass, edge mass.
-    problems : list of str
-        Grid checks that failed (empty when the grid resolved the posterior).
-    n_evaluations : int
-        K⁻¹ evaluations (grid cells) in all.
-    """
+    model: GridModel
+    quadrature: Quadrature
+    settings: GridSettings = field(default_factory=GridSettings)
 
-    cells: pd.DataFrame
-    m: np.ndarray
-    M_inv: np.ndarray
-    stages: list[dict] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    n_evaluations: int = 0
+    @property
+    def problems(self) -> list[str]:
+        """Grid checks that failed."""
+        return self.quadrature.problems
 
-    def draw(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """Independent posterior draws.
+    def quantiles(self, name: str, q) -> np.ndarray:
+        """Continuous posterior quantiles of ``range_m``, ``phi_per_m`` or ``nugget_share``."""
+        q = np.asarray(q, float)
+        if name == "range_m":
+            return np.exp(self.quadrature.quantile(0, q))
+        if name == "phi_per_m":
+            return 3.0 / np.exp(self.quadrature.quantile(0, 1.0 - q))
+        if name == "nugget_share":
+            return expit(self.quadrature.quantile(1, q))
+        raise ValueError(f"unknown quantity {name!r}; use range_m, phi_per_m or nugget_share")
 
-        Returns
-        -------
-        dict
-            ``cell`` (n,), ``sigma2`` (n,), ``alpha`` (n,), ``phi_km`` (n,), ``beta`` (n, p).
+    def draw(self, n: int, rng: np.random.Generator, *, n_points: int | None = None,
+             map_batches: MapBatches | None = None) -> GridDraws:
+        """Draw n times: continuous (u, v), then σ² and β at each drawn point.
+
+        ``n_points`` points (default: :meth:`GridSettings.theta_points`) are proposed from the
+        spline posterior and evaluated exactly; n draws are importance-resampled from them.
         """
-        w = self.cells["weight"].to_numpy()
-        cell = rng.choice(w.size, size=n, p=w / w.sum())
-        a = self.cells["a_post"].to_numpy()[cell]
-        b = self.cells["b_post"].to_numpy()[cell]
-        sigma2 = b / rng.gamma(a)
-        L = np.linalg.cholesky(self.M_inv)[cell]  # one factor per cell, (n, p, p)
-        z = rng.standard_normal((n, self.m.shape[1]))
-        beta = self.m[cell] + np.sqrt(sigma2)[:, None] * np.einsum("npq,nq->np", L, z)
-        return {
-            "cell": cell, "sigma2": sigma2,
-            "alpha": self.cells["nugget_ratio"].to_numpy()[cell],
-            "phi_km": self.cells["phi_per_m"].to_numpy()[cell] * METRES_PER_KM,
-            "beta": beta,
-        }
-
-
-def _logit(x):
-    return np.log(x) - np.log1p(-x)
-
-
-def _expit(x):
-    return 1.0 / (1.0 + np.exp(-x))
+        if self.quadrature.rule == "lattice":
+            k = n
+        else:
+            k = n_points or self.settings.theta_points(n, self.model.n,
+                                                       self.model.backend.name)
+        pts, log_q = self.quadrature.propose(k, rng)
+        out = evaluate_points(_Bound(evaluate_cells, self.model), pts,
+                              batch_size=self.settings.batch_size, map_batches=map_batches)
+        cells = CellBatch.concat(out)
+        idx, summary = importance_resample(cells.log_target, log_q, n, rng)
+        sigma2 = cells.b_post[idx] / rng.gamma(cells.a_post, size=n)
+        chol = np.linalg.cholesky(cells.M_inv)  # one factor per point
+        z = rng.standard_normal((n, cells.m.shape[1]))
+        beta = cells.m[idx] + np.sqrt(sigma2)[:, None] * np.einsum("npq,nq->np", chol[idx], z)
+        return GridDraws(theta_index=idx, cells=cells, sigma2=sigma2, beta=beta,
+                         importance=summary)
 
 
 def grid_posterior(
-    backend,
+    model: GridModel,
     *,
-    n: int,
-    beta_mean: np.ndarray,
-    V: np.ndarray,
-    sigma2_shape: float,
-    sigma2_scale: float,
-    range_min_m: float,
-    range_max_m: float,
     settings: GridSettings | None = None,
-    n_threads: int = 2,
+    start: np.ndarray | None = None,
+    map_batches: MapBatches | None = None,
 ) -> GridPosterior:
-    """Evaluate and refine the grid posterior of (effective range, nugget ratio).
+    """Integrate the posterior of (log range, logit nugget share) on a refined grid.
 
     Parameters
     ----------
-    backend : ExactCovariance or NNGPCovariance
-        Supplies log|K| and the K⁻¹ products per (φ, α).
-    n : int
-        Number of records N.
-    beta_mean : ndarray of shape (p,)
-        μ_β.
-    V : ndarray of shape (p, p)
-        Prior covariance of β in units of σ².
-    sigma2_shape, sigma2_scale : float
-        a, b of σ² ~ InverseGamma(a, b).
-    range_min_m, range_max_m : float
-        Support of the effective range 3/φ (metres); prior uniform on it.
+    model : GridModel
     settings : GridSettings, optional
-    n_threads : int, default=2
-        Cells evaluated concurrently (LAPACK releases the GIL).
+    start : ndarray of shape (2, 2), optional
+        First box in (u, v) (see :func:`synthgeo.inference.quadrature.integrate`).
+    map_batches : callable, optional
+        How batches of cells are evaluated (default: 2 threads).
 
     Returns
     -------
     GridPosterior
     """
     s = settings or GridSettings()
-    V_inv = np.linalg.inv(V)
-    _, logdet_V = np.linalg.slogdet(V)
-    mu = np.asarray(beta_mean, float)
-    a0, b0 = float(sigma2_shape), float(sigma2_scale)
-    a_post = a0 + n / 2.0
-    const = (-0.5 * logdet_V + a0 * np.log(b0) + gammaln(a_post) - gammaln(a0)
-             - 0.5 * n * _LOG_2PI)
-    u_lo, u_hi = np.log(range_min_m), np.log(range_max_m)
-    v_lo, v_hi = _logit(s.nugget_share_min), _logit(s.nugget_share_max)
-
-    cache: dict[tuple[float, float], tuple] = {}
-
-    def evaluate(uv):
-        u, v = uv
-        range_m = float(np.exp(u))
-        nu = float(_expit(v))
-        alpha = nu / (1.0 - nu)
-        phi_km = 3.0 / (range_m / METRES_PER_KM)
-        st = backend.stats(phi_km, alpha)
-        M = V_inv + st.XtKX
-        rhs = V_inv @ mu + st.XtKy
-        Lm = np.linalg.cholesky(M)
-        m = np.linalg.solve(M, rhs)
-        Q = st.ytKy + mu @ V_inv @ mu - m @ M @ m
-        logdet_M = 2.0 * np.log(np.diag(Lm)).sum()
-        lml = const - 0.5 * st.logdet - 0.5 * logdet_M - a_post * np.log(b0 + Q / 2.0)
-        # prior density in (u, v): range uniform → ∝ e^u; ν uniform → ∝ ν(1 − ν)
-        log_prior = u + np.log(nu) + np.log1p(-nu)
-        return (range_m, alpha, lml, lml + log_prior, b0 + Q / 2.0, m, np.linalg.inv(M))
-
-    def run_grid(us, vs):
-        pts = [(float(u), float(v)) for u in us for v in vs]
-        todo = [p for p in pts if p not in cache]
-        with ThreadPoolExecutor(max_workers=max(1, n_threads)) as ex:
-            for p, res in zip(todo, ex.map(evaluate, todo)):
-                cache[p] = res
-        return pts
-
-    stages: list[dict] = []
-    problems: list[str] = []
-    bounds = (u_lo, u_hi, v_lo, v_hi)
-    size = s.n_coarse
-    for stage in range(s.max_stages):
-        ul, uh, vl, vh = bounds
-        us, vs = np.linspace(ul, uh, size), np.linspace(vl, vh, size)
-        pts = run_grid(us, vs)
-        lp = np.array([cache[p][3] for p in pts]).reshape(size, size)
-        w = np.exp(lp - lp.max())
-        w /= w.sum()
-        edge = np.zeros_like(w, bool)
-        if ul > u_lo + 1e-9:
-            edge[0, :] = True
-        if uh < u_hi - 1e-9:
-            edge[-1, :] = True
-        if vl > v_lo + 1e-9:
-            edge[:, 0] = True
-        if vh < v_hi - 1e-9:
-            edge[:, -1] = True
-        info = {"stage": stage + 1, "n_per_axis": size,
-                "range_m": [float(np.exp(ul)), float(np.exp(uh))],
-                "nugget_share": [float(_expit(vl)), float(_expit(vh))],
-                "max_cell_mass": float(w.max()), "edge_mass": float(w[edge].sum())}
-        stages.append(info)
-        keep = lp >= lp.max() - s.log_drop
-        iu, iv = np.nonzero(keep)
-        du, dv = us[1] - us[0], vs[1] - vs[0]
-        new = (max(u_lo, us[iu.min()] - du), min(u_hi, us[iu.max()] + du),
-               max(v_lo, vs[iv.min()] - dv), min(v_hi, vs[iv.max()] + dv))
-        good = (stage > 0 and info["max_cell_mass"] <= s.max_cell_mass
-                and info["edge_mass"] <= s.max_edge_mass)
-        if good or stage == s.max_stages - 1:
-            break
-        bounds, size = new, s.n_fine
-    if info["max_cell_mass"] > s.max_cell_mass:
-        problems.append(f"grid too coarse: one cell holds {info['max_cell_mass']:.2f} of the "
-                        f"posterior (> {s.max_cell_mass}) after {len(stages)} grids")
-    if info["edge_mass"] > s.max_edge_mass:
-        problems.append(f"posterior mass {info['edge_mass']:.3f} on the grid's edge "
-                        f"(> {s.max_edge_mass})")
-    res = [cache[p] for p in pts]
-    cells = pd.DataFrame({
-        "range_m": [r[0] for r in res],
-        "phi_per_m": [3.0 / r[0] for r in res],
-        "nugget_ratio": [r[1] for r in res],
-        "log_marginal": [r[2] for r in res],
-        "weight": w.ravel(),
-        "a_post": a_post,
-        "b_post": [r[4] for r in res],
-    })
-    return GridPosterior(
-        cells=cells, m=np.array([r[5] for r in res]), M_inv=np.array([r[6] for r in res]),
-        stages=stages, problems=problems, n_evaluations=len(cache),
-    )
+    quad = integrate(_Bound(log_target, model), model.axes(), settings=s, start=start,
+                     map_batches=map_batches)
+    return GridPosterior(model=model, quadrature=quad, settings=s)

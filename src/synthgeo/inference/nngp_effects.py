@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import cg, splu
 from scipy.spatial import cKDTree
 
-from synthgeo.model.kernels import METRES_PER_KM, Sites
+from synthgeo.model.kernels import METRES_PER_KM, Sites, exponential_correlation
 from synthgeo.model.smoothing import Smoothing, scale_function
 from synthgeo.model.vecchia import LATENT_JITTER, ordered_neighbours, vecchia_factors
 
@@ -77,10 +77,10 @@ class NNGPEffects:
             self._krig_dnn = np.linalg.norm(nb[:, :, None, :] - nb[:, None, :, :], axis=-1)
 
     def _kriging(self, phi_km: float):
-        C = np.exp(-phi_km * self._krig_dnn)
+        C = exponential_correlation(self._krig_dnn, phi_km)
         idx = np.arange(C.shape[1])
         C[:, idx, idx] += LATENT_JITTER
-        c = np.exp(-phi_km * self._krig_dist)
+        c = exponential_correlation(self._krig_dist, phi_km)
         b = np.linalg.solve(C, c[:, :, None])[:, :, 0]
         F = np.maximum(1.0 - np.einsum("nm,nm->n", b, c), 0.0)
         return b, F

@@ -1,8 +1,10 @@
-"""The fit type both inference routes return, and the convergence gate of a release.
+"""The fit type both inference routes return, its one builder, and the convergence gate.
 
-:class:`GPFit` holds the posterior (ArviZ), D and the engine's description;
-:func:`check_convergence` compares ArviZ's R-hat and ESS with the release thresholds and
-:func:`require_convergence` applies ``on_convergence_failure``.
+:class:`GPFit` holds the posterior (ArviZ), D and the engine's description; :func:`build_fit`
+is the one place a fit is assembled (NUTS, grid and the test helpers);
+:func:`check_convergence` compares ArviZ's R-hat and ESS with the release thresholds (for grid
+fits: the grid's checks and the importance ESS instead of R-hat) and
+:func:`require_convergence` applies ``on_convergence_failure``. Method: ``docs/inference.md``.
 """
 
 from __future__ import annotations
@@ -10,18 +12,20 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import arviz as az
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from synthgeo._errors import ConvergenceError
 from synthgeo.model.restricted_gp import GPPriors
 from synthgeo.model.smoothing import Smoothing
 
 __all__ = ["GPFit", "Convergence", "check_convergence", "require_convergence",
-           "HYPER_PARAMETERS"]
+           "HYPER_PARAMETERS", "build_fit", "grid_diagnostics_table"]
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +73,7 @@ def check_convergence(
     idata: az.InferenceData,
     var_names: tuple[str, ...] = HYPER_PARAMETERS,
     *,
-    max_r_hat: float = 1.01,
+    max_r_hat: float | None = 1.01,
     min_ess_per_chain: float = 100.0,
 ) -> Convergence:
     """Compare ArviZ's rank-normalised R-hat and bulk/tail ESS with the release thresholds.
@@ -80,7 +84,8 @@ def check_convergence(
         With ``posterior`` and ``sample_stats`` (``diverging``).
     var_names : tuple of str
         Parameters to check.
-    max_r_hat : float, default=1.01
+    max_r_hat : float or None, default=1.01
+        None: R-hat is reported but not checked (independent draws of the grid route).
     min_ess_per_chain : float, default=100
         Required bulk and tail ESS per chain (total ≥ this × number of chains).
 
@@ -104,7 +109,9 @@ def check_convergence(
     n_div = int(div.sum()) if div is not None else 0
     need = min_ess_per_chain * n_chain
     problems = []
-    if n_chain < 2 or table["r_hat"].isna().any():
+    if max_r_hat is None:
+        pass
+    elif n_chain < 2 or table["r_hat"].isna().any():
         problems.append("R-hat undefined (needs >= 2 chains)")
     elif table["r_hat"].max() > max_r_hat:
         problems.append(f"R-hat {table['r_hat'].max():.3f} > {max_r_hat} "
@@ -159,6 +166,9 @@ class GPFit:
     smoothing : Smoothing or None
         When D depends on the draw (γ = "auto"), the rule giving d(α); ``scale`` then holds
         d at the posterior median of α, for reports only. Use :meth:`scales`.
+    grid : GridPosterior or None
+        The grid route's continuous posterior of (range, nugget share)
+        (:class:`synthgeo.inference.grid_posterior.GridPosterior`); quantiles of φ come from it.
     """
 
     idata: az.InferenceData
@@ -169,6 +179,7 @@ class GPFit:
     engine: dict = field(default_factory=lambda: {"sampler": "nutpie", "gp": "exact"})
     effect_sampler: Callable[[np.ndarray], np.ndarray] | None = None
     smoothing: Smoothing | None = None
+    grid: Any = None
 
     def effects(self, flat_index: np.ndarray) -> np.ndarray:
         """Spatial effects w (model scale, before D) for flattened (chain, draw) indices.
@@ -205,8 +216,27 @@ class GPFit:
         return np.stack([self.smoothing.scale(float(a)) for a in alpha])
 
     def phi_quantiles(self, q: tuple[float, ...] = (0.05, 0.5, 0.95)) -> np.ndarray:
-        """Posterior quantiles of φ in 1/metre."""
+        """Posterior quantiles of φ in 1/metre.
+
+        From the grid's continuous marginal when the fit has one (no Monte Carlo error, not
+        a node), else from the draws.
+        """
+        if self.grid is not None:
+            return np.asarray(self.grid.quantiles("phi_per_m", q))
         return np.quantile(self.idata.posterior["phi"].values.ravel(), q)
+
+    def describe(self) -> str:
+        """One line naming the engine, for the run summary and the report."""
+        e = self.engine
+        gp = f"{e.get('gp', 'exact')} GP"
+        post = self.idata.posterior
+        n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+        if e.get("sampler") != "grid":
+            return f"NUTS ({e.get('sampler', 'nutpie')}, {gp}): {n_chain} chains x {n_draw} draws"
+        return (f"grid ({gp}): {e['grid_evaluations']} cells evaluated, largest cell "
+                f"{e['max_cell_mass']:.3f}, edge {e['edge_mass']:.4f}; {n_chain * n_draw} "
+                f"independent draws at {e['theta_points']} (range, nugget) points, importance "
+                f"ESS {e['importance_ess']:.0f}")
 
 
 def require_convergence(fits: dict[str, GPFit], policy: str) -> None:
@@ -219,9 +249,9 @@ def require_convergence(fits: dict[str, GPFit], policy: str) -> None:
     if policy == "stop" and grid:
         raise ConvergenceError(
             f"posterior checks failed ({msg}); nothing was written to release/. The grid "
-            "route's draws are independent: raise `[sampling] draws` for Monte Carlo R-hat/ESS; "
-            "grid problems (cell or edge mass) need the prior bounds checked. Or set "
-            "`on_convergence_failure = \"warn\"` for a preview"
+            "route's draws are independent: raise `[sampling] draws` for their ESS; grid "
+            "problems (cell or edge mass, a low importance ESS) need the prior bounds "
+            "checked. Or set `on_convergence_failure = \"warn\"` for a preview"
         )
     if policy == "stop":
         raise ConvergenceError(
@@ -229,3 +259,120 @@ def require_convergence(fits: dict[str, GPFit], policy: str) -> None:
             "`[sampling] draws`/`tune`, or set `on_convergence_failure = \"warn\"` for a preview"
         )
     warnings.warn(f"MCMC convergence problems ({msg})", UserWarning, stacklevel=2)
+
+
+def _constant_data(y: np.ndarray, sites, scale: np.ndarray) -> tuple[xr.Dataset, xr.Dataset]:
+    const = xr.Dataset({
+        "scale": ("site", np.asarray(scale, float)), "site_index": ("record", sites.site_index),
+        "site_x_m": ("site", sites.coords_m[:, 0]), "site_y_m": ("site", sites.coords_m[:, 1]),
+    })
+    return const, xr.Dataset({"y": ("record", np.asarray(y, float))})
+
+
+def build_fit(
+    posterior: xr.Dataset,
+    *,
+    y: np.ndarray,
+    sites,
+    scale: np.ndarray,
+    priors: GPPriors | None,
+    seconds: dict[str, float],
+    engine: dict,
+    sample_stats: xr.Dataset | None = None,
+    base: az.InferenceData | None = None,
+    effect_sampler: Callable[[np.ndarray], np.ndarray] | None = None,
+    smoothing: Smoothing | None = None,
+    grid: Any = None,
+    label: str = "model",
+) -> GPFit:
+    """Assemble a :class:`GPFit`: InferenceData groups, convergence, engine (the one builder).
+
+    Parameters
+    ----------
+    posterior : xarray.Dataset
+        ``sigma2``, ``nugget``, ``range`` (m), ``phi`` (1/m), ``beta`` and optionally ``w``,
+        dims (chain, draw, ...).
+    y : ndarray of shape (n_records,)
+    sites : Sites
+    scale : ndarray of shape (n_sites,)
+        D's diagonal (for γ = "auto": at the posterior median of α, for reports).
+    priors : GPPriors
+    seconds : dict
+    engine : dict
+        ``sampler`` "grid" gates on the grid's checks (``grid_problems``) and the importance
+        ESS (``importance_ess``) instead of R-hat.
+    sample_stats : xarray.Dataset, optional
+        Replaces ``base``'s sample_stats.
+    base : arviz.InferenceData, optional
+        The sampler's own InferenceData (other groups kept, posterior replaced).
+    effect_sampler, smoothing, grid
+        See :class:`GPFit`.
+    label : str
+        Name in log messages.
+
+    Returns
+    -------
+    GPFit
+    """
+    const, obs = _constant_data(y, sites, scale)
+    groups = {"posterior": posterior, "constant_data": const, "observed_data": obs}
+    if sample_stats is not None:
+        groups["sample_stats"] = sample_stats
+    if base is None:
+        idata = az.InferenceData(**groups)
+    else:
+        idata = base
+        for name, ds in groups.items():
+            if name in idata.groups():
+                setattr(idata, name, ds)
+            else:
+                idata.add_groups({name: ds})
+    conv = _grid_convergence(idata, engine) if engine.get("sampler") == "grid" else \
+        check_convergence(idata)
+    if not conv.passed:
+        log.warning("%s: posterior problems: %s", label, "; ".join(conv.problems))
+    return GPFit(idata=idata, scale=np.asarray(scale, float), priors=priors, convergence=conv,
+                 seconds=seconds, engine=engine, effect_sampler=effect_sampler,
+                 smoothing=smoothing, grid=grid)
+
+
+#: Grid fits: the importance weights' Kish ESS must be at least this share of the points.
+MIN_IMPORTANCE_ESS_FRACTION = 0.5
+
+
+def _grid_convergence(idata: az.InferenceData, engine: dict,
+                      min_ess_per_chain: float = 100.0) -> Convergence:
+    """Grid checks, importance ESS and ArviZ's ESS of the draws; R-hat not checked."""
+    conv = check_convergence(idata, max_r_hat=None, min_ess_per_chain=min_ess_per_chain)
+    problems = list(engine.get("grid_problems", [])) + conv.problems
+    ess, points = engine.get("importance_ess"), engine.get("theta_points")
+    if ess is not None and ess < MIN_IMPORTANCE_ESS_FRACTION * points:
+        problems.append(f"importance ESS {ess:.0f} < {MIN_IMPORTANCE_ESS_FRACTION} x {points} "
+                        "(range, nugget) points: the grid did not resolve the posterior")
+    return replace(conv, passed=not problems, problems=problems)
+
+
+def grid_diagnostics_table(fits: dict[str, GPFit]) -> pd.DataFrame | None:
+    """Return the grid's diagnostics per fit as a table for the report (None: no grid fit).
+
+    Columns: ``model``, ``engine``, ``cells`` (evaluated), ``grids``, ``largest cell mass``,
+    ``edge mass``, ``draws``, ``(range, nugget) points``, ``importance ESS``,
+    ``distinct ranges``, ``problems``.
+    """
+    rows = []
+    for name, fit in fits.items():
+        e = fit.engine
+        if e.get("sampler") != "grid":
+            continue
+        post = fit.idata.posterior
+        rows.append({
+            "model": name, "engine": f"grid, {e['gp']} GP",
+            "cells": e["grid_evaluations"], "grids": len(e["grid_stages"]),
+            "largest cell mass": e["max_cell_mass"], "edge mass": e["edge_mass"],
+            "draws": post.sizes["chain"] * post.sizes["draw"],
+            "(range, nugget) points": e["theta_points"],
+            "importance ESS": round(e["importance_ess"], 1),
+            "distinct ranges": int(np.unique(post["range"].values).size),
+            "problems": "; ".join(fit.convergence.problems) or "none",
+        })
+    return pd.DataFrame(rows) if rows else None

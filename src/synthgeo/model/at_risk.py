@@ -15,6 +15,7 @@ import numpy as np
 
 from synthgeo.locations.nearest import kth_neighbour_distance
 from synthgeo.locations.neighbours import other_subject_record_counts
+from synthgeo.model.kernels import exponential_correlation
 
 __all__ = ["AtRiskResult", "find_at_risk", "neighbour_counts", "kth_neighbour_distance",
            "continuous_weights"]
@@ -169,7 +170,7 @@ def continuous_weights(
     """
     d_nn = kth_neighbour_distance(coords_m, k, subject=subject)
     with np.errstate(over="ignore"):
-        rho_nn = np.exp(-float(phi_per_m) * d_nn)
+        rho_nn = exponential_correlation(d_nn, float(phi_per_m))
     a_rec = 1.0 - np.minimum(1.0, rho_nn / float(rho0))
     site_index = np.asarray(site_index)
     a_site = np.zeros(int(site_index.max()) + 1 if site_index.size else 0)

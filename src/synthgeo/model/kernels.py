@@ -107,19 +107,29 @@ def make_sites(coords_m: np.ndarray) -> Sites:
     return Sites(coords_m=coords_m[first[order]], site_index=rank[inverse.ravel()])
 
 
-def exponential_correlation(distance: np.ndarray, phi: float) -> np.ndarray:
-    """Exponential (Matérn ν = 1/2) correlation ``exp(−φ d)``.
+def exponential_correlation(distance, phi, *, exp=np.exp):
+    """Exponential (Matérn ν = 1/2) correlation ``exp(−φ d)``: the one home of the kernel.
+
+    Spec: ``docs/model.md`` (R_st = exp(−φ d_st), effective range 3/φ where the correlation
+    falls to 0.05).
 
     Parameters
     ----------
     distance : ndarray
         Distances, in the reciprocal unit of ``phi``.
-    phi : float
-        Decay; effective range (correlation 0.05) is 3/φ.
+    phi : float or ndarray
+        Decay (broadcast against ``distance``); effective range is 3/φ.
+    exp : callable, default=numpy.exp
+        The exponential to use (``pytensor.tensor.exp`` inside a PyMC model).
 
     Returns
     -------
     ndarray
-        Correlations, same shape as ``distance``.
+        Correlations, same shape as ``distance`` (broadcast with ``phi``).
+
+    Examples
+    --------
+    >>> float(exponential_correlation(np.array(300.0), 3.0 / 300.0))  # at the effective range
+    0.049787068367863944
     """
-    return np.exp(-phi * np.asarray(distance))
+    return exp(-phi * distance)

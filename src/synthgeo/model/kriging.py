@@ -1,13 +1,17 @@
-"""Kriged spatial effects at at-risk sites, for ``at_risk_effect = "kriged"`` (docs/model.md).
+"""Simple kriging of spatial effects, per posterior draw: the one home of GP prediction.
 
-Beyond the paper. Under γ = ∞ the at-risk sites (d_s = 0) carry no effect in the data, so the
-posterior of w_I at those sites given y is its *prior* conditional given the effects at the
-active sites A: w_I | w_A, y ~ N(R_IA R_AA⁻¹ w_A, σ²(R_II − R_IA R_AA⁻¹ R_AI)). The effect
-draws of :mod:`synthgeo.inference.conditionals` (exact) and :mod:`synthgeo.inference.nngp_effects`
-(m nearest active sites) already sample from it; "kriged" synthesis uses its conditional
-**mean** (simple kriging of the active sites' effects; Cressie 1993, *Statistics for Spatial
-Data*, Sect. 3.2), so that an at-risk record gets the neighbourhood's level without its own
-influence and without extra noise from the conditional variance.
+Given effects w_S at source points S and decay φ, the GP's conditional mean at target points T
+is E[w_T | w_S, φ] = R_TS R_SS⁻¹ w_S (σ² cancels; Cressie 1993, *Statistics for Spatial
+Data*, Sect. 3.2; ``docs/model.md``). :func:`krige` computes it for every draw, from all sources
+(exact) or from each target's ``n_neighbors`` nearest sources (the NNGP predictive mean).
+Two callers:
+
+- ``at_risk_effect = "kriged"`` (:func:`kriged_effects`, beyond the paper): under γ = ∞ the
+  at-risk sites (d_s = 0) carry no effect in the data, so w_I | w_A, y is w_I's *prior*
+  conditional given the active sites; synthesis uses its mean, the neighbourhood's level
+  without the record's own influence and without the conditional variance's noise.
+- the report's posterior mean surface (:mod:`synthgeo.release.report._surface`), averaging
+  the kriged surface over draws (Rao–Blackwellised E[w(s) | y]).
 """
 
 from __future__ import annotations
@@ -17,11 +21,76 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 
-from synthgeo.model.kernels import METRES_PER_KM
+from synthgeo.model.kernels import METRES_PER_KM, exponential_correlation
 
-__all__ = ["kriged_effects"]
+__all__ = ["krige", "kriged_effects", "KRIGING_JITTER"]
 
-_JITTER = 1e-8
+#: Relative jitter on R_SS's diagonal (guards round-off for sources a few metres apart).
+KRIGING_JITTER = 1e-8
+
+
+def krige(
+    source: np.ndarray,
+    values: np.ndarray,
+    phi: np.ndarray,
+    target: np.ndarray,
+    *,
+    n_neighbors: int | None = None,
+) -> np.ndarray:
+    """Simple-kriging mean R_TS R_SS⁻¹ w_S at the targets, for each draw.
+
+    Parameters
+    ----------
+    source : ndarray of shape (S, 2)
+        Source coordinates (any unit; ``phi`` in its reciprocal).
+    values : ndarray of shape (L, S)
+        Effects at the sources, one row per draw.
+    phi : ndarray of shape (L,)
+        Decay of each draw (exponential correlation exp(−φ h)); draws sharing a φ share one
+        factorisation.
+    target : ndarray of shape (T, 2)
+        Prediction points.
+    n_neighbors : int, optional
+        Krige each target from its m nearest sources only; ``None`` uses all sources.
+
+    Returns
+    -------
+    ndarray of shape (L, T)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> src = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> krige(src, np.array([[1.0, -1.0]]), np.array([2.0]), src).round(6).tolist()
+    [[1.0, -1.0]]
+    """
+    source, target = np.asarray(source, float), np.asarray(target, float)
+    values = np.asarray(values, float)
+    phi = np.asarray(phi, float).ravel()
+    out = np.empty((values.shape[0], target.shape[0]))
+    if n_neighbors is None:
+        d_ss, d_ts = cdist(source, source), cdist(target, source)
+        eye = np.eye(source.shape[0])
+        for ph in np.unique(phi):
+            rows = np.flatnonzero(phi == ph)
+            R = exponential_correlation(d_ss, ph) + KRIGING_JITTER * eye
+            weights = cho_solve(cho_factor(R, lower=True, check_finite=False),
+                                exponential_correlation(d_ts, ph).T, check_finite=False)
+            out[rows] = values[rows] @ weights  # (r, S) @ (S, T)
+        return out
+    k = min(int(n_neighbors), source.shape[0])
+    dist, j = cKDTree(source).query(target, k=k, workers=-1)
+    dist, j = np.asarray(dist).reshape(-1, k), np.asarray(j).reshape(-1, k)
+    nb = source[j]  # (T, k, 2)
+    d_nn = np.linalg.norm(nb[:, :, None, :] - nb[:, None, :, :], axis=-1)
+    diag = np.arange(k)
+    for ph in np.unique(phi):
+        rows = np.flatnonzero(phi == ph)
+        C = exponential_correlation(d_nn, ph)
+        C[:, diag, diag] += KRIGING_JITTER
+        b = np.linalg.solve(C, exponential_correlation(dist, ph)[:, :, None])[:, :, 0]  # (T, k)
+        out[rows] = np.einsum("tk,rtk->rt", b, values[rows][:, j])
+    return out
 
 
 def kriged_effects(
@@ -53,11 +122,19 @@ def kriged_effects(
     ndarray of shape (L, n_sites)
         A copy of ``w`` with w_I = R_IA R_AA⁻¹ w_A at the inactive sites (0 when no site is
         active).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> xy = np.array([[0.0, 0.0], [10.0, 0.0], [20.0, 0.0]])
+    >>> out = kriged_effects(np.array([[1.0, 5.0, 1.0]]), np.array([0.01]), xy,
+    ...                      np.array([False, True, False]))
+    >>> bool(0.5 < out[0, 1] < 1.0)  # between the prior mean 0 and the neighbours' level 1
+    True
     """
     out = np.array(w, dtype=float, copy=True)
     inactive = np.asarray(inactive, bool)
-    act = np.flatnonzero(~inactive)
-    ina = np.flatnonzero(inactive)
+    act, ina = np.flatnonzero(~inactive), np.flatnonzero(inactive)
     if ina.size == 0:
         return out
     if act.size == 0:
@@ -65,25 +142,5 @@ def kriged_effects(
         return out
     c_km = np.asarray(site_coords_m, float) / METRES_PER_KM
     phi_km = np.asarray(phi_per_m, float) * METRES_PER_KM
-    if n_neighbors is None:
-        d_aa, d_ia = cdist(c_km[act], c_km[act]), cdist(c_km[ina], c_km[act])
-        for phi in np.unique(phi_km):
-            rows = np.flatnonzero(phi_km == phi)
-            R = np.exp(-phi * d_aa)
-            R[np.diag_indices_from(R)] += _JITTER
-            weights = cho_solve(cho_factor(R, lower=True), np.exp(-phi * d_ia).T)  # (A, I)
-            out[np.ix_(rows, ina)] = w[np.ix_(rows, act)] @ weights
-        return out
-    k = min(int(n_neighbors), act.size)
-    dist, j = cKDTree(c_km[act]).query(c_km[ina], k=k)
-    dist, j = np.asarray(dist).reshape(ina.size, k), np.asarray(j).reshape(ina.size, k)
-    nb = c_km[act][j]
-    d_nn = np.linalg.norm(nb[:, :, None, :] - nb[:, None, :, :], axis=-1)
-    for phi in np.unique(phi_km):
-        rows = np.flatnonzero(phi_km == phi)
-        C = np.exp(-phi * d_nn)
-        C[:, np.arange(k), np.arange(k)] += _JITTER
-        b = np.linalg.solve(C, np.exp(-phi * dist)[:, :, None])[:, :, 0]  # (I, k)
-        wa = w[np.ix_(rows, act)][:, j]  # (r, I, k)
-        out[np.ix_(rows, ina)] = np.einsum("ik,rik->ri", b, wa)
+    out[:, ina] = krige(c_km[act], out[:, act], phi_km, c_km[ina], n_neighbors=n_neighbors)
     return out

@@ -23,15 +23,16 @@ evaluated through the Woodbury identity so the vague V_β never enters the N x N
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pymc as pm
-import pytensor.tensor as pt
-from pytensor.tensor.slinalg import cholesky, solve_triangular
 
 from synthgeo._errors import SpecError
-from synthgeo.model.kernels import METRES_PER_KM, Sites
+from synthgeo.model.kernels import METRES_PER_KM, Sites, exponential_correlation
 from synthgeo.model.smoothing import smoothing_scale
+
+if TYPE_CHECKING:  # PyMC is imported only where a model is built (it costs seconds)
+    import pymc as pm
 
 __all__ = ["GPPriors", "default_priors", "build_model", "smoothing_scale"]
 
@@ -82,6 +83,11 @@ class GPPriors:
         """Plain dict of the prior parameters (JSON-serialisable)."""
         return {k: float(v) for k, v in asdict(self).items()}
 
+    def beta_v_scale(self) -> float:
+        """V of the conjugate β prior N(μ, σ² v I): beta_sd² / E[σ²] (E[σ²] = b/(a − 1))."""
+        a, b = self.sigma2_shape, self.sigma2_scale
+        return self.beta_sd**2 / (b / (a - 1.0) if a > 1 else b)
+
 
 def default_priors(
     y: np.ndarray, X: np.ndarray, sites: Sites, **overrides: float | None
@@ -102,7 +108,10 @@ def default_priors(
     sites : Sites
         Unique sites (metres).
     **overrides
-        Any :class:`GPPriors` field; ``None`` keeps the default.
+        Any :class:`GPPriors` field; ``None`` keeps the default. A given ``sigma2_scale``
+        (spec: ``[model.priors] sigma2_scale``) fixes σ²'s prior instead of scaling it from the
+        data, as simulation-based calibration needs (``benchmarks/bench_calibration.py``); the
+        spec as run in release.json records the override.
 
     Returns
     -------
@@ -131,6 +140,7 @@ def build_model(
     priors: GPPriors,
     coef_names: list[str] | None = None,
     parametrization: str = "ridge",
+    prior_form: str = "independent",
 ) -> pm.Model:
     """Collapsed restricted-GP regression: free variables σ², τ² (``nugget``) and range.
 
@@ -154,6 +164,12 @@ def build_model(
         σ²φ = 3σ²/range is identified, Zhang 2004, doi:10.1198/016214504000000241) and
         v = log(range) instead, with the Jacobian added, so the prior is unchanged; NUTS then
         moves along the σ²–φ ridge with far fewer leapfrog steps.
+    prior_form : {"independent", "conjugate"}, default="independent"
+        ``"independent"``: β ~ N(beta_mean, beta_sd² I), √τ² ~ HalfNormal(nugget_sd_scale).
+        ``"conjugate"``: the grid route's priors (:mod:`synthgeo.inference.grid`),
+        β | σ² ~ N(beta_mean, σ² v I) with v = :meth:`GPPriors.beta_v_scale` and the nugget share
+        τ²/(σ² + τ²) ~ Uniform(1e-4, 0.999), so NUTS and the grid can be compared
+        (``benchmarks/bench_grid_vs_nuts.py``).
 
     Returns
     -------
@@ -161,65 +177,82 @@ def build_model(
         ``sigma2``, ``nugget`` and ``range_km`` (free or deterministic by parametrization); the
         marginal log-likelihood enters as the potential ``loglik_marginal``.
 
+    Raises
+    ------
+    SpecError
+        For an unknown ``parametrization`` or ``prior_form``.
+
     Notes
     -----
     log p(y | θ) = −½[log|Σ| + log|V_β| + log|V_β⁻¹ + XᵀΣ⁻¹X| + rᵀΣ⁻¹r − bᵀ(V_β⁻¹ + XᵀΣ⁻¹X)⁻¹b
     + N log 2π], r = y − Xμ_β, b = XᵀΣ⁻¹r (matrix determinant lemma and Woodbury identity).
     """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    if parametrization not in ("ridge", "natural"):
+        raise SpecError(
+            f"`parametrization` must be one of {{'ridge', 'natural'}}, got {parametrization!r}"
+        )
+    if prior_form not in ("independent", "conjugate"):
+        raise SpecError(f"`prior_form` must be 'independent' or 'conjugate', got {prior_form!r}")
     y = np.asarray(y, dtype=float)
     X = np.asarray(X, dtype=float)
-    n, p = X.shape
+    p = X.shape[1]
     d = np.ones(sites.n_sites) if scale is None else np.asarray(scale, dtype=float)
-    dist_km = sites.distance_km()
     idx = sites.site_index
-    DD = np.outer(d, d)
     # record-level constants (N x N): distances and D-products expanded through A
-    dist_rec = dist_km[np.ix_(idx, idx)]
-    dd_rec = DD[np.ix_(idx, idx)]
-    r = y - X @ np.full(p, priors.beta_mean)
-    v_inv = 1.0 / priors.beta_sd**2
+    dist_rec = sites.distance_km()[np.ix_(idx, idx)]
+    dd_rec = np.outer(d, d)[np.ix_(idx, idx)]
     coords = {"coef": coef_names or [f"x{j}" for j in range(p)]}
     with pm.Model(coords=coords) as model:
-        nugget_sd = pm.HalfNormal("nugget_sd", sigma=priors.nugget_sd_scale)
-        nugget = pm.Deterministic("nugget", nugget_sd**2)
-        lo_km = priors.range_min_m / METRES_PER_KM
-        hi_km = priors.range_max_m / METRES_PER_KM
-        if parametrization == "natural":
-            sigma2 = pm.InverseGamma(
-                "sigma2", alpha=priors.sigma2_shape, beta=priors.sigma2_scale
-            )
-            range_km = pm.Uniform("range_km", lower=lo_km, upper=hi_km)
-        elif parametrization == "ridge":
-            # v = log(range) uniform on (log lo, log hi) has density ∝ 1; the uniform prior on
-            # range needs the Jacobian |d range / dv| = range. u = log σ² − v is flat; σ²'s
-            # InverseGamma prior needs |dσ²/du| = σ².
-            v = pm.Uniform("log_range_km", lower=np.log(lo_km), upper=np.log(hi_km))
-            u = pm.Flat("log_sigma2_per_range")
-            range_km = pm.Deterministic("range_km", pt.exp(v))
-            sigma2 = pm.Deterministic("sigma2", pt.exp(u + v))
-            ig = pm.InverseGamma.dist(alpha=priors.sigma2_shape, beta=priors.sigma2_scale)
-            pm.Potential(
-                "prior_sigma2_range", pm.logp(ig, sigma2) + (u + v) + v
-            )
+        sigma2, range_km = _sigma2_and_range(pm, pt, priors, parametrization)
+        if prior_form == "conjugate":
+            share = pm.Uniform("nugget_share", lower=1e-4, upper=0.999)
+            nugget = pm.Deterministic("nugget", sigma2 * share / (1.0 - share))
+            v_beta = sigma2 * priors.beta_v_scale()
         else:
-            raise SpecError(
-                f"`parametrization` must be one of {{'ridge', 'natural'}}, got {parametrization!r}"
-            )
-        phi = 3.0 / range_km
-        cov = sigma2 * pt.as_tensor(dd_rec) * pt.exp(-phi * pt.as_tensor(dist_rec))
-        cov = cov + nugget * pt.eye(n)
-        chol = cholesky(cov)
-        rhs = pt.as_tensor(np.column_stack([r, X]))
-        z = solve_triangular(chol, rhs, lower=True)
-        zr, zx = z[:, 0], z[:, 1:]
-        prec_beta = pt.eye(p) * v_inv + zx.T @ zx
-        chol_b = cholesky(prec_beta)
-        c = solve_triangular(chol_b, zx.T @ zr, lower=True)
-        logdet = (
-            2.0 * pt.sum(pt.log(pt.diag(chol)))
-            + 2.0 * pt.sum(pt.log(pt.diag(chol_b)))
-            + p * np.log(priors.beta_sd**2)
-        )
-        quad = pt.sum(zr**2) - pt.sum(c**2)
-        pm.Potential("loglik_marginal", -0.5 * (logdet + quad + n * _LOG_2PI))
+            nugget_sd = pm.HalfNormal("nugget_sd", sigma=priors.nugget_sd_scale)
+            nugget = pm.Deterministic("nugget", nugget_sd**2)
+            v_beta = pt.as_tensor(priors.beta_sd**2)
+        R = exponential_correlation(pt.as_tensor(dist_rec), 3.0 / range_km, exp=pt.exp)
+        cov = sigma2 * pt.as_tensor(dd_rec) * R + nugget * pt.eye(y.size)
+        r = y - X @ np.full(p, priors.beta_mean)
+        pm.Potential("loglik_marginal", _collapsed_loglik(pt, cov, r, X, v_beta))
     return model
+
+
+def _sigma2_and_range(pm, pt, priors: GPPriors, parametrization: str):
+    """σ² and the effective range (km) with their priors, by parametrization."""
+    lo_km = priors.range_min_m / METRES_PER_KM
+    hi_km = priors.range_max_m / METRES_PER_KM
+    if parametrization == "natural":
+        sigma2 = pm.InverseGamma("sigma2", alpha=priors.sigma2_shape, beta=priors.sigma2_scale)
+        return sigma2, pm.Uniform("range_km", lower=lo_km, upper=hi_km)
+    # v = log(range) uniform on (log lo, log hi) has density ∝ 1; the uniform prior on range
+    # needs the Jacobian |d range / dv| = range. u = log σ² − v is flat; σ²'s InverseGamma
+    # prior needs |dσ²/du| = σ².
+    v = pm.Uniform("log_range_km", lower=np.log(lo_km), upper=np.log(hi_km))
+    u = pm.Flat("log_sigma2_per_range")
+    range_km = pm.Deterministic("range_km", pt.exp(v))
+    sigma2 = pm.Deterministic("sigma2", pt.exp(u + v))
+    ig = pm.InverseGamma.dist(alpha=priors.sigma2_shape, beta=priors.sigma2_scale)
+    pm.Potential("prior_sigma2_range", pm.logp(ig, sigma2) + (u + v) + v)
+    return sigma2, range_km
+
+
+def _collapsed_loglik(pt, cov, r: np.ndarray, X: np.ndarray, v_beta):
+    """Log N(r | 0, cov + v_beta X Xᵀ) by the Woodbury identity (see build_model's Notes)."""
+    from pytensor.tensor.slinalg import cholesky, solve_triangular
+
+    n, p = X.shape
+    chol = cholesky(cov)
+    z = solve_triangular(chol, pt.as_tensor(np.column_stack([r, X])), lower=True)
+    zr, zx = z[:, 0], z[:, 1:]
+    prec_beta = pt.eye(p) / v_beta + zx.T @ zx
+    chol_b = cholesky(prec_beta)
+    c = solve_triangular(chol_b, zx.T @ zr, lower=True)
+    logdet = (2.0 * pt.sum(pt.log(pt.diag(chol))) + 2.0 * pt.sum(pt.log(pt.diag(chol_b)))
+              + p * pt.log(v_beta))
+    quad = pt.sum(zr**2) - pt.sum(c**2)
+    return -0.5 * (logdet + quad + n * _LOG_2PI)

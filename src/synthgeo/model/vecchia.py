@@ -28,7 +28,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.spatial import cKDTree
 
-__all__ = ["NeighbourGraph", "ordered_neighbours", "VecchiaFactors", "vecchia_factors"]
+from synthgeo.model.kernels import exponential_correlation
+
+__all__ = ["NeighbourGraph", "ordered_neighbours", "maxmin_order", "VecchiaFactors",
+           "vecchia_factors"]
 
 #: Relative jitter on the diagonal of each neighbour block when α = 0 (latent field over
 #: distinct sites): guards round-off for sites a few metres apart, nothing more.
@@ -68,10 +71,67 @@ class NeighbourGraph:
         return int(self.neighbours.shape[1])
 
 
+def maxmin_order(coords: np.ndarray) -> np.ndarray:
+    """Max-min distance ordering: each next point is the one farthest from all earlier ones.
+
+    Guinness (2018), "Permutation and grouping methods for sharpening Gaussian process
+    approximations", Technometrics 60(4), doi:10.1080/00401706.2018.1437476: under this ordering
+    the Vecchia approximation is markedly more accurate than under a coordinate ordering at the
+    same m. Starts at the point nearest the centroid (as GpGp's ``order_maxmin``). Exact, with a
+    lazy max-heap and k-d tree ball queries: after a point is chosen at distance ℓ only points
+    within ℓ of it can get closer to the chosen set.
+
+    Parameters
+    ----------
+    coords : ndarray of shape (n, 2)
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+        ``order[r]`` is the input index of the point ranked r.
+
+    Examples
+    --------
+    >>> maxmin_order(np.array([[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [4.0, 0.0]])).tolist()
+    [2, 0, 3, 1]
+    """
+    import heapq
+
+    coords = np.asarray(coords, dtype=float)
+    n = coords.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    tree = cKDTree(coords)
+    first = int(np.argmin(np.linalg.norm(coords - coords.mean(axis=0), axis=1)))
+    dist = np.linalg.norm(coords - coords[first], axis=1)
+    chosen = np.zeros(n, bool)
+    chosen[first] = True
+    order = [first]
+    heap = [(-float(dist[i]), i) for i in range(n) if i != first]
+    heapq.heapify(heap)
+    while heap:
+        neg, i = heapq.heappop(heap)
+        if chosen[i] or -neg != dist[i]:
+            continue  # stale entry
+        chosen[i] = True
+        order.append(i)
+        if dist[i] <= 0.0:
+            continue
+        nb = np.asarray(tree.query_ball_point(coords[i], r=float(dist[i])), dtype=np.int64)
+        nb = nb[~chosen[nb]]
+        d_new = np.linalg.norm(coords[nb] - coords[i], axis=1)
+        closer = d_new < dist[nb]
+        for j, dj in zip(nb[closer].tolist(), d_new[closer].tolist()):
+            dist[j] = dj
+            heapq.heappush(heap, (-dj, j))
+    return np.asarray(order, dtype=np.int64)
+
+
 def ordered_neighbours(
-    coords: np.ndarray, n_neighbors: int = 15, *, eligible: np.ndarray | None = None
+    coords: np.ndarray, n_neighbors: int = 15, *, eligible: np.ndarray | None = None,
+    ordering: str = "coord",
 ) -> NeighbourGraph:
-    """Order points by the sum of their coordinates and find each one's nearest earlier points.
+    """Order points and find each one's nearest earlier points.
 
     Parameters
     ----------
@@ -82,6 +142,9 @@ def ordered_neighbours(
         exponential kernel).
     eligible : ndarray of bool, shape (n,), optional
         Points that may be neighbours (default: all). Rows of ineligible points get none.
+    ordering : {"coord", "maxmin"}, default="coord"
+        By the sum of the coordinates (spNNGP's default) or max-min distance
+        (:func:`maxmin_order`).
 
     Returns
     -------
@@ -99,7 +162,12 @@ def ordered_neighbours(
     m = int(n_neighbors)
     if m < 1:
         raise ValueError(f"`n_neighbors` must be a positive integer, got {n_neighbors!r}")
-    order = np.lexsort((coords[:, 1], coords[:, 0], coords.sum(axis=1)))
+    if ordering == "coord":
+        order = np.lexsort((coords[:, 1], coords[:, 0], coords.sum(axis=1)))
+    elif ordering == "maxmin":
+        order = maxmin_order(coords)
+    else:
+        raise ValueError(f"`ordering` must be 'coord' or 'maxmin', got {ordering!r}")
     pts = coords[order]
     elig = np.ones(n, bool) if eligible is None else np.asarray(eligible, bool)[order]
     cand = np.flatnonzero(elig)  # ranks of eligible points (sorted)
@@ -220,10 +288,10 @@ def vecchia_factors(
     dd = np.ones(n) if d is None else np.asarray(d, float)[graph.order]
     d_nb = np.where(valid, dd[np.where(valid, nbr, 0)], 0.0)  # (n, m)
     nug = alpha if alpha > 0 else LATENT_JITTER
-    C = np.exp(-phi * graph.dist_nn) * (d_nb[:, :, None] * d_nb[:, None, :])
+    C = exponential_correlation(graph.dist_nn, phi) * (d_nb[:, :, None] * d_nb[:, None, :])
     idx = np.arange(m)
     C[:, idx, idx] += np.where(valid, nug, 1.0)  # padding: identity block
-    c = np.exp(-phi * graph.dist_in) * d_nb * dd[:, None]
+    c = exponential_correlation(graph.dist_in, phi) * d_nb * dd[:, None]
     b = np.linalg.solve(C, c[:, :, None])[:, :, 0]
     F = dd**2 + nug - np.einsum("nm,nm->n", b, c)
     # guard round-off (F is a conditional variance ≥ α > 0)

@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 from scipy.spatial.distance import cdist
 
+from synthgeo.model.kernels import exponential_correlation
+
 __all__ = ["PAPER_DESIGN", "PAPER_SEED", "simulate_paper_design", "paper_design_csv"]
 
 #: Seed of the bundled data set ``synthgeo:paper_simulation.csv``. Chosen among seeds 2010–2039
@@ -76,7 +78,7 @@ def simulate_paper_design(
     dense = draw(n_dense, lambda k: rng.normal([0.55, 0.65], 0.14, size=(k, 2)))
     sparse = draw(n_sparse, lambda k: rng.uniform(0, 1, size=(k, 2)))
     xy = np.vstack([dense, sparse, out[None, :]])
-    R = np.exp(-PAPER_DESIGN["phi_per_unit"] * cdist(xy, xy))
+    R = exponential_correlation(cdist(xy, xy), PAPER_DESIGN["phi_per_unit"])
     L = np.linalg.cholesky(PAPER_DESIGN["sigma2"] * R + 1e-10 * np.eye(n))
     w = L @ rng.standard_normal(n)
     y = PAPER_DESIGN["beta0"] + w + rng.normal(0, np.sqrt(PAPER_DESIGN["nugget"]), n)

@@ -23,10 +23,26 @@ def section_utility(result) -> Section | None:
                    body)
 
 
+def section_grid_diagnostics(result) -> Section | None:
+    """Return the grid's own checks per fit (grid fits only; None otherwise)."""
+    from synthgeo.inference.result import grid_diagnostics_table
+
+    grid = grid_diagnostics_table(result.fits)
+    if grid is None or len(grid) != len(result.fits):
+        return None
+    failures = [(name, fit.convergence.problems) for name, fit in result.fits.items()
+                if not fit.convergence.passed]
+    body = render("grid_checks.html.j2", grid=grid, failures=failures)
+    return Section("convergence", "Posterior checks (grid quadrature)", body)
+
+
 def section_convergence(result) -> Section | None:
     """R-hat, ESS and divergences per fit, with ArviZ rank plots of the sampled parameters."""
     if not result.fits:
         return None
+    grid = section_grid_diagnostics(result)
+    if grid is not None:
+        return grid
     idatas = {name: fit.idata for name, fit in result.fits.items()}
     var_names = [v for v in SAMPLED_PARAMETERS
                  if all(v in idata.posterior for idata in idatas.values())]

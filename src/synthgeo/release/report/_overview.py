@@ -70,6 +70,7 @@ def summary_tables(result) -> dict[str, pd.DataFrame]:
              f"{sens['phi_q95']['n_at_risk']} (M = {sens['phi_q95']['M_m']:,.0f} m)"),
             ("seed", f"{spec.sampling.seed}"),
             (hash_label, f"{digest[:16]}…"),
+            *((f"engine, {name}", fit.describe()) for name, fit in result.fits.items()),
         ],
         columns=["item", "value"],
     )
@@ -151,14 +152,21 @@ def _overview_table(result) -> pd.DataFrame:
         ("implicates (L)", f"{spec.synthesis.n_implicates}"),
         ("released model", f"restricted (differential smoothing, γ = {spec.model.gamma})"),
         ("seed", f"{spec.sampling.seed}"),
-        ("sampling", f"{spec.sampling.chains} chains × ({spec.sampling.tune} tune + "
-                     f"{spec.sampling.draws} draws), {spec.sampling.sampler}"),
+        ("sampling", _sampling_row(result)),
         ("spec file", str(spec.source) if spec.source else "—"),
     ]
     engine = getattr(result, "engine", None)
     if engine is not None:
         rows.append(("engine", str(engine)))
     return pd.DataFrame(rows, columns=["item", "value"])
+
+
+def _sampling_row(result) -> str:
+    """Describe the engine used (grid fits are not MCMC: no chains, tune or rank plots)."""
+    s = result.spec.sampling
+    if result.fits and all(f.engine.get("sampler") == "grid" for f in result.fits.values()):
+        return "; ".join(f"{name}: {fit.describe()}" for name, fit in result.fits.items())
+    return f"{s.chains} chains × ({s.tune} tune + {s.draws} draws), {s.sampler}"
 
 
 def section_overview(result) -> Section:

@@ -14,18 +14,15 @@ surface near it is the neighbourhood's level and the "ring" around the outlier i
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
-from scipy.spatial import cKDTree
-from scipy.spatial.distance import cdist
 from threadpoolctl import threadpool_limits
+
+from synthgeo.model.kriging import krige
 
 __all__ = ["grid_over", "posterior_mean_surface", "MAX_SITES_EXACT"]
 
 #: Above this many sites, kriging uses the ``n_neighbors`` nearest sites of each grid point
 #: (a nearest-neighbour predictive mean, as NNGP prediction does) instead of all sites.
 MAX_SITES_EXACT = 1500
-#: Relative jitter on R's diagonal, as in :mod:`synthgeo.inference.conditionals`.
-_JITTER = 1e-8
 
 
 def grid_over(
@@ -150,33 +147,6 @@ def posterior_mean_surface(
     take = _draw_index(len(phi), max_draws)
     # one BLAS thread: multi-threaded OpenBLAS on these small factorisations was measured
     # more than 10x slower on 2 shared cores (as in synthgeo.inference.nuts)
+    m = None if sites.shape[0] <= MAX_SITES_EXACT else min(n_neighbors, sites.shape[0])
     with threadpool_limits(limits=1):
-        if sites.shape[0] <= MAX_SITES_EXACT:
-            return _exact(sites, w[take], phi[take], grid)
-        return _nearest(sites, w[take], phi[take], grid, min(n_neighbors, sites.shape[0]))
-
-
-def _exact(sites, w, phi, grid) -> np.ndarray:
-    d_ss = cdist(sites, sites)
-    d_gs = cdist(grid, sites)
-    eye = np.eye(sites.shape[0])
-    total = np.zeros(grid.shape[0])
-    for k in range(len(phi)):
-        cf = cho_factor(np.exp(-phi[k] * d_ss) + _JITTER * eye, lower=True, check_finite=False)
-        total += np.exp(-phi[k] * d_gs) @ cho_solve(cf, w[k], check_finite=False)
-    return total / len(phi)
-
-
-def _nearest(sites, w, phi, grid, m) -> np.ndarray:
-    _, nb = cKDTree(sites).query(grid, k=m, workers=-1)  # (G, m)
-    nb = nb.reshape(grid.shape[0], m)
-    local = sites[nb]  # (G, m, 2)
-    d_nn = np.linalg.norm(local[:, :, None, :] - local[:, None, :, :], axis=-1)  # (G, m, m)
-    d_g = np.linalg.norm(local - grid[:, None, :], axis=-1)  # (G, m)
-    eye = np.eye(m)
-    total = np.zeros(grid.shape[0])
-    for k in range(len(phi)):
-        R = np.exp(-phi[k] * d_nn) + _JITTER * eye
-        alpha = np.linalg.solve(R, w[k][nb][..., None])[..., 0]
-        total += np.einsum("gm,gm->g", np.exp(-phi[k] * d_g), alpha)
-    return total / len(phi)
+        return krige(sites, w[take], phi[take], grid, n_neighbors=m).mean(axis=0)

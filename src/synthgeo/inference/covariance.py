@@ -1,0 +1,118 @@
+"""K⁻¹ products per (φ, α) for the conjugate grid: dense Cholesky or Vecchia/NNGP.
+
+With α = τ²/σ² and K(φ, α) = A D R(φ) D Aᵀ + α I (``docs/inference.md``), every grid cell and
+every posterior draw of the grid route needs log|K| and the products XᵀK⁻¹X, XᵀK⁻¹y, yᵀK⁻¹y.
+The two engines differ only in how K⁻¹ is applied: :class:`ExactCovariance` (dense Cholesky,
+O(N³)) and :class:`NNGPCovariance` (response-form NNGP over records, O(N m³); Datta et al. 2016,
+JASA 111(514), doi:10.1080/01621459.2015.1044091; Finley et al. 2019, JCGS 28(2),
+doi:10.1080/10618600.2018.1537924).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+from synthgeo.model.kernels import METRES_PER_KM, Sites, exponential_correlation
+from synthgeo.model.smoothing import Smoothing, scale_function
+from synthgeo.model.vecchia import NeighbourGraph, ordered_neighbours, vecchia_factors
+
+__all__ = ["CellStats", "ExactCovariance", "NNGPCovariance", "make_covariance"]
+
+
+@dataclass(frozen=True)
+class CellStats:
+    """log|K| and the K⁻¹ products of one (φ, α) (units of σ²)."""
+
+    logdet: float
+    XtKX: np.ndarray
+    XtKy: np.ndarray
+    ytKy: float
+
+
+class ExactCovariance:
+    """K⁻¹ products by dense Cholesky: O(N³) per evaluation.
+
+    Parameters
+    ----------
+    y : ndarray of shape (N,)
+    X : ndarray of shape (N, p)
+    sites : Sites
+    scale : ndarray of shape (S,) or Smoothing
+        D's diagonal per site, or a :class:`~synthgeo.model.smoothing.Smoothing` whose D
+        depends on α = τ²/σ² (γ = "auto": K is rebuilt with d(α) at every (φ, α), so the
+        smoothing enters the likelihood exactly).
+    """
+
+    name = "exact"
+
+    def __init__(self, y: np.ndarray, X: np.ndarray, sites: Sites, scale):
+        self.y, self.X = y, X
+        self.dist_km = sites.distance_km()
+        self.idx = sites.site_index
+        self.d_of = scale_function(scale, sites.n_sites)
+
+    def stats(self, phi_km: float, alpha: float) -> CellStats:
+        """Return log|K| and the K⁻¹ products at decay ``phi_km`` (1/km) and ratio ``alpha``."""
+        n = self.y.shape[0]
+        d = self.d_of(alpha)
+        R = exponential_correlation(self.dist_km, phi_km) * np.outer(d, d)
+        K = R[np.ix_(self.idx, self.idx)]
+        K[np.diag_indices(n)] += alpha
+        cf = cho_factor(K, lower=True, check_finite=False)
+        Z = cho_solve(cf, np.column_stack([self.X, self.y]), check_finite=False)
+        p = self.X.shape[1]
+        return CellStats(
+            logdet=2.0 * float(np.log(np.diag(cf[0])).sum()),
+            XtKX=self.X.T @ Z[:, :p], XtKy=self.X.T @ Z[:, p], ytKy=float(self.y @ Z[:, p]),
+        )
+
+
+class NNGPCovariance:
+    """K⁻¹ products by the response-form NNGP over records: O(N m³) per evaluation.
+
+    Parameters
+    ----------
+    y, X, sites, scale
+        As :class:`ExactCovariance` (the neighbour graph uses the sites that are active for
+        every α; with γ = "auto" the factors are rebuilt with d(α) per evaluation).
+    n_neighbors : int
+        m (default 15).
+    ordering : {"coord", "maxmin"}
+        Order of the records (see :func:`synthgeo.model.vecchia.ordered_neighbours`).
+    """
+
+    name = "nngp"
+
+    def __init__(self, y: np.ndarray, X: np.ndarray, sites: Sites, scale,
+                 n_neighbors: int = 15, ordering: str = "coord"):
+        self.d_of = scale_function(scale, sites.n_sites)
+        self.site_index = sites.site_index
+        active = (scale.active if isinstance(scale, Smoothing)
+                  else self.d_of(None) > 0)[sites.site_index]
+        coords_km = sites.coords_m[sites.site_index] / METRES_PER_KM
+        self.graph: NeighbourGraph = ordered_neighbours(coords_km, n_neighbors,
+                                                        eligible=active, ordering=ordering)
+        o = self.graph.order
+        self.Xy = np.column_stack([X, y])[o]
+        self.p = X.shape[1]
+
+    def stats(self, phi_km: float, alpha: float) -> CellStats:
+        """Return log|K̃| and the K̃⁻¹ products at (``phi_km``, ``alpha``)."""
+        f = vecchia_factors(self.graph, phi_km, alpha, self.d_of(alpha)[self.site_index])
+        W = f.whiten(self.Xy)
+        G = W.T @ W
+        p = self.p
+        return CellStats(logdet=f.logdet, XtKX=G[:p, :p], XtKy=G[:p, p], ytKy=float(G[p, p]))
+
+
+def make_covariance(gp: str, y: np.ndarray, X: np.ndarray, sites: Sites, scale, *,
+                    n_neighbors: int = 15, ordering: str = "coord"):
+    """Return the backend named by ``gp`` ("exact" or "nngp"); ValueError for another name."""
+    if gp == "exact":
+        return ExactCovariance(y, X, sites, scale)
+    if gp == "nngp":
+        return NNGPCovariance(y, X, sites, scale, n_neighbors=n_neighbors, ordering=ordering)
+    raise ValueError(f"`gp` must be 'exact' or 'nngp', got {gp!r}")

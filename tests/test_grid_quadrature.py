@@ -1,0 +1,176 @@
+"""The grid quadrature (issue 13): boundary weights, continuous draws, exact conditionals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.spatial.distance import cdist
+from scipy.special import expit
+
+from synthgeo.config import SamplingConfig
+from synthgeo.inference.covariance import ExactCovariance
+from synthgeo.inference.grid import conjugate_prior, fit_gp_grid
+from synthgeo.inference.grid_posterior import GridModel, grid_posterior, to_natural
+from synthgeo.inference.importance import importance_resample
+from synthgeo.inference.quadrature import Axis, QuadratureSettings, integrate
+from synthgeo.model.kernels import make_sites
+from synthgeo.model.restricted_gp import default_priors
+from synthgeo.testing import simulate_gp
+
+LATTICE = QuadratureSettings(rule="lattice", n_coarse=14, n_fine=18)  # the old rule and layout
+
+
+# --- boundary weights on 1-D toy posteriors with known integrals -----------------------------
+
+
+def test_midpoint_rule_integrates_exponential_to_the_bound():
+    """∫₀² e^{−x} dx = 1 − e^{−2}; median of the truncated exponential −log(1 − (1 − e^{−2})/2)."""
+    q = integrate(lambda x: -x[:, 0], [Axis(name="x", lower=0.0, upper=2.0)])
+    assert np.exp(q.log_integral) == pytest.approx(1 - np.exp(-2.0), rel=1e-4)
+    assert q.quantile("x", 0.5) == pytest.approx(-np.log(1 - (1 - np.exp(-2.0)) / 2), abs=1e-3)
+    assert np.all(q.nodes[0] > 0.0) and np.all(q.nodes[0] < 2.0)  # no node on a bound
+
+
+def test_mass_piled_at_a_bound_gets_its_right_share():
+    """p(x) ∝ e^{4x} on [0, 1]: P(x > 0.95) = (e⁴ − e^{3.8}) / (e⁴ − 1) = 0.1834.
+
+    The old lattice rule gave the node on the bound a full cell's weight, not half of one,
+    and overstated the mass at the bound (here: 0.26 for the last node's share).
+    """
+    want = (np.exp(4) - np.exp(3.8)) / (np.exp(4) - 1)
+    axis = [Axis(name="x", lower=0.0, upper=1.0)]
+    new = integrate(lambda x: 4 * x[:, 0], axis)
+    cdf = np.concatenate([[0.0], np.cumsum(new.fine_mass)])
+    got = 1 - np.interp(0.95, new.fine_edges[0], cdf)
+    assert got == pytest.approx(want, abs=1e-3)
+    assert np.exp(new.log_integral) == pytest.approx((np.exp(4) - 1) / 4, rel=1e-4)
+    old = integrate(lambda x: 4 * x[:, 0], axis, settings=LATTICE)
+    last = old.weights[-1]  # the bound node's share under the old rule
+    h = 1.0 / (len(old.nodes[0]) - 1)
+    exact_half_cell = (np.exp(4) - np.exp(4 * (1 - h / 2))) / (np.exp(4) - 1)
+    assert last > 1.7 * exact_half_cell  # the old rule: about twice the right share
+    assert np.exp(old.log_integral) > 1.1 * (np.exp(4) - 1) / 4
+
+
+def test_three_axes_and_a_start_box():
+    """A 3-D Gaussian: log ∫ = (3/2) log 2π; a start box off the mass is widened to it."""
+    axes = [Axis(name=n, lower=-10, upper=10) for n in "abc"]
+    s = QuadratureSettings(n_coarse=8, n_fine=10)
+    q = integrate(lambda p: -0.5 * (p**2).sum(axis=1), axes, settings=s)
+    assert q.log_integral == pytest.approx(1.5 * np.log(2 * np.pi), abs=1e-3)
+    np.testing.assert_allclose(q.quantile("b", [0.025, 0.975]), [-1.96, 1.96], atol=0.02)
+    off = integrate(lambda p: -0.5 * ((p - 1.0) ** 2).sum(axis=1), axes[:2], settings=s,
+                    start=np.array([[-8.0, -5.0], [-8.0, -5.0]]))
+    assert off.quantile(0, 0.5) == pytest.approx(1.0, abs=0.01)
+    assert off.edge_mass <= s.max_edge_mass and not off.problems
+
+
+def test_quadrature_refuses_bad_input():
+    with pytest.raises(ValueError, match="1 to 3 axes"):
+        integrate(lambda p: p[:, 0], [Axis(name=n, lower=0, upper=1) for n in "abcd"])
+    with pytest.raises(ValueError, match="axis `x` needs finite lower < upper"):
+        Axis(name="x", lower=1.0, upper=1.0)
+    with pytest.raises(ValueError, match="must lie inside the prior box"):
+        integrate(lambda p: p[:, 0], [Axis(name="x", lower=0, upper=1)],
+                  start=np.array([[-1.0, 0.5]]))
+    with pytest.raises(ValueError, match="not finite at any grid node"):
+        integrate(lambda p: np.full(len(p), -np.inf), [Axis(name="x", lower=0, upper=1)])
+
+
+def test_importance_resampling_ess_and_counts():
+    rng = np.random.default_rng(0)
+    log_w = np.log([1.0, 1.0, 2.0, 0.0 + 1e-300])
+    idx, s = importance_resample(log_w, np.zeros(4), 8, rng)
+    assert s.ess == pytest.approx(16 / 6)  # (Σw)² / Σw² for w ∝ (1, 1, 2, 0)
+    assert np.bincount(idx, minlength=4).tolist() == [2, 2, 4, 0]  # systematic: exact shares
+
+
+# --- the GP grid: continuous draws, conditionals exact at the drawn (range, nugget) ----------
+
+
+@pytest.fixture(scope="module")
+def gp_fit():
+    sim = simulate_gp(80, random_seed=4)
+    sites = make_sites(sim["coords_m"])
+    priors = default_priors(sim["y"], sim["X"], sites)
+    fit = fit_gp_grid(sim["y"], sim["X"], sites, priors=priors, coef_names=["a", "b"],
+                      gp="exact", config=SamplingConfig(draws=200, seed=5))
+    return sim, sites, priors, fit
+
+
+def test_draws_are_continuous_not_grid_nodes(gp_fit):
+    _, _, _, fit = gp_fit
+    rng_m = fit.idata.posterior["range"].values.ravel()
+    # 400 draws ≤ theta_draws = 500: 400 points proposed, resampled systematically (a point
+    # of large weight may be kept twice)
+    assert np.unique(rng_m).size >= 0.95 * 400
+    nodes = np.exp(fit.grid.quadrature.nodes[0])
+    assert not np.isin(np.round(rng_m, 6), np.round(nodes, 6)).any()
+    e = fit.engine
+    assert e["theta_points"] == 400 and e["importance_ess"] > 0.9 * 400
+    assert e["distinct_theta_draws"] == np.unique(rng_m).size
+
+
+def test_conditionals_are_exact_at_the_drawn_point(gp_fit):
+    """σ², β of each draw come from N-IG conditionals computed at that draw's own (φ, α)."""
+    sim, sites, priors, fit = gp_fit
+    y, X = sim["y"], sim["X"]
+    model = GridModel(backend=ExactCovariance(y, X, sites, np.ones(sites.n_sites)),
+                      prior=conjugate_prior(priors, 2), n=y.size)
+    post = grid_posterior(model)
+    draws = post.draw(300, np.random.default_rng(9))
+    cells = draws.cells
+    V = model.prior.V
+    for i in (0, 17, 123):  # hand-built K at the continuous point, dense algebra
+        range_m, alpha, phi_km = (float(v[0]) for v in to_natural(cells.points[i]))
+        K = np.exp(-phi_km * cdist(sites.coords_m, sites.coords_m) / 1000.0)
+        K = K[np.ix_(sites.site_index, sites.site_index)] + alpha * np.eye(y.size)
+        Ki = np.linalg.inv(K)
+        M = np.linalg.inv(V) + X.T @ Ki @ X
+        m = np.linalg.solve(M, np.linalg.inv(V) @ model.prior.beta_mean + X.T @ Ki @ y)
+        Q = y @ Ki @ y + model.prior.beta_mean @ np.linalg.solve(V, model.prior.beta_mean) \
+            - m @ M @ m
+        np.testing.assert_allclose(cells.m[i], m, rtol=1e-8)
+        np.testing.assert_allclose(cells.M_inv[i], np.linalg.inv(M), rtol=1e-8)
+        assert cells.b_post[i] == pytest.approx(model.prior.sigma2_scale + Q / 2, rel=1e-9)
+    # σ² | y, θ ~ IG(a + N/2, b_post(θ)): b_post(θ_j)/σ²_j ~ Gamma(a + N/2) over the draws
+    g = cells.b_post[draws.theta_index] / draws.sigma2
+    assert stats.kstest(g, stats.gamma(cells.a_post).cdf).pvalue > 1e-3
+    # β | σ², θ ~ N(m(θ), σ² M⁻¹(θ)): standardised with each draw's own point
+    L = np.linalg.cholesky(cells.M_inv[draws.theta_index])
+    z = np.linalg.solve(L, (draws.beta - cells.m[draws.theta_index])[..., None])[..., 0]
+    z /= np.sqrt(draws.sigma2)[:, None]
+    assert stats.kstest(z.ravel(), "norm").pvalue > 1e-3
+
+
+def test_effects_use_each_draws_own_point(gp_fit):
+    """w for a draw equals the exact conditional draw at that draw's continuous (φ, α, β)."""
+    from synthgeo.inference.conditionals import draw_effects_exact
+
+    sim, sites, _, fit = gp_fit
+    post = fit.idata.posterior
+    flat = np.array([3, 250])
+    w = fit.effects(flat)
+    sel = {"sigma2": post["sigma2"].values.ravel()[flat],
+           "alpha": (post["nugget"] / post["sigma2"]).values.ravel()[flat],
+           "phi_km": post["phi"].values.ravel()[flat] * 1000.0,
+           "beta": post["beta"].values.reshape(-1, 2)[flat]}
+    seed = np.random.SeedSequence(5).spawn(2)[1]
+    want = draw_effects_exact(sel, sim["y"], sim["X"], sites, scale=np.ones(sites.n_sites),
+                              random_seed=np.random.default_rng(seed))
+    np.testing.assert_allclose(w, want, rtol=1e-7)
+
+
+def test_continuous_median_of_phi_is_not_a_node(gp_fit):
+    _, _, _, fit = gp_fit
+    med = fit.phi_quantiles((0.5,))[0]
+    nodes = 3.0 / np.exp(fit.grid.quadrature.nodes[0])
+    assert np.min(np.abs(nodes - med)) > 1e-9
+    draws_med = np.median(fit.idata.posterior["phi"].values)
+    assert med == pytest.approx(draws_med, rel=0.05)  # the draws agree up to Monte Carlo error
+    share = fit.grid.quantiles("nugget_share", [0.25, 0.75])
+    emp = np.quantile(expit(np.log((fit.idata.posterior["nugget"]
+                                    / fit.idata.posterior["sigma2"]).values.ravel())),
+                      [0.25, 0.75])
+    np.testing.assert_allclose(share, emp, rtol=0.1)
