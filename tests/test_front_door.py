@@ -78,7 +78,7 @@ def test_every_public_name_resolves_lazily():
     assert sg.spatial_k.__name__ == "measure_spatial_k"
     assert sg.outlier_policy.__name__ == "apply_outlier_policy"
     assert sg.mask.__name__ == "mask_to_k"
-    assert sg.SamplingConfig().sampler == "nutpie"
+    assert sg.SamplingConfig().sampler == "grid"
     with pytest.raises(AttributeError, match="has no attribute 'SamplerConfig'"):
         sg.SamplerConfig  # noqa: B018 - renamed to SamplingConfig ([sampling])
 
