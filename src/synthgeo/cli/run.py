@@ -46,6 +46,10 @@ def add_parser(sub, common) -> None:
     r.add_argument("--implicates", type=int, metavar="L",
                    help="number L of synthetic data sets (Reiter's m), integer >= 2 (default: "
                         "the spec's [synthesis] n_implicates; bundled spec: 100)")
+    r.add_argument("--scheduler", metavar="ADDRESS",
+                   help="address of a dask.distributed scheduler (e.g. tcp://10.0.0.5:8786) "
+                        "that computes the implicates; the files are the same as without it "
+                        "(default: the spec's [compute] scheduler; none: this process)")
     r.add_argument("--on-convergence-failure", choices=["stop", "warn"],
                    help="when R-hat > 1.01, divergences or low ESS: stop before writing "
                         "release/, or warn and go on (default: the spec's [sampling] "
@@ -57,13 +61,24 @@ def run(args: argparse.Namespace, say) -> int:
     import pandas as pd
 
     from synthgeo.pipeline import run_release
-    from synthgeo.release.writer import check_output_dir, input_paths, write_release
     from synthgeo.release.report import render_report, summary_tables
+    from synthgeo.release.writer import check_output_dir, input_paths, write_release
 
     t0 = time.perf_counter()
     spec = spec_from_args(args)
+    if args.scheduler is not None:  # --scheduler overrides [compute] scheduler
+        from synthgeo._errors import SpecError
+
+        try:
+            spec = spec.replace("compute", scheduler=args.scheduler)
+        except SpecError as exc:
+            raise SpecError(f"`--scheduler {args.scheduler}` is invalid: {exc}") from exc
     out = Path(args.out)
     check_output_dir(out, overwrite=args.overwrite, inputs=input_paths(spec))
+    if spec.compute.scheduler is not None:  # refuse an unreachable cluster before the fits
+        from synthgeo.compute import check_scheduler_reachable
+
+        check_scheduler_reachable(spec.compute.scheduler)
     say(f"synthgeo {__version__}: {spec.source}")
     bars = getattr(args, "progressbar", False)
     result = run_release(spec, progress=lambda m: say(f"  {m}"), progressbar=bars)

@@ -21,11 +21,11 @@ import geopandas
 import numpy as np
 import pandas as pd
 
+from synthgeo._versions import package_versions
 from synthgeo.io.atomic import atomic_folder
 from synthgeo.io.atomic import check_output_dir as _check_output_dir
-from synthgeo.release.readme import csv_name, data_user_readme
-from synthgeo._versions import package_versions
 from synthgeo.pipeline import MODELS, ReleaseResult
+from synthgeo.release.readme import csv_name, data_user_readme
 from synthgeo.release.schema import validate_release_record
 
 __all__ = ["check_output_dir", "input_paths", "write_release", "package_versions", "release_frames",
@@ -52,8 +52,34 @@ def input_paths(spec) -> list[Path]:
     return [spec.data_path()] + ([spec.source] if spec.source is not None else [])
 
 
+def _release_base(result: ReleaseResult) -> tuple[pd.DataFrame, geopandas.GeoSeries]:
+    """One copy of the records' whitelisted columns, and their geometry in the input's CRS.
+
+    Columns: the id column, the original coordinate columns (CSV input) and the covariates.
+    """
+    spec, data = result.spec, result.data
+    d = spec.data
+    base = pd.DataFrame({data.id_column: data.record_id})
+    for c in [c for c in (d.x, d.y) if c] + d.covariates:
+        base[c] = data.gdf[c].to_numpy()
+    src_crs = data.gdf.attrs.get("source_crs") or data.gdf.crs
+    return base, data.gdf.geometry.to_crs(src_crs).reset_index(drop=True)
+
+
+def _implicate_frame(base: pd.DataFrame, response: str, implicate: int,
+                     values: np.ndarray) -> pd.DataFrame:
+    """``implicate``, the base columns and the synthetic response of one implicate."""
+    f = base.copy()
+    f.insert(0, "implicate", int(implicate))
+    f[response] = values
+    return f
+
+
 def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
-    """Long-form publishable implicates per model (whitelisted columns only).
+    """Long-form publishable implicates per model (whitelisted columns only), in memory.
+
+    The long frame repeats every record's geometry L times: for small releases and
+    analysis; :func:`write_release` writes the same rows implicate by implicate instead.
 
     Returns
     -------
@@ -62,28 +88,63 @@ def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
         CSV input, and the geometry in the input's CRS), covariates, and the synthetic response
         under the response's name. Rows ordered by implicate, then record.
     """
-    spec, data = result.spec, result.data
-    d = spec.data
-    loc_cols = [c for c in (d.x, d.y) if c]
-    base = pd.DataFrame({data.id_column: data.record_id})
-    for c in loc_cols + d.covariates:
-        base[c] = data.gdf[c].to_numpy()
-    src_crs = data.gdf.attrs.get("source_crs") or data.gdf.crs
-    geom = data.gdf.geometry.to_crs(src_crs).reset_index(drop=True)
+    base, geom = _release_base(result)
+    response = result.spec.data.response
     frames = {}
     for name in MODELS:
         ys = result.implicates[name]["y_synthetic"]
-        parts = []
-        for j, imp in enumerate(ys["implicate"].values):
-            f = base.copy()
-            f.insert(0, "implicate", int(imp))
-            f[d.response] = ys.values[j]
-            parts.append(f)
-        long = pd.concat(parts, ignore_index=True)
+        long = pd.concat([_implicate_frame(base, response, imp, ys.values[j])
+                          for j, imp in enumerate(ys["implicate"].values)], ignore_index=True)
         frames[name] = geopandas.GeoDataFrame(
-            long, geometry=np.tile(geom.values, len(parts)), crs=geom.crs
+            long, geometry=np.tile(geom.values, ys.sizes["implicate"]), crs=geom.crs
         )
     return frames
+
+
+def _write_implicates_parquet(path: Path, base: pd.DataFrame, geom: geopandas.GeoSeries,
+                              response: str, ys) -> None:
+    """GeoParquet of all implicates, one row group per implicate, geometry encoded once.
+
+    The first implicate's rows go through :meth:`geopandas.GeoDataFrame.to_parquet` (in
+    memory) for the schema and its GeoParquet metadata and the WKB of the geometry; each
+    implicate is then that table with its ``implicate`` and response columns replaced.
+    Memory: one implicate's rows, whatever L.
+    """
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    imps = ys["implicate"].values
+    first = geopandas.GeoDataFrame(_implicate_frame(base, response, imps[0], ys.values[0]),
+                                   geometry=geom.values, crs=geom.crs)
+    buf = io.BytesIO()
+    first.to_parquet(buf, index=False)
+    table = pq.read_table(io.BytesIO(buf.getvalue()))
+    i_imp, i_resp = table.schema.get_field_index("implicate"), \
+        table.schema.get_field_index(response)
+    n = len(base)
+    with pq.ParquetWriter(path, table.schema, compression="snappy") as writer:
+        for j, imp in enumerate(imps):
+            part = table.set_column(i_imp, "implicate", pa.array(np.full(n, int(imp))))
+            part = part.set_column(i_resp, response, pa.array(ys.values[j]))
+            writer.write_table(part)
+
+
+def _write_implicates(folder: Path, result: ReleaseResult, model: str, *,
+                      parquet_name: str, csv_folder: Path | None = None) -> None:
+    """Write one model's implicates: GeoParquet (and one CSV per implicate, no geometry)."""
+    base, geom = _release_base(result)
+    response = result.spec.data.response
+    ys = result.implicates[model]["y_synthetic"]
+    _write_implicates_parquet(folder / parquet_name, base, geom, response, ys)
+    if csv_folder is None:
+        return
+    frame = base.copy()
+    n_impl = result.spec.synthesis.n_implicates
+    for j, imp in enumerate(ys["implicate"].values):
+        frame[response] = ys.values[j]
+        frame.to_csv(csv_folder / csv_name(int(imp), n_impl), index=False)
 
 
 def _jsonable(obj: Any) -> Any:
@@ -235,17 +296,13 @@ def write_release(
         (rel / "csv").mkdir(parents=True)
         conf = tmp / "confidential"
         conf.mkdir()
-        frames = release_frames(result)
         # the restricted (differentially smoothed) model's implicates are the release; the
         # unrestricted ones are kept for the board only
-        pub = frames["restricted"]
-        pub.to_parquet(rel / "implicates.parquet", index=False)
-        n_impl = result.spec.synthesis.n_implicates
-        for imp, part in pd.DataFrame(pub.drop(columns="geometry")).groupby("implicate"):
-            part.drop(columns="implicate").to_csv(rel / "csv" / csv_name(imp, n_impl),
-                                                  index=False)
+        _write_implicates(rel, result, "restricted", parquet_name="implicates.parquet",
+                          csv_folder=rel / "csv")
         (rel / "README.md").write_text(_data_user_readme(result), encoding="utf-8")
-        frames["unrestricted"].to_parquet(conf / "implicates_unrestricted.parquet", index=False)
+        _write_implicates(conf, result, "unrestricted",
+                          parquet_name="implicates_unrestricted.parquet")
         for name, fit in result.fits.items():
             fit.idata.to_netcdf(str(conf / f"posterior_{name}.nc"), engine="h5netcdf")
         risk = pd.DataFrame({
