@@ -5,7 +5,9 @@ resident set size (RSS) every 20 ms; the pipeline's stage functions (load, locat
 fit, synthesis, risk, utility, spatial utility, report, write) are wrapped so that every
 sample is charged to the innermost stage running. Printed per stage: wall seconds and the
 peak RSS while it ran; for the whole process: wall seconds and the kernel's peak RSS
-(``ru_maxrss`` of the child, which includes imports and everything the samples miss).
+(``ru_maxrss`` of the child, which includes imports and everything the samples miss) and its
+CPU seconds (user + system: a guide to the wall time on a quiet machine when the machine is
+shared).
 With ``--tracemalloc N`` the N allocation sites holding most memory at the traced peak are
 printed too (Python and NumPy allocations; slower).
 
@@ -227,9 +229,10 @@ def main() -> None:
     if not lines:
         raise SystemExit(f"the command failed (status {status}):\n{text[-3000:]}")
     prof = json.loads(lines[-1][8:])
+    cpu = usage.ru_utime + usage.ru_stime
     print(f"{a.case or ' '.join(argv)}: rc {prof['rc']}, wall {wall:.1f} s (process), "
-          f"peak RSS {usage.ru_maxrss / 1024:,.0f} MB (ru_maxrss of the whole process); "
-          f"load {os.getloadavg()[0]:.1f}")
+          f"CPU {cpu:.1f} s, peak RSS {usage.ru_maxrss / 1024:,.0f} MB (ru_maxrss of the "
+          f"whole process); load {os.getloadavg()[0]:.1f}")
     print(f"{'stage':18s} {'calls':>5s} {'seconds':>8s} {'peak RSS MB':>12s}")
     for name, s in prof["stages"].items():
         peak = f"{s['peak_mb']:12,.0f}" if s["peak"] else f"{'(< 20 ms)':>12s}"

@@ -14,6 +14,7 @@ import json
 import math
 import os
 from datetime import datetime, timezone
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -140,11 +141,33 @@ def _write_implicates(folder: Path, result: ReleaseResult, model: str, *,
     _write_implicates_parquet(folder / parquet_name, base, geom, response, ys)
     if csv_folder is None:
         return
-    frame = base.copy()
     n_impl = result.spec.synthesis.n_implicates
-    for j, imp in enumerate(ys["implicate"].values):
-        frame[response] = ys.values[j]
-        frame.to_csv(csv_folder / csv_name(int(imp), n_impl), index=False)
+    for imp, text in zip(ys["implicate"].values, _csv_texts(base, response, ys.values)):
+        with open(csv_folder / csv_name(int(imp), n_impl), "w", encoding="utf-8",
+                  newline="") as fh:
+            fh.write(text)
+
+
+def _csv_texts(base: pd.DataFrame, response: str, values: np.ndarray) -> Iterator[str]:
+    """Yield ``pd.concat([base, response column]).to_csv(index=False)`` for each row of values.
+
+    The base columns are formatted once and only the response column per implicate (the
+    same bytes as formatting the whole frame each time, several times faster). A base whose
+    text spans extra lines (a quoted newline in an id) is formatted whole each time.
+    """
+    eol = os.linesep
+    lines = base.to_csv(index=False, lineterminator=eol).split(eol)
+    if len(lines) != len(base) + 2:  # a field holds a line break: no shortcut
+        frame = base.copy()
+        for row in values:
+            frame[response] = row
+            yield frame.to_csv(index=False, lineterminator=eol)
+        return
+    header = pd.DataFrame(columns=[response]).to_csv(index=False, lineterminator=eol)
+    head = f"{lines[0]},{header[:-len(eol)]}{eol}"
+    for row in values:
+        col = pd.Series(row).to_csv(index=False, header=False, lineterminator=eol)
+        yield head + "".join(f"{b},{v}{eol}" for b, v in zip(lines[1:-1], col.split(eol)))
 
 
 def _jsonable(obj: Any) -> Any:
