@@ -16,6 +16,7 @@ import pytest
 from synthgeo import SpecError
 from synthgeo.config import (
     AnonymityConfig,
+    ComputeConfig,
     DataConfig,
     ModelConfig,
     ReleaseSpec,
@@ -131,10 +132,10 @@ def test_to_dict_contains_every_default(tmp_path):
     spec = load_spec(write_spec(tmp_path, MINIMAL))
     rec = spec.to_dict()
     assert set(rec) == {"data", "model", "sampling", "synthesis", "risk", "utility", "anonymity",
-                        "source"}
+                        "compute", "source"}
     sections = {"data": DataConfig, "model": ModelConfig, "sampling": SamplingConfig,
                 "synthesis": SynthesisConfig, "risk": RiskConfig, "utility": UtilityConfig,
-                "anonymity": AnonymityConfig}
+                "anonymity": AnonymityConfig, "compute": ComputeConfig}
     for name, cls in sections.items():
         assert set(rec[name]) == {f.name for f in dataclasses.fields(cls)}, name
         for key, default in _field_defaults(cls).items():
@@ -366,3 +367,14 @@ def test_gp_priors_refuse_non_positive_values():
         GPPriors(**ok, sigma2_shape=float("nan"))
     with pytest.raises(SpecError, match=r"0 < `range_min_m` < `range_max_m`, got 1000\.0, 10\.0"):
         GPPriors(**{**ok, "range_min_m": 1000.0, "range_max_m": 10.0})
+
+
+def test_compute_scheduler_is_a_scheduler_address(tmp_path):
+    text = MINIMAL + '\n[compute]\nscheduler = "tcp://10.0.0.5:8786"\n'
+    spec = load_spec(write_spec(tmp_path, text))
+    assert spec.compute.scheduler == "tcp://10.0.0.5:8786"
+    assert load_spec(write_spec(tmp_path, MINIMAL)).compute.scheduler is None
+    for bad in ("10.0.0.5:8786", "http://host:8786", "tcp://", 8786):
+        with pytest.raises(SpecError, match=r"`\[compute\] scheduler` must be the address of a "
+                                            r"dask.distributed scheduler"):
+            ComputeConfig(scheduler=bad)

@@ -2,34 +2,17 @@
 
 from __future__ import annotations
 
-import arviz as az
 import numpy as np
 import pytest
 import xarray as xr
 
-from synthgeo.inference.result import GPFit, check_convergence, require_convergence
+from synthgeo.inference.result import require_convergence
 from synthgeo.synthesis.implicates import draw_implicates, implicate_draw_index
+from synthgeo.testing import fake_fit
 
 
 def _fake_fit(n_chain=2, n_draw=50, n_site=3, nugget=1e-12):
-    rng = np.random.default_rng(0)
-    post = xr.Dataset({
-        "beta": (("chain", "draw", "coef"), rng.normal(size=(n_chain, n_draw, 2))),
-        "w": (("chain", "draw", "site"), rng.normal(size=(n_chain, n_draw, n_site))),
-        "nugget": (("chain", "draw"), np.full((n_chain, n_draw), nugget)),
-        "sigma2": (("chain", "draw"), rng.gamma(2, size=(n_chain, n_draw))),
-        "range": (("chain", "draw"), rng.gamma(2, size=(n_chain, n_draw))),
-    }, coords={"chain": range(n_chain), "draw": range(n_draw), "coef": ["a", "b"]})
-    idata = az.InferenceData(
-        posterior=post,
-        sample_stats=xr.Dataset({"diverging": (("chain", "draw"),
-                                               np.zeros((n_chain, n_draw), bool))}),
-        constant_data=xr.Dataset({"site_index": ("record", [0, 1, 1, 2]),
-                                  "scale": ("site", [1.0, 0.0, 1.0])}),
-    )
-    conv = check_convergence(idata)
-    return GPFit(idata=idata, scale=np.array([1.0, 0.0, 1.0]), priors=None, convergence=conv,
-                 seconds={})
+    return fake_fit(n_chain, n_draw, n_site, nugget=nugget)
 
 
 def test_draw_index_spread_over_chains():
@@ -77,3 +60,20 @@ def test_convergence_gate():
         require_convergence({"restricted": fit}, "stop")
     with pytest.warns(UserWarning, match="convergence problems"):
         require_convergence({"restricted": fit}, "warn")
+
+
+def test_implicates_do_not_depend_on_blocks_and_use_their_own_seeds():
+    """Implicate ℓ is a function of its draw and its own seed: blocks do not change it."""
+    fit = _fake_fit(nugget=0.5)
+    X = np.column_stack([np.ones(4), np.arange(4.0)])
+    a = draw_implicates(fit, X, n_implicates=20, random_seed=3, chunk=1)
+    b = draw_implicates(fit, X, n_implicates=20, random_seed=3, chunk=7)
+    xr.testing.assert_identical(a, b)
+    # the noise of implicate ℓ is default_rng(SeedSequence(3).spawn(20)[ℓ]), sd sqrt(0.5)
+    post = fit.idata.posterior
+    c, d = a["source_chain"].values, a["source_draw"].values
+    mean = post["beta"].values[c, d] @ X.T + (post["w"].values[c, d] * [1, 0, 1])[:, [0, 1, 1, 2]]
+    for ell, child in enumerate(np.random.SeedSequence(3).spawn(20)):
+        z = np.random.default_rng(child).standard_normal(4)
+        np.testing.assert_allclose(a["y_synthetic"].values[ell], mean[ell] + z * np.sqrt(0.5),
+                                   rtol=0, atol=1e-12)

@@ -20,7 +20,8 @@ from synthgeo.io.paths import resolve_input
 
 __all__ = [
     "DataConfig", "ModelConfig", "SamplingConfig", "SynthesisConfig", "RiskConfig", "RiskTarget",
-    "UtilityConfig", "AnonymityConfig", "ReleaseSpec", "load_spec", "bundled_spec_path",
+    "UtilityConfig", "AnonymityConfig", "ComputeConfig",
+    "ReleaseSpec", "load_spec", "bundled_spec_path",
 ]
 
 BUNDLED_SPEC = "sacramento_2bed.toml"
@@ -574,6 +575,27 @@ class AnonymityConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ComputeConfig:
+    """Where the parallel work runs (optional section; docs/inference.md).
+
+    ``scheduler``: address of a ``dask.distributed`` scheduler (e.g. ``"tcp://10.0.0.5:8786"``)
+    that computes the implicate stream (:func:`synthgeo.compute.map_batches`); left out, the
+    work runs in this process. The files do not depend on it (same seed, same bytes).
+    """
+
+    scheduler: str | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse anything but a scheduler URL with a :class:`SpecError` naming the key."""
+        from synthgeo.compute import check_scheduler_address
+
+        try:
+            check_scheduler_address(self.scheduler, where="spec `[compute] scheduler`")
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
+
+
+@dataclass(frozen=True, kw_only=True)
 class ReleaseSpec:
     """A whole release spec. ``source`` is the spec file (paths resolve against its folder)."""
 
@@ -584,6 +606,7 @@ class ReleaseSpec:
     risk: RiskConfig = field(default_factory=RiskConfig)
     utility: UtilityConfig = field(default_factory=UtilityConfig)
     anonymity: AnonymityConfig = field(default_factory=AnonymityConfig)
+    compute: ComputeConfig = field(default_factory=ComputeConfig)
     source: Path | None = None
 
     def __post_init__(self) -> None:
@@ -649,7 +672,7 @@ class ReleaseSpec:
 _SECTIONS = {
     "data": DataConfig, "model": ModelConfig, "sampling": SamplingConfig,
     "synthesis": SynthesisConfig, "risk": RiskConfig, "utility": UtilityConfig,
-    "anonymity": AnonymityConfig,
+    "anonymity": AnonymityConfig, "compute": ComputeConfig,
 }
 
 

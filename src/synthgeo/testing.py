@@ -7,7 +7,8 @@ from scipy.spatial.distance import cdist
 
 from synthgeo.model.kernels import exponential_correlation
 
-__all__ = ["simulate_gp", "fake_fitter", "fake_release_result", "fake_spec", "clustered_points"]
+__all__ = ["simulate_gp", "fake_fitter", "fake_release_result", "fake_spec", "clustered_points",
+           "fake_fit"]
 
 
 def simulate_gp(
@@ -222,3 +223,55 @@ def clustered_points(
     clustered = centres[rng.integers(0, n_clusters, n_c)] + rng.normal(0, cluster_sd_m, (n_c, 2))
     background = rng.uniform(0, extent_m, size=(n - n_c, 2))
     return np.vstack([clustered, background])
+
+
+def fake_fit(n_chain: int = 2, n_draw: int = 50, n_site: int = 3, *, nugget: float = 1e-12,
+             scale=(1.0, 0.0, 1.0), site_index=(0, 1, 1, 2), random_seed: int = 0):
+    """Return a :class:`~synthgeo.inference.result.GPFit` of random numbers (not a posterior).
+
+    For tests and examples of what comes after a fit (synthesis, risk): ``beta`` (2 coefs),
+    ``w``, ``sigma2``, ``range`` and ``phi`` drawn at random, ``nugget`` constant.
+
+    Parameters
+    ----------
+    n_chain, n_draw, n_site : int
+    nugget : float, default=1e-12
+        τ² of every draw.
+    scale : sequence of float of length n_site
+        D's diagonal.
+    site_index : sequence of int
+        Site of each record (its length is the number of records).
+    random_seed : int, default=0
+
+    Returns
+    -------
+    GPFit
+
+    Examples
+    --------
+    >>> fake_fit().idata.posterior["w"].shape
+    (2, 50, 3)
+    """
+    import arviz as az
+    import xarray as xr
+
+    from synthgeo.inference.result import GPFit, check_convergence
+
+    rng = np.random.default_rng(random_seed)
+    shape = (n_chain, n_draw)
+    post = xr.Dataset({
+        "beta": (("chain", "draw", "coef"), rng.normal(size=(*shape, 2))),
+        "w": (("chain", "draw", "site"), rng.normal(size=(*shape, n_site))),
+        "nugget": (("chain", "draw"), np.full(shape, nugget)),
+        "sigma2": (("chain", "draw"), rng.gamma(2, size=shape)),
+        "range": (("chain", "draw"), rng.gamma(2, size=shape)),
+    }, coords={"chain": range(n_chain), "draw": range(n_draw), "coef": ["a", "b"]})
+    post["phi"] = 3.0 / post["range"]
+    idata = az.InferenceData(
+        posterior=post,
+        sample_stats=xr.Dataset({"diverging": (("chain", "draw"), np.zeros(shape, bool))}),
+        constant_data=xr.Dataset({"site_index": ("record", list(site_index)),
+                                  "scale": ("site", list(scale))}),
+    )
+    return GPFit(idata=idata, scale=np.asarray(scale, float), priors=None,
+                 convergence=check_convergence(idata), seconds={})

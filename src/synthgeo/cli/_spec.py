@@ -20,6 +20,7 @@ OVERRIDES = {
     # the location keys (cli._options.SPEC_DATA / SPEC_ANONYMITY)
     "data": (("coord_unit_m", "coord_unit_m"), ("accept_small_extent", "accept_small_extent")),
     "anonymity": (("treatment", "treatment"), ("on_location_failure", "on_location_failure")),
+    "compute": (("scheduler", "scheduler"),),
 }
 
 _OVERRIDE_HELP = {
@@ -56,6 +57,10 @@ def add_spec_arguments(p: argparse.ArgumentParser, *, overrides: bool = True) ->
                    help="when a fit fails its checks (R-hat > 1.01, divergences, low ESS): stop "
                         "before writing anything, or warn and go on (default: the spec's "
                         "[sampling] on_convergence_failure; bundled spec: stop)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="address of a dask.distributed scheduler (e.g. tcp://10.0.0.5:8786) "
+                        "that computes the implicates; the files are the same as without it "
+                        "(default: the spec's [compute] scheduler; none: this process)")
 
 
 def add_output_arguments(p: argparse.ArgumentParser, *, default: str | None, holds: str) -> None:

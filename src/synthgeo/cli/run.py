@@ -38,6 +38,10 @@ def run(args: argparse.Namespace, say) -> int:
     spec = spec_from_args(args)
     out = Path(args.out)
     check_output_dir(out, overwrite=args.overwrite, inputs=input_paths(spec))
+    if spec.compute.scheduler is not None:  # refuse an unreachable cluster before the fits
+        from synthgeo.compute import check_scheduler_reachable
+
+        check_scheduler_reachable(spec.compute.scheduler)
     say(f"synthgeo {__version__}: {spec.source}")
     bars = getattr(args, "progressbar", False)
     rel = sg.run(spec, progress=lambda m: say(f"  {m}"), progressbar=bars)

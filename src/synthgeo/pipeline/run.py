@@ -173,7 +173,8 @@ def _synthesize(spec: ReleaseSpec, data: PreparedData, fits: dict[str, GPFit], s
         name: draw_implicates(fits[name], data.X, n_implicates=spec.synthesis.n_implicates,
                               record_id=data.record_id, random_seed=seeds[i],
                               at_risk_effect=(spec.model.at_risk_effect
-                                              if name == "restricted" else "zero"))
+                                              if name == "restricted" else "zero"),
+                              scheduler=spec.compute.scheduler)  # [compute]: where blocks run
         for i, name in progress_iter(enumerate(MODELS), enabled=progressbar, desc="synthesis",
                                      total=len(MODELS), unit="model")
     }

@@ -20,7 +20,7 @@ from synthgeo.model.transform import BACK_TRANSFORMS, within_tolerance
 from synthgeo.risk.measure import _fmt
 from synthgeo.risk.measure import measure_label as _label
 
-__all__ = ["RiskResult", "within_eps_risk", "summarise_risk"]
+__all__ = ["RiskResult", "RiskTally", "within_eps_risk", "summarise_risk"]
 
 _TRANSFORMS = BACK_TRANSFORMS
 _BASE_GROUPS = ("at_risk", "other", "all")
@@ -65,6 +65,24 @@ def _check_tolerances(values: Any, name: str) -> tuple[float, ...]:
     return tuple(float(v) for v in arr)
 
 
+def _check_truth(truth: Any, n_rec: int | None) -> np.ndarray:
+    """Return ``truth`` as a finite float array of shape (n_rec,)."""
+    try:
+        y = np.asarray(truth, dtype=float)
+    except (TypeError, ValueError) as err:
+        msg = f"`truth` must be numeric array-like, got {type(truth).__name__!r}."
+        raise TypeError(msg) from err
+    if y.ndim != 1 or (n_rec is not None and y.shape != (n_rec,)):
+        raise ValueError(
+            f"`truth` must have shape (n_records,) = ({n_rec},) to match `synthetic`, "
+            f"got shape {y.shape!r}."
+        )
+    if not np.all(np.isfinite(y)):
+        n_bad = int(np.sum(~np.isfinite(y)))
+        raise ValueError(f"`truth` contains {n_bad} NaN or infinite value(s); drop those records.")
+    return y
+
+
 def _prepare(
     synthetic: Any, truth: Any, eps: Any, p: Any, transform: Any
 ) -> tuple[xr.DataArray, np.ndarray, tuple[float, ...], tuple[float, ...]]:
@@ -73,20 +91,7 @@ def _prepare(
         raise ValueError(f"`transform` must be one of {_TRANSFORMS!r}, got {transform!r}.")
     synthetic = _check_synthetic(synthetic)
     eps_t, p_t = _check_tolerances(eps, "eps"), _check_tolerances(p, "p")
-    try:
-        y = np.asarray(truth, dtype=float)
-    except (TypeError, ValueError) as err:
-        msg = f"`truth` must be numeric array-like, got {type(truth).__name__!r}."
-        raise TypeError(msg) from err
-    n_rec = synthetic.sizes["record"]
-    if y.shape != (n_rec,):
-        raise ValueError(
-            f"`truth` must have shape (n_records,) = ({n_rec},) to match `synthetic`, "
-            f"got shape {y.shape!r}."
-        )
-    if not np.all(np.isfinite(y)):
-        n_bad = int(np.sum(~np.isfinite(y)))
-        raise ValueError(f"`truth` contains {n_bad} NaN or infinite value(s); drop those records.")
+    y = _check_truth(truth, synthetic.sizes["record"])
     return synthetic, y, eps_t, p_t
 
 
@@ -199,7 +204,8 @@ def within_eps_risk(
     geometric mean of the synthetic dollar values. Every comparison is made on the model scale
     (:func:`synthgeo.model.transform.within_tolerance`: |expm1(y† − y)| ≤ p and
     y + log|expm1(y† − y)| ≤ log ε), so values above 709.78, where exp overflows, are scored
-    correctly. Records are vectorised; memory is O(L · n_records) per tolerance.
+    correctly. Implicates are counted one at a time (:class:`RiskTally`): memory is
+    O(n_records · n_tolerances), whatever L.
 
     References
     ----------
@@ -225,32 +231,121 @@ def within_eps_risk(
             UserWarning,
             stacklevel=2,
         )
-    ys = synthetic.values
-    y_avg = ys.mean(axis=0)  # implicate average on the model scale (geometric mean for exp)
-    risk_abs = np.stack([within_tolerance(ys, y, "abs", e, transform).mean(axis=0)
-                         for e in eps_t], axis=1)
-    risk_rel = np.stack([within_tolerance(ys, y, "rel", q, transform).mean(axis=0)
-                         for q in p_t], axis=1)
-    attack_abs = np.stack([within_tolerance(y_avg, y, "abs", e, transform) for e in eps_t], 1)
-    attack_rel = np.stack([within_tolerance(y_avg, y, "rel", q, transform) for q in p_t], 1)
-
+    tally = RiskTally(y, eps=eps_t, p=p_t, transform=transform)
+    tally.add(synthetic.values)
     record = synthetic["record"].values if "record" in synthetic.coords else np.arange(n_rec)
-    from synthgeo import __version__  # here, not at the top: the package imports this module
+    return tally.result(record=record)
 
-    ds = xr.Dataset(
-        {
-            "risk_abs": (("record", "eps"), risk_abs),
-            "risk_rel": (("record", "p"), risk_rel),
-            "attack_abs": (("record", "eps"), attack_abs),
-            "attack_rel": (("record", "p"), attack_rel),
-        },
-        coords={"record": record, "eps": list(eps_t), "p": list(p_t)},
-        attrs={"transform": transform, "n_implicates": n_impl, "synthgeo_version": __version__,
-               "created_at": datetime.now(timezone.utc).isoformat()},
-    )
-    ds["eps"].attrs["units"] = "dollars" if transform == "exp" else "scale of g(y)"
-    ds["p"].attrs["units"] = "fraction of |g(y)|"
-    return RiskResult(per_record=ds, eps=eps_t, p=p_t, transform=transform, n_implicates=n_impl)
+
+class RiskTally:
+    """Within-ε risk counted implicate by implicate (for blocks that arrive one at a time).
+
+    :func:`within_eps_risk` is ``RiskTally(...).add(all implicates).result()``; a streamed
+    synthesis adds each block as it is drawn and gets the same numbers: per record it counts
+    the implicates within each tolerance (integers) and sums the implicates in order ℓ = 1..L
+    for the implicate-average attack, so neither depends on how the implicates are grouped.
+    Memory: O(n_records · n_tolerances), whatever L.
+
+    Parameters
+    ----------
+    truth : array-like of shape (n_records,)
+        Confidential values Y on the model scale.
+    eps, p, transform
+        As :func:`within_eps_risk`.
+
+    Raises
+    ------
+    ValueError, TypeError
+        As :func:`within_eps_risk` for the truth, the tolerances and the transform.
+
+    Examples
+    --------
+    >>> tally = RiskTally(np.log([100_000.0]), eps=10_000)
+    >>> tally.add(np.log([[100_500.0], [150_000.0]]))
+    >>> tally.add(np.log([[95_000.0], [120_000.0], [101_000.0]]))
+    >>> float(tally.result().per_record["risk_abs"].item())
+    0.6
+    """
+
+    def __init__(self, truth: Any, *, eps: float | Sequence[float] = (10_000.0,),
+                 p: float | Sequence[float] = (0.1,), transform: str = "exp") -> None:
+        if transform not in _TRANSFORMS:
+            raise ValueError(f"`transform` must be one of {_TRANSFORMS!r}, got {transform!r}.")
+        self.eps, self.p = _check_tolerances(eps, "eps"), _check_tolerances(p, "p")
+        self.transform = transform
+        self.truth = _check_truth(truth, None)
+        n = self.truth.size
+        self._n_abs = np.zeros((n, len(self.eps)), np.int64)
+        self._n_rel = np.zeros((n, len(self.p)), np.int64)
+        self._sum = np.zeros(n)
+        self.n_implicates = 0
+
+    def add(self, block: Any) -> None:
+        """Count the implicates of ``block``, shape (k, n_records), model scale, in row order.
+
+        Raises
+        ------
+        ValueError
+            For the wrong number of records, or a NaN or infinite value.
+        """
+        block = np.atleast_2d(np.asarray(block, dtype=float))
+        if block.ndim != 2 or block.shape[1] != self.truth.size:
+            raise ValueError(f"a block must have shape (k, {self.truth.size}) (implicates, "
+                             f"records), got {block.shape!r}.")
+        if not np.all(np.isfinite(block)):
+            raise ValueError(
+                f"`synthetic` contains {int(np.sum(~np.isfinite(block)))} NaN or infinite "
+                "value(s); every implicate must hold a value for every record."
+            )
+        for row in block:
+            self._n_abs += self._within(row, "abs")
+            self._n_rel += self._within(row, "rel")
+            self._sum += row
+        self.n_implicates += block.shape[0]
+
+    def _within(self, row: np.ndarray, kind: str) -> np.ndarray:
+        """(n_records, n_tolerances) bool: row within each tolerance of the truth (overflow-free,
+        :func:`synthgeo.model.transform.within_tolerance`)."""
+        tols = self.eps if kind == "abs" else self.p
+        return np.stack([within_tolerance(row, self.truth, kind, t, self.transform)
+                         for t in tols], axis=1)
+
+    def result(self, record: Any = None) -> RiskResult:
+        """Return the :class:`RiskResult` of the implicates added so far.
+
+        Parameters
+        ----------
+        record : array-like of shape (n_records,), optional
+            The ``record`` coordinate (default 0..n−1).
+
+        Raises
+        ------
+        ValueError
+            If no implicate was added.
+        """
+        L = self.n_implicates
+        if L == 0:
+            raise ValueError("no implicates were added to the risk tally.")
+        avg = self._sum / L  # implicate average on the model scale
+        record = np.arange(self.truth.size) if record is None else np.asarray(record)
+        from synthgeo import __version__  # here, not at the top: the package imports this
+
+        ds = xr.Dataset(
+            {
+                "risk_abs": (("record", "eps"), self._n_abs / L),
+                "risk_rel": (("record", "p"), self._n_rel / L),
+                "attack_abs": (("record", "eps"), self._within(avg, "abs")),
+                "attack_rel": (("record", "p"), self._within(avg, "rel")),
+            },
+            coords={"record": record, "eps": list(self.eps), "p": list(self.p)},
+            attrs={"transform": self.transform, "n_implicates": L,
+                   "synthgeo_version": __version__,
+                   "created_at": datetime.now(timezone.utc).isoformat()},
+        )
+        ds["eps"].attrs["units"] = "dollars" if self.transform == "exp" else "scale of g(y)"
+        ds["p"].attrs["units"] = "fraction of |g(y)|"
+        return RiskResult(per_record=ds, eps=self.eps, p=self.p, transform=self.transform,
+                          n_implicates=L)
 
 
 def _check_mask(mask: Any, name: str, n: int) -> np.ndarray:

@@ -261,7 +261,8 @@ def compare_models(spec: ReleaseSpec | str | os.PathLike, *, points=None, fitter
     fit = make_fitter(spec, sub, fitter=fitter)(random_seed=int(seeds[0].generate_state(1)[0]),
                                                 label="suppressed")
     supp = draw_implicates(fit, sub.X, n_implicates=spec.synthesis.n_implicates,
-                           record_id=sub.record_id, random_seed=seeds[1])
+                           record_id=sub.record_id, random_seed=seeds[1],
+                           scheduler=spec.compute.scheduler)
     seconds["fit_suppressed"] = time.perf_counter() - t
     t = time.perf_counter()
     supp_risk = within_eps_risk(supp["y_synthetic"], sub.y, eps=spec.risk.eps, p=spec.risk.p,

@@ -1,23 +1,38 @@
-"""L partially synthetic implicates from the posterior predictive (docs/model.md, "Synthesis").
+"""L partially synthetic implicates from the posterior predictive: the one implementation
+(docs/model.md, "Synthesis").
 
 For ℓ = 1..L, with posterior draws spread evenly over chains and draws::
 
     Y†^(ℓ) = X β^(ℓ) + A D^(ℓ) w^(ℓ) + e^(ℓ),   e^(ℓ) ~ N(0, τ²^(ℓ) I)
 
-(Quick, Holan & Wikle 2018, Sect. 2–3; partially synthetic data after Reiter 2003).
+(Quick, Holan & Wikle 2018, JRSS-A 181(3), doi:10.1111/rssa.12360, Sect. 2–3; partially
+synthetic data after Reiter 2003; docs/model.md, "Synthesis").
+
+Implicate ℓ is a pure function of its posterior draw and its own seed,
+``SeedSequence(seed).spawn(L)[ℓ]`` (:func:`implicate_seeds`), so implicates can be made in
+any grouping and anywhere: :func:`draw_implicates` (in memory), :func:`synthgeo.synthesis.
+stream.stream_release` (to Zarr, chunk by chunk) and either on a ``dask.distributed`` cluster
+(:func:`synthgeo.compute.map_batches`) give the same bytes for one seed.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
 
+from synthgeo.compute import map_batches
 from synthgeo.inference.result import GPFit
 from synthgeo.model.kriging import kriged_effects
 
-__all__ = ["draw_implicates", "implicate_draw_index"]
+__all__ = ["ImplicateDraws", "draw_implicates", "implicate_blocks", "implicate_draw_index",
+           "implicate_seeds", "DEFAULT_CHUNK"]
+
+#: Implicates per block (one task on a cluster).
+DEFAULT_CHUNK = 10
 
 
 def implicate_draw_index(n_chain: int, n_draw: int, n_implicates: int) -> np.ndarray:
@@ -27,6 +42,11 @@ def implicate_draw_index(n_chain: int, n_draw: int, n_implicates: int) -> np.nda
     ------
     ValueError
         If fewer than 2 implicates are asked for, or more than there are posterior draws.
+
+    Examples
+    --------
+    >>> implicate_draw_index(2, 3, 3).tolist()
+    [0, 2, 5]
     """
     total = n_chain * n_draw
     if not (2 <= n_implicates <= total):
@@ -37,73 +57,268 @@ def implicate_draw_index(n_chain: int, n_draw: int, n_implicates: int) -> np.nda
     return np.unique(np.round(np.linspace(0, total - 1, n_implicates)).astype(int))
 
 
+def implicate_seeds(
+    seed: int | np.random.SeedSequence | np.random.Generator | None, n_implicates: int
+) -> list[np.random.SeedSequence]:
+    """One seed per implicate: the children ``SeedSequence(seed).spawn(n_implicates)``.
+
+    Computed without spawning from (and so without changing) a SeedSequence that is passed
+    in: the same argument always gives the same children.
+
+    Parameters
+    ----------
+    seed : int, SeedSequence, Generator or None
+        A Generator contributes 128 bits drawn from it; None, fresh entropy.
+    n_implicates : int
+
+    Returns
+    -------
+    list of numpy.random.SeedSequence
+
+    Examples
+    --------
+    >>> a = implicate_seeds(5, 3)
+    >>> b = np.random.SeedSequence(5).spawn(3)
+    >>> all((x.generate_state(2) == y.generate_state(2)).all() for x, y in zip(a, b))
+    True
+    """
+    if isinstance(seed, np.random.Generator):
+        seed = np.random.SeedSequence(seed.integers(0, 2**32, size=4, dtype=np.uint64))
+    elif not isinstance(seed, np.random.SeedSequence):
+        seed = np.random.SeedSequence(seed)
+    return [np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, ell),
+                                   pool_size=seed.pool_size)
+            for ell in range(n_implicates)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImplicateDraws:
+    """The posterior draws that become implicates, one row per implicate ℓ.
+
+    Attributes
+    ----------
+    beta : ndarray of shape (L, p)
+        Regression coefficients (model scale).
+    nugget : ndarray of shape (L,)
+        τ² (model scale squared), ≥ 0.
+    effect : ndarray or dask.array.Array of shape (L, S)
+        The spatial effect synthesised at each site: D w (restricted model), w (unrestricted),
+        or with kriged values at the at-risk sites. A Dask array chunked along the first axis
+        keeps it out of memory (rows are computed one block at a time).
+    source_chain, source_draw : ndarray of int, shape (L,), optional
+        Where in the posterior each row comes from.
+    """
+
+    beta: np.ndarray
+    nugget: np.ndarray
+    effect: object
+    source_chain: np.ndarray | None = None
+    source_draw: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        """Check that the rows agree (L) and that τ² ≥ 0."""
+        beta, nugget = np.asarray(self.beta, float), np.asarray(self.nugget, float)
+        L = beta.shape[0]
+        if beta.ndim != 2 or nugget.shape != (L,) or len(self.effect.shape) != 2 \
+                or self.effect.shape[0] != L:
+            raise ValueError(
+                f"`beta` (L, p), `nugget` (L,) and `effect` (L, S) must have one row per "
+                f"implicate, got shapes {beta.shape}, {nugget.shape}, {self.effect.shape}"
+            )
+        if not np.all(nugget >= 0):
+            raise ValueError(f"`nugget` (tau2) must be >= 0, got min {nugget.min()!r}")
+
+    @property
+    def n_implicates(self) -> int:
+        """L."""
+        return int(np.shape(self.beta)[0])
+
+    @classmethod
+    def from_fit(cls, fit: GPFit, n_implicates: int, *,
+                 at_risk_effect: str = "zero") -> ImplicateDraws:
+        """Return the draws of ``fit`` that become ``n_implicates`` implicates.
+
+        Parameters
+        ----------
+        fit : GPFit
+            Posterior with ``beta``, ``nugget``, ``phi`` and w (stored or through
+            :meth:`GPFit.effects`); ``constant_data`` with ``site_x_m``/``site_y_m`` when
+            ``at_risk_effect = "kriged"``.
+        n_implicates : int
+            L (see :func:`implicate_draw_index`).
+        at_risk_effect : {"zero", "kriged"}, default="zero"
+            Effect at sites with d_s = 0 in every draw (at risk under γ = ∞): none (the
+            paper), or the kriging mean of w there from the other sites' w of the same draw
+            (:func:`synthgeo.model.kriging.kriged_effects`; beyond the paper, docs/model.md).
+
+        Returns
+        -------
+        ImplicateDraws
+
+        Raises
+        ------
+        ValueError
+            For an unknown ``at_risk_effect`` or an impossible L.
+        """
+        if at_risk_effect not in ("zero", "kriged"):
+            raise ValueError(f"`at_risk_effect` must be 'zero' or 'kriged', got "
+                             f"{at_risk_effect!r}")
+        post = fit.idata.posterior
+        n_draw = post.sizes["draw"]
+        flat = implicate_draw_index(post.sizes["chain"], n_draw, n_implicates)
+        ci, di = np.divmod(flat, n_draw)
+        w = fit.effects(flat)  # (L, S)
+        d = fit.scales(flat)  # (L, S)
+        effect = w * d
+        inactive = np.all(d == 0, axis=0)
+        if at_risk_effect == "kriged" and inactive.any():
+            const = fit.idata.constant_data
+            coords = np.column_stack([const["site_x_m"].values, const["site_y_m"].values])
+            kriged = kriged_effects(w, post["phi"].values[ci, di], coords, inactive,
+                                    n_neighbors=fit.engine.get("n_neighbors"))
+            effect[:, inactive] = kriged[:, inactive]
+        return cls(beta=post["beta"].values[ci, di], nugget=post["nugget"].values[ci, di],
+                   effect=effect, source_chain=post["chain"].values[ci],
+                   source_draw=post["draw"].values[di])
+
+
+def implicate_block(batch: tuple, *, XT: np.ndarray, site_index: np.ndarray) -> np.ndarray:
+    """Implicates ``lo..lo+k-1`` from their draws and seeds: the formula, shape (k, N).
+
+    Parameters
+    ----------
+    batch : tuple
+        ``(beta (k, p), nugget (k,), effect (k, S), seeds (k SeedSequences))``.
+    XT : ndarray of shape (p, N)
+        The design matrix, transposed (released covariates).
+    site_index : ndarray of int, shape (N,)
+        Site of each record.
+
+    Returns
+    -------
+    ndarray of shape (k, N), float64
+        Row j is Xβ_j + effect_j[site_index] + sqrt(τ²_j) z_j with z_j standard normal from
+        ``default_rng(seeds[j])``. Xβ is summed column by column (no BLAS), so a row does not
+        depend on how rows are grouped into blocks or on the machine's thread count.
+    """
+    beta, nugget, effect, seeds = batch
+    effect = np.asarray(effect, dtype=float)
+    out = np.empty((len(seeds), XT.shape[1]))
+    for j, seed in enumerate(seeds):
+        row = out[j]
+        np.multiply(XT[0], beta[j, 0], out=row)
+        for c in range(1, XT.shape[0]):
+            row += XT[c] * beta[j, c]
+        row += effect[j][site_index]
+        row += np.random.default_rng(seed).standard_normal(row.size) * np.sqrt(nugget[j])
+    return out
+
+
+def implicate_blocks(
+    draws: ImplicateDraws, X: np.ndarray, site_index: np.ndarray, *,
+    seed: int | np.random.SeedSequence | np.random.Generator | None,
+    chunk: int = DEFAULT_CHUNK, scheduler=None,
+) -> Iterator[tuple[int, np.ndarray]]:
+    """Yield ``(lo, block)``: implicates ``lo..lo+k-1`` (shape (k, N)), in order.
+
+    Parameters
+    ----------
+    draws : ImplicateDraws
+    X : ndarray of shape (N, p)
+    site_index : ndarray of int, shape (N,)
+    seed : int, SeedSequence, Generator or None
+        Root of the per-implicate seeds (:func:`implicate_seeds`).
+    chunk : int, default=DEFAULT_CHUNK
+        Implicates per block; the values do not depend on it.
+    scheduler : str, distributed.Client or None
+        Where the blocks are computed (:func:`synthgeo.compute.map_batches`).
+
+    Yields
+    ------
+    (int, ndarray of shape (k, N))
+    """
+    if not (isinstance(chunk, int) and chunk >= 1):
+        raise ValueError(f"`chunk` must be a positive integer, got {chunk!r}")
+    L = draws.n_implicates
+    seeds = implicate_seeds(seed, L)
+    beta, nugget = np.asarray(draws.beta, float), np.asarray(draws.nugget, float)
+    starts = range(0, L, chunk)
+
+    def batches():
+        for lo in starts:
+            hi = min(lo + chunk, L)
+            rows = draws.effect[lo:hi]
+            rows = rows.compute() if hasattr(rows, "compute") else np.asarray(rows)
+            yield beta[lo:hi], nugget[lo:hi], rows, seeds[lo:hi]
+
+    shared = {"XT": np.ascontiguousarray(np.asarray(X, float).T),
+              "site_index": np.asarray(site_index)}
+    blocks = map_batches(implicate_block, batches(), scheduler=scheduler, shared=shared)
+    yield from zip(starts, blocks)
+
+
 def draw_implicates(
     fit: GPFit,
     X: np.ndarray,
     *,
     n_implicates: int = 100,
     record_id: np.ndarray | None = None,
-    random_seed: int | np.random.Generator | None = None,
+    random_seed: int | np.random.SeedSequence | np.random.Generator | None = None,
     at_risk_effect: str = "zero",
+    scheduler=None,
+    chunk: int = DEFAULT_CHUNK,
 ) -> xr.Dataset:
-    """Draw L partially synthetic responses for every record.
+    """Draw L partially synthetic responses for every record, in memory.
 
     Parameters
     ----------
     fit : GPFit
-        Fitted model whose posterior holds ``beta``, ``w``, ``nugget`` and whose
-        ``constant_data`` holds ``scale`` and ``site_index``.
+        Fitted model whose posterior holds ``beta``, ``w`` (or an effect sampler), ``nugget``
+        and whose ``constant_data`` holds ``scale`` and ``site_index``.
     X : ndarray of shape (n_records, n_coef)
         Design matrix (released covariates; unchanged).
     n_implicates : int, default=100
         L. A warning is issued for L < 5.
     record_id : ndarray of shape (n_records,), optional
         Values of the ``record`` coordinate (the input's record ids).
-    random_seed : int, Generator or None
-        Seed for the error draws e.
+    random_seed : int, SeedSequence, Generator or None
+        Root of the per-implicate seeds of the error draws e (:func:`implicate_seeds`).
     at_risk_effect : {"zero", "kriged"}, default="zero"
-        Effect synthesised at sites with d_s = 0 (at risk under γ = ∞): none (the paper), or
-        the kriging mean of w there from the active sites' w of the same draw
-        (:func:`synthgeo.model.kriging.kriged_effects`; beyond the paper, docs/model.md).
+        See :meth:`ImplicateDraws.from_fit`.
+    scheduler : str, distributed.Client or None
+        Compute the blocks on a ``dask.distributed`` cluster (same values).
+    chunk : int, default=DEFAULT_CHUNK
+        Implicates per block (one task); the values do not depend on it.
 
     Returns
     -------
     xarray.Dataset
         ``y_synthetic`` with dims (``implicate``, ``record``) on the model scale, plus the
         source ``chain``/``draw`` of each implicate as coordinates.
+
+    Examples
+    --------
+    >>> from synthgeo.testing import fake_fit
+    >>> ds = draw_implicates(fake_fit(), np.ones((4, 2)), n_implicates=6, random_seed=1)
+    >>> ds["y_synthetic"].shape
+    (6, 4)
     """
     if n_implicates < 5:
         warnings.warn(f"only {n_implicates} implicates: Reiter intervals will be unstable",
                       UserWarning, stacklevel=2)
-    rng = np.random.default_rng(random_seed)
-    post = fit.idata.posterior
-    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
-    flat = implicate_draw_index(n_chain, n_draw, n_implicates)
-    ci, di = np.divmod(flat, n_draw)
-    beta = post["beta"].values[ci, di]  # (L, p)
-    if at_risk_effect not in ("zero", "kriged"):
-        raise ValueError(f"`at_risk_effect` must be 'zero' or 'kriged', got {at_risk_effect!r}")
-    w = fit.effects(flat)  # (L, S)
-    nugget = post["nugget"].values[ci, di]  # (L,)
-    const = fit.idata.constant_data
-    idx = const["site_index"].values
-    d = fit.scales(flat)  # (L, S)
-    effect = w * d
-    inactive = np.all(d == 0, axis=0)
-    if at_risk_effect == "kriged" and inactive.any():
-        coords = np.column_stack([const["site_x_m"].values, const["site_y_m"].values])
-        kriged = kriged_effects(w, post["phi"].values[ci, di], coords, inactive,
-                                n_neighbors=fit.engine.get("n_neighbors"))
-        effect[:, inactive] = kriged[:, inactive]
-    mean = beta @ X.T + effect[:, idx]
-    y = mean + rng.standard_normal(mean.shape) * np.sqrt(nugget)[:, None]
+    draws = ImplicateDraws.from_fit(fit, n_implicates, at_risk_effect=at_risk_effect)
+    site_index = fit.idata.constant_data["site_index"].values
+    y = np.empty((draws.n_implicates, X.shape[0]))
+    for lo, block in implicate_blocks(draws, X, site_index, seed=random_seed, chunk=chunk,
+                                      scheduler=scheduler):
+        y[lo:lo + block.shape[0]] = block
     n_rec = X.shape[0]
     return xr.Dataset(
         {"y_synthetic": (("implicate", "record"), y)},
         coords={
-            "implicate": np.arange(1, len(flat) + 1),
+            "implicate": np.arange(1, draws.n_implicates + 1),
             "record": np.arange(n_rec) if record_id is None else np.asarray(record_id),
-            "source_chain": ("implicate", post["chain"].values[ci]),
-            "source_draw": ("implicate", post["draw"].values[di]),
+            "source_chain": ("implicate", draws.source_chain),
+            "source_draw": ("implicate", draws.source_draw),
         },
     )

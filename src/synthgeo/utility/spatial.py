@@ -8,14 +8,16 @@ confidential values and on every implicate (summarised over implicates).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 import statsmodels.formula.api as smf
 from scipy.spatial import cKDTree
 
-__all__ = ["semivariogram", "morans_i", "knn_weights", "ols_residuals", "local_means",
-           "spatial_utility_tables"]
+__all__ = ["semivariogram", "lag_pairs", "LagPairs", "morans_i", "knn_weights", "ols_residuals",
+           "local_means", "spatial_utility_tables"]
 
 
 def ols_residuals(formula: str, frame: pd.DataFrame, values: np.ndarray) -> np.ndarray:
@@ -40,8 +42,86 @@ def ols_residuals(formula: str, frame: pd.DataFrame, values: np.ndarray) -> np.n
     return Y - (X @ coef).T
 
 
+@dataclass(frozen=True, kw_only=True)
+class LagPairs:
+    """The record pairs of a binned semivariogram, found once for many value vectors.
+
+    Attributes
+    ----------
+    n_records : int
+    i, j : ndarray of int, shape (P,)
+        Pairs i < j at a distance in (0, max_lag_m] (coincident pairs are left out).
+    bin : ndarray of int, shape (P,)
+        Lag bin of each pair.
+    edges_m : ndarray of shape (n_bins + 1,)
+        Bin edges, metres (equal width on [0, max_lag_m]).
+    n_pairs : ndarray of int, shape (n_bins,)
+    lag_sum_m : ndarray of shape (n_bins,)
+        Sum of the pair distances in each bin, metres.
+    """
+
+    n_records: int
+    i: np.ndarray
+    j: np.ndarray
+    bin: np.ndarray
+    edges_m: np.ndarray
+    n_pairs: np.ndarray
+    lag_sum_m: np.ndarray
+
+
+def lag_pairs(coords_m: np.ndarray, *, max_lag_m: float, n_bins: int = 12) -> LagPairs:
+    """Find the pairs within ``max_lag_m`` and their lag bins (:meth:`cKDTree.query_pairs`).
+
+    Parameters
+    ----------
+    coords_m : ndarray of shape (n_records, 2)
+        Coordinates, metres.
+    max_lag_m : float
+        Largest lag, metres.
+    n_bins : int, default=12
+        Equal-width bins on (0, max_lag_m].
+
+    Returns
+    -------
+    LagPairs
+    """
+    coords_m = np.asarray(coords_m, dtype=float)
+    ij = cKDTree(coords_m).query_pairs(max_lag_m, output_type="ndarray")
+    i, j = ij[:, 0], ij[:, 1]
+    dx, dy = (coords_m[i] - coords_m[j]).T
+    h = np.sqrt(dx * dx + dy * dy)  # as scipy's cdist
+    keep = (h > 0) & (h <= max_lag_m)
+    i, j, h = i[keep], j[keep], h[keep]
+    edges = np.linspace(0.0, max_lag_m, n_bins + 1)
+    b = np.clip(np.digitize(h, edges[1:-1]), 0, n_bins - 1)
+    return LagPairs(n_records=coords_m.shape[0], i=i, j=j, bin=b, edges_m=edges,
+                    n_pairs=np.bincount(b, minlength=n_bins),
+                    lag_sum_m=np.bincount(b, weights=h, minlength=n_bins))
+
+
+def _binned_squared_differences(pairs: LagPairs, Z: np.ndarray) -> np.ndarray:
+    """Σ over the pairs of each bin of (z_i − z_j)², for every row of Z: shape (L, n_bins).
+
+    Uses Σ_b (z_i − z_j)² = Σ_i deg_b(i) z_i² − 2 zᵀ A_b z with A_b the bin's pairs as a
+    sparse matrix, so memory is O(n_records · L) rather than O(pairs · L).
+    """
+    n, n_bins = pairs.n_records, pairs.n_pairs.size
+    Z = Z - Z.mean(axis=1, keepdims=True)  # shift-invariant; keeps the cancellation small
+    ZT = np.ascontiguousarray(Z.T)  # (n, L)
+    deg = (np.bincount(pairs.bin * n + pairs.i, minlength=n_bins * n)
+           + np.bincount(pairs.bin * n + pairs.j, minlength=n_bins * n)).reshape(n_bins, n)
+    out = (Z * Z) @ deg.T.astype(float)  # (L, n_bins)
+    for b in np.flatnonzero(pairs.n_pairs):
+        sel = pairs.bin == b
+        A = sp.csr_matrix((np.ones(int(sel.sum())), (pairs.i[sel], pairs.j[sel])),
+                          shape=(n, n))
+        out[:, b] -= 2.0 * np.einsum("nl,nl->l", A @ ZT, ZT)
+    return np.maximum(out, 0.0)
+
+
 def semivariogram(
-    coords_m: np.ndarray, values: np.ndarray, *, max_lag_m: float, n_bins: int = 12
+    coords_m: np.ndarray, values: np.ndarray, *, max_lag_m: float, n_bins: int = 12,
+    pairs: LagPairs | None = None,
 ) -> pd.DataFrame:
     """Binned empirical (Matheron) semivariogram of one or many value vectors.
 
@@ -55,6 +135,8 @@ def semivariogram(
         Largest lag, metres; pairs farther apart are ignored.
     n_bins : int, default=12
         Equal-width lag bins on (0, max_lag_m]; coincident pairs (lag 0) are left out.
+    pairs : LagPairs, optional
+        :func:`lag_pairs` of these coordinates, lag and bins, when already found.
 
     Returns
     -------
@@ -67,25 +149,26 @@ def semivariogram(
     Notes
     -----
     γ̂(h) = 1 / (2 |N(h)|) Σ_{(i,j) ∈ N(h)} (z_i − z_j)², N(h) the pairs whose distance falls
-    in the bin (Matheron 1962; Cressie 1993, *Statistics for Spatial Data*, eq. 2.4.2). Pairs
-    come from :meth:`scipy.spatial.cKDTree.sparse_distance_matrix`.
+    in the bin (Matheron 1962; Cressie 1993, *Statistics for Spatial Data*, eq. 2.4.2). The
+    sums are taken as quadratic forms over the bins' pair matrices, never as an
+    (L, pairs) array: memory grows with L · n_records, not with L · pairs.
+
+    Examples
+    --------
+    >>> xy = np.array([[0.0, 0.0], [0.5, 0.0], [2.0, 0.0]])  # lags 0.5, 1.5 and 2 m
+    >>> sv = semivariogram(xy, np.array([0.0, 1.0, 3.0]), max_lag_m=1.8, n_bins=2)
+    >>> sv["gamma"].round(12).tolist()
+    [0.5, 2.0]
     """
-    coords_m = np.asarray(coords_m, dtype=float)
     Z = np.atleast_2d(np.asarray(values, dtype=float))
-    tree = cKDTree(coords_m)
-    pairs = tree.sparse_distance_matrix(tree, max_lag_m, output_type="ndarray")
-    keep = (pairs["i"] < pairs["j"]) & (pairs["v"] > 0)
-    i, j, h = pairs["i"][keep], pairs["j"][keep], pairs["v"][keep]
-    edges = np.linspace(0.0, max_lag_m, n_bins + 1)
-    b = np.clip(np.digitize(h, edges[1:-1]), 0, n_bins - 1)
-    n_pairs = np.bincount(b, minlength=n_bins)
-    lag = np.bincount(b, weights=h, minlength=n_bins)
-    sq = (Z[:, i] - Z[:, j]) ** 2  # (L, P)
-    sums = np.stack([np.bincount(b, weights=row, minlength=n_bins) for row in sq])
+    if pairs is None:
+        pairs = lag_pairs(coords_m, max_lag_m=max_lag_m, n_bins=n_bins)
+    sums = _binned_squared_differences(pairs, Z)
+    n_pairs = pairs.n_pairs
     ok = n_pairs > 0
     gamma = sums[:, ok] / (2.0 * n_pairs[ok])
-    cols = {"bin": np.flatnonzero(ok), "bin_upper_m": edges[1:][ok],
-            "lag_m": lag[ok] / n_pairs[ok], "n_pairs": n_pairs[ok]}
+    cols = {"bin": np.flatnonzero(ok), "bin_upper_m": pairs.edges_m[1:][ok],
+            "lag_m": pairs.lag_sum_m[ok] / n_pairs[ok], "n_pairs": n_pairs[ok]}
     if Z.shape[0] == 1 and np.ndim(values) == 1:
         cols["gamma"] = gamma[0]
     else:
@@ -248,11 +331,17 @@ def spatial_utility_tables(
     truth = np.asarray(truth, dtype=float)
     sv_rows, mi_rows = [], []
     all_rec = np.ones(truth.size, bool)
+    found: dict[bytes, LagPairs] = {}  # pairs of one set of records, found once
     for model, (keep, values) in {"confidential": (all_rec, truth[None, :]),
                                   **synthetic}.items():
+        keep = np.asarray(keep, bool)
         sub = frame.loc[keep].reset_index(drop=True)
         resid = ols_residuals(formula, sub, values)
-        sv = semivariogram(coords_m[keep], resid, max_lag_m=max_lag_m, n_bins=n_bins)
+        key = np.packbits(keep).tobytes()
+        if key not in found:
+            found[key] = lag_pairs(coords_m[keep], max_lag_m=max_lag_m, n_bins=n_bins)
+        sv = semivariogram(coords_m[keep], resid, max_lag_m=max_lag_m, n_bins=n_bins,
+                           pairs=found[key])
         g = sv.filter(like="gamma_").to_numpy()
         sv_rows.append(pd.DataFrame({
             "model": model, "bin_upper_m": sv["bin_upper_m"], "lag_m": sv["lag_m"],
