@@ -161,3 +161,32 @@ def test_release_on_a_local_cluster_equals_the_local_release(cluster, fake_relea
         remote.risk["restricted"].per_record["risk_rel"].values)
     with pytest.raises(SpecError, match=r"`\[compute\] scheduler` must be"):
         dataclasses.replace(spec.compute, scheduler="nowhere")
+
+
+@pytest.mark.slow
+def test_grid_cells_on_a_cluster_give_the_local_posterior(cluster):
+    """Issue 13 item 6: the grid's cell evaluations as tasks: the same draws, bit for bit."""
+    from synthgeo.compute import batch_mapper
+    from synthgeo.config import SamplingConfig
+    from synthgeo.inference.grid import fit_gp_grid
+    from synthgeo.model.kernels import make_sites
+    from synthgeo.model.restricted_gp import default_priors
+    from synthgeo.testing import simulate_gp
+
+    sim = simulate_gp(n=60, random_seed=4)
+    sites = make_sites(sim["coords_m"])
+    pri = default_priors(sim["y"], sim["X"], sites)
+    kw = dict(priors=pri, coef_names=["a", "b"], gp="exact",
+              config=SamplingConfig(draws=100, seed=2))
+    local = fit_gp_grid(sim["y"], sim["X"], sites, **kw)
+    import distributed
+
+    with distributed.Client(cluster) as client, distributed.get_task_stream(client) as ts:
+        remote = fit_gp_grid(sim["y"], sim["X"], sites,
+                             map_batches=batch_mapper(cluster.scheduler_address), **kw)
+    assert sum("_one_thread_call" in str(t["key"]) for t in ts.data) >= 2  # ran as tasks
+    for v in ("sigma2", "nugget", "range", "beta"):
+        np.testing.assert_array_equal(local.idata.posterior[v].values,
+                                      remote.idata.posterior[v].values, err_msg=v)
+    assert local.engine["grid_cells"] == remote.engine["grid_cells"]
+    np.testing.assert_array_equal(local.effects([0, 7]), remote.effects([0, 7]))

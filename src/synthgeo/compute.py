@@ -1,7 +1,7 @@
 """Where batches of work run: in this process, or as tasks on a ``dask.distributed`` cluster.
 
 One function, :func:`map_batches`, is the dispatch of every parallel loop in synthgeo (the
-implicate stream today; the grid posterior's cell evaluations are meant to use it too). It
+implicate stream and the grid posterior's cell evaluations). It
 applies a pure function to a sequence of batches and yields the results **in input order**,
 whatever finishes first, so a caller that folds the results (writes, sums) gets the same
 bytes on a laptop and on a cluster::
@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["map_batches", "scheduler_client", "check_scheduler_address",
+__all__ = ["map_batches", "batch_mapper", "scheduler_client", "check_scheduler_address",
            "check_scheduler_reachable"]
 
 #: URL schemes a ``dask.distributed`` scheduler address may use.
@@ -194,3 +194,44 @@ def _take(window: deque) -> Any:
         return fut.result()
     finally:
         fut.release()
+
+
+def _one_thread_call(batch: Any, *, fn: Callable[[Any], Any]) -> Any:
+    """``fn(batch)`` with BLAS limited to one thread (the same floats on every worker)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):
+        return fn(batch)
+
+
+def batch_mapper(scheduler: Any) -> Callable[[Callable, list], list] | None:
+    """Return a ``map_batches(fn, batches) -> list`` for the grid quadrature, or None (local).
+
+    With a scheduler, each batch of grid cells is a task on the ``dask.distributed`` cluster
+    (:func:`map_batches`; the log-density function and its data are scattered once); BLAS is
+    limited to one thread in each task, as in the local thread pool, so the log densities
+    and hence the files are the same as a local run's.
+
+    Parameters
+    ----------
+    scheduler : str, distributed.Client or None
+        None: return None (the quadrature's own thread pool).
+
+    Returns
+    -------
+    callable or None
+
+    Examples
+    --------
+    >>> batch_mapper(None) is None
+    True
+    """
+    if scheduler is None:
+        return None
+    check_scheduler_address(scheduler) if isinstance(scheduler, str) else None
+
+    def run(fn: Callable[[Any], Any], batches: list) -> list:
+        return list(map_batches(_one_thread_call, batches, scheduler=scheduler,
+                                shared={"fn": fn}))
+
+    return run

@@ -78,8 +78,11 @@ def make_fitter(spec: ReleaseSpec, data: PreparedData, *, progressbar: bool = Fa
     if spec.sampling.sampler == "grid":
         from synthgeo.inference.grid import fit_gp_grid
 
+        from synthgeo.compute import batch_mapper
+
         return partial(fit_gp_grid, data.y, data.X, data.sites, gp=gp,
-                       n_neighbors=spec.model.n_neighbors, **common)
+                       n_neighbors=spec.model.n_neighbors,
+                       map_batches=batch_mapper(spec.compute.scheduler), **common)
     if gp != "exact":
         raise SpecError(
             f'`[model] gp = "auto"` chose the NNGP for {data.n_records} records (more than '
