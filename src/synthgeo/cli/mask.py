@@ -65,7 +65,6 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import numpy as np
 
-    from synthgeo._errors import SpecError
     from synthgeo.io.provenance import provenance
     from synthgeo.masking import (
         NearestHouseholdAttacker,

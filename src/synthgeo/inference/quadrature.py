@@ -281,9 +281,12 @@ def _edge_mask(shape, box, prior) -> np.ndarray:
 
 
 def _kept_span(lp: np.ndarray, j: int, s: QuadratureSettings) -> np.ndarray:
-    """Indices along axis j of cells within ``log_drop`` of the maximum, tails of mass below
-    ``tail_mass`` trimmed (midpoint rule): a long, slowly falling tail holding almost no mass
-    would otherwise keep the box wide and its cells coarse."""
+    """Return the indices along axis j of the cells kept for the next box.
+
+    Cells within ``log_drop`` of the maximum, with tails of mass below ``tail_mass`` trimmed
+    (midpoint rule): a long, slowly falling tail holding almost no mass would otherwise keep
+    the box wide and its cells coarse.
+    """
     keep = lp >= lp.max() - s.log_drop
     other = tuple(k for k in range(lp.ndim) if k != j)
     hit = np.flatnonzero(keep.any(axis=other))

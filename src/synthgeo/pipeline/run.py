@@ -76,9 +76,8 @@ def make_fitter(spec: ReleaseSpec, data: PreparedData, *, progressbar: bool = Fa
     if fitter is not None:
         return partial(fitter, data.y, data.X, data.sites, **common)
     if spec.sampling.sampler == "grid":
-        from synthgeo.inference.grid import fit_gp_grid
-
         from synthgeo.compute import batch_mapper
+        from synthgeo.inference.grid import fit_gp_grid
 
         return partial(fit_gp_grid, data.y, data.X, data.sites, gp=gp,
                        n_neighbors=spec.model.n_neighbors,

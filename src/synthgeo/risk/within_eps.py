@@ -304,8 +304,10 @@ class RiskTally:
         self.n_implicates += block.shape[0]
 
     def _within(self, row: np.ndarray, kind: str) -> np.ndarray:
-        """(n_records, n_tolerances) bool: row within each tolerance of the truth (overflow-free,
-        :func:`synthgeo.model.transform.within_tolerance`)."""
+        """Return (n_records, n_tolerances) bool: row within each tolerance of the truth.
+
+        Overflow-free (:func:`synthgeo.model.transform.within_tolerance`).
+        """
         tols = self.eps if kind == "abs" else self.p
         return np.stack([within_tolerance(row, self.truth, kind, t, self.transform)
                          for t in tols], axis=1)

@@ -1,1 +1,1 @@
-"""Studies: restricted vs unrestricted vs suppressed comparison, the risk-utility frontier, the paper's simulated design."""
+"""Studies: restricted vs unrestricted vs suppressed, risk-utility frontier, paper design."""

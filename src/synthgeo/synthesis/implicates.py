@@ -1,5 +1,4 @@
-"""L partially synthetic implicates from the posterior predictive: the one implementation
-(docs/model.md, "Synthesis").
+"""L partially synthetic implicates from the posterior predictive: the one implementation.
 
 For ℓ = 1..L, with posterior draws spread evenly over chains and draws::
 
