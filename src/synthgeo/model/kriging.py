@@ -74,9 +74,12 @@ def krige(
         for ph in np.unique(phi):
             rows = np.flatnonzero(phi == ph)
             R = exponential_correlation(d_ss, ph) + KRIGING_JITTER * eye
-            weights = cho_solve(cho_factor(R, lower=True, check_finite=False),
-                                exponential_correlation(d_ts, ph).T, check_finite=False)
-            out[rows] = values[rows] @ weights  # (r, S) @ (S, T)
+            # R_TS (R_SS⁻¹ w_S): solve for the r value vectors, not the T targets (with
+            # continuous φ draws each φ is its own factorisation: T right-hand sides per draw
+            # made the report's surfaces take seconds)
+            alpha = cho_solve(cho_factor(R, lower=True, check_finite=False),
+                              values[rows].T, check_finite=False)  # (S, r)
+            out[rows] = (exponential_correlation(d_ts, ph) @ alpha).T  # (T, S) @ (S, r)
         return out
     k = min(int(n_neighbors), source.shape[0])
     dist, j = cKDTree(source).query(target, k=k, workers=-1)
