@@ -48,8 +48,8 @@ if not SHARED.is_dir():
 
 #: (module, function, stage label): the functions whose run time is a stage.
 STAGES = (
-    ("synthgeo.pipeline", "prepare_data", "load"),
-    ("synthgeo.pipeline", "_locations", "locations"),
+    ("synthgeo.pipeline.data", "prepare_data", "load"),
+    ("synthgeo.pipeline.run", "_locations", "locations"),
     ("synthgeo.inference.grid", "fit_gp_grid", "fit"),
     ("synthgeo.inference.nuts", "fit_gp", "fit"),
     ("synthgeo.synthesis.implicates", "draw_implicates", "synthesize"),
@@ -118,7 +118,7 @@ class _Profile:
 def _install(prof: _Profile) -> None:
     import importlib
 
-    for mod in ("synthgeo.cli.main", "synthgeo.pipeline", "synthgeo.release.writer",
+    for mod in ("synthgeo.cli.main", "synthgeo.pipeline.run", "synthgeo.release.writer",
                 "synthgeo.release.report", "synthgeo.studies.compare",
                 "synthgeo.inference.grid", "synthgeo.inference.nuts"):
         importlib.import_module(mod)
