@@ -579,7 +579,8 @@ class ComputeConfig:
     """Where the parallel work runs (optional section; docs/inference.md).
 
     ``scheduler``: address of a ``dask.distributed`` scheduler (e.g. ``"tcp://10.0.0.5:8786"``)
-    that computes the implicate stream (:func:`synthgeo.compute.map_batches`); left out, the
+    that computes the grid's cell evaluations and the implicate blocks
+    (:func:`synthgeo.compute.map_batches`); left out, the
     work runs in this process. The files do not depend on it (same seed, same bytes).
     """
 

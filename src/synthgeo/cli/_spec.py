@@ -59,7 +59,8 @@ def add_spec_arguments(p: argparse.ArgumentParser, *, overrides: bool = True) ->
                         "[sampling] on_convergence_failure; bundled spec: stop)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="address of a dask.distributed scheduler (e.g. tcp://10.0.0.5:8786) "
-                        "that computes the implicates; the files are the same as without it "
+                        "that computes the grid's cells and the implicates; the files are the same "
+                        "as without it "
                         "(default: the spec's [compute] scheduler; none: this process)")
 
 
