@@ -174,3 +174,21 @@ def test_continuous_median_of_phi_is_not_a_node(gp_fit):
                                     / fit.idata.posterior["sigma2"]).values.ravel())),
                       [0.25, 0.75])
     np.testing.assert_allclose(share, emp, rtol=0.1)
+
+
+def test_restricted_grid_fit_starts_on_the_unrestricted_final_box():
+    """The pipeline's warm start: the last box, mapped back to the quadrature's axes."""
+    from types import SimpleNamespace
+
+    from synthgeo.config import bundled_spec_path, load_spec
+    from synthgeo.pipeline.run import _warm_start
+
+    spec = load_spec(bundled_spec_path())
+    fit = SimpleNamespace(engine={"grid_stages": [
+        {"range_m": [100.0, 9000.0], "nugget_share": [0.01, 0.9]},
+        {"range_m": [400.0, 2000.0], "nugget_share": [0.2, 0.5]}]})
+    start = _warm_start(spec, None, fit)["start"]
+    np.testing.assert_allclose(start, [[np.log(400.0), np.log(2000.0)],
+                                       [np.log(0.2 / 0.8), 0.0]], atol=1e-12)
+    assert _warm_start(spec, lambda *a, **k: None, fit) == {}  # a custom fitter: nothing
+    assert _warm_start(spec.replace("sampling", sampler="nutpie"), None, fit) == {}

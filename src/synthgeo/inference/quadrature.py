@@ -113,7 +113,7 @@ class QuadratureSettings:
     log_drop: float = 12.0
     margin: int = 1
     tail_mass: float = 1e-6
-    max_stages: int = 4
+    max_stages: int = 6
     max_cell_mass: float = 0.2
     max_edge_mass: float = 0.01
     refine: int | None = None
