@@ -119,7 +119,8 @@ def restricted_smoothing(
                                   k=spec.model.k, subject=subject)
     else:
         a = at_risk.site_at_risk.astype(float)
-    return Smoothing(a=a, gamma=spec.model.gamma_value)
+    return Smoothing(a=a, gamma=spec.model.gamma_value,
+                     at_risk_nugget=spec.model.at_risk_nugget)
 
 
 @contextmanager

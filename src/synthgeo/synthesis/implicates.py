@@ -4,6 +4,9 @@ For ℓ = 1..L, with posterior draws spread evenly over chains and draws::
 
     Y†^(ℓ) = X β^(ℓ) + A D^(ℓ) w^(ℓ) + e^(ℓ),   e^(ℓ) ~ N(0, τ²^(ℓ) I)
 
+(under ``[model] at_risk_nugget = "marginal"`` the records of at-risk sites get
+e ~ N(0, σ²^(ℓ) + τ²^(ℓ)) instead: their removed effect's variance returns as noise)
+
 (Quick, Holan & Wikle 2018, Sect. 2–3; partially synthetic data after Reiter 2003).
 """
 
@@ -17,7 +20,7 @@ import xarray as xr
 from synthgeo.inference.result import GPFit
 from synthgeo.model.kriging import kriged_effects
 
-__all__ = ["draw_implicates", "implicate_draw_index"]
+__all__ = ["draw_implicates", "implicate_draw_index", "implicate_predictive"]
 
 
 def implicate_draw_index(n_chain: int, n_draw: int, n_implicates: int) -> np.ndarray:
@@ -35,6 +38,74 @@ def implicate_draw_index(n_chain: int, n_draw: int, n_implicates: int) -> np.nda
             f"got {n_implicates!r}; raise `[sampling] draws` for more implicates"
         )
     return np.unique(np.round(np.linspace(0, total - 1, n_implicates)).astype(int))
+
+
+def implicate_predictive(fit: GPFit, X: np.ndarray, *, n_implicates: int = 100,
+                         at_risk_effect: str = "zero"
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The normal distribution each implicate is drawn from: N(x_iβ^(ℓ) + effect, sd²).
+
+    Parameters
+    ----------
+    fit : GPFit
+    X : ndarray of shape (n_records, n_coef)
+    n_implicates : int, default=100
+        L.
+    at_risk_effect : {"zero", "kriged"}, default="zero"
+        As :func:`draw_implicates`.
+
+    Returns
+    -------
+    flat : ndarray of int, shape (L,)
+        The flattened (chain, draw) index of each implicate (:func:`implicate_draw_index`).
+    mean : ndarray of shape (L, n_records)
+        x_iβ^(ℓ) + d_s w_s^(ℓ) (or the kriged effect at inactive sites), model scale.
+    sd : ndarray of shape (L, n_records)
+        τ^(ℓ); under ``[model] at_risk_nugget = "marginal"`` (``fit.engine["at_risk_nugget"]``)
+        (σ²^(ℓ) + τ²^(ℓ))^½ at records of inactive sites (docs/model.md).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``at_risk_effect`` or an impossible ``n_implicates``.
+
+    Examples
+    --------
+    >>> from synthgeo.testing import fake_fitter, simulate_gp
+    >>> from synthgeo.model.kernels import make_sites
+    >>> from synthgeo.model.restricted_gp import default_priors
+    >>> sim = simulate_gp(20, random_seed=1)
+    >>> sites = make_sites(sim["coords_m"])
+    >>> fit = fake_fitter(n_draws=20)(sim["y"], sim["X"], sites, coef_names=["a", "b"],
+    ...     priors=default_priors(sim["y"], sim["X"], sites))
+    >>> flat, mean, sd = implicate_predictive(fit, sim["X"], n_implicates=5)
+    >>> mean.shape, sd.shape
+    ((5, 20), (5, 20))
+    """
+    if at_risk_effect not in ("zero", "kriged"):
+        raise ValueError(f"`at_risk_effect` must be 'zero' or 'kriged', got {at_risk_effect!r}")
+    post = fit.idata.posterior
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    flat = implicate_draw_index(n_chain, n_draw, n_implicates)
+    ci, di = np.divmod(flat, n_draw)
+    beta = post["beta"].values[ci, di]  # (L, p)
+    w = fit.effects(flat)  # (L, S)
+    nugget = post["nugget"].values[ci, di]  # (L,)
+    const = fit.idata.constant_data
+    idx = const["site_index"].values
+    d = fit.scales(flat)  # (L, S)
+    effect = w * d
+    inactive = np.all(d == 0, axis=0)
+    if at_risk_effect == "kriged" and inactive.any():
+        coords = np.column_stack([const["site_x_m"].values, const["site_y_m"].values])
+        kriged = kriged_effects(w, post["phi"].values[ci, di], coords, inactive,
+                                n_neighbors=fit.engine.get("n_neighbors"))
+        effect[:, inactive] = kriged[:, inactive]
+    mean = beta @ X.T + effect[:, idx]
+    var = np.broadcast_to(nugget[:, None], mean.shape).copy()
+    if fit.engine.get("at_risk_nugget") == "marginal":
+        var[:, inactive[idx]] += post["sigma2"].values[ci, di][:, None]
+    return flat, mean, np.sqrt(var)
 
 
 def draw_implicates(
@@ -77,26 +148,10 @@ def draw_implicates(
                       UserWarning, stacklevel=2)
     rng = np.random.default_rng(random_seed)
     post = fit.idata.posterior
-    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
-    flat = implicate_draw_index(n_chain, n_draw, n_implicates)
-    ci, di = np.divmod(flat, n_draw)
-    beta = post["beta"].values[ci, di]  # (L, p)
-    if at_risk_effect not in ("zero", "kriged"):
-        raise ValueError(f"`at_risk_effect` must be 'zero' or 'kriged', got {at_risk_effect!r}")
-    w = fit.effects(flat)  # (L, S)
-    nugget = post["nugget"].values[ci, di]  # (L,)
-    const = fit.idata.constant_data
-    idx = const["site_index"].values
-    d = fit.scales(flat)  # (L, S)
-    effect = w * d
-    inactive = np.all(d == 0, axis=0)
-    if at_risk_effect == "kriged" and inactive.any():
-        coords = np.column_stack([const["site_x_m"].values, const["site_y_m"].values])
-        kriged = kriged_effects(w, post["phi"].values[ci, di], coords, inactive,
-                                n_neighbors=fit.engine.get("n_neighbors"))
-        effect[:, inactive] = kriged[:, inactive]
-    mean = beta @ X.T + effect[:, idx]
-    y = mean + rng.standard_normal(mean.shape) * np.sqrt(nugget)[:, None]
+    flat, mean, sd = implicate_predictive(fit, X, n_implicates=n_implicates,
+                                          at_risk_effect=at_risk_effect)
+    ci, di = np.divmod(flat, post.sizes["draw"])
+    y = mean + rng.standard_normal(mean.shape) * sd
     n_rec = X.shape[0]
     return xr.Dataset(
         {"y_synthetic": (("implicate", "record"), y)},
