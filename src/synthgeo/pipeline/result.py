@@ -24,6 +24,8 @@ from synthgeo.risk.within_eps import RiskResult
 if TYPE_CHECKING:
     import arviz
 
+    from synthgeo.pipeline.at_risk_rule import NeighbourChecks
+
     from synthgeo.pipeline.data import PreparedData
 
 __all__ = ["MODELS", "ReleaseResult", "Release", "ReleaseRisk", "risk_per_record"]
@@ -60,6 +62,11 @@ class ReleaseResult:
         Spatial k within ``[anonymity] radius_m`` and the outlier-policy labels of the
         released locations, related to the at-risk records (diagnostics only: no location is
         moved or dropped); None when not computed.
+    neighbour_check : NeighbourChecks or None
+        Which rule chose the at-risk records (``[model] at_risk``) and, per measure, the
+        records whose Rao-Blackwellised risk rose under the restricted model, with the
+        distance to the nearest at-risk record (:mod:`synthgeo.pipeline.at_risk_rule`);
+        summary in release.json, per-record rows in ``confidential/``.
     """
 
     spec: ReleaseSpec
@@ -73,6 +80,7 @@ class ReleaseResult:
     utility: pd.DataFrame
     seconds: dict[str, float] = field(default_factory=dict)
     locations: LocationDiagnostics | None = None
+    neighbour_check: NeighbourChecks | None = None
 
     @property
     def M_m(self) -> float:  # noqa: N802
