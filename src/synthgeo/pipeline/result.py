@@ -62,7 +62,7 @@ class ReleaseResult:
         Spatial k within ``[anonymity] radius_m`` and the outlier-policy labels of the
         released locations, related to the at-risk records (diagnostics only: no location is
         moved or dropped); None when not computed.
-    neighbour_check : NeighbourChecks or None
+    neighbour_check : NeighbourChecks
         Which rule chose the at-risk records (``[model] at_risk``) and, per measure, the
         records whose Rao-Blackwellised risk rose under the restricted model, with the
         distance to the nearest at-risk record (:mod:`synthgeo.pipeline.at_risk_rule`);
@@ -79,8 +79,8 @@ class ReleaseResult:
     risk_summary: pd.DataFrame
     utility: pd.DataFrame
     seconds: dict[str, float] = field(default_factory=dict)
+    neighbour_check: NeighbourChecks
     locations: LocationDiagnostics | None = None
-    neighbour_check: NeighbourChecks | None = None
 
     @property
     def M_m(self) -> float:  # noqa: N802

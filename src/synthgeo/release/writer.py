@@ -173,8 +173,7 @@ def release_record(
     }
     if getattr(result, "locations", None) is not None:
         rec["locations"] = result.locations.summary()
-    if getattr(result, "neighbour_check", None) is not None:  # aggregates only
-        rec["neighbour_check"] = result.neighbour_check.summary()
+    rec["neighbour_check"] = result.neighbour_check.summary()  # aggregates only
     rec.update(_location_verdict_and_warnings(result))
     return jsonable(rec)
 
@@ -261,8 +260,8 @@ def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
         fit.idata.to_netcdf(str(conf / f"posterior_{name}.nc"), engine="h5netcdf")
     risk_per_record(result).to_csv(conf / "risk_per_record.csv", index=False)
     result.risk_summary.to_csv(conf / "risk_summary.csv", index=False)
-    if getattr(result, "neighbour_check", None) is not None:  # per-record rises: board only
-        result.neighbour_check.to_dataframe().to_csv(conf / "neighbour_check.csv", index=False)
+    # per-record rises of risk under the restricted model: board only
+    result.neighbour_check.to_dataframe().to_csv(conf / "neighbour_check.csv", index=False)
     if result.locations is not None:  # per-record k and outlier labels: board only
         result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
     result.utility.to_csv(conf / "utility_reiter.csv", index=False)
