@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import arviz
 
     from synthgeo.pipeline.at_risk_rule import NeighbourChecks
+    from synthgeo.pipeline.previous import CumulativeRisk
 
     from synthgeo.pipeline.data import PreparedData
 
@@ -67,6 +68,9 @@ class ReleaseResult:
         records whose Rao-Blackwellised risk rose under the restricted model, with the
         distance to the nearest at-risk record (:mod:`synthgeo.pipeline.at_risk_rule`);
         summary in release.json, per-record rows in ``confidential/``.
+    cumulative : CumulativeRisk or None
+        With ``previous``: this release vs pooled with the earlier one(s), and the chain of
+        earlier releases' hashes (:mod:`synthgeo.pipeline.previous`).
     """
 
     spec: ReleaseSpec
@@ -81,6 +85,7 @@ class ReleaseResult:
     seconds: dict[str, float] = field(default_factory=dict)
     neighbour_check: NeighbourChecks
     locations: LocationDiagnostics | None = None
+    cumulative: CumulativeRisk | None = None
 
     @property
     def M_m(self) -> float:  # noqa: N802

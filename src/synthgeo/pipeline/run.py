@@ -33,6 +33,7 @@ from synthgeo.model.restricted_gp import GPPriors, default_priors
 from synthgeo.model.smoothing import Smoothing
 from synthgeo.pipeline.at_risk_rule import risk_rule, run_neighbour_check, score_unrestricted
 from synthgeo.pipeline.data import PreparedData, prepare_data
+from synthgeo.pipeline.previous import cumulative_risk, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult
 from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
@@ -196,7 +197,8 @@ def _synthesize(spec: ReleaseSpec, data: PreparedData, fits: dict[str, GPFit], s
 
 def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                 points: geopandas.GeoDataFrame | None = None, progress=None,
-                progressbar: bool = False, fitter: Fitter | None = None) -> ReleaseResult:
+                progressbar: bool = False, fitter: Fitter | None = None,
+                previous: str | os.PathLike | None = None) -> ReleaseResult:
     """Fit both models, synthesise, score risk and utility (writes nothing).
 
     Parameters
@@ -216,6 +218,10 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         ``progress(message: str)`` called at each stage (the CLI prints it).
     progressbar : bool, default=False
         Progress bars on stderr (sampling, recovery of β and w, synthesis, risk, utility).
+    previous : path, optional
+        An earlier release of the same records (its ``synthgeo run`` folder): its files are
+        verified against its release.json before fitting, records linked by id, and the pooled
+        implicates scored (:mod:`synthgeo.pipeline.previous`).
 
     Returns
     -------
@@ -224,7 +230,8 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     Raises
     ------
     synthgeo.InputError
-        Bad input data.
+        Bad input data, or an earlier release (``previous``) whose files do not match its
+        release.json.
     synthgeo.SpecError
         A bad spec, or an engine the spec cannot use.
     synthgeo.ConvergenceError
@@ -234,6 +241,7 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     with _timed(seconds, "load"):
         data = prepare_data(spec, points)
     say(f"loaded {data.n_records} records at {data.sites.n_sites} sites ({data.gdf.crs.name})")
+    earlier = None if previous is None else load_previous(previous, spec)  # before fitting
     with _timed(seconds, "locations"):
         locations = _locations(spec, data)
     say(_locations_message(spec, locations))
@@ -269,6 +277,14 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         summary = summarise_risk(risk["unrestricted"], risk["restricted"], at_risk.at_risk)
     with _timed(seconds, "neighbour_check"):
         neighbours = run_neighbour_check(spec, data, fits, at_risk, choice)
+    cumulative = None
+    if earlier is not None:
+        with _timed(seconds, "cumulative_risk"):
+            cumulative = cumulative_risk(earlier, spec, data.y, data.record_id,
+                                         implicates["restricted"]["y_synthetic"].values,
+                                         at_risk.at_risk)
+        say(f"cumulative risk over {cumulative.n_implicates_pooled} pooled implicates of "
+            f"{cumulative.n_linked} linked records ({cumulative.n_new} new)")
     with _timed(seconds, "utility"):
         utility = compare_to_confidential(
             spec.formula, {k: v["y_synthetic"] for k, v in implicates.items()}, data.frame,
@@ -277,4 +293,4 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     return ReleaseResult(
         spec=spec, data=data, fits=fits, at_risk=at_risk, at_risk_sensitivity=sens,
         implicates=implicates, risk=risk, risk_summary=summary, utility=utility,
-        seconds=seconds, locations=locations, neighbour_check=neighbours)
+        seconds=seconds, locations=locations, neighbour_check=neighbours, cumulative=cumulative)

@@ -174,6 +174,8 @@ def release_record(
     if getattr(result, "locations", None) is not None:
         rec["locations"] = result.locations.summary()
     rec["neighbour_check"] = result.neighbour_check.summary()  # aggregates only
+    if getattr(result, "cumulative", None) is not None:  # repeated release: chain + pooled
+        rec["previous_releases"] = result.cumulative.to_record()
     rec.update(_location_verdict_and_warnings(result))
     return jsonable(rec)
 
@@ -262,6 +264,9 @@ def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
     result.risk_summary.to_csv(conf / "risk_summary.csv", index=False)
     # per-record rises of risk under the restricted model: board only
     result.neighbour_check.to_dataframe().to_csv(conf / "neighbour_check.csv", index=False)
+    if getattr(result, "cumulative", None) is not None:
+        result.cumulative.per_record(result.data.id_column).to_csv(
+            conf / "cumulative_risk_per_record.csv", index=False)
     if result.locations is not None:  # per-record k and outlier labels: board only
         result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
     result.utility.to_csv(conf / "utility_reiter.csv", index=False)
