@@ -31,7 +31,6 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from synthgeo.config import bundled_spec_path, load_spec

@@ -121,3 +121,14 @@ def test_shared_synthesis_is_unchanged_by_the_refactor():
     z = np.random.default_rng(seeds[3]).standard_normal(mean.shape)
     np.testing.assert_allclose(res.implicates["restricted"]["y_synthetic"].values,
                                mean + sd * z)
+
+
+@pytest.mark.parametrize("name", ["synthgeo.model.smoothing", "synthgeo.synthesis.implicates",
+                                  "synthgeo.pipeline.at_risk_rule", "synthgeo.pipeline.previous"])
+def test_examples_run(name):
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name),
+                             optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0, name

@@ -1,4 +1,4 @@
-"""``[model] at_risk = "risk" | "both"`` and the neighbour check in the pipeline (issue 11 item 4)."""
+"""``[model] at_risk = "risk" | "both"`` and the neighbour check in the pipeline (issue 11)."""
 
 from __future__ import annotations
 

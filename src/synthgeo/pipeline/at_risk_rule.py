@@ -63,7 +63,7 @@ def _subject(spec: ReleaseSpec, data: PreparedData) -> np.ndarray | None:
 
 def release_predictive_of(spec: ReleaseSpec, data: PreparedData, fit: GPFit,
                           model: str) -> Predictive:
-    """The normal each of ``fit``'s implicates is drawn from (mean, sd per implicate, record).
+    """Return the normal each of ``fit``'s implicates is drawn from, per implicate and record.
 
     Parameters
     ----------
@@ -227,7 +227,7 @@ class NeighbourChecks:
     id_column: str = "id"
 
     def summary(self) -> dict:
-        """Aggregates for release.json (no per-record value).
+        """Return the aggregates for release.json (no per-record value).
 
         Returns
         -------
@@ -299,5 +299,5 @@ def run_neighbour_check(spec: ReleaseSpec, data: PreparedData, fits: dict[str, G
         u = rb_risk(preds["unrestricted"], data.y, m, g)
         r = rb_risk(preds["restricted"], data.y, m, g)
         checks[m.key] = neighbour_check(coords, flags, u, r)
-    return NeighbourChecks(checks=checks, choice=choice, at_risk=flags, record_id=np.asarray(data.record_id),
-                           id_column=data.id_column)
+    return NeighbourChecks(checks=checks, choice=choice, at_risk=flags,
+                           record_id=np.asarray(data.record_id), id_column=data.id_column)

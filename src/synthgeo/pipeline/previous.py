@@ -65,7 +65,7 @@ class PreviousRelease:
     synthetic: pd.DataFrame = field(repr=False)
 
     def chain_entry(self) -> dict[str, Any]:
-        """What release.json records of this earlier release (hashes, no path)."""
+        """Return what release.json records of this earlier release (hashes, no path)."""
         r = self.record
         return {"release_json_sha256": self.release_json_sha256,
                 "created_at": r.get("created_at"), "n_records": r.get("n_records"),
@@ -74,7 +74,7 @@ class PreviousRelease:
                                   for f in r.get("release_files", [])]}
 
     def chain(self) -> list[dict[str, Any]]:
-        """The earlier releases' chain, oldest first, this one last."""
+        """Return the earlier releases' chain, oldest first, this one last."""
         earlier = (self.record.get("previous_releases") or {}).get("chain", [])
         return [*earlier, self.chain_entry()]
 
@@ -109,10 +109,11 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelea
     Examples
     --------
     >>> from synthgeo.config import bundled_spec_path, load_spec
-    >>> load_previous("/nonexistent", load_spec(bundled_spec_path()))
-    Traceback (most recent call last):
-    ...
-    synthgeo._errors.InputError: --previous '/nonexistent': no release.json there; nothing was fitted. Give the folder `synthgeo run` wrote for the earlier release, unchanged
+    >>> try:
+    ...     load_previous("/nonexistent", load_spec(bundled_spec_path()))
+    ... except Exception as exc:
+    ...     print(str(exc)[:57])
+    --previous '/nonexistent': no release.json there; nothing
     """
     folder = Path(folder)
     rec_path = folder / "release.json"
@@ -159,7 +160,7 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelea
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class CumulativeRisk:
-    """This release alone vs pooled with the earlier ones, for the linked records.
+    """Risk of the linked records: this release alone vs pooled with the earlier ones.
 
     Attributes
     ----------
@@ -199,17 +200,18 @@ class CumulativeRisk:
 
 
 def _measures(rr: RiskResult):
+    """(measure key, risk variable, attack variable, dim, position) per tolerance."""
     ds = rr.per_record
-    for j, e in enumerate(ds["eps"].values):
-        yield f"abs:{np.format_float_positional(float(e), trim='-')}", "risk_abs", "attack_abs", "eps", j
-    for j, q in enumerate(ds["p"].values):
-        yield f"rel:{np.format_float_positional(float(q), trim='-')}", "risk_rel", "attack_rel", "p", j
+    for kind, dim in (("abs", "eps"), ("rel", "p")):
+        for j, tol in enumerate(ds[dim].values):
+            key = f"{kind}:{np.format_float_positional(float(tol), trim='-')}"
+            yield key, f"risk_{kind}", f"attack_{kind}", dim, j
 
 
 def cumulative_risk(previous: PreviousRelease, spec: ReleaseSpec, truth: np.ndarray,
                     record_id: np.ndarray, synthetic: np.ndarray,
                     at_risk: np.ndarray) -> CumulativeRisk:
-    """Score the linked records on this release's and the pooled implicates (both attacks).
+    """Score the linked records on this release's implicates and the pooled ones (both attacks).
 
     Parameters
     ----------

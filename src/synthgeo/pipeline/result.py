@@ -25,9 +25,8 @@ if TYPE_CHECKING:
     import arviz
 
     from synthgeo.pipeline.at_risk_rule import NeighbourChecks
-    from synthgeo.pipeline.previous import CumulativeRisk
-
     from synthgeo.pipeline.data import PreparedData
+    from synthgeo.pipeline.previous import CumulativeRisk
 
 __all__ = ["MODELS", "ReleaseResult", "Release", "ReleaseRisk", "risk_per_record"]
 

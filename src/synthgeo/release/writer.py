@@ -181,7 +181,7 @@ def release_record(
 
 
 def _at_risk_rule_text(spec) -> str:
-    """The at-risk rule in words (``[model] k`` and ``at_risk``)."""
+    """Return the at-risk rule in words (``[model] k`` and ``at_risk``)."""
     spatial = ("no other record within M" if spec.model.k == 2 else
                f"fewer than {spec.model.k - 1} other records within M")
     by_risk = ("Rao-Blackwellised attributable risk under the unrestricted model above a "

@@ -43,7 +43,7 @@ def implicate_draw_index(n_chain: int, n_draw: int, n_implicates: int) -> np.nda
 def implicate_predictive(fit: GPFit, X: np.ndarray, *, n_implicates: int = 100,
                          at_risk_effect: str = "zero"
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The normal distribution each implicate is drawn from: N(x_iβ^(ℓ) + effect, sd²).
+    """Return the normal each implicate is drawn from: N(x_iβ^(ℓ) + effect, sd²).
 
     Parameters
     ----------
