@@ -314,4 +314,5 @@ def test_run_compare_validate_share_one_declaration_of_their_options():
     for dest in shared:
         assert run[dest] == compare[dest], dest
     assert validate["spec"] == run["spec"]
-    assert set(run) - set(compare) == set() and set(compare) - set(run) == {"frontier"}
+    # each command's own option: compare's frontier, run's earlier release
+    assert set(run) - set(compare) == {"previous"} and set(compare) - set(run) == {"frontier"}

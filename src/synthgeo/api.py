@@ -207,7 +207,8 @@ def synthesize(
 
 
 def run(spec: ReleaseSpec | str | os.PathLike, *, fitter: Fitter | None = None,
-        progress: Progress = None, progressbar: bool = False) -> Release:
+        progress: Progress = None, progressbar: bool = False,
+        previous: str | os.PathLike | None = None) -> Release:
     """Run the release job a spec describes (``synthgeo run`` without writing).
 
     Parameters
@@ -216,6 +217,10 @@ def run(spec: ReleaseSpec | str | os.PathLike, *, fitter: Fitter | None = None,
         A spec, or its TOML file (e.g. ``models/sacramento_2bed.toml``).
     fitter, progress, progressbar
         As :func:`synthesize`.
+    previous : path, optional
+        An earlier release of the same records (the folder ``synthgeo run`` wrote): its files
+        are checked against its release.json, records linked by ``[data] id``, the pooled
+        implicates scored and the chain recorded in release.json (``synthgeo run --previous``).
 
     Returns
     -------
@@ -226,7 +231,8 @@ def run(spec: ReleaseSpec | str | os.PathLike, *, fitter: Fitter | None = None,
     Raises
     ------
     synthgeo.SpecError, synthgeo.InputError, synthgeo.ConvergenceError
-        As :func:`synthesize`.
+        As :func:`synthesize`; InputError also when ``previous`` does not match its
+        release.json.
 
     Examples
     --------
@@ -242,7 +248,7 @@ def run(spec: ReleaseSpec | str | os.PathLike, *, fitter: Fitter | None = None,
     (4, 140)
     """
     return Release(result=run_release(as_spec(spec), fitter=fitter, progress=progress,
-                                      progressbar=progressbar))
+                                      progressbar=progressbar, previous=previous))
 
 
 def compare(spec: ReleaseSpec | str | os.PathLike, *,

@@ -237,7 +237,10 @@ class ModelConfig:
     {"natural", "ridge"}; ``priors``: overrides of :class:`synthgeo.model.GPPriors` fields;
     ``at_risk`` {"spatial", "risk", "both"}: at-risk records by the spatial rule (the paper),
     by Rao-Blackwellised attributable risk above a ``[risk.targets] record_threshold`` under the
-    unrestricted fit, or either (docs/risk-and-utility.md).
+    unrestricted fit, or either (docs/risk-and-utility.md); ``at_risk_nugget`` {"shared",
+    "marginal"} (binary weights, γ = "inf", ``at_risk_effect = "zero"`` and the grid sampler
+    only): at-risk records share the nugget τ² (the paper), or get variance σ² + τ² in the
+    likelihood and are synthesised as x'β + N(0, σ² + τ²) (docs/model.md, "At-risk variance").
     """
 
     gp: str = "exact"
@@ -251,11 +254,14 @@ class ModelConfig:
     parametrization: str = "ridge"
     priors: dict[str, float] = field(default_factory=dict)
     at_risk: Literal["spatial", "risk", "both"] = "spatial"
+    at_risk_nugget: Literal["shared", "marginal"] = "shared"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
         if self.at_risk not in AT_RISK_RULES:
             raise _err("model", "at_risk", self.at_risk, 'one of "spatial", "risk", "both"')
+        if self.at_risk_nugget not in ("shared", "marginal"):
+            raise _err("model", "at_risk_nugget", self.at_risk_nugget, '"shared" or "marginal"')
         if self.gp not in ("exact", "nngp", "auto"):
             raise _err("model", "gp", self.gp, 'one of "exact", "nngp", "auto"')
         if not (_is_int(self.n_neighbors) and 2 <= self.n_neighbors <= 50):
@@ -288,6 +294,13 @@ class ModelConfig:
                 'sites, which only happens with `gamma = "inf"`; with a finite gamma the '
                 'at-risk sites keep a (shrunk) effect of their own. Use gamma = "inf" or '
                 'at_risk_effect = "zero"'
+            )
+        if self.at_risk_nugget == "marginal" and not (
+                is_inf and self.at_risk_weight == "binary" and self.at_risk_effect == "zero"):
+            raise SpecError(
+                '`[model] at_risk_nugget = "marginal"` needs binary weights and gamma = "inf" '
+                '(at_risk_weight = "binary", gamma = "inf", at_risk_effect = "zero"); use '
+                'at_risk_nugget = "shared" otherwise'
             )
         if self.parametrization not in ("natural", "ridge"):
             raise _err("model", "parametrization", self.parametrization, '"natural" or "ridge"')
@@ -623,6 +636,12 @@ class ReleaseSpec:
                 f'`[model] at_risk = "{self.model.at_risk}"` needs a `[risk.targets] '
                 "record_threshold` (records whose attributable risk under the unrestricted fit "
                 'exceeds it become at risk); add one or use at_risk = "spatial"'
+            )
+        if self.model.at_risk_nugget == "marginal" and self.sampling.sampler != "grid":
+            raise SpecError(
+                '`[model] at_risk_nugget = "marginal"` needs `[sampling] sampler = "grid"` (the '
+                'NUTS model has one nugget for every record); use sampler = "grid" or '
+                'at_risk_nugget = "shared"'
             )
         if self.model.gp == "nngp" and self.sampling.sampler != "grid":
             raise SpecError(

@@ -111,20 +111,25 @@ def fake_fitter(*, n_draws: int = 300, random_seed: int = 0):
                           centre_range / METRES_PER_KM * np.exp(0.2 * z()))},
             coords=chain_draw,
         )
+        extra, engine = None, {"sampler": "nutpie", "gp": "exact"}
         if isinstance(scale, Smoothing):  # the fake posterior has no nugget ratio per cell
+            extra = scale.extra_variance(sites.site_index)
+            if extra is not None:
+                engine["at_risk_nugget"] = "marginal"
             scale = scale.scale() if not scale.depends_on_nugget else scale.scale(0.5)
         d = np.ones(sites.n_sites) if scale is None else np.asarray(scale, float)
         post["range"] = post["range_km"] * METRES_PER_KM
         post["phi"] = 3.0 / post["range"]
         with threadpool_limits(limits=1):  # as fit_gp: multi-threaded BLAS is far slower here
             effects = recover_effects(post, y, X, sites, scale=d, priors=priors,
-                                      coef_names=coef_names, random_seed=random_seed)
+                                      coef_names=coef_names, random_seed=random_seed,
+                                      extra=extra)
         post = post.drop_vars("range_km").merge(effects)
         stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((2, n_draws), bool))},
                            coords={"chain": [0, 1], "draw": np.arange(n_draws)})
         return build_fit(post, y=y, sites=sites, scale=d, priors=priors, sample_stats=stats,
                          seconds={"compile": 0.0, "sample": 0.0, "recover": 0.0},
-                         engine={"sampler": "nutpie", "gp": "exact"})
+                         engine=engine)
 
     return fake_fit_gp
 

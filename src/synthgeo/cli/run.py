@@ -22,6 +22,11 @@ def add_parser(sub, common) -> None:
                     "`p` relative) and the Reiter (2003) utility table.",
     )
     add_spec_arguments(r)
+    r.add_argument("--previous", metavar="DIR",
+                   help="an earlier release of the same records (the folder `synthgeo run` "
+                        "wrote): its files are checked against its release.json, records "
+                        "linked by [data] id, the pooled implicates scored (cumulative risk) "
+                        "and the chain of releases recorded in release.json (default: none, a first release)")
     add_output_arguments(r, default="synthgeo-out",
                          holds="release/, confidential/, release.json, report.html")
 
@@ -37,14 +42,16 @@ def run(args: argparse.Namespace, say) -> int:
     t0 = time.perf_counter()
     spec = spec_from_args(args)
     out = Path(args.out)
-    check_output_dir(out, overwrite=args.overwrite, inputs=input_paths(spec))
+    previous = getattr(args, "previous", None)
+    inputs = input_paths(spec) + ([Path(previous)] if previous else [])
+    check_output_dir(out, overwrite=args.overwrite, inputs=inputs)
     if spec.compute.scheduler is not None:  # refuse an unreachable cluster before the fits
         from synthgeo.compute import check_scheduler_reachable
 
         check_scheduler_reachable(spec.compute.scheduler)
     say(f"synthgeo {__version__}: {spec.source}")
     bars = getattr(args, "progressbar", False)
-    rel = sg.run(spec, progress=lambda m: say(f"  {m}"), progressbar=bars)
+    rel = sg.run(spec, progress=lambda m: say(f"  {m}"), progressbar=bars, previous=previous)
     t = time.perf_counter()
     say("  writing the report and the release")
     tables = summary_tables(rel.result)  # before writing: a failure after the rename would lie

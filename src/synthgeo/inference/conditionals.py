@@ -34,11 +34,17 @@ __all__ = ["recover_effects", "draw_effects_exact", "JITTER"]
 JITTER = 1e-8
 
 
-def _factor(dist_km, idx, d, sigma2: float, nugget: float, phi_km: float):
-    """σ²R (S, S), σ²RD and the Cholesky factor of Σ = σ² A D R D Aᵀ + τ² I."""
+def _noise_var(sigma2: float, nugget: float, n: int, extra) -> np.ndarray:
+    """Per-record noise variance τ² + σ² extra_i (extra: ``at_risk_nugget = "marginal"``)."""
+    return nugget + (0.0 if extra is None else sigma2 * np.asarray(extra, float)) * np.ones(n)
+
+
+def _factor(dist_km, idx, d, sigma2: float, nugget: float, phi_km: float, extra=None):
+    """σ²R (S, S), σ²RD and the Cholesky factor of Σ = σ² A D R D Aᵀ + diag(noise)."""
     K = sigma2 * exponential_correlation(dist_km, phi_km)  # σ²R over sites, (S, S)
     KD = K * d[None, :]  # σ² R D
-    Sigma = (d[:, None] * KD)[np.ix_(idx, idx)] + nugget * np.eye(idx.size)
+    Sigma = (d[:, None] * KD)[np.ix_(idx, idx)] + np.diag(
+        _noise_var(sigma2, nugget, idx.size, extra))
     return K, KD, cho_factor(Sigma, lower=True, check_finite=False)
 
 
@@ -54,9 +60,10 @@ def _draw_one(
     phi_km: float,
     priors: GPPriors,
     prior_form: str = "independent",
+    extra=None,
 ) -> tuple[np.ndarray, np.ndarray]:
     p = X.shape[1]
-    K, KD, cf = _factor(dist_km, idx, d, sigma2, nugget, phi_km)
+    K, KD, cf = _factor(dist_km, idx, d, sigma2, nugget, phi_km, extra)
     v_beta = (sigma2 * priors.beta_v_scale() if prior_form == "conjugate"
               else priors.beta_sd**2)
     SiX = cho_solve(cf, X, check_finite=False)
@@ -65,17 +72,17 @@ def _draw_one(
     Lp = np.linalg.cholesky(prec)
     mean = cho_solve((Lp, True), rhs, check_finite=False)
     beta = mean + solve_triangular(Lp.T, rng.standard_normal(p), lower=False)
-    w = _w_given_beta(rng, y - X @ beta, K, KD, d, idx, cf, sigma2, nugget)
+    w = _w_given_beta(rng, y - X @ beta, K, KD, d, idx, cf, sigma2, nugget, extra)
     return beta, w
 
 
-def _w_given_beta(rng, resid_beta, K, KD, d, idx, cf, sigma2, nugget):
+def _w_given_beta(rng, resid_beta, K, KD, d, idx, cf, sigma2, nugget, extra=None):
     """Matheron's rule: w | β, θ, y for residual y − Xβ (cf: Cholesky of Σ)."""
     S = K.shape[0]
     n = resid_beta.shape[0]
     Lk = np.linalg.cholesky(K + JITTER * sigma2 * np.eye(S))
     w0 = Lk @ rng.standard_normal(S)
-    e0 = rng.normal(0.0, np.sqrt(nugget), n)
+    e0 = rng.normal(0.0, np.sqrt(_noise_var(sigma2, nugget, n, extra)), n)
     resid = resid_beta - (d * w0)[idx] - e0
     alpha = cho_solve(cf, resid, check_finite=False)  # Σ⁻¹(...), (N,)
     At_alpha = np.bincount(idx, weights=alpha, minlength=S)  # Aᵀ α
@@ -90,6 +97,7 @@ def draw_effects_exact(
     *,
     scale: np.ndarray,
     random_seed: int | np.random.Generator | None = None,
+    extra: np.ndarray | None = None,
 ) -> np.ndarray:
     """Draw w | β, θ, y at every site, exactly (dense; Matheron's rule), for given draws.
 
@@ -103,6 +111,9 @@ def draw_effects_exact(
         D's diagonal, or a :class:`~synthgeo.model.smoothing.Smoothing` evaluated at each
         draw's α (γ = "auto").
     random_seed : int, Generator or None
+    extra : ndarray of shape (N,), optional
+        Extra noise variance per record in units of σ² (``[model] at_risk_nugget =
+        "marginal"``: 1 at records of sites with d = 0).
 
     Returns
     -------
@@ -118,9 +129,9 @@ def draw_effects_exact(
         sigma2 = float(draws["sigma2"][j])
         nugget = float(draws["alpha"][j]) * sigma2
         d = d_of(float(draws["alpha"][j]))
-        K, KD, cf = _factor(dist_km, idx, d, sigma2, nugget, float(draws["phi_km"][j]))
+        K, KD, cf = _factor(dist_km, idx, d, sigma2, nugget, float(draws["phi_km"][j]), extra)
         out[j] = _w_given_beta(rng, y - X @ draws["beta"][j], K, KD, d, idx, cf, sigma2,
-                               nugget)
+                               nugget, extra)
     return out
 
 
@@ -137,6 +148,7 @@ def recover_effects(
     progressbar: bool = False,
     desc: str = "recover β, w",
     prior_form: str = "independent",
+    extra: np.ndarray | None = None,
 ) -> xr.Dataset:
     """Draw β and w at every site for every retained posterior draw.
 
@@ -166,6 +178,8 @@ def recover_effects(
     prior_form : {"independent", "conjugate"}
         β's prior: N(beta_mean, beta_sd² I), or the grid route's N(beta_mean, σ² v I)
         (see :func:`synthgeo.model.restricted_gp.build_model`).
+    extra : ndarray of shape (n_records,), optional
+        Extra noise variance per record in units of σ² (see :func:`draw_effects_exact`).
 
     Returns
     -------
@@ -186,7 +200,8 @@ def recover_effects(
     pairs = [(c, j) for c in range(n_chain) for j in range(n_draw)]
     for c, j in progress_iter(pairs, enabled=progressbar, desc=desc, unit="draw"):
         beta[c, j], w[c, j] = _draw_one(
-            rng, y, X, dist_km, idx, d, s2[c, j], t2[c, j], phi[c, j], priors, prior_form
+            rng, y, X, dist_km, idx, d, s2[c, j], t2[c, j], phi[c, j], priors, prior_form,
+            extra,
         )
     coords = {"chain": posterior["chain"].values, "draw": posterior["draw"].values}
     return xr.Dataset(

@@ -17,7 +17,12 @@ from scipy.linalg import cho_factor, cho_solve
 
 from synthgeo.model.kernels import METRES_PER_KM, Sites, exponential_correlation
 from synthgeo.model.smoothing import Smoothing, scale_function
-from synthgeo.model.vecchia import NeighbourGraph, ordered_neighbours, vecchia_factors
+from synthgeo.model.vecchia import (
+    NeighbourGraph,
+    VecchiaFactors,
+    ordered_neighbours,
+    vecchia_factors,
+)
 
 __all__ = ["CellStats", "ExactCovariance", "NNGPCovariance", "make_covariance"]
 
@@ -44,15 +49,20 @@ class ExactCovariance:
         D's diagonal per site, or a :class:`~synthgeo.model.smoothing.Smoothing` whose D
         depends on α = τ²/σ² (γ = "auto": K is rebuilt with d(α) at every (φ, α), so the
         smoothing enters the likelihood exactly).
+    extra : ndarray of shape (N,), optional
+        Extra diagonal of K in units of σ² (``[model] at_risk_nugget = "marginal"``:
+        1 at at-risk records; :meth:`synthgeo.model.smoothing.Smoothing.extra_variance`).
     """
 
     name = "exact"
 
-    def __init__(self, y: np.ndarray, X: np.ndarray, sites: Sites, scale):
+    def __init__(self, y: np.ndarray, X: np.ndarray, sites: Sites, scale,
+                 extra: np.ndarray | None = None):
         self.y, self.X = y, X
         self.dist_km = sites.distance_km()
         self.idx = sites.site_index
         self.d_of = scale_function(scale, sites.n_sites)
+        self.extra = None if extra is None else np.asarray(extra, float)
 
     def stats(self, phi_km: float, alpha: float) -> CellStats:
         """Return log|K| and the K⁻¹ products at decay ``phi_km`` (1/km) and ratio ``alpha``."""
@@ -61,6 +71,8 @@ class ExactCovariance:
         R = exponential_correlation(self.dist_km, phi_km) * np.outer(d, d)
         K = R[np.ix_(self.idx, self.idx)]
         K[np.diag_indices(n)] += alpha
+        if self.extra is not None:
+            K[np.diag_indices(n)] += self.extra
         cf = cho_factor(K, lower=True, check_finite=False)
         Z = cho_solve(cf, np.column_stack([self.X, self.y]), check_finite=False)
         p = self.X.shape[1]
@@ -82,12 +94,17 @@ class NNGPCovariance:
         m (default 15).
     ordering : {"coord", "maxmin"}
         Order of the records (see :func:`synthgeo.model.vecchia.ordered_neighbours`).
+    extra : ndarray of shape (N,), optional
+        As :class:`ExactCovariance`; only at records with d = 0, which are nobody's neighbour
+        and have no neighbour of their own, so adding it to their conditional variance F_i is
+        exact.
     """
 
     name = "nngp"
 
     def __init__(self, y: np.ndarray, X: np.ndarray, sites: Sites, scale,
-                 n_neighbors: int = 15, ordering: str = "coord"):
+                 n_neighbors: int = 15, ordering: str = "coord",
+                 extra: np.ndarray | None = None):
         self.d_of = scale_function(scale, sites.n_sites)
         self.site_index = sites.site_index
         active = (scale.active if isinstance(scale, Smoothing)
@@ -98,10 +115,15 @@ class NNGPCovariance:
         o = self.graph.order
         self.Xy = np.column_stack([X, y])[o]
         self.p = X.shape[1]
+        self.extra = None if extra is None else np.asarray(extra, float)[o]
+        if self.extra is not None and np.any(self.extra[active[o]] != 0):
+            raise ValueError("an extra variance is allowed only at records with d = 0")
 
     def stats(self, phi_km: float, alpha: float) -> CellStats:
         """Return log|K̃| and the K̃⁻¹ products at (``phi_km``, ``alpha``)."""
         f = vecchia_factors(self.graph, phi_km, alpha, self.d_of(alpha)[self.site_index])
+        if self.extra is not None:
+            f = VecchiaFactors(graph=f.graph, b=f.b, F=f.F + self.extra)
         W = f.whiten(self.Xy)
         G = W.T @ W
         p = self.p
@@ -109,10 +131,15 @@ class NNGPCovariance:
 
 
 def make_covariance(gp: str, y: np.ndarray, X: np.ndarray, sites: Sites, scale, *,
-                    n_neighbors: int = 15, ordering: str = "coord"):
-    """Return the backend named by ``gp`` ("exact" or "nngp"); ValueError for another name."""
+                    n_neighbors: int = 15, ordering: str = "coord",
+                    extra: np.ndarray | None = None):
+    """Return the backend named by ``gp`` ("exact" or "nngp"); ValueError for another name.
+
+    ``extra``: extra diagonal of K in units of σ² (see :class:`ExactCovariance`).
+    """
     if gp == "exact":
-        return ExactCovariance(y, X, sites, scale)
+        return ExactCovariance(y, X, sites, scale, extra=extra)
     if gp == "nngp":
-        return NNGPCovariance(y, X, sites, scale, n_neighbors=n_neighbors, ordering=ordering)
+        return NNGPCovariance(y, X, sites, scale, n_neighbors=n_neighbors, ordering=ordering,
+                              extra=extra)
     raise ValueError(f"`gp` must be 'exact' or 'nngp', got {gp!r}")

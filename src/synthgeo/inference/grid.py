@@ -111,7 +111,7 @@ def _posterior(draws: GridDraws, shape: tuple[int, int], coef_names: list[str]) 
 
 
 def _effect_sampler(draws: dict, y, X, sites, d_arg, gp, n_neighbors, effect_solver, seed,
-                    seconds: dict):
+                    seconds: dict, extra=None):
     """``effect_sampler(flat_index) -> w`` drawing at each draw's own (φ, α), cached."""
     nngp = (None if gp == "exact" else
             NNGPEffects(y, X, sites, d_arg, n_neighbors=n_neighbors, solver=effect_solver))
@@ -126,8 +126,8 @@ def _effect_sampler(draws: dict, y, X, sites, d_arg, gp, n_neighbors, effect_sol
             with threadpool_limits(limits=1):
                 if nngp is None:
                     cache[key] = draw_effects_exact(sel, y, X, sites, scale=d_arg,
-                                                   random_seed=rng)
-                else:
+                                                   random_seed=rng, extra=extra)
+                else:  # at-risk records (d = 0) carry no information on w: no `extra` needed
                     cache[key] = nngp.draw(sel, rng)
             seconds["recover"] += time.perf_counter() - t
         return cache[key]
@@ -192,7 +192,9 @@ def fit_gp_grid(
     coef_names : list of str
     scale : ndarray of shape (n_sites,) or Smoothing, optional
         Diagonal of D; ``None`` = unrestricted. A :class:`~synthgeo.model.smoothing.Smoothing`
-        with γ = "auto" makes D a function of each point's α = τ²/σ² (exact per point).
+        with γ = "auto" makes D a function of each point's α = τ²/σ² (exact per point); one
+        with ``at_risk_nugget = "marginal"`` gives at-risk records variance σ² + τ²
+        (``engine["at_risk_nugget"]`` then says so, and the synthesis follows it).
     config : SamplingConfig, optional
         ``chains`` x ``draws`` independent draws are kept (arranged as chains for ArviZ);
         ``seed``.
@@ -233,10 +235,11 @@ def fit_gp_grid(
     draw_seed, effect_seed = np.random.SeedSequence(seed).spawn(2)
     s = settings or GridSettings()
     smoothing, d_arg = _smoothing(scale, sites.n_sites)
+    extra = None if smoothing is None else smoothing.extra_variance(sites.site_index)
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
         backend = make_covariance(gp, y, X, sites, d_arg, n_neighbors=n_neighbors,
-                                  ordering=ordering)
+                                  ordering=ordering, extra=extra)
         model = GridModel(backend=backend, prior=conjugate_prior(priors, X.shape[1], s),
                           n=y.shape[0])
         t1 = time.perf_counter()
@@ -262,6 +265,8 @@ def fit_gp_grid(
         **grid_diagnostics(post, draws),
         "priors": grid_prior_description(priors, X.shape[1]),
     }
+    if extra is not None:
+        engine["at_risk_nugget"] = "marginal"
     return build_fit(
         _posterior(draws, shape, coef_names), y=y, sites=sites, scale=d_report, priors=priors,
         seconds=seconds, engine=engine,
@@ -269,6 +274,6 @@ def fit_gp_grid(
                                 coords={"chain": np.arange(shape[0]),
                                         "draw": np.arange(shape[1])}),
         effect_sampler=_effect_sampler(flat, y, X, sites, d_arg, gp, n_neighbors,
-                                       effect_solver, effect_seed, seconds),
+                                       effect_solver, effect_seed, seconds, extra),
         smoothing=smoothing, grid=post, label=label,
     )

@@ -63,10 +63,27 @@ class Smoothing:
     gamma : float or "auto"
         γ ≥ 0 (``numpy.inf`` for the paper's restricted model) or ``"auto"`` for
         γ = max(0, σ²/τ² − 1) per posterior draw.
+    at_risk_nugget : {"shared", "marginal"}, default="shared"
+        ``"marginal"`` (binary weights, γ = ∞ only): records at sites with d_s = 0 get
+        variance σ² + τ² in the likelihood and the synthesis, not τ² (docs/model.md,
+        "At-risk variance"); see :meth:`extra_variance`.
+
+    Raises
+    ------
+    ValueError
+        For a bad ``gamma`` or ``a``, an unknown ``at_risk_nugget``, or ``"marginal"`` with a
+        finite γ or graded weights.
+
+    Examples
+    --------
+    >>> s = Smoothing(a=np.array([0.0, 1.0]), gamma=np.inf, at_risk_nugget="marginal")
+    >>> s.extra_variance(np.array([0, 1, 1])).tolist()
+    [0.0, 1.0, 1.0]
     """
 
     a: np.ndarray
     gamma: float | str
+    at_risk_nugget: str = "shared"
 
     def __post_init__(self) -> None:
         """Check ``a`` and ``gamma`` (raises ValueError)."""
@@ -74,6 +91,30 @@ class Smoothing:
                                          and self.gamma >= 0)):
             raise ValueError(f"`gamma` must be a number >= 0, inf or 'auto', got {self.gamma!r}")
         smoothing_scale(self.a, 0.0)  # checks a
+        if self.at_risk_nugget not in ("shared", "marginal"):
+            raise ValueError("`at_risk_nugget` must be 'shared' or 'marginal', got "
+                             f"{self.at_risk_nugget!r}")
+        if self.at_risk_nugget == "marginal" and not (
+                self.gamma != "auto" and np.isinf(self.gamma)
+                and np.all(np.isin(np.asarray(self.a), (0.0, 1.0)))):
+            raise ValueError("at_risk_nugget = 'marginal' needs binary weights and gamma = inf")
+
+    def extra_variance(self, site_index: np.ndarray) -> np.ndarray | None:
+        """Per-record extra variance in units of σ² (None under ``"shared"``).
+
+        Parameters
+        ----------
+        site_index : ndarray of int, shape (n_records,)
+
+        Returns
+        -------
+        ndarray of shape (n_records,) or None
+            1 at records of at-risk sites (d_s = 0), 0 elsewhere: the covariance of y becomes
+            σ²(A D R D Aᵀ + α I + diag(extra)), so an at-risk record's variance is σ² + τ².
+        """
+        if self.at_risk_nugget != "marginal":
+            return None
+        return (np.asarray(self.a) > 0)[np.asarray(site_index)].astype(float)
 
     @property
     def depends_on_nugget(self) -> bool:

@@ -24,7 +24,9 @@ from synthgeo.risk.within_eps import RiskResult
 if TYPE_CHECKING:
     import arviz
 
+    from synthgeo.pipeline.at_risk_rule import NeighbourChecks
     from synthgeo.pipeline.data import PreparedData
+    from synthgeo.pipeline.previous import CumulativeRisk
 
 __all__ = ["MODELS", "ReleaseResult", "Release", "ReleaseRisk", "risk_per_record"]
 
@@ -60,6 +62,14 @@ class ReleaseResult:
         Spatial k within ``[anonymity] radius_m`` and the outlier-policy labels of the
         released locations, related to the at-risk records (diagnostics only: no location is
         moved or dropped); None when not computed.
+    neighbour_check : NeighbourChecks
+        Which rule chose the at-risk records (``[model] at_risk``) and, per measure, the
+        records whose Rao-Blackwellised risk rose under the restricted model, with the
+        distance to the nearest at-risk record (:mod:`synthgeo.pipeline.at_risk_rule`);
+        summary in release.json, per-record rows in ``confidential/``.
+    cumulative : CumulativeRisk or None
+        With ``previous``: this release vs pooled with the earlier one(s), and the chain of
+        earlier releases' hashes (:mod:`synthgeo.pipeline.previous`).
     """
 
     spec: ReleaseSpec
@@ -72,7 +82,9 @@ class ReleaseResult:
     risk_summary: pd.DataFrame
     utility: pd.DataFrame
     seconds: dict[str, float] = field(default_factory=dict)
+    neighbour_check: NeighbourChecks
     locations: LocationDiagnostics | None = None
+    cumulative: CumulativeRisk | None = None
 
     @property
     def M_m(self) -> float:  # noqa: N802

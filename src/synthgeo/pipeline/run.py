@@ -32,8 +32,11 @@ from synthgeo.model.at_risk import AtRiskResult, continuous_weights, find_at_ris
 from synthgeo.model.kernels import M_FROM_RHO0, Sites
 from synthgeo.model.restricted_gp import GPPriors, default_priors
 from synthgeo.model.smoothing import Smoothing
+from synthgeo.pipeline.at_risk_rule import risk_rule, run_neighbour_check, score_unrestricted
 from synthgeo.pipeline.data import PreparedData, prepare_data
+from synthgeo.pipeline.previous import cumulative_risk, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult
+from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
 from synthgeo.synthesis.implicates import draw_implicates
 from synthgeo.utility.reiter import compare_to_confidential
@@ -122,7 +125,8 @@ def restricted_smoothing(
                                   k=spec.model.k, subject=subject)
     else:
         a = at_risk.site_at_risk.astype(float)
-    return Smoothing(a=a, gamma=spec.model.gamma_value)
+    return Smoothing(a=a, gamma=spec.model.gamma_value,
+                     at_risk_nugget=spec.model.at_risk_nugget)
 
 
 def _warm_start(spec: ReleaseSpec, fitter: Fitter | None, fit: GPFit) -> dict:
@@ -170,9 +174,15 @@ def _locations_message(spec: ReleaseSpec, locations: LocationDiagnostics) -> str
             + (" and refuses" if ol.refused else "") + "\n" + locations.verdict.summary_line())
 
 
-def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit
-             ) -> tuple[AtRiskResult, dict, float]:
-    """Return the at-risk rule at M (φ̂ or ``M_m``), its sensitivity to φ, and φ̂ (1/metre)."""
+def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit, seed=None
+             ) -> tuple[AtRiskResult, dict, float, AtRiskChoice]:
+    """Return the at-risk records, the spatial rule's sensitivity to φ, φ̂ (1/metre), the choice.
+
+    The spatial rule at M (φ̂ or ``M_m``); under ``[model] at_risk = "risk" | "both"`` also the
+    records whose Rao-Blackwellised attributable risk under the unrestricted fit (its implicates
+    drawn with ``seed``, as the synthesis will) exceeds a ``record_threshold``
+    (:mod:`synthgeo.pipeline.at_risk_rule`).
+    """
     coords = coordinates_m(data.gdf)
     subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
     phi_q = fit.phi_quantiles((0.05, 0.5, 0.95))
@@ -184,7 +194,13 @@ def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit
         m_q = float(M_FROM_RHO0(phi, spec.model.rho0))
         r = find_at_risk(coords, data.sites.site_index, m_q, k=spec.model.k, subject=subject)
         sens[label] = {"phi_per_m": float(phi), "M_m": m_q, "n_at_risk": r.n_at_risk}
-    return at_risk, sens, float(phi_q[1])
+    record_risk = None
+    if spec.model.at_risk != "spatial":
+        syn = draw_implicates(fit, data.X, n_implicates=spec.synthesis.n_implicates,
+                              record_id=data.record_id, random_seed=seed)["y_synthetic"].values
+        record_risk = score_unrestricted(spec, data, fit, syn)
+    choice, at_risk = risk_rule(spec, data, at_risk, record_risk)
+    return at_risk, sens, float(phi_q[1]), choice
 
 
 def _synthesize(spec: ReleaseSpec, data: PreparedData, fits: dict[str, GPFit], seeds,
@@ -203,7 +219,8 @@ def _synthesize(spec: ReleaseSpec, data: PreparedData, fits: dict[str, GPFit], s
 
 def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                 points: geopandas.GeoDataFrame | None = None, progress=None,
-                progressbar: bool = False, fitter: Fitter | None = None) -> ReleaseResult:
+                progressbar: bool = False, fitter: Fitter | None = None,
+                previous: str | os.PathLike | None = None) -> ReleaseResult:
     """Fit both models, synthesise, score risk and utility (writes nothing).
 
     Parameters
@@ -223,6 +240,10 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         ``progress(message: str)`` called at each stage (the CLI prints it).
     progressbar : bool, default=False
         Progress bars on stderr (sampling, recovery of β and w, synthesis, risk, utility).
+    previous : path, optional
+        An earlier release of the same records (its ``synthgeo run`` folder): its files are
+        verified against its release.json before fitting, records linked by id, and the pooled
+        implicates scored (:mod:`synthgeo.pipeline.previous`).
 
     Returns
     -------
@@ -231,7 +252,8 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     Raises
     ------
     synthgeo.InputError
-        Bad input data.
+        Bad input data, or an earlier release (``previous``) whose files do not match its
+        release.json.
     synthgeo.SpecError
         A bad spec, or an engine the spec cannot use.
     synthgeo.ConvergenceError
@@ -241,6 +263,7 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     with _timed(seconds, "load"):
         data = prepare_data(spec, points)
     say(f"loaded {data.n_records} records at {data.sites.n_sites} sites ({data.gdf.crs.name})")
+    earlier = None if previous is None else load_previous(previous, spec)  # before fitting
     with _timed(seconds, "locations"):
         locations = _locations(spec, data)
     say(_locations_message(spec, locations))
@@ -251,8 +274,12 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     say("fitting the unrestricted model")
     with _timed(seconds, "fit_unrestricted"):
         fits["unrestricted"] = fit(random_seed=fit_seed[0], label="unrestricted")
-    at_risk, sens, phi_hat = _at_risk(spec, data, fits["unrestricted"])
-    say(f"M = {at_risk.radius_m:,.0f} m: {at_risk.n_at_risk} at-risk records")
+    with _timed(seconds, "at_risk"):
+        at_risk, sens, phi_hat, choice = _at_risk(spec, data, fits["unrestricted"], seeds[2])
+    say(f"M = {at_risk.radius_m:,.0f} m: {at_risk.n_at_risk} at-risk records"
+        + ("" if choice.rule == "spatial" else
+           f' (at_risk = "{choice.rule}": {int(choice.spatial.sum())} by location, '
+           f"{int(choice.by_risk.sum())} by risk)"))
     locations = locations.with_at_risk(at_risk.at_risk)
     say("fitting the restricted model")
     with _timed(seconds, "fit_restricted"):
@@ -271,6 +298,16 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                 for name, ds in progress_iter(implicates.items(), enabled=progressbar,
                                               desc="risk", total=len(implicates), unit="model")}
         summary = summarise_risk(risk["unrestricted"], risk["restricted"], at_risk.at_risk)
+    with _timed(seconds, "neighbour_check"):
+        neighbours = run_neighbour_check(spec, data, fits, at_risk, choice)
+    cumulative = None
+    if earlier is not None:
+        with _timed(seconds, "cumulative_risk"):
+            cumulative = cumulative_risk(earlier, spec, data.y, data.record_id,
+                                         implicates["restricted"]["y_synthetic"].values,
+                                         at_risk.at_risk)
+        say(f"cumulative risk over {cumulative.n_implicates_pooled} pooled implicates of "
+            f"{cumulative.n_linked} linked records ({cumulative.n_new} new)")
     with _timed(seconds, "utility"):
         utility = compare_to_confidential(
             spec.formula, {k: v["y_synthetic"] for k, v in implicates.items()}, data.frame,
@@ -279,4 +316,4 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     return ReleaseResult(
         spec=spec, data=data, fits=fits, at_risk=at_risk, at_risk_sensitivity=sens,
         implicates=implicates, risk=risk, risk_summary=summary, utility=utility,
-        seconds=seconds, locations=locations)
+        seconds=seconds, locations=locations, neighbour_check=neighbours, cumulative=cumulative)

@@ -246,8 +246,7 @@ def release_record(
         "n_records": data.n_records, "n_sites": data.sites.n_sites,
         "n_implicates": spec.synthesis.n_implicates,
         "released_model": "restricted",
-        "at_risk": {"rule": ("no other record within M" if spec.model.k == 2 else
-                             f"fewer than {spec.model.k - 1} other records within M"),
+        "at_risk": {"rule": _at_risk_rule_text(spec),
                     "rho0": spec.model.rho0, "M_m": result.M_m,
                     "M_source": "spec M_m" if spec.model.M_m else "-log(rho0)/median(phi)",
                     "n_at_risk": result.at_risk.n_at_risk,
@@ -266,8 +265,21 @@ def release_record(
     }
     if getattr(result, "locations", None) is not None:
         rec["locations"] = result.locations.summary()
+    rec["neighbour_check"] = result.neighbour_check.summary()  # aggregates only
+    if getattr(result, "cumulative", None) is not None:  # repeated release: chain + pooled
+        rec["previous_releases"] = result.cumulative.to_record()
     rec.update(_location_verdict_and_warnings(result))
     return jsonable(rec)
+
+
+def _at_risk_rule_text(spec) -> str:
+    """Return the at-risk rule in words (``[model] k`` and ``at_risk``)."""
+    spatial = ("no other record within M" if spec.model.k == 2 else
+               f"fewer than {spec.model.k - 1} other records within M")
+    by_risk = ("Rao-Blackwellised attributable risk under the unrestricted model above a "
+               "[risk.targets] record_threshold")
+    return {"spatial": spatial, "risk": by_risk,
+            "both": f"{spatial}, or {by_risk}"}[spec.model.at_risk]
 
 
 def _location_verdict_and_warnings(result: ReleaseResult) -> dict[str, Any]:
@@ -339,6 +351,11 @@ def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
         fit.idata.to_netcdf(str(conf / f"posterior_{name}.nc"), engine="h5netcdf")
     risk_per_record(result).to_csv(conf / "risk_per_record.csv", index=False)
     result.risk_summary.to_csv(conf / "risk_summary.csv", index=False)
+    # per-record rises of risk under the restricted model: board only
+    result.neighbour_check.to_dataframe().to_csv(conf / "neighbour_check.csv", index=False)
+    if getattr(result, "cumulative", None) is not None:
+        result.cumulative.per_record(result.data.id_column).to_csv(
+            conf / "cumulative_risk_per_record.csv", index=False)
     if result.locations is not None:  # per-record k and outlier labels: board only
         result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
     result.utility.to_csv(conf / "utility_reiter.csv", index=False)

@@ -5,7 +5,9 @@ For ℓ = 1..L, with posterior draws spread evenly over chains and draws::
     Y†^(ℓ) = X β^(ℓ) + A D^(ℓ) w^(ℓ) + e^(ℓ),   e^(ℓ) ~ N(0, τ²^(ℓ) I)
 
 (Quick, Holan & Wikle 2018, JRSS-A 181(3), doi:10.1111/rssa.12360, Sect. 2–3; partially
-synthetic data after Reiter 2003; docs/model.md, "Synthesis").
+synthetic data after Reiter 2003; docs/model.md, "Synthesis"). Under ``[model] at_risk_nugget =
+"marginal"`` the records of at-risk sites get e ~ N(0, σ²^(ℓ) + τ²^(ℓ)) instead: their removed
+effect's variance returns as noise.
 
 Implicate ℓ is a pure function of its posterior draw and its own seed,
 ``SeedSequence(seed).spawn(L)[ℓ]`` (:func:`implicate_seeds`), so implicates can be made in
@@ -28,7 +30,7 @@ from synthgeo.inference.result import GPFit
 from synthgeo.model.kriging import kriged_effects
 
 __all__ = ["ImplicateDraws", "draw_implicates", "implicate_blocks", "implicate_draw_index",
-           "implicate_seeds", "DEFAULT_CHUNK"]
+           "implicate_predictive", "implicate_seeds", "DEFAULT_CHUNK"]
 
 #: Implicates per block (one task on a cluster).
 DEFAULT_CHUNK = 10
@@ -106,6 +108,9 @@ class ImplicateDraws:
         keeps it out of memory (rows are computed one block at a time).
     source_chain, source_draw : ndarray of int, shape (L,), optional
         Where in the posterior each row comes from.
+    site_variance : ndarray of shape (L, S), optional
+        Extra error variance per site, added to τ² (``at_risk_nugget = "marginal"``: σ² at
+        the at-risk sites, 0 elsewhere); None: none.
     """
 
     beta: np.ndarray
@@ -113,6 +118,7 @@ class ImplicateDraws:
     effect: object
     source_chain: np.ndarray | None = None
     source_draw: np.ndarray | None = None
+    site_variance: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         """Check that the rows agree (L) and that τ² ≥ 0."""
@@ -176,9 +182,72 @@ class ImplicateDraws:
             kriged = kriged_effects(w, post["phi"].values[ci, di], coords, inactive,
                                     n_neighbors=fit.engine.get("n_neighbors"))
             effect[:, inactive] = kriged[:, inactive]
+        extra = None
+        if fit.engine.get("at_risk_nugget") == "marginal":  # docs/model.md, at-risk variance
+            extra = np.where(inactive[None, :], post["sigma2"].values[ci, di][:, None], 0.0)
         return cls(beta=post["beta"].values[ci, di], nugget=post["nugget"].values[ci, di],
                    effect=effect, source_chain=post["chain"].values[ci],
-                   source_draw=post["draw"].values[di])
+                   source_draw=post["draw"].values[di], site_variance=extra)
+
+    def predictive(self, X: np.ndarray, site_index: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """Return the mean and sd of the normal each implicate is drawn from.
+
+        Returns
+        -------
+        mean, sd : ndarray of shape (L, n_records)
+            x_iβ^(ℓ) + effect^(ℓ)_{s(i)} and (τ²^(ℓ) + site_variance^(ℓ)_{s(i)})^½, model
+            scale.
+        """
+        effect = np.asarray(self.effect, float)
+        mean = np.asarray(self.beta, float) @ np.asarray(X, float).T + effect[:, site_index]
+        var = np.broadcast_to(np.asarray(self.nugget, float)[:, None], mean.shape)
+        if self.site_variance is not None:
+            var = var + np.asarray(self.site_variance)[:, site_index]
+        return mean, np.sqrt(var)
+
+
+def implicate_predictive(fit: GPFit, X: np.ndarray, *, n_implicates: int = 100,
+                         at_risk_effect: str = "zero"
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the normal each implicate is drawn from: N(x_iβ^(ℓ) + effect, sd²).
+
+    Parameters
+    ----------
+    fit : GPFit
+    X : ndarray of shape (n_records, n_coef)
+    n_implicates : int, default=100
+        L.
+    at_risk_effect : {"zero", "kriged"}, default="zero"
+        As :func:`draw_implicates`.
+
+    Returns
+    -------
+    flat : ndarray of int, shape (L,)
+        The flattened (chain, draw) index of each implicate (:func:`implicate_draw_index`).
+    mean : ndarray of shape (L, n_records)
+        x_iβ^(ℓ) + d_s w_s^(ℓ) (or the kriged effect at inactive sites), model scale.
+    sd : ndarray of shape (L, n_records)
+        τ^(ℓ); under ``[model] at_risk_nugget = "marginal"`` (``fit.engine["at_risk_nugget"]``)
+        (σ²^(ℓ) + τ²^(ℓ))^½ at records of inactive sites (docs/model.md).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``at_risk_effect`` or an impossible ``n_implicates``.
+
+    Examples
+    --------
+    >>> from synthgeo.testing import fake_fit
+    >>> flat, mean, sd = implicate_predictive(fake_fit(), np.ones((4, 2)), n_implicates=5)
+    >>> mean.shape, sd.shape
+    ((5, 4), (5, 4))
+    """
+    draws = ImplicateDraws.from_fit(fit, n_implicates, at_risk_effect=at_risk_effect)
+    post = fit.idata.posterior
+    flat = implicate_draw_index(post.sizes["chain"], post.sizes["draw"], n_implicates)
+    mean, sd = draws.predictive(X, fit.idata.constant_data["site_index"].values)
+    return flat, mean, sd
 
 
 def implicate_block(batch: tuple, *, XT: np.ndarray, site_index: np.ndarray) -> np.ndarray:
@@ -187,7 +256,8 @@ def implicate_block(batch: tuple, *, XT: np.ndarray, site_index: np.ndarray) -> 
     Parameters
     ----------
     batch : tuple
-        ``(beta (k, p), nugget (k,), effect (k, S), seeds (k SeedSequences))``.
+        ``(beta (k, p), nugget (k,), effect (k, S), seeds (k SeedSequences))``, and
+        optionally ``site_variance (k, S)`` (extra error variance per site).
     XT : ndarray of shape (p, N)
         The design matrix, transposed (released covariates).
     site_index : ndarray of int, shape (N,)
@@ -200,7 +270,8 @@ def implicate_block(batch: tuple, *, XT: np.ndarray, site_index: np.ndarray) -> 
         ``default_rng(seeds[j])``. Xβ is summed column by column (no BLAS), so a row does not
         depend on how rows are grouped into blocks or on the machine's thread count.
     """
-    beta, nugget, effect, seeds = batch
+    beta, nugget, effect, seeds = batch[:4]
+    extra = batch[4] if len(batch) > 4 else None
     effect = np.asarray(effect, dtype=float)
     out = np.empty((len(seeds), XT.shape[1]))
     for j, seed in enumerate(seeds):
@@ -209,7 +280,8 @@ def implicate_block(batch: tuple, *, XT: np.ndarray, site_index: np.ndarray) -> 
         for c in range(1, XT.shape[0]):
             row += XT[c] * beta[j, c]
         row += effect[j][site_index]
-        row += np.random.default_rng(seed).standard_normal(row.size) * np.sqrt(nugget[j])
+        sd = np.sqrt(nugget[j]) if extra is None else np.sqrt(nugget[j] + extra[j][site_index])
+        row += np.random.default_rng(seed).standard_normal(row.size) * sd
     return out
 
 
@@ -248,7 +320,8 @@ def implicate_blocks(
             hi = min(lo + chunk, L)
             rows = draws.effect[lo:hi]
             rows = rows.compute() if hasattr(rows, "compute") else np.asarray(rows)
-            yield beta[lo:hi], nugget[lo:hi], rows, seeds[lo:hi]
+            extra = () if draws.site_variance is None else (draws.site_variance[lo:hi],)
+            yield (beta[lo:hi], nugget[lo:hi], rows, seeds[lo:hi], *extra)
 
     shared = {"XT": np.ascontiguousarray(np.asarray(X, float).T),
               "site_index": np.asarray(site_index)}

@@ -1,0 +1,303 @@
+r"""At-risk records beyond spatial isolation, and the neighbour check (issue 11, items 4).
+
+``[model] at_risk`` (docs/risk-and-utility.md, "At-risk records by risk"):
+
+- ``"spatial"`` (default): the paper's rule, no other record within M
+  (:func:`synthgeo.model.at_risk.find_at_risk`);
+- ``"risk"``: after the unrestricted fit and its implicates, every record whose
+  Rao-Blackwellised attributable risk a_i = r̃_i − r̃_i^{b*} under the *unrestricted* model
+  exceeds a ``[risk.targets] record_threshold`` (for that target's measure) is at risk;
+- ``"both"``: either rule.
+
+The attributable risk used is always the Rao-Blackwellised one (the ``"share"`` attack, exact
+normal probabilities; :mod:`synthgeo.risk.rao_blackwell`), whatever the target's ``attack``:
+a threshold on 0/1 hits or realised shares flags Monte Carlo noise. b* is the stronger of the
+leave-one-out and public baselines over all records, chosen on the unrestricted model alone
+(the final risk stage chooses it over both models). Because the restricted model's effect is
+per *site*, a record flagged by risk puts its whole site at risk. The restricted model is then
+fitted once with these records and the release scored once: no iteration.
+
+**Neighbour check** (always run; Hu, Savitsky & Williams 2022, J. Survey Statistics and
+Methodology 10(5), arXiv:1908.07639: protecting the riskiest records can raise the risk of
+others): per scored measure, every record whose Rao-Blackwellised risk rose from the
+unrestricted to the restricted model, by how much, and its distance in metres to the nearest
+other at-risk record (:func:`synthgeo.risk.neighbours.neighbour_check`). The rise of r̃ equals
+the rise of the share attack's attributable risk, whose baseline is common to both models.
+release.json keeps aggregates only; the per-record rows go to ``confidential/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from synthgeo.config import ReleaseSpec
+from synthgeo.inference.result import GPFit
+from synthgeo.io.points import coordinates_m
+from synthgeo.model.at_risk import AtRiskResult
+from synthgeo.pipeline.data import PreparedData
+from synthgeo.risk.attributable import attributable_summary
+from synthgeo.risk.baselines import baseline_public
+from synthgeo.risk.loo import baseline_loo, exact_precision, loo_blocks, nngp_precision
+from synthgeo.risk.measure import Measure, measures_from
+from synthgeo.risk.neighbours import NeighbourCheck, neighbour_check
+from synthgeo.risk.predictive import Predictive
+from synthgeo.risk.rao_blackwell import rb_risk
+from synthgeo.risk.records import RecordRisk, score_records
+from synthgeo.risk.selection import AtRiskChoice, choose_at_risk
+from synthgeo.synthesis.implicates import implicate_predictive
+
+__all__ = ["release_predictive_of", "loo_predictive_of", "score_unrestricted",
+           "risk_rule", "NeighbourChecks", "run_neighbour_check", "RISE_REPORTED"]
+
+#: Rises of r̃ above this are counted separately in release.json (the smallest rise a board
+#: would read as a change of risk: 1 percentage point).
+RISE_REPORTED = 0.01
+
+
+def _subject(spec: ReleaseSpec, data: PreparedData) -> np.ndarray | None:
+    return data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
+
+
+def release_predictive_of(spec: ReleaseSpec, data: PreparedData, fit: GPFit,
+                          model: str) -> Predictive:
+    """Return the normal each of ``fit``'s implicates is drawn from, per implicate and record.
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        ``[synthesis] n_implicates`` and ``[model] at_risk_effect`` (restricted model only).
+    data : PreparedData
+    fit : GPFit
+    model : {"unrestricted", "restricted"}
+
+    Returns
+    -------
+    Predictive
+        ``name="release"``, shape (L, n_records), model scale
+        (:func:`synthgeo.synthesis.implicates.implicate_predictive`).
+    """
+    effect = spec.model.at_risk_effect if model == "restricted" else "zero"
+    _, mean, sd = implicate_predictive(fit, data.X, n_implicates=spec.synthesis.n_implicates,
+                                       at_risk_effect=effect)
+    return Predictive(mean=mean, sd=sd, name="release")
+
+
+def loo_predictive_of(spec: ReleaseSpec, data: PreparedData, fit: GPFit) -> Predictive:
+    """Leave-one-out baseline of the unrestricted fit at the implicates' draws.
+
+    Dense Cholesky inverse for the exact GP, the NNGP's sparse precision otherwise (the fit's
+    own engine); blocks: records sharing a site or subject (:func:`synthgeo.risk.loo.loo_blocks`).
+
+    Returns
+    -------
+    Predictive
+        ``name="baseline_loo"``, shape (L, n_records).
+    """
+    post = fit.idata.posterior
+    flat, _, _ = implicate_predictive(fit, data.X, n_implicates=spec.synthesis.n_implicates)
+    ci, di = np.divmod(flat, post.sizes["draw"])
+    pick = {k: post[k].values[ci, di] for k in ("beta", "sigma2", "nugget", "phi")}
+    site_index = data.sites.site_index
+    coords = data.sites.coords_m[site_index]
+    precision = (nngp_precision(coords, spec.model.n_neighbors)
+                 if fit.engine.get("gp", "exact") == "nngp" else exact_precision(coords))
+    return baseline_loo(data.y, data.X, beta=pick["beta"], sigma2=pick["sigma2"],
+                        phi=pick["phi"], alpha=pick["nugget"] / pick["sigma2"],
+                        precision_of=precision,
+                        blocks=loo_blocks(site_index, _subject(spec, data)))
+
+
+def _measures(spec: ReleaseSpec) -> tuple[Measure, ...]:
+    return measures_from(eps=spec.risk.eps, p=spec.risk.p)
+
+
+def score_unrestricted(spec: ReleaseSpec, data: PreparedData, fit: GPFit,
+                       synthetic: np.ndarray) -> RecordRisk:
+    """Per-record risk of the unrestricted model: release, both baselines, every measure.
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+    data : PreparedData
+    fit : GPFit
+        The unrestricted fit.
+    synthetic : ndarray of shape (L, n_records)
+        Its implicates (model scale).
+
+    Returns
+    -------
+    RecordRisk
+        Confidential.
+    """
+    return score_records(
+        data.y, synthetic=synthetic, release=release_predictive_of(spec, data, fit,
+                                                                   "unrestricted"),
+        baseline_loo=loo_predictive_of(spec, data, fit),
+        baseline_public=baseline_public(synthetic, data.X), measures=_measures(spec),
+        g=spec.data.back_transform, record=data.record_id)
+
+
+def risk_rule(spec: ReleaseSpec, data: PreparedData, spatial: AtRiskResult,
+              record_risk: RecordRisk | None = None) -> tuple[AtRiskChoice, AtRiskResult]:
+    """Apply ``[model] at_risk`` to the spatial rule and the unrestricted record risk.
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        ``[model] at_risk``; ``[risk.targets]`` with a ``record_threshold``.
+    data : PreparedData
+    spatial : AtRiskResult
+        The spatial rule at M.
+    record_risk : RecordRisk, optional
+        :func:`score_unrestricted` (needed unless ``at_risk = "spatial"``).
+
+    Returns
+    -------
+    choice : AtRiskChoice
+        Record flags: ``spatial``, ``by_risk`` and their combination (before the site rule).
+    at_risk : AtRiskResult
+        ``spatial`` with ``at_risk`` / ``site_at_risk`` replaced: a site is at risk when any
+        of its records is; every record of an at-risk site is at risk (``radius_m``,
+        ``n_neighbours`` unchanged).
+
+    Raises
+    ------
+    ValueError
+        If the rule needs ``record_risk`` and none is given, or no target has a threshold.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from synthgeo.model.at_risk import AtRiskResult
+    >>> from types import SimpleNamespace as NS
+    >>> spec = NS(model=NS(at_risk="spatial"))
+    >>> sp = AtRiskResult(radius_m=10.0, k=2, n_neighbours=np.array([0, 1, 1]),
+    ...                   at_risk=np.array([True, False, False]),
+    ...                   site_at_risk=np.array([True, False]))
+    >>> choice, res = risk_rule(spec, None, sp)
+    >>> choice.rule, res.n_at_risk
+    ('spatial', 1)
+    """
+    rule = spec.model.at_risk
+    if rule == "spatial":
+        return choose_at_risk("spatial", np.asarray(spatial.at_risk, bool)), spatial
+    targets = [t for t in spec.risk.targets if t.record_threshold is not None]
+    if record_risk is None or not targets:
+        raise ValueError(f'at_risk = "{rule}" needs the unrestricted record risk and a '
+                         "[risk.targets] record_threshold.")
+    summary = attributable_summary({"unrestricted": record_risk})
+    a = np.stack([summary.record_attributable("unrestricted", Measure.parse(t.measure).key,
+                                              "share", "all") for t in targets])
+    thresholds = np.array([t.record_threshold for t in targets], float)
+    choice = choose_at_risk(rule, np.asarray(spatial.at_risk, bool), attributable=a,
+                            record_threshold=thresholds)
+    site_index = data.sites.site_index
+    site = np.zeros(spatial.site_at_risk.shape[0], bool)
+    np.logical_or.at(site, site_index, choice.at_risk)
+    result = AtRiskResult(radius_m=spatial.radius_m, k=spatial.k,
+                          n_neighbours=spatial.n_neighbours, at_risk=site[site_index],
+                          site_at_risk=site)
+    return choice, result
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class NeighbourChecks:
+    """The neighbour check per scored measure, and the at-risk rule that preceded it.
+
+    Attributes
+    ----------
+    checks : dict of str to NeighbourCheck
+        By measure key (``"abs:10000"``, ``"rel:0.1"``); per-record rows are confidential.
+    choice : AtRiskChoice
+        Which records were flagged, by which rule (before the site rule).
+    at_risk : ndarray of bool, shape (n_records,)
+        The records the restricted model protected (every record of an at-risk site).
+    record_id : ndarray of shape (n_records,)
+        Ids, for the confidential table.
+    id_column : str
+    """
+
+    checks: dict[str, NeighbourCheck]
+    choice: AtRiskChoice
+    at_risk: np.ndarray = field(repr=False)
+    record_id: np.ndarray = field(repr=False)
+    id_column: str = "id"
+
+    def summary(self) -> dict:
+        """Return the aggregates for release.json (no per-record value).
+
+        Returns
+        -------
+        dict
+            ``rule``, ``n_at_risk``, ``n_spatial``, ``n_by_risk``, ``min_rise_reported``
+            (:data:`RISE_REPORTED`) and per measure: ``n_records``, ``n_rose`` (any rise),
+            ``n_rose_reported`` (rise > ``min_rise_reported``), ``n_rose_at_risk`` (at-risk
+            records among ``n_rose``), ``largest_rise``, ``mean_rise``
+            (over records that rose), ``median_distance_m``, ``distance_m_of_largest``
+            (metres to the nearest other at-risk record; null when there is none).
+        """
+        out: dict = {"rule": self.choice.rule, "n_at_risk": int(self.at_risk.sum()),
+                     "n_spatial": int(self.choice.spatial.sum()),
+                     "n_by_risk": int(self.choice.by_risk.sum()),
+                     "min_rise_reported": RISE_REPORTED, "by_measure": {}}
+        for key, chk in self.checks.items():
+            t = chk.table
+            finite = t["distance_m"].replace(np.inf, np.nan)
+            out["by_measure"][key] = {
+                "n_records": chk.n_records, "n_rose": chk.n_rose,
+                "n_rose_reported": int((t["rise"] > RISE_REPORTED).sum()),
+                "n_rose_at_risk": int(t["at_risk"].sum()),
+                "largest_rise": float(t["rise"].max()) if len(t) else 0.0,
+                "mean_rise": float(t["rise"].mean()) if len(t) else 0.0,
+                "median_distance_m": (float(finite.median()) if finite.notna().any()
+                                      else None),
+                "distance_m_of_largest": (float(finite.iloc[0]) if len(t)
+                                          and np.isfinite(finite.iloc[0]) else None),
+            }
+        return out
+
+    def to_dataframe(self) -> pd.DataFrame:
+        """Per-record rows (confidential): id, ``measure``, then the check's columns."""
+        frames = []
+        for key, chk in self.checks.items():
+            t = chk.to_dataframe()
+            t.insert(0, self.id_column, self.record_id[t["record"].to_numpy(int)])
+            t.insert(1, "measure", key)
+            frames.append(t.drop(columns="record"))
+        cols = [self.id_column, "measure", "at_risk", "risk_unrestricted", "risk_restricted",
+                "rise", "distance_m"]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
+
+
+def run_neighbour_check(spec: ReleaseSpec, data: PreparedData, fits: dict[str, GPFit],
+                        at_risk: AtRiskResult, choice: AtRiskChoice) -> NeighbourChecks:
+    """Rao-Blackwellised risk of both models per measure, and the records whose risk rose.
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+    data : PreparedData
+    fits : dict of str to GPFit
+        ``"unrestricted"`` and ``"restricted"``.
+    at_risk : AtRiskResult
+        The at-risk records the restricted model protects (site rule applied).
+    choice : AtRiskChoice
+
+    Returns
+    -------
+    NeighbourChecks
+    """
+    coords = coordinates_m(data.gdf)
+    preds = {m: release_predictive_of(spec, data, fits[m], m) for m in fits}
+    g = spec.data.back_transform
+    checks = {}
+    flags = np.asarray(at_risk.at_risk, bool)
+    for m in _measures(spec):
+        u = rb_risk(preds["unrestricted"], data.y, m, g)
+        r = rb_risk(preds["restricted"], data.y, m, g)
+        checks[m.key] = neighbour_check(coords, flags, u, r)
+    return NeighbourChecks(checks=checks, choice=choice, at_risk=flags,
+                           record_id=np.asarray(data.record_id), id_column=data.id_column)

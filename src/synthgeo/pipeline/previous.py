@@ -1,0 +1,272 @@
+r"""Repeated releases: verify an earlier release, pool its implicates, record the chain.
+
+An attacker holding two releases of the same records holds L₁ + L₂ implicates of each, so
+the risk that matters is the **cumulative** one: the within-tolerance share and the
+implicate-average attack over the pooled implicates (docs/risk-and-utility.md, "Repeated
+releases"; Reiter, Wang & Zhang 2014, doi:10.29012/jpc.v6i1.635). ``synthgeo run --previous
+DIR`` / ``sg.run(spec, previous=DIR)``:
+
+1. reads ``DIR/release.json`` and checks every file it lists under ``release_files`` (bytes and
+   SHA-256) before anything is fitted: a mismatch, a missing or an unlisted file is refused
+   (:class:`synthgeo.InputError`), since a release that is not the one the board approved
+   cannot be the basis of a cumulative figure;
+2. links records by the id column (``[data] id``, the same in both releases);
+3. after the new synthesis, scores each linked record on its pooled implicates (the earlier
+   release's, read back on the model scale, then this one's restricted implicates) with
+   :func:`synthgeo.risk.within_eps.within_eps_risk` (both attacks), beside this release alone;
+4. records the chain in release.json (``previous_releases``): the earlier release.json's
+   SHA-256 and its files' hashes, after the chain that release itself recorded.
+
+Records new in this release have no earlier implicates; their cumulative risk is this
+release's and they are counted (``n_new``). Per-record cumulative risk is confidential.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from synthgeo._errors import InputError
+from synthgeo.config import ReleaseSpec
+from synthgeo.io.provenance import file_sha256
+from synthgeo.risk.within_eps import RiskResult, within_eps_risk
+
+__all__ = ["PreviousRelease", "load_previous", "CumulativeRisk", "cumulative_risk"]
+
+IMPLICATES = "release/implicates.parquet"
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class PreviousRelease:
+    """An earlier release, its files verified against its release.json.
+
+    Attributes
+    ----------
+    path : Path
+        The earlier output folder.
+    record : dict
+        Its release.json.
+    release_json_sha256 : str
+    synthetic : pandas.DataFrame
+        Rows: record ids; columns: its implicates; values: the released response on the
+        model scale (log-dollars for a log model).
+    """
+
+    path: Path
+    record: dict[str, Any] = field(repr=False)
+    release_json_sha256: str
+    synthetic: pd.DataFrame = field(repr=False)
+
+    def chain_entry(self) -> dict[str, Any]:
+        """Return what release.json records of this earlier release (hashes, no path)."""
+        r = self.record
+        return {"release_json_sha256": self.release_json_sha256,
+                "created_at": r.get("created_at"), "n_records": r.get("n_records"),
+                "n_implicates": r.get("n_implicates"),
+                "release_files": [{"path": f["path"], "sha256": f["sha256"]}
+                                  for f in r.get("release_files", [])]}
+
+    def chain(self) -> list[dict[str, Any]]:
+        """Return the earlier releases' chain, oldest first, this one last."""
+        earlier = (self.record.get("previous_releases") or {}).get("chain", [])
+        return [*earlier, self.chain_entry()]
+
+
+def _refuse(folder: Path, what: str) -> InputError:
+    return InputError(f"--previous {str(folder)!r}: {what}; nothing was fitted. Give the "
+                      "folder `synthgeo run` wrote for the earlier release, unchanged")
+
+
+def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelease:
+    """Read an earlier release and verify its files against its release.json.
+
+    Parameters
+    ----------
+    folder : path
+        The earlier ``synthgeo run`` output (``release.json``, ``release/``).
+    spec : ReleaseSpec
+        This release's spec: ``[data] id`` (must be set, and equal the earlier one's),
+        ``response``, ``transform``.
+
+    Returns
+    -------
+    PreviousRelease
+
+    Raises
+    ------
+    synthgeo.InputError
+        No release.json, a listed file missing or changed (size or SHA-256), a file under
+        ``release/`` that release.json does not list, no ``[data] id``, another id column or
+        response than the earlier release, or an id repeated within an implicate.
+
+    Examples
+    --------
+    >>> from synthgeo.config import bundled_spec_path, load_spec
+    >>> try:
+    ...     load_previous("/nonexistent", load_spec(bundled_spec_path()))
+    ... except Exception as exc:
+    ...     print(str(exc)[:57])
+    --previous '/nonexistent': no release.json there; nothing
+    """
+    folder = Path(folder)
+    rec_path = folder / "release.json"
+    if not rec_path.is_file():
+        raise _refuse(folder, "no release.json there")
+    try:
+        record = json.loads(rec_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise _refuse(folder, f"release.json is not readable JSON ({exc})") from None
+    files = record.get("release_files") or []
+    if not files:
+        raise _refuse(folder, "its release.json lists no release files")
+    for f in files:
+        p = folder / f["path"]
+        if not p.is_file():
+            raise _refuse(folder, f"{f['path']} is listed in its release.json but missing")
+        if p.stat().st_size != f["bytes"] or file_sha256(p) != f["sha256"]:
+            raise _refuse(folder, f"{f['path']} does not match the SHA-256 in its "
+                                  "release.json (changed after release)")
+    listed = {f["path"] for f in files}
+    extra = sorted(p.relative_to(folder).as_posix() for p in (folder / "release").rglob("*")
+                   if p.is_file() and p.relative_to(folder).as_posix() not in listed)
+    if extra:
+        raise _refuse(folder, f"release/ holds files its release.json does not list: {extra}")
+    if IMPLICATES not in listed:
+        raise _refuse(folder, f"its release.json does not list {IMPLICATES}")
+    d, prev = spec.data, record.get("spec", {}).get("data", {})
+    if not d.id:
+        raise InputError("--previous links records by id: set `[data] id` (the id column of "
+                         "both releases)")
+    for key in ("id", "response"):
+        if prev.get(key) != getattr(d, key):
+            raise _refuse(folder, f"its `[data] {key}` is {prev.get(key)!r}, this spec's "
+                                  f"{getattr(d, key)!r}: records cannot be linked")
+    frame = pd.read_parquet(folder / IMPLICATES, columns=["implicate", d.id, d.response])
+    if frame.duplicated(["implicate", d.id]).any():
+        raise _refuse(folder, f"an id in `{d.id}` repeats within an implicate")
+    wide = frame.pivot(index=d.id, columns="implicate", values=d.response)
+    if getattr(d, "transform", None) == "log":  # released on the original scale
+        wide = np.log(wide)
+    return PreviousRelease(path=folder, record=record, release_json_sha256=file_sha256(rec_path),
+                           synthetic=wide)
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class CumulativeRisk:
+    """Risk of the linked records: this release alone vs pooled with the earlier ones.
+
+    Attributes
+    ----------
+    summary : pandas.DataFrame
+        One row per group (``all``, ``at_risk``, ``other``) × measure: ``n_records``,
+        ``mean_this``, ``mean_cumulative`` (share of implicates within tolerance),
+        ``attack_share_this``, ``attack_share_cumulative`` (implicate-average attack).
+    this, cumulative : RiskResult
+        Per-record risk of the linked records (confidential).
+    record_id : ndarray
+        Ids of the linked records.
+    n_linked, n_new, n_implicates_pooled : int
+    chain : list of dict
+        :meth:`PreviousRelease.chain`.
+    """
+
+    summary: pd.DataFrame
+    this: RiskResult = field(repr=False)
+    cumulative: RiskResult = field(repr=False)
+    record_id: np.ndarray = field(repr=False)
+    n_linked: int
+    n_new: int
+    n_implicates_pooled: int
+    chain: list[dict[str, Any]]
+
+    def to_record(self) -> dict[str, Any]:
+        """release.json's ``previous_releases`` block (aggregates and hashes only)."""
+        return {"chain": self.chain, "n_linked": self.n_linked, "n_new": self.n_new,
+                "n_implicates_pooled": self.n_implicates_pooled,
+                "cumulative_risk": self.summary.to_dict("records")}
+
+    def per_record(self, id_column: str) -> pd.DataFrame:
+        """Per-record risk, this release and cumulative (confidential)."""
+        t = self.this.to_dataframe().reset_index(drop=True).add_suffix("_this")
+        c = self.cumulative.to_dataframe().reset_index(drop=True).add_suffix("_cumulative")
+        return pd.concat([pd.DataFrame({id_column: self.record_id}), t, c], axis=1)
+
+
+def _measures(rr: RiskResult):
+    """(measure key, risk variable, attack variable, dim, position) per tolerance."""
+    ds = rr.per_record
+    for kind, dim in (("abs", "eps"), ("rel", "p")):
+        for j, tol in enumerate(ds[dim].values):
+            key = f"{kind}:{np.format_float_positional(float(tol), trim='-')}"
+            yield key, f"risk_{kind}", f"attack_{kind}", dim, j
+
+
+def cumulative_risk(previous: PreviousRelease, spec: ReleaseSpec, truth: np.ndarray,
+                    record_id: np.ndarray, synthetic: np.ndarray,
+                    at_risk: np.ndarray) -> CumulativeRisk:
+    """Score the linked records on this release's implicates and the pooled ones (both attacks).
+
+    Parameters
+    ----------
+    previous : PreviousRelease
+    spec : ReleaseSpec
+        ``[risk] eps``, ``p``; ``[data] back_transform``.
+    truth : ndarray of shape (n_records,)
+        y, model scale (confidential).
+    record_id : ndarray of shape (n_records,)
+    synthetic : ndarray of shape (L, n_records)
+        This release's (restricted) implicates, model scale.
+    at_risk : ndarray of bool, shape (n_records,)
+
+    Returns
+    -------
+    CumulativeRisk
+
+    Raises
+    ------
+    synthgeo.InputError
+        If no record of this release is in the earlier one.
+    """
+    ids = np.asarray(record_id)
+    linked = np.isin(ids, previous.synthetic.index.to_numpy())
+    if not linked.any():
+        raise InputError(f"--previous {str(previous.path)!r}: none of this release's ids is "
+                         "in the earlier release; link records by the same id column")
+    prev = previous.synthetic.loc[ids[linked]].to_numpy(float).T  # (L_prev, n_linked)
+    this = np.asarray(synthetic, float)[:, linked]
+    pooled = np.concatenate([prev, this])
+    y = np.asarray(truth, float)[linked]
+
+    def score(arr: np.ndarray) -> RiskResult:
+        da = xr.DataArray(arr, dims=("implicate", "record"),
+                          coords={"implicate": np.arange(1, arr.shape[0] + 1),
+                                  "record": ids[linked]})
+        return within_eps_risk(da, y, eps=spec.risk.eps, p=spec.risk.p,
+                               transform=spec.data.back_transform)
+
+    r_this, r_cum = score(this), score(pooled)
+    groups = {"all": np.ones(int(linked.sum()), bool), "at_risk": np.asarray(at_risk)[linked]}
+    groups["other"] = ~groups["at_risk"]
+    rows = []
+    for gname, mask in groups.items():
+        for key, risk, attack, dim, j in _measures(r_this):
+            vals = {}
+            for label, rr in (("this", r_this), ("cumulative", r_cum)):
+                ds = rr.per_record
+                vals[f"mean_{label}"] = (float(ds[risk].transpose("record", dim).values[mask, j]
+                                               .mean()) if mask.any() else float("nan"))
+                vals[f"attack_share_{label}"] = (
+                    float(ds[attack].transpose("record", dim).values[mask, j].mean())
+                    if mask.any() else float("nan"))
+            rows.append({"group": gname, "measure": key, "n_records": int(mask.sum()), **vals})
+    return CumulativeRisk(summary=pd.DataFrame(rows), this=r_this, cumulative=r_cum,
+                          record_id=ids[linked], n_linked=int(linked.sum()),
+                          n_new=int((~linked).sum()), n_implicates_pooled=pooled.shape[0],
+                          chain=previous.chain())

@@ -1,0 +1,129 @@
+"""Repeated releases: ``previous=DIR`` verifies, links by id, pools, records the chain."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synthgeo._errors import InputError
+from synthgeo.cli.main import main as cli_main
+from synthgeo.config import bundled_spec_path, load_spec
+from synthgeo.io.provenance import file_sha256
+from synthgeo.pipeline import run_release
+from synthgeo.release.writer import write_release
+from synthgeo.testing import fake_fitter, fake_spec
+
+pytestmark = pytest.mark.filterwarnings("ignore:1 exact duplicate row:UserWarning")
+
+
+def _spec(seed: int):
+    spec = fake_spec(load_spec(bundled_spec_path()), n_draws=100, n_implicates=5)
+    return spec.replace("sampling", seed=seed)
+
+
+def _release(tmp_path, name: str, seed: int, previous=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = run_release(_spec(seed), fitter=fake_fitter(n_draws=100), previous=previous)
+    return res, write_release(res, tmp_path / name)
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("previous")
+    return (tmp, *_release(tmp, "a", 1))
+
+
+def test_second_release_pools_the_first_and_records_the_chain(first, tmp_path):
+    _, res_a, out_a = first
+    res_b, out_b = _release(tmp_path, "b", 2, previous=out_a)
+    cum = res_b.cumulative
+    assert (cum.n_linked, cum.n_new, cum.n_implicates_pooled) == (140, 0, 10)
+    # equal L: the pooled share is the mean of the two releases' shares, record by record
+    ra = res_a.risk["restricted"].per_record["risk_rel"].values
+    rb = res_b.risk["restricted"].per_record["risk_rel"].values
+    np.testing.assert_allclose(cum.cumulative.per_record["risk_rel"].values, (ra + rb) / 2)
+    np.testing.assert_allclose(cum.this.per_record["risk_rel"].values, rb)
+    row = cum.summary.query("group == 'all' and measure == 'rel:0.1'").iloc[0]
+    assert row["mean_cumulative"] == pytest.approx(((ra + rb) / 2).mean())
+    # the pooled average attack uses all 10 implicates
+    assert 0.0 <= row["attack_share_cumulative"] <= 1.0
+    rec = json.loads((out_b / "release.json").read_text())
+    prev = rec["previous_releases"]
+    assert len(prev["chain"]) == 1
+    entry = prev["chain"][0]
+    assert entry["release_json_sha256"] == file_sha256(out_a / "release.json")
+    a_files = json.loads((out_a / "release.json").read_text())["release_files"]
+    assert entry["release_files"] == [{"path": f["path"], "sha256": f["sha256"]}
+                                      for f in a_files]
+    assert {r["group"] for r in prev["cumulative_risk"]} == {"all", "at_risk", "other"}
+    per = pd.read_csv(out_b / "confidential" / "cumulative_risk_per_record.csv")
+    assert len(per) == 140 and "risk_rel_0.1_cumulative" in per.columns
+
+
+@pytest.mark.slow
+def test_a_third_release_carries_the_chain_forward(first, tmp_path):
+    _, _, out_a = first
+    _, out_b = _release(tmp_path, "b", 2, previous=out_a)
+    res_c, out_c = _release(tmp_path, "c", 3, previous=out_b)
+    assert [c["release_json_sha256"] for c in res_c.cumulative.chain] == [
+        file_sha256(out_a / "release.json"), file_sha256(out_b / "release.json")]
+    rec = json.loads((out_c / "release.json").read_text())
+    assert len(rec["previous_releases"]["chain"]) == 2
+
+
+def _never_called(*args, **kwargs):
+    raise AssertionError("fitted although the earlier release was refused")
+
+
+@pytest.mark.parametrize("tamper, message", [
+    ("change", r"release/implicates\.parquet does not match the SHA-256"),
+    ("remove", r"release/README\.md is listed in its release\.json but missing"),
+    ("add", r"release/ holds files its release\.json does not list: \['release/extra\.csv'\]"),
+])
+def test_a_changed_earlier_release_is_refused_before_fitting(first, tmp_path, tamper,
+                                                            message):
+    import shutil
+
+    _, _, out_a = first
+    copy = tmp_path / "a_copy"
+    shutil.copytree(out_a, copy)
+    if tamper == "change":
+        p = copy / "release" / "implicates.parquet"
+        data = bytearray(p.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        p.write_bytes(bytes(data))
+    elif tamper == "remove":
+        (copy / "release" / "README.md").unlink()
+    else:
+        (copy / "release" / "extra.csv").write_text("id\n1\n")
+    with pytest.raises(InputError, match=message) as exc:
+        run_release(_spec(2), fitter=_never_called, previous=copy)
+    assert "nothing was fitted" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_previous_needs_a_release_folder_and_the_same_id_column(first, tmp_path):
+    _, _, out_a = first
+    with pytest.raises(InputError, match="no release.json there"):
+        run_release(_spec(2), fitter=_never_called, previous=tmp_path)
+    spec = _spec(2).replace("data", id=None)
+    with pytest.raises(InputError, match=r"set `\[data\] id`"):
+        run_release(spec, fitter=_never_called, previous=out_a)
+
+
+def test_cli_previous_refuses_a_tampered_release(first, tmp_path, capsys):
+    import shutil
+
+    _, _, out_a = first
+    copy = tmp_path / "a_copy"
+    shutil.copytree(out_a, copy)
+    (copy / "release" / "README.md").write_text("edited")
+    code = cli_main(["run", str(bundled_spec_path()), "--previous", str(copy),
+                     "--out", str(tmp_path / "b")])
+    err = capsys.readouterr().err
+    assert code != 0 and "README.md does not match the SHA-256" in err
+    assert not (tmp_path / "b").exists()
