@@ -26,7 +26,8 @@ def add_parser(sub, common) -> None:
                    help="an earlier release of the same records (the folder `synthgeo run` "
                         "wrote): its files are checked against its release.json, records "
                         "linked by [data] id, the pooled implicates scored (cumulative risk) "
-                        "and the chain of releases recorded in release.json (default: none, a first release)")
+                        "and the chain of releases recorded in release.json (default: none, "
+                        "a first release)")
     add_output_arguments(r, default="synthgeo-out",
                          holds="release/, confidential/, release.json, report.html")
 
