@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     import arviz
 
     from synthgeo.pipeline.data import PreparedData
+    from synthgeo.pipeline.risk_stage import RiskScores
 
 __all__ = ["MODELS", "ReleaseResult", "Release", "ReleaseRisk", "risk_per_record"]
 
@@ -60,6 +61,13 @@ class ReleaseResult:
         Spatial k within ``[anonymity] radius_m`` and the outlier-policy labels of the
         released locations, related to the at-risk records (diagnostics only: no location is
         moved or dropped); None when not computed.
+    risk_scores : RiskScores or None
+        Rao-Blackwellised release risk, both baselines and attributable risk of both models,
+        the ``[risk.targets]`` verdict and the joint count
+        (:func:`synthgeo.pipeline.risk_stage.score_release_risk`); None when not computed.
+    seed : int or None
+        The seed the run used (the spec's, or a fresh random one): a key, written to
+        ``confidential/`` only.
     """
 
     spec: ReleaseSpec
@@ -73,6 +81,8 @@ class ReleaseResult:
     utility: pd.DataFrame
     seconds: dict[str, float] = field(default_factory=dict)
     locations: LocationDiagnostics | None = None
+    risk_scores: RiskScores | None = None
+    seed: int | None = field(default=None, repr=False)
 
     @property
     def M_m(self) -> float:  # noqa: N802
@@ -88,7 +98,10 @@ def risk_per_record(result: ReleaseResult) -> pd.DataFrame:
     pandas.DataFrame
         One row per record: the id column, ``at_risk``, ``n_neighbours_within_M``, then each
         model's :meth:`RiskResult.to_dataframe` columns suffixed ``_unrestricted`` and
-        ``_restricted`` (shares of implicates within tolerance, in [0, 1]; attack flags).
+        ``_restricted`` (shares of implicates within tolerance, in [0, 1]; attack flags);
+        when the baselines were scored (``result.risk_scores``), also the Rao-Blackwellised
+        risk, both baselines and attributable risk of both models
+        (:meth:`synthgeo.pipeline.risk_stage.RiskScores.per_record`). Confidential.
     """
     table = pd.DataFrame({
         result.data.id_column: result.data.record_id,
@@ -98,6 +111,8 @@ def risk_per_record(result: ReleaseResult) -> pd.DataFrame:
     for name in MODELS:
         rf = result.risk[name].to_dataframe().reset_index(drop=True)
         table = pd.concat([table, rf.add_suffix(f"_{name}")], axis=1)
+    if result.risk_scores is not None:
+        table = pd.concat([table, result.risk_scores.per_record()], axis=1)
     return table
 
 

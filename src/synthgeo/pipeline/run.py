@@ -19,6 +19,7 @@ import numpy as np
 
 from synthgeo._errors import SpecError
 from synthgeo._progress import progress_iter
+from synthgeo._seed import resolve_seed
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec, load_spec
 from synthgeo.inference.result import GPFit, require_convergence
 from synthgeo.io.points import coordinates_m
@@ -33,6 +34,7 @@ from synthgeo.model.restricted_gp import GPPriors, default_priors
 from synthgeo.model.smoothing import Smoothing
 from synthgeo.pipeline.data import PreparedData, prepare_data
 from synthgeo.pipeline.result import MODELS, ReleaseResult
+from synthgeo.pipeline.risk_stage import score_release_risk
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
 from synthgeo.synthesis.implicates import draw_implicates
 from synthgeo.utility.reiter import compare_to_confidential
@@ -149,6 +151,11 @@ def _locations_message(spec: ReleaseSpec, locations: LocationDiagnostics) -> str
             + (" and refuses" if ol.refused else "") + "\n" + locations.verdict.summary_line())
 
 
+def _g_name(spec: ReleaseSpec) -> str:
+    """g, the map from the model scale to the person's scale (exp under ``transform = "log"``)."""
+    return "exp" if spec.data.transform == "log" else spec.data.back_transform
+
+
 def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit
              ) -> tuple[AtRiskResult, dict, float]:
     """Return the at-risk rule at M (φ̂ or ``M_m``), its sensitivity to φ, and φ̂ (1/metre)."""
@@ -214,6 +221,9 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         A bad spec, or an engine the spec cannot use.
     synthgeo.ConvergenceError
         When a fit fails the convergence thresholds and ``on_convergence_failure = "stop"``.
+    synthgeo.RiskError
+        When a ``[risk.targets]`` target fails for the released model and
+        ``[risk] on_risk_failure = "stop"`` (raised before anything is written).
     """
     spec, say, seconds = as_spec(spec), progress or log.info, {}
     with _timed(seconds, "load"):
@@ -222,7 +232,8 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     with _timed(seconds, "locations"):
         locations = _locations(spec, data)
     say(_locations_message(spec, locations))
-    seeds = np.random.SeedSequence(spec.sampling.seed).spawn(4)
+    seed = resolve_seed(spec.sampling.seed)  # a key: kept in confidential/ only
+    seeds = np.random.SeedSequence(seed).spawn(4)
     fit_seed = [int(s.generate_state(1)[0]) for s in seeds[:2]]
     fit, fits = make_fitter(spec, data, progressbar=progressbar, fitter=fitter), {}
     locations = enforce_verdict(locations, spec.anonymity.on_location_failure)  # before fitting
@@ -244,10 +255,14 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         implicates = _synthesize(spec, data, fits, seeds[2:], progressbar)
     with _timed(seconds, "risk"):
         risk = {name: within_eps_risk(ds["y_synthetic"], data.y, eps=spec.risk.eps,
-                                      p=spec.risk.p, transform=spec.data.back_transform)
+                                      p=spec.risk.p, transform=_g_name(spec))
                 for name, ds in progress_iter(implicates.items(), enabled=progressbar,
                                               desc="risk", total=len(implicates), unit="model")}
         summary = summarise_risk(risk["unrestricted"], risk["restricted"], at_risk.at_risk)
+    say("scoring risk against the leave-one-out and public baselines")
+    with _timed(seconds, "risk_baselines"):  # raises RiskError under on_risk_failure = "stop"
+        scores = score_release_risk(spec, data, fits, implicates, at_risk.at_risk, locations)
+    say(scores.verdict_line())
     with _timed(seconds, "utility"):
         utility = compare_to_confidential(
             spec.formula, {k: v["y_synthetic"] for k, v in implicates.items()}, data.frame,
@@ -256,4 +271,4 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     return ReleaseResult(
         spec=spec, data=data, fits=fits, at_risk=at_risk, at_risk_sensitivity=sens,
         implicates=implicates, risk=risk, risk_summary=summary, utility=utility,
-        seconds=seconds, locations=locations)
+        seconds=seconds, locations=locations, risk_scores=scores, seed=seed)

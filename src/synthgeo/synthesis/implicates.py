@@ -70,7 +70,10 @@ def draw_implicates(
     -------
     xarray.Dataset
         ``y_synthetic`` with dims (``implicate``, ``record``) on the model scale, plus the
-        source ``chain``/``draw`` of each implicate as coordinates.
+        source ``chain``/``draw`` of each implicate as coordinates. ``y_mean`` (implicate,
+        record) and ``y_sd`` (implicate) are the normal predictive each value was drawn from,
+        N(x_iβ^(ℓ) + d_s w_s^(ℓ), τ²^(ℓ)) (confidential: the Rao-Blackwellised risk of
+        :mod:`synthgeo.risk.rao_blackwell` uses them; never released).
     """
     if n_implicates < 5:
         warnings.warn(f"only {n_implicates} implicates: Reiter intervals will be unstable",
@@ -99,7 +102,9 @@ def draw_implicates(
     y = mean + rng.standard_normal(mean.shape) * np.sqrt(nugget)[:, None]
     n_rec = X.shape[0]
     return xr.Dataset(
-        {"y_synthetic": (("implicate", "record"), y)},
+        {"y_synthetic": (("implicate", "record"), y),
+         "y_mean": (("implicate", "record"), mean),
+         "y_sd": ("implicate", np.sqrt(nugget))},
         coords={
             "implicate": np.arange(1, len(flat) + 1),
             "record": np.arange(n_rec) if record_id is None else np.asarray(record_id),

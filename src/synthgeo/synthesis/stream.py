@@ -25,6 +25,8 @@ import dask.array as da
 import numpy as np
 import xarray as xr
 
+from synthgeo._seed import seed_sha256
+
 __all__ = ["PosteriorDraws", "implicates_dask", "stream_release", "StreamResult"]
 
 
@@ -190,7 +192,8 @@ def stream_release(
     ds = xr.Dataset(
         {"y_synthetic": (("implicate", "record"), ysyn.astype(dtype))},
         coords={"implicate": np.arange(1, L + 1), "record": rid},
-        attrs={"synthgeo": "partially synthetic implicates (model scale)", "seed": seed},
+        attrs={"synthgeo": "partially synthetic implicates (model scale)",
+               "seed_sha256": seed_sha256(seed)},  # the seed itself is a key: never stored
     )
     write = ds.to_zarr(path, mode="w-", compute=False, consolidated=False)
     ctx = contextlib.nullcontext()
