@@ -17,6 +17,7 @@ import geopandas
 import numpy as np
 import pandas as pd
 
+from synthgeo._seed import SEED_FILE, seed_sha256
 from synthgeo.io.atomic import check_output_dir as _check_output_dir
 from synthgeo.io.atomic import write_folder
 from synthgeo.io.jsonable import dumps, jsonable
@@ -143,13 +144,15 @@ def release_record(
                       "seconds": fit.seconds, "engine": fit.engine,
                       "n_sites_smoothed": int(np.sum(fit.scale < 1))}
     prov = provenance(None, points=data.gdf)
+    spec_dict = spec.to_dict()
+    spec_dict["sampling"]["seed"] = None  # a key: in confidential/seed.txt only
     rec = {
         "synthgeo_release_record": 1,
         "created_at": prov["created_at"],
-        "spec": spec.to_dict(),
+        "spec": spec_dict,
         "input": prov["input"],
         "versions": prov["versions"],
-        "seed": spec.sampling.seed,
+        "seed_sha256": _seed_hash(result),
         "crs": prov["crs"],
         "n_records": data.n_records, "n_sites": data.sites.n_sites,
         "n_implicates": spec.synthesis.n_implicates,
@@ -175,7 +178,29 @@ def release_record(
     if getattr(result, "locations", None) is not None:
         rec["locations"] = result.locations.summary()
     rec.update(_location_verdict_and_warnings(result))
+    scores = getattr(result, "risk_scores", None)
+    if scores is not None:
+        rec["risk_attributable"] = {
+            "measures": [m.key for m in scores.measures], "g": scores.g,
+            "method": "release = Rao-Blackwellised risk (share) or the stronger average guess "
+                      "(average); baselines: leave-one-out GP and public OLS; attributable = "
+                      "release - the stronger baseline, chosen once per measure, attack and "
+                      "group (docs/risk-and-utility.md)",
+            "table": scores.table.to_dict("records")}
+        rec["verdicts"]["risk"] = scores.verdict.to_dict()
+        rec["warnings"] = rec["warnings"] + list(scores.warnings)
+    else:
+        rec["verdicts"]["risk"] = {"status": "NOT ASSESSED", "model": "restricted",
+                                   "cumulative": False, "targets": [], "joint": None}
     return jsonable(rec)
+
+
+def _seed_hash(result: ReleaseResult) -> str | None:
+    """SHA-256 of the run's seed (the seed itself is written to ``confidential/`` only)."""
+    seed = getattr(result, "seed", None)
+    if seed is None:
+        seed = result.spec.sampling.seed
+    return None if seed is None else seed_sha256(seed)
 
 
 def _location_verdict_and_warnings(result: ReleaseResult) -> dict[str, Any]:
@@ -250,6 +275,13 @@ def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
         fit.idata.to_netcdf(str(conf / f"posterior_{name}.nc"), engine="h5netcdf")
     risk_per_record(result).to_csv(conf / "risk_per_record.csv", index=False)
     result.risk_summary.to_csv(conf / "risk_summary.csv", index=False)
+    if getattr(result, "risk_scores", None) is not None:
+        result.risk_scores.table.to_csv(conf / "risk_attributable.csv", index=False)
+    seed = getattr(result, "seed", None)
+    if seed is None:
+        seed = result.spec.sampling.seed
+    if seed is not None:  # the key of the noise draws: confidential/ only
+        (conf / SEED_FILE).write_text(f"{int(seed)}\n", encoding="utf-8")
     if result.locations is not None:  # per-record k and outlier labels: board only
         result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
     result.utility.to_csv(conf / "utility_reiter.csv", index=False)
