@@ -32,7 +32,7 @@ from synthgeo.model.at_risk import AtRiskResult, continuous_weights, find_at_ris
 from synthgeo.model.kernels import M_FROM_RHO0, Sites
 from synthgeo.model.restricted_gp import GPPriors, default_priors
 from synthgeo.model.smoothing import Smoothing
-from synthgeo.pipeline.data import PreparedData, prepare_data
+from synthgeo.pipeline.data import PreparedData, prepare_data, response_scale
 from synthgeo.pipeline.result import MODELS, ReleaseResult
 from synthgeo.pipeline.risk_stage import score_release_risk
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
@@ -151,11 +151,6 @@ def _locations_message(spec: ReleaseSpec, locations: LocationDiagnostics) -> str
             + (" and refuses" if ol.refused else "") + "\n" + locations.verdict.summary_line())
 
 
-def _g_name(spec: ReleaseSpec) -> str:
-    """g, the map from the model scale to the person's scale (exp under ``transform = "log"``)."""
-    return "exp" if spec.data.transform == "log" else spec.data.back_transform
-
-
 def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit
              ) -> tuple[AtRiskResult, dict, float]:
     """Return the at-risk rule at M (φ̂ or ``M_m``), its sensitivity to φ, and φ̂ (1/metre)."""
@@ -255,7 +250,7 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         implicates = _synthesize(spec, data, fits, seeds[2:], progressbar)
     with _timed(seconds, "risk"):
         risk = {name: within_eps_risk(ds["y_synthetic"], data.y, eps=spec.risk.eps,
-                                      p=spec.risk.p, transform=_g_name(spec))
+                                      p=spec.risk.p, transform=response_scale(spec).g_name)
                 for name, ds in progress_iter(implicates.items(), enabled=progressbar,
                                               desc="risk", total=len(implicates), unit="model")}
         summary = summarise_risk(risk["unrestricted"], risk["restricted"], at_risk.at_risk)
@@ -264,10 +259,13 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         scores = score_release_risk(spec, data, fits, implicates, at_risk.at_risk, locations)
     say(scores.verdict_line())
     with _timed(seconds, "utility"):
+        released = response_scale(spec).to_released  # the analyst's scale (dollars: "log")
         utility = compare_to_confidential(
-            spec.formula, {k: v["y_synthetic"] for k, v in implicates.items()}, data.frame,
-            response=spec.data.response, truth=data.y, alpha=spec.utility.alpha,
-            progressbar=progressbar)
+            spec.formula,
+            {k: v["y_synthetic"].copy(data=released(v["y_synthetic"].values))
+             for k, v in implicates.items()}, data.frame,
+            response=spec.data.response, truth=data.frame[spec.data.response].to_numpy(),
+            alpha=spec.utility.alpha, progressbar=progressbar)
     return ReleaseResult(
         spec=spec, data=data, fits=fits, at_risk=at_risk, at_risk_sensitivity=sens,
         implicates=implicates, risk=risk, risk_summary=summary, utility=utility,

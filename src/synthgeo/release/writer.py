@@ -23,6 +23,7 @@ from synthgeo.io.atomic import write_folder
 from synthgeo.io.jsonable import dumps, jsonable
 from synthgeo.io.provenance import file_sha256, provenance
 from synthgeo.pipeline import MODELS, ReleaseResult, risk_per_record
+from synthgeo.pipeline.data import response_scale
 from synthgeo.release.readme import csv_name, data_user_readme
 from synthgeo.release.schema import validate_release_record
 
@@ -58,7 +59,8 @@ def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
     dict of str to geopandas.GeoDataFrame
         Columns ``implicate``, the id column, the location (original coordinate columns for a
         CSV input, and the geometry in the input's CRS), covariates, and the synthetic response
-        under the response's name. Rows ordered by implicate, then record. Under
+        under the response's name, on the column's own scale (exp of the model scale under
+        ``[data] transform = "log"``). Rows ordered by implicate, then record. Under
         ``[anonymity] treatment = "apply"`` the location is the published one (group centroid,
         cell centre; also ``location_disposal``, ``location_cell_m``) and withheld records are
         left out.
@@ -78,13 +80,14 @@ def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
         keep, geom = view["keep"], view["geometry"]
         base = base.loc[keep].reset_index(drop=True).assign(**view["columns"], **view["extra"])
     frames = {}
+    released = response_scale(spec).to_released  # exp under `[data] transform = "log"`
     for name in MODELS:
         ys = result.implicates[name]["y_synthetic"]
         parts = []
         for j, imp in enumerate(ys["implicate"].values):
             f = base.copy()
             f.insert(0, "implicate", int(imp))
-            f[d.response] = ys.values[j][keep]
+            f[d.response] = released(ys.values[j][keep])
             parts.append(f)
         long = pd.concat(parts, ignore_index=True)
         frames[name] = geopandas.GeoDataFrame(
