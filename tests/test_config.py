@@ -288,7 +288,9 @@ BAD_VALUES = [
     ("sampling", "chains = true", r"`\[sampling\] chains`.*got True"),
     ("sampling", "chains = 1",
      r"`\[sampling\] chains` must be >= 2 when `on_convergence_failure` = \"stop\".*got 1"),
-    ("sampling", "seed = -1", r"`\[sampling\] seed` must be a non-negative integer, got -1"),
+    ("sampling", "seed = -1",
+     r"`\[sampling\] seed` must be a non-negative integer \(or left out: a fresh random "
+     r"seed\), got -1"),
     ("sampling", 'sampler = "pymc"', r"`\[sampling\] sampler`.*got 'pymc'"),
     ("sampling", 'backend = "c"', r"`\[sampling\] backend`.*got 'c'"),
     ("sampling", "target_accept = 1.0", r"`\[sampling\] target_accept`.*\[0\.5, 1\).*got 1\.0"),

@@ -57,8 +57,9 @@ def test_schema_is_valid_and_every_object_is_closed():
     open_objects = [p for p, n in _walk(schema)
                     if n.get("type") == "object" and n.get("additionalProperties") is not False]
     assert open_objects == []
-    # only the location diagnostics are optional (a run may skip that stage)
-    assert set(schema["properties"]) - set(schema["required"]) == {"locations"}
+    # only the location diagnostics and the baselines are optional (a run may skip them)
+    assert set(schema["properties"]) - set(schema["required"]) == {"locations",
+                                                                   "risk_attributable"}
 
 
 def test_schema_spec_keys_match_the_config_dataclasses():

@@ -352,11 +352,28 @@ def test_key_figures_box_is_the_key_figures_table(fake_result, fake_html):
     box = re.search(r"<table id='table-key-figures'>(.*?)</table>", fake_html, re.S).group(1)
     rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td></tr>", box)
     assert len(rows) == len(kf)
+    from html import unescape
+
     for (item, value), row in zip(rows, kf.itertuples()):
-        assert item == row.item.replace("'", "&#x27;")
-        want = f"<span class='{row.status}'>{row.value}</span>" if row.status else row.value
-        assert value == want
-    assert kf.iloc[0].tolist() == ["records (N)", f"{fake_result.data.n_records:,}", ""]
+        assert unescape(item) == row.item and "<" not in item
+        if row.status:
+            assert value.startswith(f"<span class='{row.status}'>") and value.endswith("</span>")
+            value = value[len(f"<span class='{row.status}'>"):-len("</span>")]
+        assert unescape(value) == row.value and "<" not in value
+    # the risk verdict first (no targets: NOT ASSESSED, never PASS), then N
+    assert kf.iloc[0]["item"] == "risk verdict (released model)"
+    assert kf.iloc[0]["value"].startswith("NOT ASSESSED")
+    assert kf.iloc[1].tolist() == ["records (N)", f"{fake_result.data.n_records:,}", ""]
+    assert kf["item"].str.startswith("location verdict").sum() == 1
+    # every measure x attack, all and at-risk records, both models beside the baseline
+    risk = kf[kf["value"].str.startswith("release ")]
+    assert len(risk) == 2 * 2 * 2
+    assert risk["value"].str.contains("baseline").all()
+    assert risk["value"].str.contains("attributable").all()
+    assert set(risk["status"]) <= {"ok", "warn"}
+    worse = risk["value"].str.contains("restricted model worse")
+    assert (risk.loc[worse, "status"] == "warn").all()
+    assert (risk.loc[~worse, "status"] == "ok").all()
     conv = kf[kf["item"].str.startswith("convergence")]
     assert conv["value"].tolist() == ["passed", "passed"] and set(conv["status"]) == {"ok"}
 
