@@ -391,3 +391,25 @@ def test_every_template_is_package_data():
     shipped = {p for g in globs for p in root.glob(g)}
     templates = {p for p in (root / "release" / "templates").rglob("*") if p.is_file()}
     assert templates and templates <= shipped, sorted(map(str, templates - shipped))
+
+
+def test_histogram_records_are_chosen_without_selection_bias(fake_result, fake_html):
+    """At-risk records first, then by the larger of the two models' Rao-Blackwellised risk;
+    the caption says so, and the attributable table shows both baselines for both models."""
+    import html as html_lib
+
+    from synthgeo.risk.selection import HISTOGRAM_RULE
+
+    caption = re.search(r"<p class='caption' id='histogram-rule'>(.*?)</p>", fake_html).group(1)
+    assert html_lib.unescape(caption) == HISTOGRAM_RULE[0].upper() + HISTOGRAM_RULE[1:] + "."
+    sel = fake_result.risk_scores.histogram_selection(fake_result.at_risk.at_risk, n=8)
+    n_risk = int(fake_result.at_risk.at_risk.sum())
+    assert sel.at_risk[:min(n_risk, 8)].all()
+    rest = sel.key[n_risk:]
+    assert (np.diff(rest) <= 0).all()
+    table = re.search(r"<table id='table-risk-attributable'>(.*?)</table>", fake_html, re.S)
+    head = table.group(1).splitlines()[0]
+    for col in ("release", "baseline_loo", "baseline_public", "attributable"):
+        assert f"<th>{col}</th>" in head
+    body = table.group(1)
+    assert body.count("<td>unrestricted</td>") == body.count("<td>restricted</td>") == 16

@@ -58,8 +58,8 @@ def _chosen(result, kind: str, tol: float, r: dict) -> tuple[np.ndarray, dict, s
     at_risk = np.asarray(result.at_risk.at_risk, bool)
     if scores is None:  # no Rao-Blackwellised risk: the old rule, said as it is
         return (riskiest_records(r["unrestricted"], at_risk), r,
-                "at-risk records (up to 4) first, then the others with the highest "
-                "unrestricted realised share")
+                "records shown: at-risk records (up to 4) first, then the others with the "
+                "highest unrestricted realised share")
     from synthgeo.risk.measure import Measure
 
     key = Measure(kind=kind, tol=tol).key
