@@ -408,8 +408,8 @@ def test_histogram_records_are_chosen_without_selection_bias(fake_result, fake_h
     rest = sel.key[n_risk:]
     assert (np.diff(rest) <= 0).all()
     table = re.search(r"<table id='table-risk-attributable'>(.*?)</table>", fake_html, re.S)
-    head = table.group(1).splitlines()[0]
+    head = table.group(1).splitlines()[0].replace("<wbr>", "")
     for col in ("release", "baseline_loo", "baseline_public", "attributable"):
         assert f"<th>{col}</th>" in head
     body = table.group(1)
-    assert body.count("<td>unrestricted</td>") == body.count("<td>restricted</td>") == 16
+    assert body.count("<td>unrestricted</td>") == body.count("<td>restricted</td>") == 8

@@ -270,7 +270,10 @@ def _overview_table(result) -> pd.DataFrame:
         ("distinct sites", f"{data.sites.n_sites}"),
         ("CRS of the input", crs_name(attrs.get("source_crs"))),
         ("CRS of all distances", f"{crs.name}" + (f" (EPSG:{epsg}), metres" if epsg else "")),
-        ("response / back-transform", f"{spec.data.response} / {spec.data.back_transform}"),
+        ("response / back-transform",
+         f"{spec.data.response} / " + ("transform = log: modelled as log, released as is"
+                                       if spec.data.transform == "log"
+                                       else spec.data.back_transform)),
         ("released covariates", ", ".join(spec.data.covariates) or "none"),
         ("analyst's model", spec.formula),
         ("implicates (L)", f"{spec.synthesis.n_implicates}"),
