@@ -1,6 +1,9 @@
-"""The risk stage in the release (issue 11): baselines and attributable risk, the verdict and its
-gate, the confidential risk file, `transform = "log"` end to end, and the seed kept out of
-release/. Fast: the fake fitter (synthgeo.testing) replaces sampling."""
+"""The risk stage in the release (issue 11).
+
+Baselines and attributable risk, the verdict and its gate, the confidential risk file,
+`transform = "log"` end to end, and the seed kept out of release/. Fast: the fake fitter
+(synthgeo.testing) replaces sampling.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +39,7 @@ def _spec(**sampling):
 
 @pytest.fixture(scope="module")
 def fresh_seed_result():
-    """The bundled spec without a seed: a fresh random one."""
+    """Run the bundled spec without a seed: a fresh random one."""
     return _run(_spec(seed=None))
 
 
@@ -74,8 +77,10 @@ def test_risk_stage_scores_both_models_both_baselines_every_measure(fresh_seed_r
 
 
 def test_rao_blackwellised_risk_is_the_expected_share(fresh_seed_result):
-    """The realised share scatters around r̃ = E[share | draws]: over 280 record-measures the
-    means differ by Monte Carlo noise only (sd ≈ 0.007 at L = 10)."""
+    """Check the realised share scatters around r̃ = E[share | draws].
+
+    Over 280 record-measures the means differ by Monte Carlo noise only (sd ≈ 0.007, L = 10).
+    """
     rr = fresh_seed_result.risk_scores.records["unrestricted"].per_record
     share, rb = rr["share"].values, rr["release"].values
     assert abs(share.mean() - rb.mean()) < 0.035

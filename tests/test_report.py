@@ -394,8 +394,10 @@ def test_every_template_is_package_data():
 
 
 def test_histogram_records_are_chosen_without_selection_bias(fake_result, fake_html):
-    """At-risk records first, then by the larger of the two models' Rao-Blackwellised risk;
-    the caption says so, and the attributable table shows both baselines for both models."""
+    """Check at-risk records come first, then by the larger of the two models' RB risk.
+
+    The caption says so, and the attributable table shows both baselines for both models.
+    """
     import html as html_lib
 
     from synthgeo.risk.selection import HISTOGRAM_RULE

@@ -334,7 +334,8 @@ class SamplingConfig:
     (int; default None: a fresh random seed per run. The seed is a key (with it the noise
     draws can be regenerated and stripped): it is written to ``confidential/seed.txt`` only,
     release.json keeps its SHA-256; give one only where reproducibility is asked for, as the
-    bundled example does), ``on_convergence_failure`` {"stop", "warn"}, ``target_accept`` (NUTS only).
+    bundled example does), ``on_convergence_failure`` {"stop", "warn"}, ``target_accept``
+    (NUTS only).
     """
 
     sampler: str = "grid"

@@ -24,7 +24,8 @@ from synthgeo.model.kernels import Sites, make_sites
 from synthgeo.model.transform import ResponseScale
 from synthgeo.utility.reiter import fit_ols
 
-__all__ = ["PreparedData", "prepare_data", "response_scale", "check_formula_names", "DISCLOSURE_CORRELATION",
+__all__ = ["PreparedData", "prepare_data", "response_scale", "check_formula_names",
+           "DISCLOSURE_CORRELATION",
            "FORMULA_FUNCTIONS"]
 
 
@@ -154,8 +155,10 @@ DISCLOSURE_CORRELATION = 0.9999
 
 
 def response_scale(spec: ReleaseSpec) -> ResponseScale:
-    """The response's scales (model, released, person's) from ``[data] transform`` and
-    ``back_transform`` (:class:`synthgeo.model.transform.ResponseScale`).
+    """Return the response's scales (model, released, person's) of the spec.
+
+    From ``[data] transform`` and ``back_transform``
+    (:class:`synthgeo.model.transform.ResponseScale`).
 
     Examples
     --------

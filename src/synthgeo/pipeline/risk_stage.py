@@ -76,7 +76,7 @@ def _draws(fit: GPFit, ds: xr.Dataset) -> dict[str, np.ndarray]:
 
 
 def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset) -> Predictive:
-    """The leave-one-out baseline at the draws that made the implicates ``ds`` of ``fit``.
+    """Return the leave-one-out baseline at the draws that made the implicates ``ds`` of ``fit``.
 
     Parameters
     ----------
@@ -109,7 +109,7 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset) -> Predi
 
 
 def release_predictive_of(ds: xr.Dataset) -> Predictive:
-    """The predictive each implicate was drawn from (``y_mean``, ``y_sd`` of ``ds``)."""
+    """Return the predictive each implicate was drawn from (``y_mean``, ``y_sd`` of ``ds``)."""
     mean = ds["y_mean"].transpose("implicate", "record").values
     sd = np.broadcast_to(ds["y_sd"].values[:, None], mean.shape)
     return Predictive(mean=mean, sd=sd, name="release")
@@ -171,7 +171,10 @@ class RiskScores:
 
     def histogram_selection(self, at_risk: np.ndarray, n: int = 8,
                             key: str | None = None) -> HistogramSelection:
-        """Records for the report's histograms (:func:`synthgeo.risk.selection.histogram_records`)."""
+        """Choose the report's histogram records (``risk.selection.histogram_records``).
+
+        At-risk first, then by the larger of the two models' Rao-Blackwellised risk.
+        """
         return histogram_records(np.asarray(at_risk, bool), self.rb("unrestricted", key),
                                  self.rb("restricted", key), n=min(n, len(at_risk)))
 

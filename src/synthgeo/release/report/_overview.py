@@ -115,7 +115,7 @@ def _pp(x: float) -> str:
 
 
 def _verdict_row(result) -> tuple[str, str, str]:
-    """The risk verdict (first row of the box): status, and each target's figure."""
+    """Return the risk verdict (first row of the box): status, and each target's figure."""
     scores = getattr(result, "risk_scores", None)
     if scores is None or not scores.verdict.checks:
         return ("risk verdict (released model)",
@@ -156,8 +156,10 @@ def _location_row(result) -> tuple[str, str, str]:
 
 
 def _risk_rows(result) -> list[tuple[str, str, str]]:
-    """Every measure × attack, all and at-risk records, both models: release / baseline /
-    attributable; status "warn" where the restricted model's attributable risk is higher."""
+    """Return every measure × attack, all and at-risk records, both models.
+
+    Release / baseline / attributable; status "warn" where the restricted model is worse.
+    """
     from synthgeo.risk.measure import Measure
 
     scores = result.risk_scores
@@ -297,7 +299,7 @@ def _sampling_row(result) -> str:
 
 
 def _spec_without_seed(spec) -> dict:
-    """The spec as run with ``[sampling] seed`` blanked (a key: confidential/seed.txt)."""
+    """Return the spec as run with ``[sampling] seed`` blanked (a key: confidential/seed.txt)."""
     out = spec.to_dict()
     out["sampling"]["seed"] = None
     return out

@@ -53,7 +53,7 @@ def _g_name(spec) -> str:
 
 
 def _chosen(result, kind: str, tol: float, r: dict) -> tuple[np.ndarray, dict, str]:
-    """Records to show, their risk per model for the titles, and the caption's rule."""
+    """Return the records to show, their risk per model for the titles, and the caption's rule."""
     scores = getattr(result, "risk_scores", None)
     at_risk = np.asarray(result.at_risk.at_risk, bool)
     if scores is None:  # no Rao-Blackwellised risk: the old rule, said as it is
@@ -113,8 +113,11 @@ def section_histograms(result) -> Section | None:
 
 
 def attributable_table(result):
-    """The risk section's table: all and at-risk records, both models, every measure and
-    attack: release, both baselines, the stronger one, attributable and its largest record."""
+    """Return the risk section's table: all and at-risk records, both models.
+
+    Every measure and attack: release, both baselines, the stronger one, attributable and its
+    largest record.
+    """
     t = result.risk_scores.table
     t = t[t["group"].isin(["all", "at_risk"])]
     cols = ["measure", "attack", "group", "model", "n_records", "release",
