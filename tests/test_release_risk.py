@@ -238,3 +238,16 @@ def test_transform_log_refuses_a_non_positive_response(tmp_path):
     spec = _spec().replace("data", path=str(csv), response="price_usd", transform="log")
     with pytest.raises(InputError, match="price_usd"):
         _run(spec.replace("utility", formula=None))
+
+
+# --- the data users' README -------------------------------------------------------------------
+
+
+def test_readme_says_no_record_met_the_rule_and_claims_no_smoothing():
+    from synthgeo.release.readme import data_user_readme
+
+    result = _run(_spec().replace("model", M_m=1e6))  # every record has one within 1,000 km
+    assert result.at_risk.n_at_risk == 0
+    readme = data_user_readme(result)
+    assert "no record met the at-risk rule" in readme
+    assert "Differential smoothing" not in readme and "was removed" not in readme
