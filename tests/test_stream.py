@@ -36,6 +36,11 @@ def test_streamed_risk_equals_in_memory_risk(tmp_path):
     np.testing.assert_allclose(res.risk_abs, mem.per_record["risk_abs"].values)
     np.testing.assert_allclose(res.risk_rel, mem.per_record["risk_rel"].values)
     np.testing.assert_allclose(res.implicate_mean, ysyn.values.mean(0))
+    # the seed is a key: the store keeps only its hash (issue 11)
+    from synthgeo._seed import seed_sha256
+
+    attrs = xr.open_zarr(res.path, consolidated=False).attrs
+    assert "seed" not in attrs and attrs["seed_sha256"] == seed_sha256(5)
 
 
 def test_files_do_not_depend_on_chunking(tmp_path):
