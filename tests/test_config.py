@@ -147,7 +147,7 @@ def test_to_dict_contains_every_default(tmp_path):
     assert rec["source"] == str((tmp_path / "spec.toml").resolve())
     # spot-check the documented defaults themselves
     assert rec["model"]["rho0"] == 0.2 and rec["model"]["gamma"] == "inf"
-    assert rec["sampling"]["seed"] == 20181 and rec["sampling"]["target_accept"] == 0.9
+    assert rec["sampling"]["seed"] is None and rec["sampling"]["target_accept"] == 0.9
     assert rec["synthesis"]["n_implicates"] == 100
     assert rec["risk"] == {"eps": [10000.0], "p": [0.1], "targets": [], "on_risk_failure": "stop"}
     assert rec["utility"] == {"formula": None, "alpha": 0.05}
@@ -289,7 +289,9 @@ BAD_VALUES = [
     ("sampling", "chains = true", r"`\[sampling\] chains`.*got True"),
     ("sampling", "chains = 1",
      r"`\[sampling\] chains` must be >= 2 when `on_convergence_failure` = \"stop\".*got 1"),
-    ("sampling", "seed = -1", r"`\[sampling\] seed` must be a non-negative integer, got -1"),
+    ("sampling", "seed = -1",
+     r"`\[sampling\] seed` must be a non-negative integer \(or left out: a fresh random "
+     r"seed\), got -1"),
     ("sampling", 'sampler = "pymc"', r"`\[sampling\] sampler`.*got 'pymc'"),
     ("sampling", 'backend = "c"', r"`\[sampling\] backend`.*got 'c'"),
     ("sampling", "target_accept = 1.0", r"`\[sampling\] target_accept`.*\[0\.5, 1\).*got 1\.0"),

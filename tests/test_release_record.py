@@ -57,10 +57,10 @@ def test_schema_is_valid_and_every_object_is_closed():
     open_objects = [p for p, n in _walk(schema)
                     if n.get("type") == "object" and n.get("additionalProperties") is not False]
     assert open_objects == []
-    # only the location diagnostics (a run may skip that stage) and the chain of earlier
-    # releases (only with --previous) are optional
-    assert set(schema["properties"]) - set(schema["required"]) == {"locations",
-                                                                   "previous_releases"}
+    # optional: the location diagnostics and the baselines (a run may skip them) and the chain
+    # of earlier releases (only with --previous)
+    assert set(schema["properties"]) - set(schema["required"]) == {
+        "locations", "risk_attributable", "previous_releases"}
 
 
 def test_schema_spec_keys_match_the_config_dataclasses():

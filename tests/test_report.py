@@ -352,11 +352,28 @@ def test_key_figures_box_is_the_key_figures_table(fake_result, fake_html):
     box = re.search(r"<table id='table-key-figures'>(.*?)</table>", fake_html, re.S).group(1)
     rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td></tr>", box)
     assert len(rows) == len(kf)
+    from html import unescape
+
     for (item, value), row in zip(rows, kf.itertuples()):
-        assert item == row.item.replace("'", "&#x27;")
-        want = f"<span class='{row.status}'>{row.value}</span>" if row.status else row.value
-        assert value == want
-    assert kf.iloc[0].tolist() == ["records (N)", f"{fake_result.data.n_records:,}", ""]
+        assert unescape(item) == row.item and "<" not in item
+        if row.status:
+            assert value.startswith(f"<span class='{row.status}'>") and value.endswith("</span>")
+            value = value[len(f"<span class='{row.status}'>"):-len("</span>")]
+        assert unescape(value) == row.value and "<" not in value
+    # the risk verdict first (no targets: NOT ASSESSED, never PASS), then N
+    assert kf.iloc[0]["item"] == "risk verdict (released model)"
+    assert kf.iloc[0]["value"].startswith("NOT ASSESSED")
+    assert kf.iloc[1].tolist() == ["records (N)", f"{fake_result.data.n_records:,}", ""]
+    assert kf["item"].str.startswith("location verdict").sum() == 1
+    # every measure x attack, all and at-risk records, both models beside the baseline
+    risk = kf[kf["value"].str.startswith("release ")]
+    assert len(risk) == 2 * 2 * 2
+    assert risk["value"].str.contains("baseline").all()
+    assert risk["value"].str.contains("attributable").all()
+    assert set(risk["status"]) <= {"ok", "warn"}
+    worse = risk["value"].str.contains("restricted model worse")
+    assert (risk.loc[worse, "status"] == "warn").all()
+    assert (risk.loc[~worse, "status"] == "ok").all()
     conv = kf[kf["item"].str.startswith("convergence")]
     assert conv["value"].tolist() == ["passed", "passed"] and set(conv["status"]) == {"ok"}
 
@@ -374,3 +391,27 @@ def test_every_template_is_package_data():
     shipped = {p for g in globs for p in root.glob(g)}
     templates = {p for p in (root / "release" / "templates").rglob("*") if p.is_file()}
     assert templates and templates <= shipped, sorted(map(str, templates - shipped))
+
+
+def test_histogram_records_are_chosen_without_selection_bias(fake_result, fake_html):
+    """Check at-risk records come first, then by the larger of the two models' RB risk.
+
+    The caption says so, and the attributable table shows both baselines for both models.
+    """
+    import html as html_lib
+
+    from synthgeo.risk.selection import HISTOGRAM_RULE
+
+    caption = re.search(r"<p class='caption' id='histogram-rule'>(.*?)</p>", fake_html).group(1)
+    assert html_lib.unescape(caption) == HISTOGRAM_RULE[0].upper() + HISTOGRAM_RULE[1:] + "."
+    sel = fake_result.risk_scores.histogram_selection(fake_result.at_risk.at_risk, n=8)
+    n_risk = int(fake_result.at_risk.at_risk.sum())
+    assert sel.at_risk[:min(n_risk, 8)].all()
+    rest = sel.key[n_risk:]
+    assert (np.diff(rest) <= 0).all()
+    table = re.search(r"<table id='table-risk-attributable'>(.*?)</table>", fake_html, re.S)
+    head = table.group(1).splitlines()[0].replace("<wbr>", "")
+    for col in ("release", "baseline_loo", "baseline_public", "attributable"):
+        assert f"<th>{col}</th>" in head
+    body = table.group(1)
+    assert body.count("<td>unrestricted</td>") == body.count("<td>restricted</td>") == 8

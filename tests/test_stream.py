@@ -53,6 +53,11 @@ def test_streamed_risk_equals_in_memory_risk(tmp_path):
         np.testing.assert_array_equal(res.risk.per_record[var].values,
                                       mem.per_record[var].values)
     np.testing.assert_array_equal(ysyn.values, _blocks(draws, X, idx, 5, 24))
+    # the seed is a key: the store keeps only its hash (issue 11)
+    from synthgeo._seed import seed_sha256
+
+    attrs = xr.open_zarr(res.path, consolidated=False).attrs
+    assert "seed" not in attrs and attrs["seed_sha256"] == seed_sha256(5)
 
 
 def test_noise_of_implicate_l_is_its_own_spawned_seed():

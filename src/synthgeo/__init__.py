@@ -24,7 +24,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from synthgeo._errors import ConvergenceError, InputError, SpecError, SynthgeoError
+from synthgeo._errors import ConvergenceError, InputError, RiskError, SpecError, SynthgeoError
 
 __version__ = "0.1.0"
 
@@ -55,7 +55,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [
-    "__version__", "SynthgeoError", "InputError", "SpecError", "ConvergenceError",
+    "__version__", "SynthgeoError", "InputError", "SpecError", "ConvergenceError", "RiskError",
     "read_points", "synthesize", "run", "compare", "show_versions", "spatial_k",
     "outlier_policy", "mask", "choose_k", "load_spec", "ReleaseSpec", "DataConfig",
     "ModelConfig", "SamplingConfig", "SynthesisConfig", "RiskConfig", "UtilityConfig",

@@ -143,7 +143,8 @@ def synthesize(
     implicates : int, optional
         L, ``[synthesis] n_implicates`` (default 100).
     seed : int, optional
-        ``[sampling] seed`` (default 20181); same data and seed, same files.
+        ``[sampling] seed``; same data and seed, same files. Default: a fresh random seed
+        each run (the seed is a key: written to ``confidential/seed.txt`` only).
     id, x, y, subject, back_transform : optional
         The ``[data]`` keys: record id column and the coordinate columns released with the
         location (default: as :func:`synthgeo.read_points` read them, else a new ``record`` id

@@ -345,7 +345,11 @@ class SamplingConfig:
     ``backend`` {"numba", "jax"} (NUTS only), ``chains`` (>= 2 unless
     ``on_convergence_failure = "warn"``: R-hat compares chains; the grid arranges its
     independent draws as chains), ``draws`` (per chain) and ``tune`` (NUTS only), ``seed``
-    (int), ``on_convergence_failure`` {"stop", "warn"}, ``target_accept`` (NUTS only).
+    (int; default None: a fresh random seed per run. The seed is a key (with it the noise
+    draws can be regenerated and stripped): it is written to ``confidential/seed.txt`` only,
+    release.json keeps its SHA-256; give one only where reproducibility is asked for, as the
+    bundled example does), ``on_convergence_failure`` {"stop", "warn"}, ``target_accept``
+    (NUTS only).
     """
 
     sampler: str = "grid"
@@ -353,7 +357,7 @@ class SamplingConfig:
     chains: int = 2
     draws: int = 1000
     tune: int = 1000
-    seed: int = 20181
+    seed: int | None = None
     target_accept: float = 0.9
     on_convergence_failure: Literal["stop", "warn"] = "stop"
 
@@ -367,8 +371,9 @@ class SamplingConfig:
             v = getattr(self, key)
             if not (_is_int(v) and v >= lo):
                 raise _err("sampling", key, v, f"an integer >= {lo}")
-        if not (_is_int(self.seed) and self.seed >= 0):
-            raise _err("sampling", "seed", self.seed, "a non-negative integer")
+        if self.seed is not None and not (_is_int(self.seed) and self.seed >= 0):
+            raise _err("sampling", "seed", self.seed,
+                       "a non-negative integer (or left out: a fresh random seed)")
         if not (_is_number(self.target_accept) and 0.5 <= self.target_accept < 1):
             raise _err("sampling", "target_accept", self.target_accept, "a number in [0.5, 1)")
         if self.on_convergence_failure not in ("stop", "warn"):

@@ -70,6 +70,13 @@ def run(args: argparse.Namespace, say) -> int:
             "reduction = 1 - mean restricted / mean unrestricted;\n attack = share of records "
             "whose implicate average is within tolerance):")
         say(risk.to_string(index=False))
+        if "attributable" in tables:
+            say("\nRelease vs baselines (release = Rao-Blackwellised risk for share, the "
+                "stronger average guess for average; attributable = release - the stronger "
+                "baseline):")
+            say(tables["attributable"].to_string(index=False))
+        if rel.result.risk_scores is not None:
+            say("\n" + rel.result.risk_scores.verdict_line())
         util = tables["utility"][["model", "term", "estimate", "lower", "upper", "ci_overlap",
                                   "std_diff"]]
         say(f"\nUtility, Reiter (2003) for {spec.formula!r} (CI overlap vs confidential OLS):")

@@ -21,9 +21,11 @@ from synthgeo.config import ReleaseSpec
 from synthgeo.io.points import coordinates_m
 from synthgeo.io.read import check_points_frame, read_points
 from synthgeo.model.kernels import Sites, make_sites
+from synthgeo.model.transform import ResponseScale
 from synthgeo.utility.reiter import fit_ols
 
-__all__ = ["PreparedData", "prepare_data", "check_formula_names", "DISCLOSURE_CORRELATION",
+__all__ = ["PreparedData", "prepare_data", "response_scale", "check_formula_names",
+           "DISCLOSURE_CORRELATION",
            "FORMULA_FUNCTIONS"]
 
 
@@ -36,13 +38,14 @@ class PreparedData:
     gdf : geopandas.GeoDataFrame
         Records in a projected CRS (metres), all input columns kept.
     y : ndarray of shape (n_records,)
-        Response on the model scale.
+        Response on the model scale (log of the column under ``[data] transform = "log"``).
     X : ndarray of shape (n_records, n_coef)
         Intercept plus the spec's covariates.
     coef_names : list of str
     sites : Sites
     frame : pandas.DataFrame
-        Covariates and the confidential response, n_records rows: the analyst's data.
+        Covariates and the confidential response column as given (the released scale),
+        n_records rows: the analyst's data.
     record_id : ndarray of shape (n_records,)
     id_column : str
     """
@@ -106,7 +109,11 @@ def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame) -> PreparedData:
     """y, X, sites and the analyst's frame from checked points; refuse unusable inputs."""
     d = spec.data
     id_col = gdf.attrs["id_column"]
-    y = gdf[d.response].to_numpy(dtype=float)
+    raw = gdf[d.response].to_numpy(dtype=float)  # the column as given (dollars under "log")
+    try:
+        y = response_scale(spec).to_model(raw, name=d.response)
+    except ValueError as err:
+        raise InputError(f"`[data] transform = \"log\"`: {err}") from None
     X = np.column_stack([np.ones(len(gdf))] + [gdf[c].to_numpy(dtype=float)
                                                for c in d.covariates])
     _check_model_inputs(spec, y, X)
@@ -119,7 +126,7 @@ def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame) -> PreparedData:
             "variation to fit"
         )
     frame = pd.DataFrame(gdf.drop(columns="geometry"))[d.covariates].reset_index(drop=True)
-    frame[d.response] = y
+    frame[d.response] = raw  # the analyst's column, on its released scale
     check_formula_names(spec.formula, [d.response, *d.covariates])
     try:
         fit_ols(spec.formula, frame)
@@ -147,10 +154,25 @@ def _required_columns(spec: ReleaseSpec) -> list[str]:
 DISCLOSURE_CORRELATION = 0.9999
 
 
+def response_scale(spec: ReleaseSpec) -> ResponseScale:
+    """Return the response's scales (model, released, person's) of the spec.
+
+    From ``[data] transform`` and ``back_transform``
+    (:class:`synthgeo.model.transform.ResponseScale`).
+
+    Examples
+    --------
+    >>> from synthgeo.config import bundled_spec_path, load_spec
+    >>> response_scale(load_spec(bundled_spec_path())).g_name
+    'exp'
+    """
+    return ResponseScale(transform=spec.data.transform, back_transform=spec.data.back_transform)
+
+
 def _back_transformed(spec: ReleaseSpec, y: np.ndarray) -> np.ndarray:
     """g(y), the response on the scale a person knows (dollars); may overflow to inf."""
     with np.errstate(over="ignore"):
-        return np.exp(y) if spec.data.back_transform == "exp" else y
+        return np.exp(y) if response_scale(spec).g_name == "exp" else y
 
 
 def _determines_response(values: np.ndarray, y: np.ndarray,

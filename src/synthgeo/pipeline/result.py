@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from synthgeo.pipeline.at_risk_rule import NeighbourChecks
     from synthgeo.pipeline.data import PreparedData
     from synthgeo.pipeline.previous import CumulativeRisk
+    from synthgeo.pipeline.risk_stage import RiskScores
 
 __all__ = ["MODELS", "ReleaseResult", "Release", "ReleaseRisk", "risk_per_record"]
 
@@ -70,6 +71,13 @@ class ReleaseResult:
     cumulative : CumulativeRisk or None
         With ``previous``: this release vs pooled with the earlier one(s), and the chain of
         earlier releases' hashes (:mod:`synthgeo.pipeline.previous`).
+    risk_scores : RiskScores or None
+        Rao-Blackwellised release risk, both baselines and attributable risk of both models,
+        the ``[risk.targets]`` verdict and the joint count
+        (:func:`synthgeo.pipeline.risk_stage.score_release_risk`); None when not computed.
+    seed : int or None
+        The seed the run used (the spec's, or a fresh random one): a key, written to
+        ``confidential/`` only.
     """
 
     spec: ReleaseSpec
@@ -85,6 +93,8 @@ class ReleaseResult:
     neighbour_check: NeighbourChecks
     locations: LocationDiagnostics | None = None
     cumulative: CumulativeRisk | None = None
+    risk_scores: RiskScores | None = None
+    seed: int | None = field(default=None, repr=False)
 
     @property
     def M_m(self) -> float:  # noqa: N802
@@ -100,7 +110,10 @@ def risk_per_record(result: ReleaseResult) -> pd.DataFrame:
     pandas.DataFrame
         One row per record: the id column, ``at_risk``, ``n_neighbours_within_M``, then each
         model's :meth:`RiskResult.to_dataframe` columns suffixed ``_unrestricted`` and
-        ``_restricted`` (shares of implicates within tolerance, in [0, 1]; attack flags).
+        ``_restricted`` (shares of implicates within tolerance, in [0, 1]; attack flags);
+        when the baselines were scored (``result.risk_scores``), also the Rao-Blackwellised
+        risk, both baselines and attributable risk of both models
+        (:meth:`synthgeo.pipeline.risk_stage.RiskScores.per_record`). Confidential.
     """
     table = pd.DataFrame({
         result.data.id_column: result.data.record_id,
@@ -110,6 +123,8 @@ def risk_per_record(result: ReleaseResult) -> pd.DataFrame:
     for name in MODELS:
         rf = result.risk[name].to_dataframe().reset_index(drop=True)
         table = pd.concat([table, rf.add_suffix(f"_{name}")], axis=1)
+    if result.risk_scores is not None:
+        table = pd.concat([table, result.risk_scores.per_record()], axis=1)
     return table
 
 

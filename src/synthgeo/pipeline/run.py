@@ -20,6 +20,7 @@ from scipy.special import logit
 
 from synthgeo._errors import SpecError
 from synthgeo._progress import progress_iter
+from synthgeo._seed import resolve_seed
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec, load_spec
 from synthgeo.inference.result import GPFit, require_convergence
 from synthgeo.io.points import coordinates_m
@@ -33,9 +34,10 @@ from synthgeo.model.kernels import M_FROM_RHO0, Sites
 from synthgeo.model.restricted_gp import GPPriors, default_priors
 from synthgeo.model.smoothing import Smoothing
 from synthgeo.pipeline.at_risk_rule import risk_rule, run_neighbour_check, score_unrestricted
-from synthgeo.pipeline.data import PreparedData, prepare_data
+from synthgeo.pipeline.data import PreparedData, prepare_data, response_scale
 from synthgeo.pipeline.previous import cumulative_risk, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult
+from synthgeo.pipeline.risk_stage import score_release_risk
 from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
 from synthgeo.synthesis.implicates import draw_implicates
@@ -258,6 +260,9 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         A bad spec, or an engine the spec cannot use.
     synthgeo.ConvergenceError
         When a fit fails the convergence thresholds and ``on_convergence_failure = "stop"``.
+    synthgeo.RiskError
+        When a ``[risk.targets]`` target fails for the released model and
+        ``[risk] on_risk_failure = "stop"`` (raised before anything is written).
     """
     spec, say, seconds = as_spec(spec), progress or log.info, {}
     with _timed(seconds, "load"):
@@ -267,7 +272,8 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     with _timed(seconds, "locations"):
         locations = _locations(spec, data)
     say(_locations_message(spec, locations))
-    seeds = np.random.SeedSequence(spec.sampling.seed).spawn(4)
+    seed = resolve_seed(spec.sampling.seed)  # a key: kept in confidential/ only
+    seeds = np.random.SeedSequence(seed).spawn(4)
     fit_seed = [int(s.generate_state(1)[0]) for s in seeds[:2]]
     fit, fits = make_fitter(spec, data, progressbar=progressbar, fitter=fitter), {}
     locations = enforce_verdict(locations, spec.anonymity.on_location_failure)  # before fitting
@@ -294,10 +300,14 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         implicates = _synthesize(spec, data, fits, seeds[2:], progressbar)
     with _timed(seconds, "risk"):
         risk = {name: within_eps_risk(ds["y_synthetic"], data.y, eps=spec.risk.eps,
-                                      p=spec.risk.p, transform=spec.data.back_transform)
+                                      p=spec.risk.p, transform=response_scale(spec).g_name)
                 for name, ds in progress_iter(implicates.items(), enabled=progressbar,
                                               desc="risk", total=len(implicates), unit="model")}
         summary = summarise_risk(risk["unrestricted"], risk["restricted"], at_risk.at_risk)
+    say("scoring risk against the leave-one-out and public baselines")
+    with _timed(seconds, "risk_baselines"):  # raises RiskError under on_risk_failure = "stop"
+        scores = score_release_risk(spec, data, fits, implicates, at_risk.at_risk, locations)
+    say(scores.verdict_line())
     with _timed(seconds, "neighbour_check"):
         neighbours = run_neighbour_check(spec, data, fits, at_risk, choice)
     cumulative = None
@@ -309,11 +319,15 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         say(f"cumulative risk over {cumulative.n_implicates_pooled} pooled implicates of "
             f"{cumulative.n_linked} linked records ({cumulative.n_new} new)")
     with _timed(seconds, "utility"):
+        released = response_scale(spec).to_released  # the analyst's scale (dollars: "log")
         utility = compare_to_confidential(
-            spec.formula, {k: v["y_synthetic"] for k, v in implicates.items()}, data.frame,
-            response=spec.data.response, truth=data.y, alpha=spec.utility.alpha,
-            progressbar=progressbar)
+            spec.formula,
+            {k: v["y_synthetic"].copy(data=released(v["y_synthetic"].values))
+             for k, v in implicates.items()}, data.frame,
+            response=spec.data.response, truth=data.frame[spec.data.response].to_numpy(),
+            alpha=spec.utility.alpha, progressbar=progressbar)
     return ReleaseResult(
         spec=spec, data=data, fits=fits, at_risk=at_risk, at_risk_sensitivity=sens,
         implicates=implicates, risk=risk, risk_summary=summary, utility=utility,
-        seconds=seconds, locations=locations, neighbour_check=neighbours, cumulative=cumulative)
+        seconds=seconds, locations=locations, neighbour_check=neighbours, cumulative=cumulative,
+        risk_scores=scores, seed=seed)

@@ -32,6 +32,14 @@ def _smoothing_words(spec) -> str:
     return f"shrunk towards zero (gamma = {m.gamma})"
 
 
+def _smoothing_ran(result) -> bool:
+    """Whether the released model smoothed any site (D < 1 somewhere), from the fit itself."""
+    import numpy as np
+
+    fit = result.fits.get("restricted")
+    return fit is not None and bool(np.any(np.asarray(fit.scale) < 1))
+
+
 def csv_name(implicate: int, n_implicates: int) -> str:
     """File name of one implicate's CSV, e.g. ``implicate_007.csv`` (zero-padded, >= 3 digits).
 
@@ -75,7 +83,11 @@ def readme_context(result) -> dict[str, Any]:
     -------
     dict
         Keys used by ``readme.md.j2``: plain strings, numbers and lists of column names;
-        ``from_file`` is False for data handed over in memory (the README then names no file).
+        ``from_file`` is False for data handed over in memory (the README then names no file);
+        ``smoothed`` is False when the released model smoothed no site (no record met the
+        at-risk rule): the README then says so and claims no smoothing. ``log_model``: the
+        response was modelled on the log scale and released on its own (``transform =
+        "log"``).
     """
     from synthgeo._versions import package_versions
 
@@ -86,10 +98,12 @@ def readme_context(result) -> dict[str, Any]:
     return {
         "version": package_versions()["synthgeo"], "n": data.n_records, "L": L,
         "from_file": bool(data.gdf.attrs.get("sha256")),  # else handed over in memory
-        "response": d.response, "log_scale": d.back_transform == "exp",
+        "response": d.response,
+        "log_scale": d.transform is None and d.back_transform == "exp",
+        "log_model": d.transform == "log",
         "id_column": data.id_column, "loc_cols": [c for c in (d.x, d.y) if c],
         "covariates": list(d.covariates), "crs_label": _crs_label(data),
-        "smoothing": _smoothing_words(spec),
+        "smoothing": _smoothing_words(spec), "smoothed": _smoothing_ran(result),
         "first_csv": csv_name(1, L), "last_csv": csv_name(L, L),
         "formula": spec.formula,
         "level": f"{100 * (1 - alpha):g}%", "tq": f"{1 - alpha / 2:g}",  # t quantile

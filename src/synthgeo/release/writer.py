@@ -18,11 +18,13 @@ import geopandas
 import numpy as np
 import pandas as pd
 
+from synthgeo._seed import SEED_FILE, seed_sha256
 from synthgeo.io.atomic import check_output_dir as _check_output_dir
 from synthgeo.io.atomic import write_folder
 from synthgeo.io.jsonable import dumps, jsonable
 from synthgeo.io.provenance import file_sha256, provenance
 from synthgeo.pipeline import MODELS, ReleaseResult, risk_per_record
+from synthgeo.pipeline.data import response_scale
 from synthgeo.release.readme import csv_name, data_user_readme
 from synthgeo.release.schema import validate_release_record
 
@@ -97,7 +99,8 @@ def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
     dict of str to geopandas.GeoDataFrame
         Columns ``implicate``, the id column, the location (original coordinate columns for a
         CSV input, and the geometry in the input's CRS), covariates, and the synthetic response
-        under the response's name. Rows ordered by implicate, then record. Under
+        under the response's name, on the column's own scale (exp of the model scale under
+        ``[data] transform = "log"``). Rows ordered by implicate, then record. Under
         ``[anonymity] treatment = "apply"`` the location is the published one (group centroid,
         cell centre; also ``location_disposal``, ``location_cell_m``) and withheld records are
         left out.
@@ -105,9 +108,10 @@ def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
     base, geom, keep = _release_base(result)
     response = result.spec.data.response
     frames = {}
+    released = response_scale(result.spec).to_released  # exp under `[data] transform = "log"`
     for name in MODELS:
         ys = result.implicates[name]["y_synthetic"]
-        long = pd.concat([_implicate_frame(base, response, imp, ys.values[j][keep])
+        long = pd.concat([_implicate_frame(base, response, imp, released(ys.values[j][keep]))
                           for j, imp in enumerate(ys["implicate"].values)], ignore_index=True)
         frames[name] = geopandas.GeoDataFrame(
             long, geometry=np.tile(geom.values, ys.sizes["implicate"]), crs=geom.crs
@@ -150,7 +154,8 @@ def _write_implicates(folder: Path, result: ReleaseResult, model: str, *,
     base, geom, keep = _release_base(result)
     response = result.spec.data.response
     ys = result.implicates[model]["y_synthetic"]
-    values = ys.values[:, keep]
+    # on the column's own scale (exp of the model scale under `[data] transform = "log"`)
+    values = response_scale(result.spec).to_released(ys.values[:, keep])
     _write_implicates_parquet(folder / parquet_name, base, geom, response,
                               ys["implicate"].values, values)
     if csv_folder is None:
@@ -235,13 +240,15 @@ def release_record(
                       "seconds": fit.seconds, "engine": fit.engine,
                       "n_sites_smoothed": int(np.sum(fit.scale < 1))}
     prov = provenance(None, points=data.gdf)
+    spec_dict = spec.to_dict()
+    spec_dict["sampling"]["seed"] = None  # a key: in confidential/seed.txt only
     rec = {
         "synthgeo_release_record": 1,
         "created_at": prov["created_at"],
-        "spec": spec.to_dict(),
+        "spec": spec_dict,
         "input": prov["input"],
         "versions": prov["versions"],
-        "seed": spec.sampling.seed,
+        "seed_sha256": _seed_hash(result),
         "crs": prov["crs"],
         "n_records": data.n_records, "n_sites": data.sites.n_sites,
         "n_implicates": spec.synthesis.n_implicates,
@@ -269,6 +276,20 @@ def release_record(
     if getattr(result, "cumulative", None) is not None:  # repeated release: chain + pooled
         rec["previous_releases"] = result.cumulative.to_record()
     rec.update(_location_verdict_and_warnings(result))
+    scores = getattr(result, "risk_scores", None)
+    if scores is not None:
+        rec["risk_attributable"] = {
+            "measures": [m.key for m in scores.measures], "g": scores.g,
+            "method": "release = Rao-Blackwellised risk (share) or the stronger average guess "
+                      "(average); baselines: leave-one-out GP and public OLS; attributable = "
+                      "release - the stronger baseline, chosen once per measure, attack and "
+                      "group (docs/risk-and-utility.md)",
+            "table": scores.table.to_dict("records")}
+        rec["verdicts"]["risk"] = scores.verdict.to_dict()
+        rec["warnings"] = rec["warnings"] + list(scores.warnings)
+    else:
+        rec["verdicts"]["risk"] = {"status": "NOT ASSESSED", "model": "restricted",
+                                   "cumulative": False, "targets": [], "joint": None}
     return jsonable(rec)
 
 
@@ -280,6 +301,14 @@ def _at_risk_rule_text(spec) -> str:
                "[risk.targets] record_threshold")
     return {"spatial": spatial, "risk": by_risk,
             "both": f"{spatial}, or {by_risk}"}[spec.model.at_risk]
+
+
+def _seed_hash(result: ReleaseResult) -> str | None:
+    """SHA-256 of the run's seed (the seed itself is written to ``confidential/`` only)."""
+    seed = getattr(result, "seed", None)
+    if seed is None:
+        seed = result.spec.sampling.seed
+    return None if seed is None else seed_sha256(seed)
 
 
 def _location_verdict_and_warnings(result: ReleaseResult) -> dict[str, Any]:
@@ -356,6 +385,13 @@ def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
     if getattr(result, "cumulative", None) is not None:
         result.cumulative.per_record(result.data.id_column).to_csv(
             conf / "cumulative_risk_per_record.csv", index=False)
+    if getattr(result, "risk_scores", None) is not None:
+        result.risk_scores.table.to_csv(conf / "risk_attributable.csv", index=False)
+    seed = getattr(result, "seed", None)
+    if seed is None:
+        seed = result.spec.sampling.seed
+    if seed is not None:  # the key of the noise draws: confidential/ only
+        (conf / SEED_FILE).write_text(f"{int(seed)}\n", encoding="utf-8")
     if result.locations is not None:  # per-record k and outlier labels: board only
         result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
     result.utility.to_csv(conf / "utility_reiter.csv", index=False)

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from synthgeo._seed import resolve_seed
 from synthgeo.config import ReleaseSpec
 from synthgeo.inference.result import GPFit
 from synthgeo.io.atomic import write_folder
@@ -257,7 +258,7 @@ def compare_models(spec: ReleaseSpec | str | os.PathLike, *, points=None, fitter
         f"{int((~kept).sum())} at-risk records dropped)")
     t = time.perf_counter()
     sub = subset_data(data, kept)
-    seeds = np.random.SeedSequence([spec.sampling.seed, 3]).spawn(2)
+    seeds = np.random.SeedSequence([resolve_seed(spec.sampling.seed), 3]).spawn(2)
     fit = make_fitter(spec, sub, fitter=fitter)(random_seed=int(seeds[0].generate_state(1)[0]),
                                                 label="suppressed")
     supp = draw_implicates(fit, sub.X, n_implicates=spec.synthesis.n_implicates,

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from synthgeo._seed import resolve_seed
 from synthgeo.config import ReleaseSpec
 from synthgeo.io.points import coordinates_m
 from synthgeo.model.at_risk import find_at_risk
@@ -140,7 +141,8 @@ def risk_utility_frontier(
     data = prepare_data(spec)
     coords = coordinates_m(data.gdf)
     subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
-    ss = np.random.SeedSequence([spec.sampling.seed, 7]).spawn(2 + 2 * len(gammas) * len(rho0s))
+    ss = np.random.SeedSequence([resolve_seed(spec.sampling.seed), 7]).spawn(
+        2 + 2 * len(gammas) * len(rho0s))
     seed = [int(s.generate_state(1)[0]) for s in ss]
     fit = make_fitter(spec, data)
     say("fitting the unrestricted model")

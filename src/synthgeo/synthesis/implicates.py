@@ -366,7 +366,12 @@ def draw_implicates(
     -------
     xarray.Dataset
         ``y_synthetic`` with dims (``implicate``, ``record``) on the model scale, plus the
-        source ``chain``/``draw`` of each implicate as coordinates.
+        source ``chain``/``draw`` of each implicate as coordinates. ``y_mean`` and ``y_sd``
+        (implicate, record) are the normal predictive each value was drawn from,
+        N(x_iβ^(ℓ) + d_s w_s^(ℓ), τ²^(ℓ)) (σ²^(ℓ) + τ²^(ℓ) at at-risk sites under
+        ``at_risk_nugget = "marginal"``; :meth:`ImplicateDraws.predictive`) — confidential:
+        the Rao-Blackwellised risk of :mod:`synthgeo.risk.rao_blackwell` uses them; never
+        released.
 
     Examples
     --------
@@ -384,9 +389,12 @@ def draw_implicates(
     for lo, block in implicate_blocks(draws, X, site_index, seed=random_seed, chunk=chunk,
                                       scheduler=scheduler):
         y[lo:lo + block.shape[0]] = block
+    mean, sd = draws.predictive(X, site_index)
     n_rec = X.shape[0]
     return xr.Dataset(
-        {"y_synthetic": (("implicate", "record"), y)},
+        {"y_synthetic": (("implicate", "record"), y),
+         "y_mean": (("implicate", "record"), mean),
+         "y_sd": (("implicate", "record"), sd)},
         coords={
             "implicate": np.arange(1, draws.n_implicates + 1),
             "record": np.arange(n_rec) if record_id is None else np.asarray(record_id),

@@ -20,12 +20,14 @@ so the store and the risk equal :func:`synthgeo.synthesis.implicates.draw_implic
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
+from synthgeo._seed import seed_sha256
 from synthgeo.risk.within_eps import RiskResult, RiskTally
 from synthgeo.synthesis.implicates import DEFAULT_CHUNK, ImplicateDraws, implicate_blocks
 
@@ -49,6 +51,17 @@ class StreamResult:
     risk: RiskResult
 
 
+def _seed_hash(seed: int | np.random.SeedSequence) -> str:
+    """Return the SHA-256 of an int seed or of a SeedSequence's entropy and spawn key.
+
+    Ints as :func:`synthgeo._seed.seed_sha256` (the release record's ``seed_sha256``).
+    """
+    if isinstance(seed, np.random.SeedSequence):
+        text = f"{seed.entropy}:{','.join(map(str, seed.spawn_key))}"
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return seed_sha256(seed)
+
+
 def _empty_store(path: Path, L: int, record: np.ndarray, chunk: int, dtype: str,
                  seed) -> None:
     """Create the store's metadata: ``y_synthetic`` (L, N) chunked by ``chunk`` implicates."""
@@ -58,9 +71,9 @@ def _empty_store(path: Path, L: int, record: np.ndarray, chunk: int, dtype: str,
     ds = xr.Dataset(
         {"y_synthetic": (("implicate", "record"), template)},
         coords={"implicate": np.arange(1, L + 1), "record": record},
+        # the seed is a key (docs/release.md): only its hash is stored
         attrs={"synthgeo": "partially synthetic implicates (model scale)",
-               "seed": seed if isinstance(seed, int) else
-               {"entropy": str(seed.entropy), "spawn_key": list(seed.spawn_key)}},
+               "seed_sha256": _seed_hash(seed)},
     )
     ds.to_zarr(path, mode="w-", compute=False, consolidated=False)
 

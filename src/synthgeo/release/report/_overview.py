@@ -40,6 +40,19 @@ def input_rows(result) -> list[tuple[str, str]]:
     return [("data", IN_MEMORY), ("frame sha256", attrs.get("frame_sha256") or "—")]
 
 
+def _seed_text(result) -> str:
+    """Where the seed is (never the seed: it is a key) and the start of its SHA-256."""
+    from synthgeo._seed import SEED_FILE, seed_sha256
+
+    seed = getattr(result, "seed", None)
+    if seed is None:
+        seed = result.spec.sampling.seed
+    if seed is None:
+        return "—"
+    origin = "from the spec" if result.spec.sampling.seed is not None else "fresh random"
+    return f"{origin}, in confidential/{SEED_FILE} (sha256 {seed_sha256(seed)[:16]}…)"
+
+
 def summary_tables(result) -> dict[str, pd.DataFrame]:
     """Return the tables every review needs, as DataFrames (the CLI prints the same ones).
 
@@ -50,7 +63,9 @@ def summary_tables(result) -> dict[str, pd.DataFrame]:
     Returns
     -------
     dict of str to pandas.DataFrame
-        ``overview``, ``risk``, ``utility``, ``convergence``.
+        ``overview``, ``risk``, ``utility``, ``convergence``; ``attributable`` (release,
+        both baselines, attributable by model, group, measure and attack) when the baselines
+        were scored.
     """
     data, spec = result.data, result.spec
     sens = result.at_risk_sensitivity
@@ -68,7 +83,7 @@ def summary_tables(result) -> dict[str, pd.DataFrame]:
             ("sensitivity: at-risk records with M from phi's 5% / 95% quantile",
              f"{sens['phi_q05']['n_at_risk']} (M = {sens['phi_q05']['M_m']:,.0f} m) / "
              f"{sens['phi_q95']['n_at_risk']} (M = {sens['phi_q95']['M_m']:,.0f} m)"),
-            ("seed", f"{spec.sampling.seed}"),
+            ("seed", _seed_text(result)),
             (hash_label, f"{digest[:16]}…"),
             *((f"engine, {name}", fit.describe()) for name, fit in result.fits.items()),
         ],
@@ -79,31 +94,108 @@ def summary_tables(result) -> dict[str, pd.DataFrame]:
     ).reset_index(names=["model", "parameter"])
     conv["divergences"] = conv["model"].map({k: f.convergence.n_divergent
                                              for k, f in result.fits.items()})
-    return {"overview": overview, "risk": result.risk_summary.copy(),
-            "utility": result.utility.copy(), "convergence": conv}
+    out = {"overview": overview, "risk": result.risk_summary.copy(),
+           "utility": result.utility.copy(), "convergence": conv}
+    scores = getattr(result, "risk_scores", None)
+    if scores is not None:
+        t = scores.table
+        out["attributable"] = t[t["group"].isin(["all", "at_risk"])][
+            ["measure", "attack", "group", "model", "n_records", "release", "baseline_loo",
+             "baseline_public", "attributable", "largest_attributable"]
+        ].reset_index(drop=True)
+    return out
 
 
-def key_figures(result) -> pd.DataFrame:
-    """Return the key-figures box of the report as one table.
+def _pct(x: float) -> str:
+    return "—" if pd.isna(x) else f"{x:.1%}"
 
-    The box (template ``report/key_figures.html.j2``) shows this table row by row; to change
-    the box, change this table.
 
-    Parameters
-    ----------
-    result : ReleaseResult
+def _pp(x: float) -> str:
+    return "—" if pd.isna(x) else f"{100 * x:+.1f} pp"
 
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``item`` (label), ``value`` (text as shown) and ``status`` (``"ok"`` or
-        ``"warn"`` to mark the value, ``""`` for none).
+
+def _verdict_row(result) -> tuple[str, str, str]:
+    """Return the risk verdict (first row of the box): status, and each target's figure."""
+    scores = getattr(result, "risk_scores", None)
+    if scores is None or not scores.verdict.checks:
+        return ("risk verdict (released model)",
+                "NOT ASSESSED: no [risk.targets] were set", "")
+    v = scores.verdict
+    parts = [f"{c.measure} {c.attack}: {c.criterion} {c.value:.3g}"
+             + ("" if c.limit is None else f" ≤ {c.limit:.3g}?") + f" {c.status}"
+             for c in v.checks]
+    return ("risk verdict (released model)", f"{v.status}: " + "; ".join(parts),
+            "ok" if v.status == "PASS" else "warn" if v.status == "FAIL" else "")
+
+
+def _joint_row(result) -> tuple[str, str, str] | None:
+    scores = getattr(result, "risk_scores", None)
+    if scores is None:
+        return None
+    if scores.joint is None:
+        return ("records identifiable by location and above the attributable threshold",
+                f"NOT ASSESSED (no record_threshold); {int(scores.identifiable.sum())} "
+                "identifiable by location (below k, or unique on location + covariates)", "")
+    j = scores.joint.to_dict()
+    return ("records identifiable by location and above the attributable threshold "
+            f"({j['threshold']:g})",
+            f"{j['n_joint']} of {j['n_records']} ({j['n_identifiable']} identifiable: "
+            f"{j['n_below_k']} below k, {j['n_unique']} unique on location + covariates; "
+            f"{j['n_above']} above)", "warn" if j["n_joint"] else "ok")
+
+
+def _location_row(result) -> tuple[str, str, str]:
+    from synthgeo.locations.treatment import location_verdict
+
+    loc = getattr(result, "locations", None)
+    v = getattr(loc, "verdict", None) or location_verdict(None, None)
+    d = v.to_dict()
+    reasons = "; ".join(d.get("reasons") or [])
+    return ("location verdict", d["status"] + (f": {reasons}" if reasons else ""),
+            "ok" if d["status"] == "PASS" else "warn" if d["status"] == "FAIL" else "")
+
+
+def _risk_rows(result) -> list[tuple[str, str, str]]:
+    """Return every measure × attack, all and at-risk records, both models.
+
+    Release / baseline / attributable; status "warn" where the restricted model is worse.
     """
+    from synthgeo.risk.measure import Measure
+
+    scores = result.risk_scores
+    t = scores.table
+    rows = []
+    for m in scores.measures:
+        for attack in ("share", "average"):
+            for group, shown in (("all", "all"), ("at_risk", "at-risk")):
+                sub = t[(t["measure"] == m.key) & (t["attack"] == attack)
+                        & (t["group"] == group)].set_index("model")
+                if not len(sub):
+                    continue
+                what = ("Rao-Blackwellised risk" if attack == "share"
+                        else "implicate-average attack")
+                item = f"{Measure.parse(m.key).label}, {what}, {shown} records"
+                if int(sub["n_records"].iloc[0]) == 0:
+                    rows.append((item, "no records", ""))
+                    continue
+                u, r = sub.loc["unrestricted"], sub.loc["restricted"]
+                source = str(r["baseline_source"]).replace("/", " ")
+                value = (f"release {_pct(u['release'])} → {_pct(r['release'])}; baseline "
+                         f"({source}) {_pct(u['baseline'])} → {_pct(r['baseline'])}; "
+                         f"attributable {_pp(u['attributable'])} → {_pp(r['attributable'])}")
+                worse = (r["attributable"] > u["attributable"] + 1e-12
+                         or r["release"] > u["release"] + 1e-12)
+                rows.append((item, value + ("  (restricted model worse)" if worse else ""),
+                             "warn" if worse else "ok"))
+    return rows
+
+
+def _share_rows(result) -> list[tuple[str, str, str]]:
+    """Realised-share rows, for a result scored without baselines."""
     kind, _, tol = first_measure(result)
     label = measure_label(kind, tol)
     rs = result.risk_summary
-    rows = [("records (N)", f"{result.data.n_records:,}", ""),
-            (f"at-risk records (M = {result.M_m:,.0f} m)", f"{result.at_risk.n_at_risk}", "")]
+    rows = []
     for group, shown in (("at_risk", "at-risk"), ("all", "all")):
         hit = rs[(rs["group"] == group) & (rs["measure"] == label)]
         if not len(hit):
@@ -119,6 +211,40 @@ def key_figures(result) -> pd.DataFrame:
         rows.append((f"implicate-average attack {label}, {shown} records",
                      f"{r['attack_share_unrestricted']:.1%} → "
                      f"{r['attack_share_restricted']:.1%}", ""))
+    return rows
+
+
+def key_figures(result) -> pd.DataFrame:
+    """Return the key-figures box of the report as one table.
+
+    The box (template ``report/key_figures.html.j2``) shows this table row by row; to change
+    the box, change this table. First the risk verdict, then N, the at-risk count, the
+    location verdict, the joint count, and every risk measure × attack for all and the at-risk
+    records, both models (unrestricted → restricted): release, the stronger baseline and
+    attributable risk, favourable or not (status ``"warn"`` where the restricted model is
+    worse); then utility and convergence.
+
+    Parameters
+    ----------
+    result : ReleaseResult
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``item`` (label), ``value`` (text as shown) and ``status`` (``"ok"`` or
+        ``"warn"`` to mark the value, ``""`` for none).
+    """
+    rows = [_verdict_row(result),
+            ("records (N)", f"{result.data.n_records:,}", ""),
+            (f"at-risk records (M = {result.M_m:,.0f} m)", f"{result.at_risk.n_at_risk}", ""),
+            _location_row(result)]
+    joint = _joint_row(result)
+    if joint is not None:
+        rows.append(joint)
+    if getattr(result, "risk_scores", None) is not None:
+        rows += _risk_rows(result)
+    else:
+        rows += _share_rows(result)
     util = result.utility[result.utility["model"] == "restricted"]
     if len(util):
         rows.append(("restricted model: smallest CI overlap / largest |std. difference|",
@@ -146,12 +272,15 @@ def _overview_table(result) -> pd.DataFrame:
         ("distinct sites", f"{data.sites.n_sites}"),
         ("CRS of the input", crs_name(attrs.get("source_crs"))),
         ("CRS of all distances", f"{crs.name}" + (f" (EPSG:{epsg}), metres" if epsg else "")),
-        ("response / back-transform", f"{spec.data.response} / {spec.data.back_transform}"),
+        ("response / back-transform",
+         f"{spec.data.response} / " + ("transform = log: modelled as log, released as is"
+                                       if spec.data.transform == "log"
+                                       else spec.data.back_transform)),
         ("released covariates", ", ".join(spec.data.covariates) or "none"),
         ("analyst's model", spec.formula),
         ("implicates (L)", f"{spec.synthesis.n_implicates}"),
         ("released model", f"restricted (differential smoothing, γ = {spec.model.gamma})"),
-        ("seed", f"{spec.sampling.seed}"),
+        ("seed", _seed_text(result)),
         ("sampling", _sampling_row(result)),
         ("spec file", str(spec.source) if spec.source else "—"),
     ]
@@ -169,13 +298,20 @@ def _sampling_row(result) -> str:
     return f"{s.chains} chains × ({s.tune} tune + {s.draws} draws), {s.sampler}"
 
 
+def _spec_without_seed(spec) -> dict:
+    """Return the spec as run with ``[sampling] seed`` blanked (a key: confidential/seed.txt)."""
+    out = spec.to_dict()
+    out["sampling"]["seed"] = None
+    return out
+
+
 def section_overview(result) -> Section:
     """Build the overview: key figures, data, N, CRS, spec, seed, versions, hash, timings."""
     body = render(
         "overview.html.j2",
         key_figures=key_figures(result).to_dict("records"),
         overview=_overview_table(result),
-        spec_json=json.dumps(result.spec.to_dict(), indent=2, default=str),
+        spec_json=json.dumps(_spec_without_seed(result.spec), indent=2, default=str),
         versions=pd.DataFrame(list(package_versions().items()), columns=["package", "version"]),
         timings=pd.DataFrame(list(result.seconds.items()), columns=["stage", "seconds"]),
     )

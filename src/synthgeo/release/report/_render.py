@@ -19,7 +19,7 @@ SECTIONS: tuple[tuple[str, Callable], ...] = (
     ("Overview", section_overview),
     ("At-risk records", section_at_risk_map),
     ("Posterior mean surface of w", section_surfaces),
-    ("Synthetic values of the riskiest records", section_histograms),
+    ("Synthetic values of selected records", section_histograms),
     ("Disclosure risk", section_risk),
     ("Utility", section_utility),
     ("Convergence", section_convergence),

@@ -8,7 +8,7 @@ from synthgeo.release.report import _figures as F
 from synthgeo.release.report._common import first_measure, measure_label
 from synthgeo.release.report._html import Section, render
 
-__all__ = ["riskiest_records", "section_histograms", "section_risk"]
+__all__ = ["riskiest_records", "section_histograms", "section_risk", "attributable_table"]
 
 
 def riskiest_records(risk_unrestricted: np.ndarray, at_risk: np.ndarray, *,
@@ -48,36 +48,82 @@ def _g(x: np.ndarray, transform: str) -> np.ndarray:
         return np.exp(x) if transform == "exp" else np.asarray(x)
 
 
+def _g_name(spec) -> str:
+    return "exp" if spec.data.transform == "log" else spec.data.back_transform
+
+
+def _chosen(result, kind: str, tol: float, r: dict) -> tuple[np.ndarray, dict, str]:
+    """Return the records to show, their risk per model for the titles, and the caption's rule."""
+    scores = getattr(result, "risk_scores", None)
+    at_risk = np.asarray(result.at_risk.at_risk, bool)
+    if scores is None:  # no Rao-Blackwellised risk: the old rule, said as it is
+        return (riskiest_records(r["unrestricted"], at_risk), r,
+                "records shown: at-risk records (up to 4) first, then the others with the "
+                "highest unrestricted realised share")
+    from synthgeo.risk.measure import Measure
+
+    key = Measure(kind=kind, tol=tol).key
+    sel = scores.histogram_selection(at_risk, n=8, key=key)
+    rb = {m: scores.rb(m, key) for m in ("unrestricted", "restricted")}
+    return sel.records, rb, sel.rule
+
+
 def section_histograms(result) -> Section | None:
-    """Synthetic values of the riskiest records on the back-transformed scale, truth marked."""
+    """Synthetic values of showcase records on the person's scale, truth marked.
+
+    Records are chosen without selection bias between the models
+    (:func:`synthgeo.risk.selection.histogram_records`: at-risk first, then by the larger of
+    the two models' Rao-Blackwellised risk); the caption states the rule.
+    """
     if not result.implicates or "unrestricted" not in result.risk:
         return None
     spec = result.spec
     kind, dim, tol = first_measure(result)
     label = measure_label(kind, tol)
-    r = {m: res.per_record[f"risk_{kind}"].sel({dim: tol}).values
-         for m, res in result.risk.items()}
-    transform = spec.data.back_transform
+    shares = {m: res.per_record[f"risk_{kind}"].sel({dim: tol}).values
+              for m, res in result.risk.items()}
+    records, shown, rule = _chosen(result, kind, tol, shares)
+    transform = _g_name(spec)
     truth = _g(result.data.y, transform)
     panels = []
-    for i in riskiest_records(r["unrestricted"], result.at_risk.at_risk):
+    for i in records:
         flag = " (at risk)" if result.at_risk.at_risk[i] else ""
-        change = " → ".join(f"{r[m][i]:.0%}" for m in r)
+        change = " → ".join(f"{shown[m][i]:.0%}" for m in ("unrestricted", "restricted"))
         panels.append({
             "title": f"id {result.data.record_id[i]}{flag}\n{label}: {change}",
             "truth": truth[i],
             "synthetic": {m: _g(ds["y_synthetic"].values[:, i], transform)
                           for m, ds in result.implicates.items()},
         })
+    if spec.data.transform == "log":
+        value_label = spec.data.response
+    else:
+        value_label = (f"exp({spec.data.response})" if transform == "exp"
+                       else spec.data.response)
     fig = F.plot_synthetic_histograms(
         panels, eps=float(spec.risk.eps[0]) if spec.risk.eps else None,
         p=float(spec.risk.p[0]) if spec.risk.p else None, dollars=transform == "exp",
-        value_label=(f"exp({spec.data.response})" if transform == "exp"
-                     else spec.data.response),
+        value_label=value_label,
     )
+    rb = getattr(result, "risk_scores", None) is not None
     body = render("histograms.html.j2", n_implicates=spec.synthesis.n_implicates, label=label,
+                  rule=rule, risk_kind=("Rao-Blackwellised risk" if rb else "realised share"),
                   histograms_uri=F.to_data_uri(fig))
-    return Section("histograms", "Synthetic values of the riskiest records", body)
+    return Section("histograms", "Synthetic values of selected records", body)
+
+
+def attributable_table(result):
+    """Return the risk section's table: all and at-risk records, both models.
+
+    Every measure and attack: release, both baselines, the stronger one, attributable and its
+    largest record.
+    """
+    t = result.risk_scores.table
+    t = t[t["group"].isin(["all", "at_risk"])]
+    cols = ["measure", "attack", "group", "model", "n_records", "release",
+            "release_realised", "baseline_loo", "baseline_public", "baseline_source",
+            "attributable", "largest_attributable", "loo_stronger_share"]
+    return t[cols].reset_index(drop=True)
 
 
 def section_risk(result) -> Section | None:
@@ -93,6 +139,8 @@ def section_risk(result) -> Section | None:
             }
     fig1 = F.plot_risk_by_group(result.risk_summary)
     fig2 = F.plot_risk_distribution(by_measure, result.at_risk.at_risk)
+    scores = getattr(result, "risk_scores", None)
     body = render("risk.html.j2", risk_summary=result.risk_summary,
+                  attributable=None if scores is None else attributable_table(result),
                   groups_uri=F.to_data_uri(fig1), records_uri=F.to_data_uri(fig2))
     return Section("risk", "Disclosure risk", body)

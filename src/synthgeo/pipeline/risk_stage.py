@@ -1,0 +1,282 @@
+r"""The release's risk stage: Rao-Blackwellised risk, both baselines, attributable risk, verdict.
+
+After synthesis, for each model (unrestricted, restricted) and every measure of the spec
+(``[risk] eps`` and ``p``, and any measure a target names), both attacks:
+
+- **release**: the Rao-Blackwellised per-record risk r̃_i, the mean over implicates of the exact
+  normal probability under the predictive each implicate was drawn from
+  (:mod:`synthgeo.risk.rao_blackwell`), beside the realised share;
+- **baseline_loo**: the unrestricted GP's leave-one-out predictive of y_i at the draws that
+  made the unrestricted implicates (:mod:`synthgeo.risk.loo`; the engine's own factorisation:
+  dense for the exact GP, the sparse NNGP precision otherwise);
+- **baseline_public**: OLS of each model's implicates on the released covariates
+  (:mod:`synthgeo.risk.baselines`);
+- **attributable** = release − the stronger baseline, chosen once per measure, attack and group
+  by its mean over both models (:mod:`synthgeo.risk.attributable`).
+
+The ``[risk.targets]`` are then judged on the released (restricted) model
+(:mod:`synthgeo.risk.verdict`), with the joint count of records identifiable by location and
+above the attributable threshold (:mod:`synthgeo.risk.joint`). Sources: Reiter, Wang & Zhang
+(2014), doi:10.29012/jpc.v6i1.635; Giomi et al. (2022), doi:10.56553/popets-2023-0055;
+docs/risk-and-utility.md.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from synthgeo.config import ReleaseSpec
+from synthgeo.inference.result import GPFit
+from synthgeo.io.points import coordinates_m
+from synthgeo.model.transform import ResponseScale
+from synthgeo.risk.attributable import ATTACKS, AttributableSummary, attributable_summary
+from synthgeo.risk.baselines import baseline_public
+from synthgeo.risk.joint import JointCount, joint_count, unique_on
+from synthgeo.risk.loo import baseline_loo, exact_precision, loo_blocks, nngp_precision
+from synthgeo.risk.measure import Measure, measures_from
+from synthgeo.risk.predictive import Predictive
+from synthgeo.risk.records import RecordRisk, score_records
+from synthgeo.risk.selection import HistogramSelection, histogram_records
+from synthgeo.risk.verdict import RiskVerdict, apply_risk_gate, assess_risk
+
+__all__ = ["RiskScores", "score_release_risk", "risk_measures", "loo_predictive",
+           "release_predictive_of", "score_model", "RISK_FAILED_CODE"]
+
+#: The code of the warning a failed verdict leaves under ``on_risk_failure = "warn"``.
+RISK_FAILED_CODE = "risk_targets_failed"
+_MODELS = ("unrestricted", "restricted")
+
+
+def risk_measures(spec: ReleaseSpec) -> tuple[Measure, ...]:
+    """Every measure the spec scores: ``[risk] eps``, ``p`` and those its targets name.
+
+    Examples
+    --------
+    >>> from synthgeo.config import bundled_spec_path, load_spec
+    >>> [m.key for m in risk_measures(load_spec(bundled_spec_path()))]
+    ['abs:10000', 'rel:0.1']
+    """
+    return measures_from(eps=spec.risk.eps, p=spec.risk.p,
+                         extra=[t.measure for t in spec.risk.targets])
+
+
+def _draws(fit: GPFit, ds: xr.Dataset) -> dict[str, np.ndarray]:
+    """β (L, p), σ², φ (1/m), τ² (L,) of the posterior draws that made ``ds``'s implicates."""
+    post = fit.idata.posterior
+    sel = {"chain": xr.DataArray(ds["source_chain"].values, dims="implicate"),
+           "draw": xr.DataArray(ds["source_draw"].values, dims="implicate")}
+    at = post[["beta", "sigma2", "phi", "nugget"]].sel(sel)
+    return {"beta": at["beta"].transpose("implicate", "coef").values,
+            **{v: at[v].values.astype(float) for v in ("sigma2", "phi", "nugget")}}
+
+
+def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset) -> Predictive:
+    """Return the leave-one-out baseline at the draws that made the implicates ``ds`` of ``fit``.
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        ``[data] subject`` (records of one subject are left out together).
+    data : PreparedData
+    fit : GPFit
+        The unrestricted fit (its engine picks the dense or the NNGP precision).
+    ds : xarray.Dataset
+        Its implicates (:func:`synthgeo.synthesis.implicates.draw_implicates`), for the
+        ``source_chain``/``source_draw`` of each implicate.
+
+    Returns
+    -------
+    Predictive
+        (L, n_records), model scale.
+    """
+    d = _draws(fit, ds)
+    coords = coordinates_m(data.gdf)
+    if fit.engine.get("gp") == "nngp":
+        precision_of = nngp_precision(coords, int(fit.engine.get("n_neighbors")
+                                                  or spec.model.n_neighbors))
+    else:
+        precision_of = exact_precision(coords)
+    subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
+    blocks = loo_blocks(data.sites.site_index, subject)
+    return baseline_loo(data.y, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
+                        alpha=d["nugget"] / d["sigma2"], precision_of=precision_of,
+                        blocks=blocks)
+
+
+def release_predictive_of(ds: xr.Dataset) -> Predictive:
+    """Return the predictive each implicate was drawn from (``y_mean``, ``y_sd`` of ``ds``)."""
+    mean = ds["y_mean"].transpose("implicate", "record").values
+    sd = ds["y_sd"].transpose("implicate", "record").values
+    return Predictive(mean=mean, sd=sd, name="release")
+
+
+def score_model(data, ds: xr.Dataset, loo: Predictive, measures, g: str) -> RecordRisk:
+    """Per-record risk of one model's implicates: release (RB), share, LOO, public, hits."""
+    synthetic = ds["y_synthetic"].transpose("implicate", "record").values
+    return score_records(data.y, synthetic=synthetic, release=release_predictive_of(ds),
+                         baseline_loo=loo, baseline_public=baseline_public(synthetic, data.X),
+                         measures=measures, g=g, record=np.arange(data.n_records))
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class RiskScores:
+    """Release, baselines and attributable risk of both models, and the verdict.
+
+    Attributes
+    ----------
+    measures : tuple of Measure
+    g : {"exp", "identity"}
+        The map to the person's scale the measures are judged on.
+    summary : AttributableSummary
+        By model × group (``all``, ``at_risk``, ``other``) × measure × attack; per-record
+        inputs in ``summary.records`` (confidential).
+    verdict : RiskVerdict
+        ``[risk.targets]`` on the restricted (released) model; NOT ASSESSED without targets.
+    joint : JointCount or None
+        Identifiable by location and above the first ``record_threshold`` (None without one).
+    identifiable : ndarray of bool
+        Records identifiable by location (spatial k below k, or unique on location plus
+        released covariates), confidential.
+    warnings : list of dict
+        ``{"code", "message"}``: a FAIL under ``on_risk_failure = "warn"``.
+    """
+
+    measures: tuple[Measure, ...]
+    g: str
+    summary: AttributableSummary
+    verdict: RiskVerdict
+    joint: JointCount | None
+    identifiable: np.ndarray = field(repr=False)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def records(self) -> dict[str, RecordRisk]:
+        """Per-record risk by model (confidential)."""
+        return self.summary.records
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The group table (:data:`synthgeo.risk.attributable.SUMMARY_COLUMNS`)."""
+        return self.summary.table
+
+    def rb(self, model: str, key: str | None = None) -> np.ndarray:
+        """Rao-Blackwellised release risk of ``model`` per record (first measure by default)."""
+        key = key or self.measures[0].key
+        return self.records[model].per_record["release"].sel(measure=key).values
+
+    def histogram_selection(self, at_risk: np.ndarray, n: int = 8,
+                            key: str | None = None) -> HistogramSelection:
+        """Choose the report's histogram records (``risk.selection.histogram_records``).
+
+        At-risk first, then by the larger of the two models' Rao-Blackwellised risk.
+        """
+        return histogram_records(np.asarray(at_risk, bool), self.rb("unrestricted", key),
+                                 self.rb("restricted", key), n=min(n, len(at_risk)))
+
+    def verdict_line(self) -> str:
+        """One line for the CLI: the risk verdict, each target and the joint count."""
+        v = self.verdict
+        if not v.checks:
+            return ("risk verdict: NOT ASSESSED (no [risk.targets]; the figures are reported "
+                    "beside their baselines)")
+        parts = [f"{c.measure} {c.attack} {c.criterion} {c.value:.3g}"
+                 + ("" if c.limit is None else f" (limit {c.limit:.3g})") + f" {c.status}"
+                 for c in v.checks]
+        line = f"risk verdict ({v.model} model): {v.status}: " + "; ".join(parts)
+        if self.joint is not None:
+            j = self.joint.to_dict()
+            line += (f"\njoint: {j['n_joint']} of {j['n_records']} records identifiable by "
+                     f"location and above attributable risk {j['threshold']:g}")
+        return line
+
+    def per_record(self) -> pd.DataFrame:
+        """Per-record table (confidential): every probability and a_i, both models.
+
+        Columns ``<var>[<measure>]_<model>`` for ``share`` (realised), ``release`` (RB),
+        ``loo``, ``public``, and ``attributable[<measure>/<attack>]_<model>`` against the
+        baseline chosen on all records; ``identifiable`` (by location).
+        """
+        cols = {}
+        for model in self.records:
+            rr = self.records[model].per_record
+            for var in ("share", "release", "loo", "public"):
+                for key in rr["measure"].values:
+                    cols[f"{var}[{key}]_{model}"] = rr[var].sel(measure=key).values
+            for m in self.measures:
+                for attack in ATTACKS:
+                    cols[f"attributable[{m.key}/{attack}]_{model}"] = (
+                        self.summary.record_attributable(model, m.key, attack))
+        out = pd.DataFrame(cols)
+        out["identifiable_by_location"] = self.identifiable
+        return out
+
+
+def _identifiable(spec: ReleaseSpec, data, locations) -> tuple[np.ndarray, np.ndarray]:
+    """(below k, unique on location + released covariates), per record."""
+    n = data.n_records
+    sk = getattr(locations, "spatial_k", None)
+    below = np.asarray(sk.below_k, bool) if sk is not None else np.zeros(n, bool)
+    xy = coordinates_m(data.gdf)
+    frame = pd.DataFrame({"__x": xy[:, 0], "__y": xy[:, 1]})
+    for c in spec.data.covariates:
+        frame[c] = data.gdf[c].to_numpy()
+    return below, unique_on(frame, list(frame.columns))
+
+
+def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
+                       implicates: dict[str, xr.Dataset], at_risk: np.ndarray,
+                       locations=None) -> RiskScores:
+    """Score both models against both baselines, judge the targets, apply the gate.
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        ``[risk]`` (measures, targets, ``on_risk_failure``), ``[data]`` (scale, subject).
+    data : PreparedData
+    fits : dict of str to GPFit
+        ``"unrestricted"`` (for the LOO baseline) and ``"restricted"``.
+    implicates : dict of str to xarray.Dataset
+        Each model's :func:`~synthgeo.synthesis.implicates.draw_implicates` output.
+    at_risk : ndarray of bool, shape (n_records,)
+        The at-risk records (a group of the table).
+    locations : LocationDiagnostics, optional
+        Spatial k of the released locations (the joint count); None: no record below k.
+
+    Returns
+    -------
+    RiskScores
+
+    Raises
+    ------
+    synthgeo.RiskError
+        When a target fails and ``[risk] on_risk_failure = "stop"`` (nothing is written).
+    """
+    measures = risk_measures(spec)
+    g = ResponseScale(transform=spec.data.transform,
+                      back_transform=spec.data.back_transform).g_name
+    loo = loo_predictive(spec, data, fits["unrestricted"], implicates["unrestricted"])
+    records = {m: score_model(data, implicates[m], loo, measures, g) for m in _MODELS}
+    mask = np.asarray(at_risk, bool)
+    summary = attributable_summary(records, groups={"at_risk": mask, "other": ~mask})
+    below, unique = _identifiable(spec, data, locations)
+    joint = None
+    target = next((t for t in spec.risk.targets if t.record_threshold is not None), None)
+    if target is not None:
+        a = summary.record_attributable("restricted", Measure.parse(target.measure).key,
+                                        target.attack)
+        joint = joint_count(a, target.record_threshold, below_k=below, unique=unique)
+    verdict = assess_risk(summary, spec.risk.targets, model="restricted", joint=joint)
+    notes: list[dict[str, str]] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        apply_risk_gate(verdict, spec.risk.on_risk_failure)  # raises under "stop"
+    for w in caught:
+        notes.append({"code": RISK_FAILED_CODE, "message": str(w.message)})
+        warnings.warn(str(w.message), UserWarning, stacklevel=2)
+    return RiskScores(measures=measures, g=g, summary=summary, verdict=verdict, joint=joint,
+                      identifiable=below | unique, warnings=notes)
