@@ -13,7 +13,7 @@ from synthgeo.inference.covariance import ExactCovariance, NNGPCovariance
 from synthgeo.model.kernels import exponential_correlation, make_sites
 from synthgeo.model.smoothing import Smoothing
 from synthgeo.pipeline import run_release
-from synthgeo.pipeline.at_risk_rule import release_predictive_of
+from synthgeo.pipeline.risk_stage import release_predictive_of
 from synthgeo.synthesis.implicates import implicate_predictive
 from synthgeo.testing import fake_fitter, fake_spec
 
@@ -97,7 +97,7 @@ def test_marginal_synthesis_gives_at_risk_records_sigma2_plus_tau2():
     z = (res.implicates["restricted"]["y_synthetic"].values - mean) / sd
     assert abs(z[:, at].std() - 1.0) < 0.2 and abs(z.mean()) < 0.1
     # the risk predictive follows the same variance
-    pred = release_predictive_of(spec, res.data, fit, "restricted")
+    pred = release_predictive_of(res.implicates["restricted"])
     np.testing.assert_allclose(pred.sd, sd)
 
 

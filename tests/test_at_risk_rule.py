@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import geopandas as gpd
 import numpy as np
+import xarray as xr
 import pandas as pd
 import pytest
 
@@ -21,7 +22,7 @@ from synthgeo.config import (
     SynthesisConfig,
 )
 from synthgeo.model.at_risk import AtRiskResult
-from synthgeo.pipeline import at_risk_rule, run_release
+from synthgeo.pipeline import run_release
 from synthgeo.pipeline.at_risk_rule import risk_rule, run_neighbour_check
 from synthgeo.release.writer import release_record, write_release
 from synthgeo.risk.measure import Measure
@@ -110,7 +111,7 @@ def test_neighbour_check_summary_in_release_json_and_rows_in_confidential(tmp_pa
     assert not any("neighbour" in p.name for p in (out / "release").rglob("*"))
 
 
-def test_neighbour_check_in_the_pipeline_flags_a_constructed_neighbour(monkeypatch):
+def test_neighbour_check_in_the_pipeline_flags_a_constructed_neighbour():
     # Hand-made predictives stand in for the two fits: at-risk record 0 at (0, 0); record 1,
     # 30 m east and 40 m north, has its risk rise when 0 is protected; record 2, 3 km away,
     # is unchanged; record 3 (2 km away) falls.
@@ -119,20 +120,19 @@ def test_neighbour_check_in_the_pipeline_flags_a_constructed_neighbour(monkeypat
                            geometry=gpd.points_from_xy(xy[:, 0], xy[:, 1]), crs=UTM)
     y = np.zeros(4)
     spec = SimpleNamespace(data=SimpleNamespace(back_transform="identity"),
-                           risk=SimpleNamespace(eps=[0.5], p=[0.1]))
+                           risk=SimpleNamespace(eps=[0.5], p=[0.1], targets=[]))
     data = SimpleNamespace(gdf=gdf, y=y, record_id=np.array([10, 11, 12, 13]), id_column="id")
     # N(mean, 1): P(|Y| <= .5) = .3829 at mean 0, .3413 at mean .5, .2417 at mean 1
     means = {"unrestricted": [0.0, 1.0, 0.5, 0.0], "restricted": [1.0, 0.0, 0.5, 1.0]}
 
-    def fake_predictive(spec, data, fit, model):
-        return Predictive(mean=np.array([means[model]]), sd=np.ones((1, 4)))
-
-    monkeypatch.setattr(at_risk_rule, "release_predictive_of", fake_predictive)
+    implicates = {m: xr.Dataset({"y_mean": (("implicate", "record"), np.array([v])),
+                                 "y_sd": (("implicate", "record"), np.ones((1, 4)))})
+                  for m, v in means.items()}
     flags = np.array([True, False, False, False])
     at_risk = AtRiskResult(radius_m=100.0, k=2, n_neighbours=np.zeros(4, int), at_risk=flags,
                            site_at_risk=flags)
-    checks = run_neighbour_check(spec, data, {"unrestricted": None, "restricted": None},
-                                 at_risk, choose_at_risk("spatial", flags))
+    checks = run_neighbour_check(spec, data, implicates, at_risk,
+                                 choose_at_risk("spatial", flags))
     t = checks.checks["abs:0.5"].table
     assert t["record"].tolist() == [1]
     assert t["rise"].iloc[0] == pytest.approx(0.3829249 - 0.2417303, abs=1e-6)

@@ -32,91 +32,40 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from synthgeo.config import ReleaseSpec
 from synthgeo.inference.result import GPFit
 from synthgeo.io.points import coordinates_m
 from synthgeo.model.at_risk import AtRiskResult
 from synthgeo.pipeline.data import PreparedData
+from synthgeo.pipeline.risk_stage import (
+    loo_predictive,
+    release_predictive_of,
+    risk_measures,
+    score_model,
+)
 from synthgeo.risk.attributable import attributable_summary
-from synthgeo.risk.baselines import baseline_public
-from synthgeo.risk.loo import baseline_loo, exact_precision, loo_blocks, nngp_precision
-from synthgeo.risk.measure import Measure, measures_from
+from synthgeo.risk.measure import Measure
 from synthgeo.risk.neighbours import NeighbourCheck, neighbour_check
-from synthgeo.risk.predictive import Predictive
 from synthgeo.risk.rao_blackwell import rb_risk
-from synthgeo.risk.records import RecordRisk, score_records
+from synthgeo.risk.records import RecordRisk
 from synthgeo.risk.selection import AtRiskChoice, choose_at_risk
-from synthgeo.synthesis.implicates import implicate_predictive
 
-__all__ = ["release_predictive_of", "loo_predictive_of", "score_unrestricted",
-           "risk_rule", "NeighbourChecks", "run_neighbour_check", "RISE_REPORTED"]
+__all__ = ["score_unrestricted", "risk_rule", "NeighbourChecks", "run_neighbour_check",
+           "RISE_REPORTED"]
 
 #: Rises of r̃ above this are counted separately in release.json (the smallest rise a board
 #: would read as a change of risk: 1 percentage point).
 RISE_REPORTED = 0.01
 
 
-def _subject(spec: ReleaseSpec, data: PreparedData) -> np.ndarray | None:
-    return data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
-
-
-def release_predictive_of(spec: ReleaseSpec, data: PreparedData, fit: GPFit,
-                          model: str) -> Predictive:
-    """Return the normal each of ``fit``'s implicates is drawn from, per implicate and record.
-
-    Parameters
-    ----------
-    spec : ReleaseSpec
-        ``[synthesis] n_implicates`` and ``[model] at_risk_effect`` (restricted model only).
-    data : PreparedData
-    fit : GPFit
-    model : {"unrestricted", "restricted"}
-
-    Returns
-    -------
-    Predictive
-        ``name="release"``, shape (L, n_records), model scale
-        (:func:`synthgeo.synthesis.implicates.implicate_predictive`).
-    """
-    effect = spec.model.at_risk_effect if model == "restricted" else "zero"
-    _, mean, sd = implicate_predictive(fit, data.X, n_implicates=spec.synthesis.n_implicates,
-                                       at_risk_effect=effect)
-    return Predictive(mean=mean, sd=sd, name="release")
-
-
-def loo_predictive_of(spec: ReleaseSpec, data: PreparedData, fit: GPFit) -> Predictive:
-    """Leave-one-out baseline of the unrestricted fit at the implicates' draws.
-
-    Dense Cholesky inverse for the exact GP, the NNGP's sparse precision otherwise (the fit's
-    own engine); blocks: records sharing a site or subject (:func:`synthgeo.risk.loo.loo_blocks`).
-
-    Returns
-    -------
-    Predictive
-        ``name="baseline_loo"``, shape (L, n_records).
-    """
-    post = fit.idata.posterior
-    flat, _, _ = implicate_predictive(fit, data.X, n_implicates=spec.synthesis.n_implicates)
-    ci, di = np.divmod(flat, post.sizes["draw"])
-    pick = {k: post[k].values[ci, di] for k in ("beta", "sigma2", "nugget", "phi")}
-    site_index = data.sites.site_index
-    coords = data.sites.coords_m[site_index]
-    precision = (nngp_precision(coords, spec.model.n_neighbors)
-                 if fit.engine.get("gp", "exact") == "nngp" else exact_precision(coords))
-    return baseline_loo(data.y, data.X, beta=pick["beta"], sigma2=pick["sigma2"],
-                        phi=pick["phi"], alpha=pick["nugget"] / pick["sigma2"],
-                        precision_of=precision,
-                        blocks=loo_blocks(site_index, _subject(spec, data)))
-
-
-def _measures(spec: ReleaseSpec) -> tuple[Measure, ...]:
-    return measures_from(eps=spec.risk.eps, p=spec.risk.p)
-
 
 def score_unrestricted(spec: ReleaseSpec, data: PreparedData, fit: GPFit,
-                       synthetic: np.ndarray) -> RecordRisk:
+                       implicates: xr.Dataset) -> RecordRisk:
     """Per-record risk of the unrestricted model: release, both baselines, every measure.
+
+    The risk stage's own scoring (:func:`synthgeo.pipeline.risk_stage.score_model`, one home).
 
     Parameters
     ----------
@@ -124,20 +73,17 @@ def score_unrestricted(spec: ReleaseSpec, data: PreparedData, fit: GPFit,
     data : PreparedData
     fit : GPFit
         The unrestricted fit.
-    synthetic : ndarray of shape (L, n_records)
-        Its implicates (model scale).
+    implicates : xarray.Dataset
+        Its implicates (:func:`synthgeo.synthesis.implicates.draw_implicates`: ``y_synthetic``,
+        ``y_mean``, ``y_sd``), model scale.
 
     Returns
     -------
     RecordRisk
         Confidential.
     """
-    return score_records(
-        data.y, synthetic=synthetic, release=release_predictive_of(spec, data, fit,
-                                                                   "unrestricted"),
-        baseline_loo=loo_predictive_of(spec, data, fit),
-        baseline_public=baseline_public(synthetic, data.X), measures=_measures(spec),
-        g=spec.data.back_transform, record=data.record_id)
+    loo = loo_predictive(spec, data, fit, implicates)
+    return score_model(data, implicates, loo, risk_measures(spec), spec.data.back_transform)
 
 
 def risk_rule(spec: ReleaseSpec, data: PreparedData, spatial: AtRiskResult,
@@ -272,7 +218,7 @@ class NeighbourChecks:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
 
 
-def run_neighbour_check(spec: ReleaseSpec, data: PreparedData, fits: dict[str, GPFit],
+def run_neighbour_check(spec: ReleaseSpec, data: PreparedData, implicates: dict[str, xr.Dataset],
                         at_risk: AtRiskResult, choice: AtRiskChoice) -> NeighbourChecks:
     """Rao-Blackwellised risk of both models per measure, and the records whose risk rose.
 
@@ -280,8 +226,9 @@ def run_neighbour_check(spec: ReleaseSpec, data: PreparedData, fits: dict[str, G
     ----------
     spec : ReleaseSpec
     data : PreparedData
-    fits : dict of str to GPFit
-        ``"unrestricted"`` and ``"restricted"``.
+    implicates : dict of str to xarray.Dataset
+        ``"unrestricted"`` and ``"restricted"`` implicates with their predictive (``y_mean``,
+        ``y_sd``; :func:`synthgeo.synthesis.implicates.draw_implicates`).
     at_risk : AtRiskResult
         The at-risk records the restricted model protects (site rule applied).
     choice : AtRiskChoice
@@ -291,11 +238,11 @@ def run_neighbour_check(spec: ReleaseSpec, data: PreparedData, fits: dict[str, G
     NeighbourChecks
     """
     coords = coordinates_m(data.gdf)
-    preds = {m: release_predictive_of(spec, data, fits[m], m) for m in fits}
+    preds = {m: release_predictive_of(ds) for m, ds in implicates.items()}
     g = spec.data.back_transform
     checks = {}
     flags = np.asarray(at_risk.at_risk, bool)
-    for m in _measures(spec):
+    for m in risk_measures(spec):
         u = rb_risk(preds["unrestricted"], data.y, m, g)
         r = rb_risk(preds["restricted"], data.y, m, g)
         checks[m.key] = neighbour_check(coords, flags, u, r)

@@ -198,9 +198,9 @@ def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit, seed=None
         sens[label] = {"phi_per_m": float(phi), "M_m": m_q, "n_at_risk": r.n_at_risk}
     record_risk = None
     if spec.model.at_risk != "spatial":
-        syn = draw_implicates(fit, data.X, n_implicates=spec.synthesis.n_implicates,
-                              record_id=data.record_id, random_seed=seed)["y_synthetic"].values
-        record_risk = score_unrestricted(spec, data, fit, syn)
+        ds = draw_implicates(fit, data.X, n_implicates=spec.synthesis.n_implicates,
+                             record_id=data.record_id, random_seed=seed)
+        record_risk = score_unrestricted(spec, data, fit, ds)
     choice, at_risk = risk_rule(spec, data, at_risk, record_risk)
     return at_risk, sens, float(phi_q[1]), choice
 
@@ -309,7 +309,7 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         scores = score_release_risk(spec, data, fits, implicates, at_risk.at_risk, locations)
     say(scores.verdict_line())
     with _timed(seconds, "neighbour_check"):
-        neighbours = run_neighbour_check(spec, data, fits, at_risk, choice)
+        neighbours = run_neighbour_check(spec, data, implicates, at_risk, choice)
     cumulative = None
     if earlier is not None:
         with _timed(seconds, "cumulative_risk"):
