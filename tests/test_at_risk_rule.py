@@ -58,7 +58,7 @@ def _spec(rule: str, threshold: float = 0.1) -> ReleaseSpec:
     return ReleaseSpec(
         data=DataConfig(response="log_price", id="id", target_crs=UTM),
         model=ModelConfig(at_risk=rule),
-        sampling=SamplingConfig(draws=100, on_convergence_failure="warn"),
+        sampling=SamplingConfig(draws=100, seed=7, on_convergence_failure="warn"),
         synthesis=SynthesisConfig(n_implicates=20),
         risk=RiskConfig(targets=[RiskTarget(measure="rel:0.1", record_threshold=threshold)]),
     )
