@@ -27,7 +27,7 @@ from synthgeo.io.crs import check_projected, coordinates_m, metric_problem, pars
 from synthgeo.io.files import CsvOptions, read_table
 from synthgeo.io.origin import Origin
 from synthgeo.io.provenance import file_sha256
-from synthgeo.io.units import CoordinateUnit, check_unit_names, coordinate_unit
+from synthgeo.io.units import CoordinateUnit, check_axis_names, check_unit_names, coordinate_unit
 
 __all__ = ["load_points", "check_projected", "coordinates_m", "metric_problem"]
 
@@ -53,6 +53,7 @@ def _unit(is_csv: bool, source_crs: pyproj.CRS, coord_unit_m: float | None,
                              f" {origin.name} has a geometry whose CRS defines its unit")
         return unit
     check_unit_names(columns, source_crs, unit, origin)
+    check_axis_names(*columns)
     return unit
 
 
