@@ -174,6 +174,9 @@ def test_too_few_records(tmp_path, load):
     path = _csv(tmp_path, _frame())
     with pytest.raises(InputError, match=r"only 4 record.*`min_records` = 10"):
         load(path, **LONLAT, query="beds == 1")
+    with pytest.raises(InputError, match=r"^only 3 record\(s\) in points.csv after duplicate "
+                                         r"removal \(read 3\); `min_records` = 10"):
+        load_points(_csv(tmp_path, _frame(3)), **LONLAT)  # no query: not "`query` = None"
 
 
 def test_duplicate_ids(tmp_path, load):

@@ -193,7 +193,8 @@ def load_points(
                        id_column=id_column, target=target, local=local,
                        drop_duplicates=drop_duplicates, min_records=min_records,
                        accept_small_extent=accept_small_extent,
-                       too_few=f"left after `query` = {query!r} and duplicate removal "
-                               f"(read {n_read})")
+                       too_few=(f"left after `query` = {query!r} and duplicate removal"
+                                if query is not None else
+                                f"in {origin.name} after duplicate removal") + f" (read {n_read})")
     gdf.attrs.update(sha256=digest, n_read=n_read)
     return gdf
