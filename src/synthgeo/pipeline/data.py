@@ -230,15 +230,15 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray) -> None
     if not np.all(np.isfinite(g)):
         raise InputError(
             f"`back_transform = {d.back_transform!r}` of response `{d.response}` overflows "
-            f"(largest value {np.max(y)!r}); is the response already on the log scale? Use "
+            f"(largest value {float(np.max(y)):g}); is the response already on the log scale? Use "
             "`back_transform = \"identity\"` for a response in dollars"
         )
     if np.ptp(y) == 0:
-        raise InputError(f"response `{d.response}` is constant ({y[0]!r}): nothing to model")
+        raise InputError(f"response `{d.response}` is constant ({float(y[0]):g}): nothing to model")
     for j, c in enumerate(d.covariates, start=1):
         x = X[:, j]
         if np.ptp(x) == 0:
-            raise InputError(f"covariate `{c}` is constant ({x[0]!r}): it is collinear with "
+            raise InputError(f"covariate `{c}` is constant ({float(x[0]):g}): it is collinear with "
                              "the intercept; remove it from `[data] covariates`")
         if hit := _determines_response(x, y, g):
             r, what = hit
