@@ -184,6 +184,10 @@ def test_duplicate_ids(tmp_path, load):
     frame.loc[6, "id"] = 101
     with pytest.raises(InputError, match=r"`id` is not unique: \[101\]"):
         load(_csv(tmp_path, frame), **LONLAT, id_column="id")
+    frame.loc[6, "id"] = np.nan  # where, and what to do
+    with pytest.raises(InputError, match=r"id column `id` has 1 missing value\(s\) at (data )?rows "
+                                         r"\[6\] .*; fix them, or drop"):
+        load(_csv(tmp_path, frame), **LONLAT, id_column="id")
 
 
 def test_an_existing_record_column_needs_naming(tmp_path, load):
