@@ -37,6 +37,18 @@ def test_covariate_that_discloses_the_response(sales):
         prepare_data(s)
 
 
+def test_covariate_monotone_in_the_response(sales):
+    """sqrt(price): Pearson 0.99 with the price, but released it gives every price back."""
+    spec, raw, tmp = sales
+    raw = raw.assign(price_sqrt=np.sqrt(raw["price_usd"]))
+    assert np.corrcoef(raw["price_sqrt"], raw["price_usd"])[0, 1] < 0.9999  # linear check misses
+    s = _spec(spec, raw, tmp, covariates=["sqft_living", "price_sqrt"],
+              formula="log_price ~ sqft_living")
+    with pytest.raises(InputError, match=r"covariate `price_sqrt` determines the response "
+                                         r"`log_price` \(rank correlation 1.000000\)"):
+        prepare_data(s)
+
+
 def test_exp_of_a_dollar_response_overflows(sales):
     spec, raw, tmp = sales
     s = _spec(spec, raw, tmp, response="price_usd", formula="price_usd ~ sqft_living")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import geopandas
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 from synthgeo._errors import InputError, SpecError
 from synthgeo.config import ReleaseSpec
@@ -203,15 +204,25 @@ def _back_transformed(spec: ReleaseSpec, y: np.ndarray) -> np.ndarray:
 
 
 def _determines_response(values: np.ndarray, y: np.ndarray,
-                         g: np.ndarray) -> tuple[float, str] | None:
-    """(correlation, which) when `values` determine y or g(y), else None."""
+                         g: np.ndarray) -> tuple[float, str, str] | None:
+    """(correlation, which, kind) when `values` determine y or g(y), else None.
+
+    Linear (Pearson) correlation with y and with g(y), and rank (Spearman) correlation with y:
+    a column in the same order as the response on every record is a monotone function of it
+    (sqrt of the price has Pearson 0.987 with the price but Spearman 1), which discloses every
+    value to anyone who knows or guesses the function.
+    """
     if np.ptp(values) == 0:
         return None
     for target, what in ((y, "the response"), (g, "the back-transformed response")):
         if np.ptp(target) > 0:
             r = float(np.corrcoef(values, target)[0, 1])
             if abs(r) > DISCLOSURE_CORRELATION:
-                return r, what
+                return r, what, "correlation"
+    if np.ptp(y) > 0:
+        rho = float(scipy.stats.spearmanr(values, y).statistic)
+        if abs(rho) > DISCLOSURE_CORRELATION:
+            return rho, "the response", "rank correlation"
     return None
 
 
@@ -241,9 +252,9 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray) -> None
             raise InputError(f"covariate `{c}` is constant ({float(x[0]):g}): it is collinear with "
                              "the intercept; remove it from `[data] covariates`")
         if hit := _determines_response(x, y, g):
-            r, what = hit
+            r, what, kind = hit
             raise InputError(
-                f"covariate `{c}` determines {what} `{d.response}` (correlation {r:.6f}); "
+                f"covariate `{c}` determines {what} `{d.response}` ({kind} {r:.6f}); "
                 "covariates are released unchanged, so it would disclose the confidential "
                 "value: remove it from `[data] covariates`"
             )
