@@ -352,3 +352,16 @@ def test_input_file_unchanged(tmp_path):
         gdf = load_points(path, **LONLAT, id_column="id", drop_duplicates=True)
     assert path.read_bytes() == before
     assert gdf.attrs["sha256"] == hashlib.sha256(before).hexdigest()
+
+
+def test_query_cannot_run_code(tmp_path):
+    """pandas resolves `@name` in the caller's scope: `@os.system(...)` ran a shell command."""
+    path = _csv(tmp_path, _frame())
+    marker = tmp_path / "ran"
+    for query in (f"@os.system('touch {marker}') == 0 or beds == 1",
+                  "beds.__class__ == beds.__class__"):
+        with pytest.raises(InputError, match=r"`query` = .* refers to something other than the "
+                                             r"columns \(`@variable` or `__`\)"):
+            load_points(path, **LONLAT, query=query)
+    assert not marker.exists()
+    assert len(load_points(path, **LONLAT, query="beds >= 1", min_records=1)) == 12

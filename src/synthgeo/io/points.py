@@ -58,10 +58,19 @@ def _unit(is_csv: bool, source_crs: pyproj.CRS, coord_unit_m: float | None,
 
 
 def _query(frame: pd.DataFrame, query: str | None, n_read: int) -> pd.DataFrame:
+    """Rows matching `query` over the columns only: no ``@variable``, no dunder.
+
+    pandas resolves ``@name`` in the caller's scope, so ``@os.system(...)`` in a reviewed spec
+    ran a shell command; columns, literals and their methods are all a selection needs.
+    """
     if query is None:
         return frame
+    if "@" in query or "__" in query:
+        raise InputError(f"`query` = {query!r} refers to something other than the columns "
+                         "(`@variable` or `__`); write it with column names and literals only, "
+                         "e.g. \"beds == 2\"")
     try:
-        out = frame.query(query)
+        out = frame.query(query, local_dict={}, global_dict={})
     except Exception as exc:  # pandas raises many types for a bad expression
         raise InputError(f"`query` = {query!r} failed: {type(exc).__name__}: {exc}") from exc
     logger.info("query %r kept %d of %d rows", query, len(out), n_read)
