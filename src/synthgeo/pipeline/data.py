@@ -203,14 +203,16 @@ def _back_transformed(spec: ReleaseSpec, y: np.ndarray) -> np.ndarray:
         return np.exp(y) if spec.data.back_transform == "exp" else y
 
 
-def _determines_response(values: np.ndarray, y: np.ndarray,
-                         g: np.ndarray) -> tuple[float, str, str] | None:
+def _determines_response(values: np.ndarray, y: np.ndarray, g: np.ndarray, *,
+                         rank: bool = False) -> tuple[float, str, str] | None:
     """(correlation, which, kind) when `values` determine y or g(y), else None.
 
-    Linear (Pearson) correlation with y and with g(y), and rank (Spearman) correlation with y:
-    a column in the same order as the response on every record is a monotone function of it
-    (sqrt of the price has Pearson 0.987 with the price but Spearman 1), which discloses every
-    value to anyone who knows or guesses the function.
+    Linear (Pearson) correlation with y and with g(y); with `rank`, also rank (Spearman)
+    correlation with y: a covariate in the same order as the response on every record is a
+    monotone function of it (sqrt of the price has Pearson 0.987 with the price but Spearman
+    1), which discloses every value to anyone who knows or guesses the function. Ids are not
+    rank-checked: files sorted by the response before numbering (the bundled Sacramento
+    sales, within each day) would be refused.
     """
     if np.ptp(values) == 0:
         return None
@@ -219,7 +221,7 @@ def _determines_response(values: np.ndarray, y: np.ndarray,
             r = float(np.corrcoef(values, target)[0, 1])
             if abs(r) > DISCLOSURE_CORRELATION:
                 return r, what, "correlation"
-    if np.ptp(y) > 0:
+    if rank and np.ptp(y) > 0:
         rho = float(scipy.stats.spearmanr(values, y).statistic)
         if abs(rho) > DISCLOSURE_CORRELATION:
             return rho, "the response", "rank correlation"
@@ -251,7 +253,7 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray) -> None
         if np.ptp(x) == 0:
             raise InputError(f"covariate `{c}` is constant ({float(x[0]):g}): it is collinear with "
                              "the intercept; remove it from `[data] covariates`")
-        if hit := _determines_response(x, y, g):
+        if hit := _determines_response(x, y, g, rank=True):
             r, what, kind = hit
             raise InputError(
                 f"covariate `{c}` determines {what} `{d.response}` ({kind} {r:.6f}); "
