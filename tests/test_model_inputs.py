@@ -85,29 +85,3 @@ def test_coincident_records_are_fine(sales):
     assert data.n_records == 40
     assert data.sites.n_sites == len(raw[["lon", "lat"]].drop_duplicates()) < 40
     assert np.all(np.isfinite(data.y))
-
-
-def test_spec_keys_run_does_not_apply_are_refused(sales):
-    """`transform`, risk targets and `at_risk = "risk"` parse but are not wired into `run`.
-
-    Without the refusal a price in thousands under `transform = "log"` was fitted unlogged and
-    scored on exp(thousands): risk 0.0 where the logged column gives 0.16, and a target with
-    `on_risk_failure = "stop"` that every record fails still wrote the release.
-    """
-    from synthgeo.config import RiskTarget
-
-    spec, raw, tmp = sales
-    raw = raw.assign(price_k=raw["price_usd"] / 1000)
-    s = _spec(spec, raw, tmp, response="price_k", transform="log",
-              formula="log(price_k) ~ sqft_living")
-    with pytest.raises(SpecError, match=r'`\[data\] transform = "log"` is not applied by `run`'):
-        prepare_data(s)
-    s = _spec(spec, raw, tmp).replace(
-        "risk", targets=[RiskTarget(measure="rel:0.1", max_attributable_record=-1.0)])
-    with pytest.raises(SpecError, match=r"`\[risk.targets\]` is not applied by `run`"):
-        prepare_data(s)
-    s = _spec(spec, raw, tmp).replace(
-        "risk", targets=[RiskTarget(measure="rel:0.1", record_threshold=0.05)])
-    with pytest.raises(SpecError, match=r'`\[model\] at_risk = "both"` is not applied'):
-        prepare_data(s.replace("model", at_risk="both"))
-    prepare_data(_spec(spec, raw, tmp))  # the spatial rule, no transform, no targets: fine

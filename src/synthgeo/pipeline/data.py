@@ -25,7 +25,7 @@ from synthgeo.model.kernels import Sites, make_sites
 from synthgeo.utility.reiter import fit_ols
 
 __all__ = ["PreparedData", "prepare_data", "check_formula_names", "DISCLOSURE_CORRELATION",
-           "FORMULA_FUNCTIONS", "refuse_unwired_keys"]
+           "FORMULA_FUNCTIONS"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,10 +87,8 @@ def prepare_data(spec: ReleaseSpec,
         constant or overflowing response, a constant covariate, or a released column that
         determines the response.
     synthgeo.SpecError
-        For a formula that names other columns or cannot be fitted, or a spec key the release
-        pipeline does not apply yet (:func:`refuse_unwired_keys`).
+        For a formula that names other columns or cannot be fitted.
     """
-    refuse_unwired_keys(spec)
     d = spec.data
     numeric, required = [d.response, *d.covariates], _required_columns(spec)
     if points is None:
@@ -103,53 +101,6 @@ def prepare_data(spec: ReleaseSpec,
                              id_column=d.id, target_crs=d.target_crs, x=d.x, y=d.y,
                              accept_small_extent=d.accept_small_extent)
     return _model_data(spec, gdf)
-
-
-def refuse_unwired_keys(spec: ReleaseSpec) -> None:
-    """Refuse spec keys that are parsed but not yet applied by the release pipeline.
-
-    ``[data] transform``, ``[risk] targets`` / ``on_risk_failure`` and ``[model] at_risk``
-    other than ``"spatial"`` are valid spec keys (issue 11's risk library), but
-    :func:`synthgeo.pipeline.run.run_release` does not apply them yet: the model would be fitted
-    on the untransformed column (risk scored on exp of dollars, near 0), no risk verdict would
-    be computed or gate a FAIL, and the at-risk records would come from the spatial rule. A
-    release run under such a spec would look like it honoured them, so it is refused.
-
-    Parameters
-    ----------
-    spec : ReleaseSpec
-
-    Raises
-    ------
-    synthgeo.SpecError
-        Naming the first such key and what to do instead.
-
-    Examples
-    --------
-    >>> from synthgeo.config import DataConfig, ReleaseSpec
-    >>> spec = ReleaseSpec(data=DataConfig(path="p.csv", response="price", transform="log"))
-    >>> refuse_unwired_keys(spec)  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    synthgeo._errors.SpecError: spec `[data] transform = "log"` is not applied by `run` yet ...
-    """
-    todo = "is not applied by `run` yet (a release under it would not honour it)"
-    if spec.data.transform is not None:
-        raise SpecError(
-            f'spec `[data] transform = "{spec.data.transform}"` {todo}: put the log of the '
-            "column in the file and give that as `response` with `back_transform = \"exp\"`"
-        )
-    if spec.model.at_risk != "spatial":
-        raise SpecError(
-            f'spec `[model] at_risk = "{spec.model.at_risk}"` {todo}: the at-risk records would '
-            'come from the spatial rule; leave it out (the default "spatial")'
-        )
-    if spec.risk.targets:
-        raise SpecError(
-            f"spec `[risk.targets]` {todo}: no risk verdict would be computed and "
-            "`on_risk_failure` would never stop a FAIL; remove the targets and judge the "
-            "risk tables in release.json and the report"
-        )
 
 
 def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame) -> PreparedData:
