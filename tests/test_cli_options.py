@@ -48,3 +48,15 @@ def test_location_commands_share_one_declaration():
         for table in tables:
             for key, (flag, kwargs) in table.items():
                 assert opts[flag].dest == key and opts[flag].default is None, (command, flag)
+
+
+@pytest.mark.parametrize("command", ["kanon", "outliers"])
+def test_points_commands_read_shipped_data(command, capsys):
+    """`synthgeo:NAME` works for kanon/outliers as for mask/choose-k (it was 'does not exist')."""
+    from synthgeo.cli.main import main
+
+    args = ["synthgeo:chorley_ribble_cancer.csv", "--x", "x_km", "--y", "y_km", "--crs",
+            "EPSG:27700", "--coord-unit-m", "1000", "--id-col", "id", "--k", "5"]
+    extra = ["--radius-m", "100"] if command == "kanon" else ["--r-max-m", "2000"]
+    assert main([command, *args, *extra]) == 0
+    assert "chorley_ribble_cancer.csv: 1,036 records" in capsys.readouterr().out

@@ -216,6 +216,18 @@ def test_spec_not_valid_toml(tmp_path):
         load_spec(write_spec(tmp_path, "[data\npath = 'x'\n", "bad.toml"))
 
 
+def test_spec_with_byte_order_mark_or_not_utf8(tmp_path):
+    """Notepad's UTF-8 BOM is read; a Latin-1 file is named as such, not as bad TOML."""
+    bom = tmp_path / "bom.toml"
+    bom.write_bytes(b"\xef\xbb\xbf" + MINIMAL.encode())
+    assert load_spec(bom).data.response == "log_price"
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes(("# pr\u00e9cis\n" + MINIMAL).encode("latin-1"))
+    with pytest.raises(SpecError, match=r"latin\.toml' is not UTF-8 text \(byte 0xe9 at position "
+                                        r"4\): save it as UTF-8"):
+        load_spec(latin)
+
+
 def test_unknown_section(tmp_path):
     with pytest.raises(SpecError, match=r"unknown spec section.*'modell'"):
         load_spec(write_spec(tmp_path, MINIMAL + "\n[modell]\nk = 2\n"))

@@ -253,6 +253,9 @@ def test_synthesize_shortcuts_and_refusals(homes):
     assert spec.synthesis.n_implicates == 7 and spec.utility.formula == "log_price ~ sqft"
     with pytest.raises(TypeError, match="`sampling` must be a synthgeo.SamplingConfig, got dict"):
         sg.synthesize(homes, response="log_price", sampling={"sampler": "grid"})
+    with pytest.raises(TypeError, match=r"`covariates` must be a list of column names, got the "
+                                        r"string 'sqft'; write \['sqft'\]"):  # not s, q, f, t
+        sg.synthesize(homes, response="log_price", covariates="sqft")
     with pytest.raises(TypeError, match="must be a geopandas.GeoDataFrame, got DataFrame"):
         sg.synthesize(pd.DataFrame(homes.drop(columns="geometry")), response="log_price")
     with pytest.raises(sg.InputError, match="the GeoDataFrame has no CRS"):

@@ -174,12 +174,19 @@ def test_too_few_records(tmp_path, load):
     path = _csv(tmp_path, _frame())
     with pytest.raises(InputError, match=r"only 4 record.*`min_records` = 10"):
         load(path, **LONLAT, query="beds == 1")
+    with pytest.raises(InputError, match=r"^only 3 record\(s\) in points.csv after duplicate "
+                                         r"removal \(read 3\); `min_records` = 10"):
+        load_points(_csv(tmp_path, _frame(3)), **LONLAT)  # no query: not "`query` = None"
 
 
 def test_duplicate_ids(tmp_path, load):
     frame = _frame()
     frame.loc[6, "id"] = 101
     with pytest.raises(InputError, match=r"`id` is not unique: \[101\]"):
+        load(_csv(tmp_path, frame), **LONLAT, id_column="id")
+    frame.loc[6, "id"] = np.nan  # where, and what to do
+    with pytest.raises(InputError, match=r"id column `id` has 1 missing value\(s\) at (data )?rows "
+                                         r"\[6\] .*; fix them, or drop"):
         load(_csv(tmp_path, frame), **LONLAT, id_column="id")
 
 
@@ -345,3 +352,16 @@ def test_input_file_unchanged(tmp_path):
         gdf = load_points(path, **LONLAT, id_column="id", drop_duplicates=True)
     assert path.read_bytes() == before
     assert gdf.attrs["sha256"] == hashlib.sha256(before).hexdigest()
+
+
+def test_query_cannot_run_code(tmp_path):
+    """pandas resolves `@name` in the caller's scope: `@os.system(...)` ran a shell command."""
+    path = _csv(tmp_path, _frame())
+    marker = tmp_path / "ran"
+    for query in (f"@os.system('touch {marker}') == 0 or beds == 1",
+                  "beds.__class__ == beds.__class__"):
+        with pytest.raises(InputError, match=r"`query` = .* refers to something other than the "
+                                             r"columns \(`@variable` or `__`\)"):
+            load_points(path, **LONLAT, query=query)
+    assert not marker.exists()
+    assert len(load_points(path, **LONLAT, query="beds >= 1", min_records=1)) == 12

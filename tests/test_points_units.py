@@ -53,3 +53,19 @@ def test_unit_refused_where_it_does_not_apply(tmp_path):
                            range(10)), crs=27700).to_file(gpkg)
     with pytest.raises(InputError, match="applies to CSV x/y columns only"):
         load_points(gpkg, coord_unit_m=1000)
+
+
+def test_swapped_lat_lon_names_refused(tmp_path):
+    """lon/lat both within ±90° (here Europe) pass the range checks; the names show the swap."""
+    rng = np.random.default_rng(0)
+    path = tmp_path / "eu.csv"
+    pd.DataFrame({"lat": 48.1 + rng.uniform(0, 0.2, 60),
+                  "lon": 11.5 + rng.uniform(0, 0.2, 60)}).to_csv(path, index=False)
+    with pytest.raises(InputError, match=r"`x` = `lat` names a latitude and `y` = `lon` names "
+                                         r"a longitude: .*swap them \(\[data\] x/y, or --x/--y\)"):
+        load_points(path, x="lat", y="lon", crs="EPSG:4326")
+    pd.read_csv(path).assign(east=lambda f: f["lat"]).to_csv(path, index=False)
+    with pytest.raises(InputError, match=r"^`y` = `lon` names a longitude: x is the longitude"):
+        load_points(path, x="east", y="lon", crs="EPSG:4326")
+    gdf = load_points(path, x="lon", y="lat", crs="EPSG:4326")  # the right way round
+    assert gdf.crs.is_projected and len(gdf) == 60

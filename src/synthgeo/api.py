@@ -93,6 +93,9 @@ def spec_for_points(
         from synthgeo.io.read import check_points_frame
 
         check_points_frame(points)  # raises the TypeError that says how to build one
+    if isinstance(covariates, str):  # list("sqft") would be its letters
+        raise TypeError(f"`covariates` must be a list of column names, got the string "
+                        f"{covariates!r}; write [{covariates!r}]")
     recorded = points.attrs.get("read_options") or {}
     unchanged = read_options(points) is not None
     fields = {f.name for f in dataclasses.fields(DataConfig)}
@@ -169,7 +172,8 @@ def synthesize(
     Raises
     ------
     TypeError
-        If `points` is not a GeoDataFrame or a section has the wrong type.
+        If `points` is not a GeoDataFrame, `covariates` is a string rather than a list, or a
+        section has the wrong type.
     synthgeo.InputError
         Unusable records (no CRS, text or NaN in a numeric column, repeated ids, ...).
     synthgeo.SpecError

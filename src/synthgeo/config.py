@@ -740,17 +740,24 @@ def load_spec(path: str | Path) -> ReleaseSpec:
     Raises
     ------
     SpecError
-        If the file is missing or not TOML, a section or key is unknown, a required key is
-        missing, or a value is impossible (each message names the key and the valid values).
+        If the file is missing, not UTF-8 or not TOML (a UTF-8 byte-order mark is allowed), a
+        section or key is unknown, a required key is missing, or a value is impossible (each
+        message names the key and the valid values).
     """
     path = Path(path)
     if path.is_dir():
         raise SpecError(f"spec file {str(path)!r} is a folder; give the TOML file itself")
     if not path.is_file():
         raise SpecError(f"spec file {str(path)!r} does not exist")
+    try:  # utf-8-sig: a byte-order mark (Windows editors) is not part of the TOML
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"spec file {str(path)!r} is not UTF-8 text (byte "
+                        f"{exc.object[exc.start]:#04x} at position {exc.start}): save it as "
+                        "UTF-8, as TOML requires") from exc
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"spec file {str(path)!r} is not valid TOML: {exc}") from exc
     unknown = sorted(set(raw) - set(_SECTIONS))
     if unknown:

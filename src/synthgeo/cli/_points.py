@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 
 from synthgeo.cli._options import add_reading_options, reading_kwargs
+from synthgeo.io.paths import resolve_input
 
 
 def add_points_arguments(p: argparse.ArgumentParser) -> None:
     """Register POINTS and the loading options (columns, CRS, query, output folder)."""
-    p.add_argument("points", metavar="POINTS",
+    p.add_argument("points", metavar="POINTS", type=resolve_input,
                    help="points file: CSV (with --x/--y/--crs), GeoPackage, shapefile, GeoJSON "
-                        "or GeoParquet; only read, never changed")
+                        "or GeoParquet, or synthgeo:NAME for a data file shipped in the "
+                        "package; only read, never changed")
     add_reading_options(p.add_argument_group("reading the file"))
     p.add_argument("--target-crs", default="local", metavar="CRS",
                    help='projected CRS in metres for distances (default: "local" = the UTM '

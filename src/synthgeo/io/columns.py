@@ -79,7 +79,9 @@ def check_ids(frame: pd.DataFrame, id_column: str | None, origin: Origin) -> Non
         return
     ids = frame[id_column]
     if ids.isna().any():
-        raise InputError(f"id column `{id_column}` has {int(ids.isna().sum())} missing values")
+        raise InputError(f"id column `{id_column}` has {int(ids.isna().sum())} missing value(s) "
+                         f"at {where(frame, ids.isna(), None, origin)}; "
+                         f"{origin.text('fix_missing')}")
     if (repeated := ids.duplicated(keep=False)).any():
         shown = ids[repeated].unique()[:N_SHOW].tolist()
         raise InputError(f"id column `{id_column}` is not unique: {shown} appear twice or more")

@@ -27,7 +27,7 @@ from synthgeo.io.crs import check_projected, coordinates_m, metric_problem, pars
 from synthgeo.io.files import CsvOptions, read_table
 from synthgeo.io.origin import Origin
 from synthgeo.io.provenance import file_sha256
-from synthgeo.io.units import CoordinateUnit, check_unit_names, coordinate_unit
+from synthgeo.io.units import CoordinateUnit, check_axis_names, check_unit_names, coordinate_unit
 
 __all__ = ["load_points", "check_projected", "coordinates_m", "metric_problem"]
 
@@ -53,14 +53,24 @@ def _unit(is_csv: bool, source_crs: pyproj.CRS, coord_unit_m: float | None,
                              f" {origin.name} has a geometry whose CRS defines its unit")
         return unit
     check_unit_names(columns, source_crs, unit, origin)
+    check_axis_names(*columns)
     return unit
 
 
 def _query(frame: pd.DataFrame, query: str | None, n_read: int) -> pd.DataFrame:
+    """Rows matching `query` over the columns only: no ``@variable``, no dunder.
+
+    pandas resolves ``@name`` in the caller's scope, so ``@os.system(...)`` in a reviewed spec
+    ran a shell command; columns, literals and their methods are all a selection needs.
+    """
     if query is None:
         return frame
+    if "@" in query or "__" in query:
+        raise InputError(f"`query` = {query!r} refers to something other than the columns "
+                         "(`@variable` or `__`); write it with column names and literals only, "
+                         "e.g. \"beds == 2\"")
     try:
-        out = frame.query(query)
+        out = frame.query(query, local_dict={}, global_dict={})
     except Exception as exc:  # pandas raises many types for a bad expression
         raise InputError(f"`query` = {query!r} failed: {type(exc).__name__}: {exc}") from exc
     logger.info("query %r kept %d of %d rows", query, len(out), n_read)
@@ -192,7 +202,8 @@ def load_points(
                        id_column=id_column, target=target, local=local,
                        drop_duplicates=drop_duplicates, min_records=min_records,
                        accept_small_extent=accept_small_extent,
-                       too_few=f"left after `query` = {query!r} and duplicate removal "
-                               f"(read {n_read})")
+                       too_few=(f"left after `query` = {query!r} and duplicate removal"
+                                if query is not None else
+                                f"in {origin.name} after duplicate removal") + f" (read {n_read})")
     gdf.attrs.update(sha256=digest, n_read=n_read)
     return gdf

@@ -24,8 +24,8 @@ from synthgeo._errors import InputError
 from synthgeo.io.crs import describe, unit_m, unit_name
 from synthgeo.io.origin import Origin
 
-__all__ = ["CoordinateUnit", "coordinate_unit", "check_unit_names", "stated_unit",
-           "check_coord_unit_m", "to_crs_units", "geometry_unit", "OPTION"]
+__all__ = ["CoordinateUnit", "coordinate_unit", "check_unit_names", "check_axis_names",
+           "stated_unit", "check_coord_unit_m", "to_crs_units", "geometry_unit", "OPTION"]
 
 #: How the option is spelt in the spec and on the command line (for messages).
 OPTION = "`coord_unit_m` ([data] coord_unit_m, or --coord-unit-m)"
@@ -43,6 +43,8 @@ _SUFFIX_NAME = {1.0: "metres", 1000.0: "kilometres", 100.0: "units of 100 m",
                 1609.344: "miles"}
 # any word of a column name that says degrees of latitude/longitude
 _DEGREE_WORDS = {"lat", "lon", "lng", "long", "latitude", "longitude"}
+_LATITUDE_WORDS = {"lat", "latitude"}
+_LONGITUDE_WORDS = _DEGREE_WORDS - _LATITUDE_WORDS
 _FOOT_TOLERANCE = 1e-4  # international vs US survey foot differ by 2e-6 (relative)
 
 
@@ -206,6 +208,44 @@ def check_unit_names(columns: list[str], crs: pyproj.CRS, unit: CoordinateUnit,
         if not _same_length(said, unit.metres_per_unit):
             raise InputError(f"column `{col}` states {_SUFFIX_NAME[said]} ({said:g} m per "
                              f"unit), {_unit_clash(col, said, crs, unit, origin)}")
+
+
+def check_axis_names(x: str, y: str) -> None:
+    """Refuse x/y columns whose names say they are swapped (x a latitude, y a longitude).
+
+    x is the easting (longitude), y the northing (latitude). A swap inside the valid ranges
+    (lon/lat both within ±90°, e.g. in Europe) passes the range checks and silently puts every
+    record elsewhere, so the names are read.
+
+    Parameters
+    ----------
+    x, y : str
+        The columns given as x and y.
+
+    Raises
+    ------
+    InputError
+        Naming both columns and the keys that fix it.
+
+    Examples
+    --------
+    >>> check_axis_names("lon", "lat")
+    >>> check_axis_names("lat", "lon")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    synthgeo._errors.InputError: `x` = `lat` names a latitude and `y` = `lon` names a ...
+    """
+    def words(col: str) -> set[str]:
+        return {w for w in re.split(r"[^a-z0-9]+", str(col).lower()) if w}
+
+    wx, wy = words(x), words(y)
+    x_lat = bool(wx & _LATITUDE_WORDS) and not wx & _LONGITUDE_WORDS
+    y_lon = bool(wy & _LONGITUDE_WORDS) and not wy & _LATITUDE_WORDS
+    if x_lat or y_lon:
+        said = [f"`x` = `{x}` names a latitude"] if x_lat else []
+        said += [f"`y` = `{y}` names a longitude"] if y_lon else []
+        raise InputError(f"{' and '.join(said)}: x is the longitude (east), y the latitude "
+                         "(north); swap them ([data] x/y, or --x/--y)")
 
 
 def _unit_clash(col: str, said: float, crs: pyproj.CRS, unit: CoordinateUnit,
