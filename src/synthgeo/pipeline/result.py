@@ -236,6 +236,12 @@ class Release:
         from synthgeo.release.writer import check_output_dir, input_paths, write_release
 
         check_output_dir(Path(out), overwrite=overwrite, inputs=input_paths(self.spec))
+        if self.spec.data.sequential:  # [[data.responses]]: its own writer and report
+            from synthgeo.release.report._sequential import render_sequential_report
+            from synthgeo.release.sequential_writer import write_sequential
+
+            return write_sequential(self.result, out, overwrite=overwrite,
+                                    report_html=render_sequential_report(self.result))
         html = render_report(self.result, progressbar=progressbar)
         return write_release(self.result, out, overwrite=overwrite, report_html=html,
                              seconds=dict(self.result.seconds))

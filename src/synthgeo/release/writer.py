@@ -174,6 +174,10 @@ def release_record(
     }
     if getattr(result, "locations", None) is not None:
         rec["locations"] = result.locations.summary()
+    if getattr(data, "levels", None):  # text covariates: treatment coding
+        rec["design"] = data.levels
+    if getattr(data, "missing", None) is not None:  # [data] missing = "drop"
+        rec["missing"] = data.missing
     rec.update(_location_verdict_and_warnings(result))
     return jsonable(rec)
 
