@@ -127,9 +127,9 @@ def response_values(frame: pd.DataFrame, rc: ResponseConfig) -> np.ndarray:
 
 def _missing(series: pd.Series) -> np.ndarray:
     """Missing values: NaN/None, and empty or blank text."""
-    miss = series.isna().to_numpy()
-    if series.dtype == object:
-        miss |= series.astype(str).str.strip().eq("").to_numpy()
+    miss = series.isna().to_numpy().copy()
+    if not pd.api.types.is_numeric_dtype(series):
+        miss |= series.astype(str).str.strip().eq("").to_numpy(dtype=bool)
     return miss
 
 
