@@ -57,8 +57,14 @@ def test_schema_is_valid_and_every_object_is_closed():
     open_objects = [p for p, n in _walk(schema)
                     if n.get("type") == "object" and n.get("additionalProperties") is not False]
     assert open_objects == []
-    # only the location diagnostics are optional (a run may skip that stage)
-    assert set(schema["properties"]) - set(schema["required"]) == {"locations"}
+    # optional: the location diagnostics (a run may skip that stage), the design of text
+    # covariates, dropped records, and the sequential release's blocks; a record has either the
+    # single-response blocks or `responses` (issue 15)
+    single = {"at_risk", "priors", "fits", "risk_summary", "utility"}
+    assert set(schema["properties"]) - set(schema["required"]) == {
+        "locations", "design", "missing", "responses", "joint_risk", "correlations", *single}
+    assert set(schema["anyOf"][0]["required"]) == single
+    assert schema["anyOf"][1] == {"required": ["responses"]}
 
 
 def test_schema_spec_keys_match_the_config_dataclasses():

@@ -253,8 +253,8 @@ class DataConfig:
                 raise _err("data", "transform", self.transform,
                            "left out with `[[data.responses]]` (give it per response)")
         elif self.response is None:
-            raise SpecError("spec `[data]` needs `response` (one gaussian response) or "
-                            "`[[data.responses]]` tables")
+            raise SpecError("spec `[data]` is missing required key(s) ['response'] (one gaussian "
+                            "response; or give `[[data.responses]]` tables)")
         if self.missing not in ("refuse", "drop"):
             raise _err("data", "missing", self.missing, 'one of "refuse", "drop"')
         if not (isinstance(self.response, str) and self.response):

@@ -115,17 +115,23 @@ def prepare_data(spec: ReleaseSpec,
     gdf = check_points_frame(points, numeric_columns=numeric, required_columns=required,
                              id_column=d.id, target_crs=d.target_crs, x=d.x, y=d.y,
                              accept_small_extent=d.accept_small_extent)
-    gdf, missing = drop_missing(gdf, [*d.response_names, *exposures, *d.covariates],
-                                how=d.missing, unit=spec.anonymity.unit)
-    numeric_cov = [c for c in d.covariates if not is_categorical(gdf[c])]
+    missing = None
+    if d.missing == "drop":
+        gdf, missing = drop_missing(gdf, [*d.response_names, *exposures, *d.covariates],
+                                    how="drop", unit=spec.anonymity.unit)
+    text_cov = [c for c in d.covariates if is_categorical(gdf[c])]
+    numeric_cov = [c for c in d.covariates if c not in text_cov]
     late = [c for c in (*d.response_names, *exposures) if c not in text_ok and c not in numeric]
-    if numeric_cov or late:
+    if numeric_cov or late:  # the numeric checks name the rows of a bad value
         from synthgeo.io.checks import check_records
         from synthgeo.io.origin import Origin
 
         check_records(gdf, Origin.memory(), columns=[], numeric_columns=[*late, *numeric_cov],
                       id_column=gdf.attrs.get("id_column"))
-    return _model_data(spec, gdf, missing=missing if d.missing == "drop" else None)
+    if d.missing == "refuse":  # text covariates and yes/no responses
+        drop_missing(gdf, [*text_cov, *[c for c in d.response_names if c in text_ok]],
+                     how="refuse")
+    return _model_data(spec, gdf, missing=missing)
 
 
 def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame, *,

@@ -20,17 +20,24 @@ __all__ = ["is_categorical", "design_matrix", "response_values", "drop_missing"]
 
 
 def is_categorical(series: pd.Series) -> bool:
-    """Return whether a covariate column holds text that is not numbers (ignoring missing).
+    """Return whether a covariate column holds text categories (ignoring missing values).
+
+    A column is categorical when none of its values reads as a number; a column of numbers
+    with some text (``"12"``, ``"n/a"``) is taken for a numeric column with bad values, and the
+    numeric checks refuse it naming the rows.
 
     Examples
     --------
     >>> is_categorical(pd.Series(["a", "b", None])), is_categorical(pd.Series(["1", "2.5"]))
     (True, False)
+    >>> is_categorical(pd.Series(["1", "abc"]))
+    False
     """
     if pd.api.types.is_numeric_dtype(series) or pd.api.types.is_bool_dtype(series):
         return False
     present = series.dropna()
-    return bool(pd.to_numeric(present, errors="coerce").isna().any())
+    present = present[present.astype(str).str.strip() != ""]
+    return bool(len(present)) and bool(pd.to_numeric(present, errors="coerce").isna().all())
 
 
 def design_matrix(frame: pd.DataFrame, covariates: list[str]
