@@ -343,8 +343,8 @@ class ModelConfig:
     synthesised at at-risk sites under γ = "inf" (none, or kriged from the other sites; gaussian
     responses); bernoulli / poisson responses always use "independent" (an iid effect of
     variance (1 − d²)σ² drawn afresh; under γ = ∞ without it an isolated high count leaks
-    through β₀, docs/model.md), so "zero" (the default) means "independent" for them; ``parametrization``
-    {"natural", "ridge"}; ``priors``: overrides of :class:`synthgeo.model.GPPriors` fields;
+    through β₀, docs/model.md), so "zero" (the default) means "independent" for them;
+    ``parametrization`` {"natural", "ridge"}; ``priors``: overrides of :class:`synthgeo.model.GPPriors` fields;
     ``at_risk`` {"spatial", "risk", "both"}: at-risk records by the spatial rule (the paper),
     by Rao-Blackwellised attributable risk above a ``[risk.targets] record_threshold`` under the
     unrestricted fit, or either (docs/risk-and-utility.md).
