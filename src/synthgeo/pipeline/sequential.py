@@ -242,7 +242,11 @@ def _fit_discrete(spec, data_j, rc, exposure, say, seconds):
     sm = restricted_smoothing(spec, coordinates_m(data_j.gdf), data_j.sites, at_risk, phi_hat,
                               subject=subject)
     t = time.perf_counter()
-    fits["restricted"] = fit_glmm(data_j.y, data_j.X, data_j.sites, scale=sm, **common)
+    if np.any(np.asarray(sm.a) > 0) and sm.gamma != 0:
+        fits["restricted"] = fit_glmm(data_j.y, data_j.X, data_j.sites, scale=sm, **common)
+    else:  # no site is smoothed: the restricted model is the unrestricted one (D = I)
+        say("no at-risk site: the restricted fit is the unrestricted one")
+        fits["restricted"] = fits["unrestricted"]
     seconds["fit_restricted"] = time.perf_counter() - t
     return fits, at_risk, sens
 
