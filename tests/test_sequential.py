@@ -246,6 +246,8 @@ def test_bernoulli_response_with_text_covariate_and_dropped_records(tmp_path):
                  covariates=("zone",), missing="drop")
     rel = _quiet(_run, spec, pts)
     res = rel.result
+    with pytest.raises(AttributeError, match="data.responses"):
+        rel.implicates  # noqa: B018 (the single-response view is refused)
     assert res.data.missing["n_dropped"] == 5 and res.data.n_records == len(pts) - 5
     assert res.data.levels == {"zone": {"levels": ["big", "small"], "reference": "big"}}
     r = res.responses[0]

@@ -163,6 +163,14 @@ class Release:
 
     result: ReleaseResult
 
+    def _single(self, what: str) -> None:
+        """Refuse a single-response view of a sequential release (``[[data.responses]]``)."""
+        if self.result.spec.data.sequential:
+            raise AttributeError(
+                f"`Release.{what}` describes one gaussian response; this release has "
+                "`[[data.responses]]`: use `release.result.responses` (per response: fits, "
+                "synthetic, risk_summary, utility) and `release.result.joint_risk`")
+
     @property
     def spec(self) -> ReleaseSpec:
         """The spec as run (every section, defaults filled in)."""
@@ -176,11 +184,13 @@ class Release:
     @property
     def at_risk(self) -> np.ndarray:
         """Bool per record: no other record within M (docs/model.md)."""
+        self._single("at_risk")
         return np.asarray(self.result.at_risk.at_risk, bool)
 
     @property
     def implicates(self) -> xr.Dataset:
         """Both models' implicates, dims (implicate, record), model scale."""
+        self._single("implicates")
         r = self.result
         ds = xr.Dataset({name: r.implicates[name]["y_synthetic"].drop_vars(
             ["source_chain", "source_draw"], errors="ignore") for name in MODELS})
@@ -192,16 +202,19 @@ class Release:
     @property
     def posterior(self) -> dict[str, arviz.InferenceData]:
         """Posterior of each model as ArviZ InferenceData."""
+        self._single("posterior")
         return {name: fit.idata for name, fit in self.result.fits.items()}
 
     @property
     def risk(self) -> ReleaseRisk:
         """Disclosure risk of both models (see :class:`ReleaseRisk`)."""
+        self._single("risk")
         return ReleaseRisk(result=self.result)
 
     @property
     def reiter(self) -> pd.DataFrame:
         """Reiter (2003) table of the analyst's model for both models and the truth."""
+        self._single("reiter")
         return self.result.utility
 
     @property
