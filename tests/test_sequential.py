@@ -208,6 +208,20 @@ def test_later_response_is_drawn_from_the_earlier_synthetic_values(two_gaussian)
     assert same > 0.99 and same > conf + 0.05 and same > other + 0.05
 
 
+def test_first_gaussian_response_reproduces_the_single_response_route(two_gaussian):
+    from synthgeo.pipeline.run import run_release
+
+    pts = _points()
+    single = ReleaseSpec(data=DataConfig(response="log_price", covariates=["sqft_living"],
+                                         id="id"),
+                         model=ModelConfig(gp="exact"), sampling=SamplingConfig(seed=11),
+                         anonymity=AnonymityConfig(on_location_failure="warn"))
+    res = _quiet(run_release, fake_spec(single, n_draws=150, n_implicates=8), points=pts,
+                 fitter=fake_fitter(n_draws=150))
+    np.testing.assert_array_equal(two_gaussian.responses[0].synthetic["restricted"],
+                                  res.implicates["restricted"]["y_synthetic"].values)
+
+
 def test_joint_risk_and_correlations(two_gaussian):
     j = two_gaussian.joint_risk
     assert set(j["model"]) == {"unrestricted", "restricted"}

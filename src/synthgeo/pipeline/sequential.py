@@ -179,10 +179,6 @@ def released_values(rc: ResponseConfig, y_model: np.ndarray, original: pd.Series
     return y.astype(np.int64)
 
 
-def _seed_ints(ss: np.random.SeedSequence, n: int) -> list[int]:
-    return [int(s.generate_state(1)[0]) for s in ss.spawn(n)]
-
-
 class _PhiOfGLMM:
     """φ quantiles (1/metre) of a GLMM fit, as GPFit.phi_quantiles (φ = 3 / effective range)."""
 
@@ -372,9 +368,12 @@ def run_sequential(spec: ReleaseSpec, *, points=None, progress=None, fitter=None
     frame = data.frame.drop(columns=[spec.data.response])  # covariates, released unchanged
     conf_cols, syn_cols, results = [], [], []
     truths, released = {}, {}
-    for j, (rc, ss) in enumerate(zip(spec.data.response_configs, root.spawn(
-            len(spec.data.response_configs)))):
+    for j, rc in enumerate(spec.data.response_configs):
         sec: dict = {}
+        # response 1 takes the single-response route's streams (same fits for the same seed);
+        # each later response a fresh child of the spec's seed
+        streams = root.spawn(4) if j == 0 else root.spawn(1)[0].spawn(4)
+        seeds = [int(s.generate_state(1)[0]) for s in streams[:2]] + list(streams[2:])
         y = response_values(data.gdf, rc)
         X = np.column_stack([data.X, *conf_cols]) if conf_cols else data.X
         names = [*data.coef_names, *[r.name for r in spec.data.response_configs[:j]]]
@@ -389,7 +388,6 @@ def run_sequential(spec: ReleaseSpec, *, points=None, progress=None, fitter=None
         check_formula_names(formula, [rc.name, *spec.data.covariates])
         say(f"response {j + 1}/{len(spec.data.response_configs)}: `{rc.name}` ({rc.family}), "
             f"fitting both models")
-        seeds = _seed_ints(ss, 4)
         if rc.family == "gaussian":
             fits, at_risk, sens = _fit_gaussian(spec, data_j, fitter, seeds, say, sec)
             t = time.perf_counter()
