@@ -149,6 +149,26 @@ def test_drop_missing_counts_by_unit_and_refuse_names_the_column():
         drop_missing(g, ["a", "b"], how="refuse")
 
 
+def test_single_gaussian_route_takes_a_text_covariate_and_records_its_levels(tmp_path):
+    from synthgeo.pipeline.run import run_release
+    from synthgeo.release.writer import release_record, write_release
+
+    spec = ReleaseSpec(data=DataConfig(response="log_price", covariates=["sqft_living", "type"],
+                                       id="id"),
+                       model=ModelConfig(gp="exact"), sampling=SamplingConfig(seed=2),
+                       anonymity=AnonymityConfig(on_location_failure="warn"))
+    res = _quiet(run_release, fake_spec(spec, n_draws=150, n_implicates=4),
+                 points=_points("beds == 2"), fitter=fake_fitter(n_draws=150))
+    assert [c for c in res.data.coef_names if c.startswith("type")] == [
+        "type[T.Multi_Family]", "type[T.Residential]"]
+    assert "type[T.Residential]" in set(res.utility["term"])
+    rec = release_record(res, seconds={})
+    assert rec["design"]["type"]["reference"] == "Condo" and "missing" not in rec
+    out = write_release(res, tmp_path / "t")
+    pub = pd.read_parquet(out / "release" / "implicates.parquet")
+    assert set(pub["type"]) == {"Condo", "Multi_Family", "Residential"}  # released unchanged
+
+
 # --- the single-gaussian route is unchanged ----------------------------------------------------
 
 #: release/ files of ``sg.run`` on the bundled spec with ``fake_spec(n_draws=150,
