@@ -226,6 +226,9 @@ def test_later_response_is_drawn_from_the_earlier_synthetic_values(two_gaussian)
     # synthetic log_price, not the confidential one nor another implicate
     assert second.coef_names[-1] == "log_price"
     assert same > 0.99 and same > conf + 0.05 and same > other + 0.05
+    y1u, y2u = first.synthetic["unrestricted"], second.synthetic["unrestricted"]
+    same_u = np.mean([np.corrcoef(y2u[i], y1u[i])[0, 1] for i in range(L)])
+    assert same_u > 0.99  # the unrestricted chain conditions on its own draws
 
 
 def test_first_gaussian_response_reproduces_the_single_response_route(two_gaussian):

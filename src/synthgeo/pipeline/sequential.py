@@ -7,6 +7,9 @@ it** as covariates (model scale: log for ``transform = "log"``, 0/1, counts). Im
 response j is then drawn given implicate ℓ of the earlier **synthetic** responses: the linear
 predictor of draw ℓ is moved by ``(X†(ℓ) − X) β(ℓ)``, X†(ℓ) holding the synthetic earlier
 responses. Each response has its own at-risk set (M from its own φ̂) and restricted fit.
+Each model's chain conditions on its own draws: the restricted (released) implicates of
+response j on the restricted synthetic earlier responses, the unrestricted ones (the board's
+comparison) on the unrestricted ones.
 
 Engines: a gaussian response goes through the conjugate grid (the single-response route,
 :func:`synthgeo.pipeline.run.make_fitter`); a bernoulli / poisson one through the nested
@@ -366,7 +369,8 @@ def run_sequential(spec: ReleaseSpec, *, points=None, progress=None, fitter=None
     L = spec.synthesis.n_implicates
     root = np.random.SeedSequence(spec.sampling.seed)
     frame = data.frame.drop(columns=[spec.data.response])  # covariates, released unchanged
-    conf_cols, syn_cols, results = [], [], []
+    conf_cols, results = [], []
+    syn_cols: dict = {m: [] for m in MODELS}  # each model's chain conditions on its own draws
     truths, released = {}, {}
     for j, rc in enumerate(spec.data.response_configs):
         sec: dict = {}
@@ -377,11 +381,11 @@ def run_sequential(spec: ReleaseSpec, *, points=None, progress=None, fitter=None
         y = response_values(data.gdf, rc)
         X = np.column_stack([data.X, *conf_cols]) if conf_cols else data.X
         names = [*data.coef_names, *[r.name for r in spec.data.response_configs[:j]]]
-        X_syn = None
-        if syn_cols:  # (L, N, p): implicate ℓ's design with the earlier synthetic responses
-            X_syn = np.repeat(X[None], L, axis=0)
-            for k, s in enumerate(syn_cols):
-                X_syn[:, :, data.X.shape[1] + k] = s
+        X_syn = {m: None for m in MODELS}
+        for m in MODELS if conf_cols else ():  # (L, N, p): implicate ℓ's design holds the
+            X_syn[m] = np.repeat(X[None], L, axis=0)  # earlier synthetic responses of model m
+            for k, s in enumerate(syn_cols[m]):
+                X_syn[m][:, :, data.X.shape[1] + k] = s
         data_j = dataclasses.replace(data, y=y, X=X, coef_names=names)
         exposure = (data.gdf[rc.exposure].to_numpy(dtype=float) if rc.exposure else None)
         formula = response_formula(spec, rc, j == 0)
@@ -392,13 +396,13 @@ def run_sequential(spec: ReleaseSpec, *, points=None, progress=None, fitter=None
             fits, at_risk, sens = _fit_gaussian(spec, data_j, fitter, seeds, say, sec)
             t = time.perf_counter()
             synthetic = {m: _synth_gaussian(
-                spec, fits[m], X, X_syn, data.record_id, seeds[2 + i],
+                spec, fits[m], X, X_syn[m], data.record_id, seeds[2 + i],
                 spec.model.at_risk_effect if m == "restricted" else "zero")
                 for i, m in enumerate(MODELS)}
         else:
             fits, at_risk, sens = _fit_discrete(spec, data_j, rc, exposure, say, sec)
             t = time.perf_counter()
-            synthetic = {m: _synth_discrete(spec, fits[m], X, X_syn, seeds[2 + i])
+            synthetic = {m: _synth_discrete(spec, fits[m], X, X_syn[m], seeds[2 + i])
                          for i, m in enumerate(MODELS)}
         sec["synthesize"] = time.perf_counter() - t
         t = time.perf_counter()
@@ -423,7 +427,8 @@ def run_sequential(spec: ReleaseSpec, *, points=None, progress=None, fitter=None
         for k, v in sec.items():  # totals over responses; per response in ResponseResult
             seconds[k] = seconds.get(k, 0.0) + v
         conf_cols.append(y)
-        syn_cols.append(synthetic["restricted"])
+        for m in MODELS:
+            syn_cols[m].append(synthetic[m])
         truths[rc.name], released[rc.name] = y, synthetic["restricted"]
     joint, joint_per = None, None
     if len(results) > 1:
