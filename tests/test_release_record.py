@@ -57,10 +57,16 @@ def test_schema_is_valid_and_every_object_is_closed():
     open_objects = [p for p, n in _walk(schema)
                     if n.get("type") == "object" and n.get("additionalProperties") is not False]
     assert open_objects == []
-    # optional: the location diagnostics and the baselines (a run may skip them) and the chain
-    # of earlier releases (only with --previous)
+    # optional: the location diagnostics (a run may skip that stage), the baselines, the chain
+    # of earlier releases (only with --previous), the design of text covariates, dropped
+    # records, and the sequential release's blocks; a record has either the single-response
+    # blocks or `responses` (issue 15)
+    single = {"at_risk", "priors", "fits", "risk_summary", "utility", "neighbour_check"}
     assert set(schema["properties"]) - set(schema["required"]) == {
-        "locations", "risk_attributable", "previous_releases"}
+        "locations", "risk_attributable", "previous_releases", "design", "missing", "responses",
+        "joint_risk", "correlations", *single}
+    assert set(schema["anyOf"][0]["required"]) == single
+    assert schema["anyOf"][1] == {"required": ["responses"]}
 
 
 def test_schema_spec_keys_match_the_config_dataclasses():

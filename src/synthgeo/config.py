@@ -19,8 +19,8 @@ from synthgeo._errors import SpecError
 from synthgeo.io.paths import resolve_input
 
 __all__ = [
-    "DataConfig", "ModelConfig", "SamplingConfig", "SynthesisConfig", "RiskConfig", "RiskTarget",
-    "UtilityConfig", "AnonymityConfig", "ComputeConfig",
+    "ResponseConfig", "DataConfig", "ModelConfig", "SamplingConfig", "SynthesisConfig",
+    "RiskConfig", "RiskTarget", "UtilityConfig", "AnonymityConfig", "ComputeConfig",
     "ReleaseSpec", "load_spec", "bundled_spec_path",
 ]
 
@@ -29,6 +29,10 @@ BUNDLED_SPEC = "sacramento_2bed.toml"
 #: ``gp = "auto"`` uses the exact GP up to this many records and the NNGP beyond: the measured
 #: break-even of the grid route's cost per cell (benchmarks/bench_nngp.py, 2 cores).
 AUTO_EXACT_MAX_RECORDS = 1000
+
+#: ``[[data.responses]] family``: response families (gaussian: the conjugate grid / NUTS route;
+#: bernoulli, poisson: the nested Laplace GLMM route, :mod:`synthgeo.inference.glmm`).
+RESPONSE_FAMILIES = ("gaussian", "bernoulli", "poisson")
 
 #: ``[model] at_risk``: which rule makes a record at risk.
 AT_RISK_RULES = ("spatial", "risk", "both")
@@ -90,7 +94,7 @@ SPEC_CONSTRAINTS: dict[str, dict[str, dict[str, Any]]] = {
         "k": {"minimum": 2},
         "gamma": {"anyOf": [{"type": "number", "minimum": 0}, {"enum": ["inf", "auto"]}]},
         "at_risk_weight": {"enum": ["binary", "continuous"]},
-        "at_risk_effect": {"enum": ["zero", "kriged"]},
+        "at_risk_effect": {"enum": ["zero", "kriged", "independent"]},
         "parametrization": {"enum": ["natural", "ridge"]},
         "priors": {"properties": {key: {"type": "number"} | (
             {"exclusiveMinimum": 0} if key in _POSITIVE_PRIORS else {}) for key in _PRIOR_KEYS}},
@@ -129,6 +133,58 @@ _EXCLUSIVE_TRANSFORM = (
 
 
 @dataclass(frozen=True, kw_only=True)
+class ResponseConfig:
+    """One confidential response of ``[[data.responses]]`` (synthesised in the order given).
+
+    ``name``: the column; ``family`` {"gaussian", "bernoulli", "poisson"}; ``transform``
+    {"log"} (gaussian only: the column is on its original scale, modelled as log y and
+    released as exp(y†)); ``exposure``: poisson exposure column (offset log E); ``positive``
+    (bernoulli only): the event level of a yes/no text column, e.g. "YES" (without it the column
+    must hold 0/1). Response j is fitted with the confidential responses before it as
+    covariates; implicate l of response j is drawn given implicate l of the earlier synthetic
+    responses (sequential synthesis, docs/model.md "Several responses").
+    """
+
+    name: str
+    family: Literal["gaussian", "bernoulli", "poisson"] = "gaussian"
+    transform: Literal["log"] | None = None
+    exposure: str | None = None
+    positive: str | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse impossible values with a :class:`SpecError` naming the key."""
+        sec = "data.responses"
+        if not (isinstance(self.name, str) and self.name):
+            raise _err(sec, "name", self.name, "a non-empty column name")
+        if self.family not in RESPONSE_FAMILIES:
+            raise _err(sec, "family", self.family, 'one of "gaussian", "bernoulli", "poisson"')
+        if self.transform is not None and self.transform != "log":
+            raise _err(sec, "transform", self.transform, '"log" (or left out)')
+        if self.transform is not None and self.family != "gaussian":
+            raise _err(sec, "transform", self.transform,
+                       f'left out for family "{self.family}" (gaussian only)')
+        for key in ("exposure", "positive"):
+            v = getattr(self, key)
+            if v is not None and not (isinstance(v, str) and v):
+                raise _err(sec, key, v, "a non-empty string (or left out)")
+        if self.exposure is not None and self.family != "poisson":
+            raise _err(sec, "exposure", self.exposure,
+                       f'left out for family "{self.family}" (poisson only)')
+        if self.positive is not None and self.family != "bernoulli":
+            raise _err(sec, "positive", self.positive,
+                       f'left out for family "{self.family}" (bernoulli only)')
+
+
+def _response(raw: Any) -> ResponseConfig:
+    """Build a :class:`ResponseConfig` from a TOML table (unknown keys refused), or pass it on."""
+    if isinstance(raw, ResponseConfig):
+        return raw
+    if not isinstance(raw, dict):
+        raise _err("data", "responses", raw, "`[[data.responses]]` tables")
+    return _build("data.responses", ResponseConfig, raw)
+
+
+@dataclass(frozen=True, kw_only=True)
 class DataConfig:
     """Where the confidential points are and which columns play which role.
 
@@ -146,12 +202,19 @@ class DataConfig:
     duplicate rows (they are always reported); ``coord_unit_m``: metres per unit of the x/y
     columns (default: the CRS's unit; 1000 for kilometres; refused with a geographic CRS);
     ``sep``, ``decimal``, ``encoding``: how the CSV is written (default ",", ".", "utf-8");
+    ``responses``: :class:`ResponseConfig` tables, ``[[data.responses]]``, synthesised in
+    sequence (``response`` is the shorthand for one gaussian response; with ``responses`` it
+    is the first one's name); ``missing`` {"refuse", "drop"}: a record with a missing response
+    or covariate is refused, or dropped (not released; counts reported, by
+    ``[anonymity] unit`` when set). A covariate column of text becomes treatment-coded design
+    columns (first level in sorted order is the reference; recorded in release.json) and is
+    released unchanged;
     ``accept_small_extent``: go on (with a warning in the release record) when ≥ 50 distinct
     locations span under 1 km or lie a median under 1 m apart, otherwise refused as a likely
     unit error (docs/locations.md, "Units and plausibility").
     """
 
-    response: str
+    response: str | None = None
     path: str | None = None
     covariates: list[str] = field(default_factory=list)
     x: str | None = None
@@ -169,9 +232,31 @@ class DataConfig:
     decimal: str = "."
     encoding: str = "utf-8"
     accept_small_extent: bool = False
+    responses: list[ResponseConfig] = field(default_factory=list)
+    missing: Literal["refuse", "drop"] = "refuse"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
+        if not isinstance(self.responses, list):
+            raise _err("data", "responses", self.responses, "`[[data.responses]]` tables")
+        object.__setattr__(self, "responses", [_response(r) for r in self.responses])
+        names = [r.name for r in self.responses]
+        if len(set(names)) != len(names):
+            raise _err("data.responses", "name", names, "distinct column names")
+        if self.responses:
+            if self.response is None:
+                object.__setattr__(self, "response", names[0])
+            elif self.response != names[0]:
+                raise _err("data", "response", self.response,
+                           f"left out with `[[data.responses]]` (or the first one, {names[0]!r})")
+            if self.transform is not None:
+                raise _err("data", "transform", self.transform,
+                           "left out with `[[data.responses]]` (give it per response)")
+        elif self.response is None:
+            raise SpecError("spec `[data]` is missing required key(s) ['response'] (one gaussian "
+                            "response; or give `[[data.responses]]` tables)")
+        if self.missing not in ("refuse", "drop"):
+            raise _err("data", "missing", self.missing, 'one of "refuse", "drop"')
         if not (isinstance(self.response, str) and self.response):
             raise _err("data", "response", self.response, "a non-empty string")
         if self.path is not None and not (isinstance(self.path, str) and self.path):
@@ -215,9 +300,33 @@ class DataConfig:
             raise _err("data", "covariates", self.covariates, "a list of column names")
         if len(set(self.covariates)) != len(self.covariates):
             raise _err("data", "covariates", self.covariates, "a list without repeated names")
-        if self.response in self.covariates:
-            raise _err("data", "covariates", self.covariates,
-                       f"columns other than the response {self.response!r}")
+        for name in self.response_names:
+            if name in self.covariates:
+                raise _err("data", "covariates", self.covariates,
+                           f"columns other than the response {name!r}")
+        for r in self.responses:
+            if r.exposure is not None and r.exposure in self.response_names:
+                raise _err("data.responses", "exposure", r.exposure,
+                           "a column that is not a response")
+
+    @property
+    def response_names(self) -> list[str]:
+        """Names of the confidential responses, in synthesis order."""
+        return [r.name for r in self.responses] or [self.response]
+
+    @property
+    def response_configs(self) -> list[ResponseConfig]:
+        """The responses as :class:`ResponseConfig` (``response`` alone: one gaussian)."""
+        return list(self.responses) or [ResponseConfig(name=self.response,
+                                                       transform=self.transform)]
+
+    @property
+    def sequential(self) -> bool:
+        """Return whether the run takes the several-responses / GLMM route.
+
+        True for ``[[data.responses]]`` with more than one response or a non-gaussian one.
+        """
+        return len(self.responses) > 1 or any(r.family != "gaussian" for r in self.responses)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,9 +341,13 @@ class ModelConfig:
     ``gamma``: smoothing strength, a number ≥ 0, "inf" (paper's restricted model) or "auto"
     (γ = max(0, σ²/τ² − 1) per posterior draw, grid sampler only); ``at_risk_weight``
     {"binary", "continuous"}: a_s ∈ {0, 1} by the rule, or graded a = 1 − min(1, ρ_nn/ρ₀)
-    (needs a finite γ); ``at_risk_effect`` {"zero", "kriged"}: the effect synthesised at
-    at-risk sites under γ = "inf" (none, or kriged from the other sites); ``parametrization``
-    {"natural", "ridge"}; ``priors``: overrides of :class:`synthgeo.model.GPPriors` fields;
+    (needs a finite γ); ``at_risk_effect`` {"zero", "kriged", "independent"}: the effect
+    synthesised at at-risk sites under γ = "inf" (none, or kriged from the other sites; gaussian
+    responses); bernoulli / poisson responses always use "independent" (an iid effect of
+    variance (1 − d²)σ² drawn afresh; under γ = ∞ without it an isolated high count leaks
+    through β₀, docs/model.md), so "zero" (the default) means "independent" for them;
+    ``parametrization`` {"natural", "ridge"}; ``priors``: overrides of
+    :class:`synthgeo.model.GPPriors` fields;
     ``at_risk`` {"spatial", "risk", "both"}: at-risk records by the spatial rule (the paper),
     by Rao-Blackwellised attributable risk above a ``[risk.targets] record_threshold`` under the
     unrestricted fit, or either (docs/risk-and-utility.md); ``at_risk_nugget`` {"shared",
@@ -286,8 +399,9 @@ class ModelConfig:
                 '"auto"): with gamma = "inf" every site with a > 0 loses its effect, so the '
                 "graded weights collapse to the binary rule"
             )
-        if self.at_risk_effect not in ("zero", "kriged"):
-            raise _err("model", "at_risk_effect", self.at_risk_effect, '"zero" or "kriged"')
+        if self.at_risk_effect not in ("zero", "kriged", "independent"):
+            raise _err("model", "at_risk_effect", self.at_risk_effect,
+                       '"zero", "kriged" or "independent"')
         if self.at_risk_effect == "kriged" and not is_inf:
             raise SpecError(
                 '`[model] at_risk_effect = "kriged"` replaces the removed effect at at-risk '
@@ -630,6 +744,26 @@ class ReleaseSpec:
 
     def __post_init__(self) -> None:
         """Refuse combinations of sections that cannot work together."""
+        families = {r.family for r in self.data.response_configs}
+        if self.model.gamma == "auto" and "bernoulli" in families:
+            raise SpecError(
+                '`[model] gamma = "auto"` (gamma = max(0, sigma2/tau2 - 1)) needs a nugget, and '
+                'a bernoulli response has none: use a number or "inf"')
+        if self.model.at_risk_effect == "independent" and "gaussian" in families:
+            raise SpecError(
+                '`[model] at_risk_effect = "independent"` applies to bernoulli / poisson '
+                'responses only; use "zero" or "kriged" with a gaussian response')
+        if self.model.at_risk_effect == "kriged" and families - {"gaussian"}:
+            raise SpecError(
+                '`[model] at_risk_effect = "kriged"` applies to gaussian responses only; '
+                'bernoulli / poisson responses use "independent" (the default for them)')
+        if self.data.sequential and self.sampling.sampler != "grid":
+            raise SpecError(
+                'spec `[[data.responses]]` (several responses or a bernoulli / poisson one) '
+                'needs `[sampling] sampler = "grid"`')
+        if self.model.at_risk != "spatial" and self.data.sequential:
+            raise SpecError('`[model] at_risk` other than "spatial" is not available with '
+                            '`[[data.responses]]` yet; use at_risk = "spatial"')
         if self.model.gamma == "auto" and self.sampling.sampler != "grid":
             raise SpecError(
                 '`[model] gamma = "auto"` (gamma = max(0, sigma2/tau2 - 1) per draw) needs '

@@ -55,6 +55,8 @@ def run(args: argparse.Namespace, say) -> int:
     rel = sg.run(spec, progress=lambda m: say(f"  {m}"), progressbar=bars, previous=previous)
     t = time.perf_counter()
     say("  writing the report and the release")
+    if spec.data.sequential:  # [[data.responses]]: per-response tables
+        return _write_sequential(rel, out, args, say, t0, t, bars)
     tables = summary_tables(rel.result)  # before writing: a failure after the rename would lie
     out = rel.write(out, overwrite=args.overwrite, progressbar=bars)
     seconds = {**rel.seconds, "write": time.perf_counter() - t,
@@ -81,6 +83,29 @@ def run(args: argparse.Namespace, say) -> int:
                                   "std_diff"]]
         say(f"\nUtility, Reiter (2003) for {spec.formula!r} (CI overlap vs confidential OLS):")
         say(util.to_string(index=False))
+    say("\nstage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
+    print(f"release (restricted model's implicates): {out / 'release'}")
+    print(f"report (confidential): {out / 'report.html'}")
+    return 0
+
+
+def _write_sequential(rel, out, args, say, t0, t, bars) -> int:
+    """Write a sequential release and print each response's risk and Reiter tables."""
+    import pandas as pd
+
+    out = rel.write(out, overwrite=args.overwrite, progressbar=bars)
+    seconds = {**rel.seconds, "write": time.perf_counter() - t,
+               "total": time.perf_counter() - t0}
+    with pd.option_context("display.width", 160, "display.max_columns", 20,
+                           "display.float_format", "{:.4g}".format):
+        for r in rel.result.responses:
+            say(f"\n{r.name} ({r.family}): risk")
+            say(r.risk_summary.to_string(index=False))
+            say(f"utility, Reiter (2003) for {r.formula!r}:")
+            say(r.utility[["model", "term", "estimate", "lower", "upper", "ci_overlap",
+                           "std_diff"]].to_string(index=False))
+        if rel.result.joint_risk is not None:
+            say("\njoint risk:\n" + rel.result.joint_risk.to_string(index=False))
     say("\nstage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     print(f"release (restricted model's implicates): {out / 'release'}")
     print(f"report (confidential): {out / 'report.html'}")

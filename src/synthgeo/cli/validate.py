@@ -29,4 +29,13 @@ def run(args: argparse.Namespace, say) -> int:
     say(f"OK: {spec.source}\n  {data.n_records} records at {data.sites.n_sites} sites, "
         f"CRS {data.gdf.crs.name}; response {spec.data.response!r}, covariates "
         f"{spec.data.covariates}; analyst's model {spec.formula!r}")
+    if spec.data.sequential:  # [[data.responses]]: each response's family and formula
+        from synthgeo.pipeline.sequential import response_formula
+
+        for j, rc in enumerate(spec.data.response_configs):
+            say(f"  response {j + 1}: {rc.name!r} ({rc.family}); analyst's model "
+                f"{response_formula(spec, rc, j == 0)!r}")
+    if data.missing is not None:
+        say(f"  {data.missing['n_dropped']} record(s) with a missing value dropped "
+            f"(by column: {data.missing['by_column']})")
     return 0

@@ -10,7 +10,7 @@ same model inputs for the same data.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import geopandas
 import numpy as np
@@ -49,6 +49,11 @@ class PreparedData:
         n_records rows: the analyst's data.
     record_id : ndarray of shape (n_records,)
     id_column : str
+    levels : dict
+        Text covariates' levels and reference level (treatment coding; empty when none).
+    missing : dict or None
+        Records dropped for a missing value (``[data] missing = "drop"``): counts overall, by
+        column and by ``[anonymity] unit``; None under "refuse".
     """
 
     gdf: geopandas.GeoDataFrame
@@ -59,6 +64,8 @@ class PreparedData:
     frame: pd.DataFrame
     record_id: np.ndarray
     id_column: str
+    levels: dict = field(default_factory=dict)
+    missing: dict | None = None
 
     @property
     def n_records(self) -> int:
@@ -92,8 +99,17 @@ def prepare_data(spec: ReleaseSpec,
     synthgeo.SpecError
         For a formula that names other columns or cannot be fitted.
     """
+    from synthgeo.pipeline.design import drop_missing, is_categorical
+
     d = spec.data
-    numeric, required = [d.response, *d.covariates], _required_columns(spec)
+    required = _required_columns(spec)
+    exposures = [r.exposure for r in d.response_configs if r.exposure]
+    text_ok = {r.name for r in d.response_configs if r.family == "bernoulli"}
+    # covariates are checked as numbers once text (categorical) ones are known; responses and
+    # exposures here, unless records with missing values are dropped first
+    numeric = [] if d.missing == "drop" else [
+        c for c in (*d.response_names, *exposures) if c not in text_ok]
+    required = list(dict.fromkeys([*required, *d.response_names, *exposures, *d.covariates]))
     if points is None:
         points = read_points(spec.data_path(), x=d.x, y=d.y, crs=d.crs, id=d.id, query=d.query,
                              target_crs=d.target_crs, drop_duplicates=d.drop_duplicates,
@@ -103,21 +119,45 @@ def prepare_data(spec: ReleaseSpec,
     gdf = check_points_frame(points, numeric_columns=numeric, required_columns=required,
                              id_column=d.id, target_crs=d.target_crs, x=d.x, y=d.y,
                              accept_small_extent=d.accept_small_extent)
-    return _model_data(spec, gdf)
+    missing = None
+    if d.missing == "drop":
+        gdf, missing = drop_missing(gdf, [*d.response_names, *exposures, *d.covariates],
+                                    how="drop", unit=spec.anonymity.unit)
+    text_cov = [c for c in d.covariates if is_categorical(gdf[c])]
+    numeric_cov = [c for c in d.covariates if c not in text_cov]
+    late = [c for c in (*d.response_names, *exposures) if c not in text_ok and c not in numeric]
+    if numeric_cov or late:  # the numeric checks name the rows of a bad value
+        from synthgeo.io.checks import check_records
+        from synthgeo.io.origin import Origin
+
+        check_records(gdf, Origin.memory(), columns=[], numeric_columns=[*late, *numeric_cov],
+                      id_column=gdf.attrs.get("id_column"))
+    if d.missing == "refuse":  # text covariates and yes/no responses
+        drop_missing(gdf, [*text_cov, *[c for c in d.response_names if c in text_ok]],
+                     how="refuse")
+    return _model_data(spec, gdf, missing=missing)
 
 
-def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame) -> PreparedData:
+def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame, *,
+                missing: dict | None = None) -> PreparedData:
     """y, X, sites and the analyst's frame from checked points; refuse unusable inputs."""
+    from synthgeo.pipeline.design import design_matrix, response_values
+
     d = spec.data
     id_col = gdf.attrs["id_column"]
-    raw = gdf[d.response].to_numpy(dtype=float)  # the column as given (dollars under "log")
-    try:
-        y = response_scale(spec).to_model(raw, name=d.response)
-    except ValueError as err:
-        raise InputError(f"`[data] transform = \"log\"`: {err}") from None
-    X = np.column_stack([np.ones(len(gdf))] + [gdf[c].to_numpy(dtype=float)
-                                               for c in d.covariates])
-    _check_model_inputs(spec, y, X)
+    first = d.response_configs[0]
+    if d.responses:  # [[data.responses]]: each response's own scale (pipeline.design)
+        raw = y = response_values(gdf, first)
+        gaussian = first.family == "gaussian" and first.transform is None
+    else:
+        raw = gdf[d.response].to_numpy(dtype=float)  # the column as given (dollars: "log")
+        try:
+            y = response_scale(spec).to_model(raw, name=d.response)
+        except ValueError as err:
+            raise InputError(f"`[data] transform = \"log\"`: {err}") from None
+        gaussian = True
+    X, coef_names, levels = design_matrix(gdf, d.covariates)
+    _check_model_inputs(spec, y, X, coef_names[1:], gaussian=gaussian)
     _check_released_columns(spec, gdf, y)
     sites = make_sites(coordinates_m(gdf))
     if sites.n_sites < 3:
@@ -128,6 +168,10 @@ def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame) -> PreparedData:
         )
     frame = pd.DataFrame(gdf.drop(columns="geometry"))[d.covariates].reset_index(drop=True)
     frame[d.response] = raw  # the analyst's column, on its released scale
+    if d.sequential:  # each response's formula is checked by the sequential route
+        return PreparedData(gdf=gdf, y=y, X=X, coef_names=coef_names, sites=sites, frame=frame,
+                            record_id=gdf[id_col].to_numpy(), id_column=id_col, levels=levels,
+                            missing=missing)
     check_formula_names(spec.formula, [d.response, *d.covariates])
     try:
         fit_ols(spec.formula, frame)
@@ -138,8 +182,9 @@ def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame) -> PreparedData:
             f"{str(exc).splitlines()[0]}"
         ) from exc
     return PreparedData(
-        gdf=gdf, y=y, X=X, coef_names=["Intercept", *d.covariates],
+        gdf=gdf, y=y, X=X, coef_names=coef_names,
         sites=sites, frame=frame, record_id=gdf[id_col].to_numpy(), id_column=id_col,
+        levels=levels, missing=missing,
     )
 
 
@@ -201,7 +246,8 @@ def _determines_response(values: np.ndarray, y: np.ndarray, g: np.ndarray, *,
     return None
 
 
-def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray) -> None:
+def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray,
+                        names: list[str] | None = None, *, gaussian: bool = True) -> None:
     """Refuse inputs that would give a meaningless fit or leak the response.
 
     Raises
@@ -212,7 +258,7 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray) -> None
         would then disclose it).
     """
     d = spec.data
-    g = _back_transformed(spec, y)
+    g = _back_transformed(spec, y) if gaussian else y
     if not np.all(np.isfinite(g)):
         raise InputError(
             f"`back_transform = {d.back_transform!r}` of response `{d.response}` overflows "
@@ -221,7 +267,7 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray) -> None
         )
     if np.ptp(y) == 0:
         raise InputError(f"response `{d.response}` is constant ({float(y[0]):g}): nothing to model")
-    for j, c in enumerate(d.covariates, start=1):
+    for j, c in enumerate(d.covariates if names is None else names, start=1):
         x = X[:, j]
         if np.ptp(x) == 0:
             raise InputError(f"covariate `{c}` is constant ({float(x[0]):g}): it is collinear with "

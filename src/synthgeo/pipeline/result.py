@@ -190,6 +190,14 @@ class Release:
 
     result: ReleaseResult
 
+    def _single(self, what: str) -> None:
+        """Refuse a single-response view of a sequential release (``[[data.responses]]``)."""
+        if self.result.spec.data.sequential:
+            raise AttributeError(
+                f"`Release.{what}` describes one gaussian response; this release has "
+                "`[[data.responses]]`: use `release.result.responses` (per response: fits, "
+                "synthetic, risk_summary, utility) and `release.result.joint_risk`")
+
     @property
     def spec(self) -> ReleaseSpec:
         """The spec as run (every section, defaults filled in)."""
@@ -203,11 +211,13 @@ class Release:
     @property
     def at_risk(self) -> np.ndarray:
         """Bool per record: no other record within M (docs/model.md)."""
+        self._single("at_risk")
         return np.asarray(self.result.at_risk.at_risk, bool)
 
     @property
     def implicates(self) -> xr.Dataset:
         """Both models' implicates, dims (implicate, record), model scale."""
+        self._single("implicates")
         r = self.result
         ds = xr.Dataset({name: r.implicates[name]["y_synthetic"].drop_vars(
             ["source_chain", "source_draw"], errors="ignore") for name in MODELS})
@@ -219,16 +229,19 @@ class Release:
     @property
     def posterior(self) -> dict[str, arviz.InferenceData]:
         """Posterior of each model as ArviZ InferenceData."""
+        self._single("posterior")
         return {name: fit.idata for name, fit in self.result.fits.items()}
 
     @property
     def risk(self) -> ReleaseRisk:
         """Disclosure risk of both models (see :class:`ReleaseRisk`)."""
+        self._single("risk")
         return ReleaseRisk(result=self.result)
 
     @property
     def reiter(self) -> pd.DataFrame:
         """Reiter (2003) table of the analyst's model for both models and the truth."""
+        self._single("reiter")
         return self.result.utility
 
     @property
@@ -263,6 +276,12 @@ class Release:
         from synthgeo.release.writer import check_output_dir, input_paths, write_release
 
         check_output_dir(Path(out), overwrite=overwrite, inputs=input_paths(self.spec))
+        if self.spec.data.sequential:  # [[data.responses]]: its own writer and report
+            from synthgeo.release.report._sequential import render_sequential_report
+            from synthgeo.release.sequential_writer import write_sequential
+
+            return write_sequential(self.result, out, overwrite=overwrite,
+                                    report_html=render_sequential_report(self.result))
         html = render_report(self.result, progressbar=progressbar)
         return write_release(self.result, out, overwrite=overwrite, report_html=html,
                              seconds=dict(self.result.seconds))

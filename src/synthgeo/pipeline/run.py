@@ -265,6 +265,10 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         ``[risk] on_risk_failure = "stop"`` (raised before anything is written).
     """
     spec, say, seconds = as_spec(spec), progress or log.info, {}
+    if spec.data.sequential:  # [[data.responses]]: several responses or a GLMM family
+        from synthgeo.pipeline.sequential import run_sequential
+
+        return run_sequential(spec, points=points, progress=say, fitter=fitter)
     with _timed(seconds, "load"):
         data = prepare_data(spec, points)
     say(f"loaded {data.n_records} records at {data.sites.n_sites} sites ({data.gdf.crs.name})")

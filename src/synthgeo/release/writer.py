@@ -275,6 +275,10 @@ def release_record(
     rec["neighbour_check"] = result.neighbour_check.summary()  # aggregates only
     if getattr(result, "cumulative", None) is not None:  # repeated release: chain + pooled
         rec["previous_releases"] = result.cumulative.to_record()
+    if getattr(data, "levels", None):  # text covariates: treatment coding
+        rec["design"] = data.levels
+    if getattr(data, "missing", None) is not None:  # [data] missing = "drop"
+        rec["missing"] = data.missing
     rec.update(_location_verdict_and_warnings(result))
     scores = getattr(result, "risk_scores", None)
     if scores is not None:

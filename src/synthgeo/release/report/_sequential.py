@@ -1,0 +1,111 @@
+"""Report of a sequential release (``[[data.responses]]``): rates by area, discrete risk.
+
+One section per release with, for each response, observed vs synthetic rates (yes/no) or means
+(counts, continuous) by area (``[anonymity] unit``, else the first text covariate), the risk
+table (by true class, baseline and attributable for yes/no and counts) and the Reiter table;
+then the joint risk and the correlations. The page shell, overview of counts and the location
+section are the single-response report's (:mod:`synthgeo.release.report._html`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from synthgeo.pipeline.result import MODELS
+from synthgeo.release.report._html import Section, page, render
+from synthgeo.release.report._locations import section_locations
+
+__all__ = ["rates_by_area", "section_responses", "render_sequential_report"]
+
+#: Areas shown in the rates table (largest first).
+MAX_AREAS = 30
+
+
+def rates_by_area(area: np.ndarray, truth: np.ndarray, synthetic: dict) -> pd.DataFrame:
+    """Observed vs synthetic mean per area (largest areas first).
+
+    Parameters
+    ----------
+    area : ndarray of shape (n_records,)
+    truth : ndarray of shape (n_records,)
+    synthetic : dict of str to ndarray of shape (L, n_records)
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``area, n_records, observed, restricted, unrestricted`` (means over records, and over
+        implicates for the synthetic columns), at most :data:`MAX_AREAS` rows.
+
+    Examples
+    --------
+    >>> t = rates_by_area(np.array(["a", "a", "b"]), np.array([1.0, 0.0, 1.0]),
+    ...                   {"restricted": np.ones((2, 3)), "unrestricted": np.zeros((2, 3))})
+    >>> t["observed"].tolist()
+    [0.5, 1.0]
+    """
+    df = pd.DataFrame({"area": np.asarray(area).astype(str), "observed": truth})
+    for m in ("restricted", "unrestricted"):
+        df[m] = np.asarray(synthetic[m], float).mean(axis=0)
+    g = df.groupby("area")
+    out = g.mean().assign(n_records=g.size()).reset_index()
+    out = out.sort_values(["n_records", "area"], ascending=[False, True]).head(MAX_AREAS)
+    return out[["area", "n_records", "observed", "restricted", "unrestricted"]]
+
+
+def _area(result):
+    spec = result.spec
+    if spec.anonymity.unit:
+        return spec.anonymity.unit
+    return next(iter(result.data.levels), None)
+
+
+def section_responses(result) -> Section:
+    """Return the responses section (see the module docstring)."""
+    by = _area(result)
+    blocks = []
+    for r in result.responses:
+        rates = (rates_by_area(result.data.gdf[by].to_numpy(), r.y, r.synthetic)
+                 if by else None)
+        risk = r.risk_summary.drop(columns="response", errors="ignore")
+        blocks.append({
+            "name": r.name, "family": r.family, "coef_names": r.coef_names,
+            "n_at_risk": r.at_risk.n_at_risk, "M_m": r.at_risk.radius_m, "rates": rates,
+            "by": by, "risk": risk, "formula": r.formula,
+            "method": "OLS" if r.family == "gaussian" else "GLM",
+            "utility": r.utility[["model", "term", "estimate", "lower", "upper",
+                                  "ci_overlap", "std_diff"]]})
+    miss = result.data.missing
+    mt = None
+    if miss and miss.get("n_dropped"):
+        rows = [{"where": f"column {k}", "n_records": v} for k, v in miss["by_column"].items()]
+        rows += [{"where": f"unit {k}", "n_records": v}
+                 for k, v in miss.get("by_unit", {}).items()]
+        mt = pd.DataFrame(rows)
+    body = render("responses.html.j2", responses=blocks, n_records=result.data.n_records,
+                  missing=miss, missing_table=mt, joint=result.joint_risk,
+                  correlations=(result.correlations if len(result.correlations) else None))
+    return Section(id="responses", title="Responses: rates by area, risk, utility", body=body)
+
+
+def render_sequential_report(result) -> str:
+    """Render the report page of a sequential release (confidential; beside release/).
+
+    Returns
+    -------
+    str
+        Complete HTML document; first line the confidential marker.
+    """
+    sections, skipped = [section_responses(result)], []
+    loc = section_locations(getattr(result, "locations", None))
+    if loc is None:
+        skipped.append("Location diagnostics (spatial k, outlier policy)")
+    else:
+        sections.append(loc)
+    spec = result.spec
+    name = spec.source.name if spec.source else "spec"
+    failed = [f"{r.name} {m}" for r in result.responses if r.family == "gaussian"
+              for m in MODELS if not r.fits[m].convergence.passed]
+    return page(title=f"synthgeo report: {name}", sections=sections, skipped=skipped,
+                source=spec.source, n_records=result.data.n_records,
+                n_implicates=spec.synthesis.n_implicates, failed=failed)
