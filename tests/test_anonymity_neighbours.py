@@ -155,3 +155,10 @@ def test_bad_arguments():
         radius_counts(np.zeros((3, 2)), 1.0, groups=[1, 2])
     with pytest.raises(SpecError, match="`n_neighbours` must be a positive integer"):
         nearest_other_subjects(np.zeros((3, 2)), 0)
+
+
+def test_nearest_other_subject_when_every_record_coincides():
+    """Found by hypothesis: all records at one point (extent 0) with groups gave inf, not 0."""
+    d, i = nearest_other_subjects(np.zeros((3, 2)), 1, subject=np.array([0, 1, 2]),
+                                  groups=np.array([0, 0, 1]))
+    assert d[:, 0].tolist() == [0.0, 0.0, np.inf] and i[:, 0].tolist() == [1, 0, -1]

@@ -94,7 +94,10 @@ def nearest_other_subjects(
     tree = cKDTree(pts[cand])
     n_tree = len(cand)
     subj_c = subj[cand]
-    limit = np.inf if group is None else np.nextafter(reach * (1 + RADIUS_SLACK), np.inf)
+    # groups lie >= 1 apart on the embedded axis (neighbours._embed): any limit below that and
+    # above the largest within-group distance keeps them apart (0.5 when every record coincides)
+    limit = (np.inf if group is None else
+             np.nextafter(reach * (1 + RADIUS_SLACK), np.inf) if reach > 0 else 0.5)
     todo = np.arange(len(q))
     width = min(n_tree, need + 1)
     while todo.size:
