@@ -221,7 +221,8 @@ def test_isolated_rare_yes_lands_on_truth_only_unrestricted():
     "count (25, base rate 1.6) still lands near the truth (synthetic mean 22.8 restricted "
     "vs 24.6 unrestricted, also with overdispersion): the record pulls β₀ 0.6 → 3.1 and a "
     "long-range GP shifts −2.8 everywhere else to compensate. at_risk_effect='independent' "
-    "fixes it (next test); which one is the default is the lead's decision."))
+    "fixes it (next test), which is why it is the default for bernoulli/poisson responses "
+    "(docs/model.md)."))
 def test_isolated_high_count_lands_on_truth_only_unrestricted():
     share_u, mean_u, truth = _isolated_share("poisson", None)
     share_r, mean_r, _ = _isolated_share("poisson", np.inf)

@@ -70,7 +70,9 @@ def run(args: argparse.Namespace, say) -> int:
                                "attack_share_restricted"]]
         say("\nDisclosure risk (share of synthetic values within tolerance of the truth; "
             "reduction = 1 - mean restricted / mean unrestricted;\n attack = share of records "
-            "whose implicate average is within tolerance):")
+            "whose implicate average on the model scale (the geometric mean under exp) is "
+            "within tolerance; the table below takes the stronger of the geometric and "
+            "arithmetic means):")
         say(risk.to_string(index=False))
         if "attributable" in tables:
             say("\nRelease vs baselines (release = Rao-Blackwellised risk for share, the "

@@ -296,10 +296,13 @@ def location_verdict(outliers: OutlierResult | None, treated: LocationTreatment 
     n_exact_flagged = int((flagged & exact).sum())
     reasons = []
     if treated.treatment == "none" and n_exact_flagged:
+        fix = ("the policy itself refuses (" + outliers.refusal_message() + "), so "
+               '`treatment = "apply"` would fail too: change the policy first'
+               if outliers.refused else
+               'set `[anonymity] treatment = "apply"` to publish the policy\'s disposals')
         reasons.append(f"{n_exact_flagged:,} record(s) the outlier policy labels "
                        "merge/generalise/suppress are released at their exact location "
-                       '(treatment = "none"); set `[anonymity] treatment = "apply"` to publish '
-                       "the policy's disposals")
+                       f'(treatment = "none"); {fix}')
     if treated.treatment == "apply" and outliers.refused:
         reasons.append("the outlier policy refuses, so its disposals cannot be published: "
                        + outliers.refusal_message())

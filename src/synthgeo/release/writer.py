@@ -255,7 +255,11 @@ def release_record(
         "released_model": "restricted",
         "at_risk": {"rule": _at_risk_rule_text(spec),
                     "rho0": spec.model.rho0, "M_m": result.M_m,
-                    "M_source": "spec M_m" if spec.model.M_m else "-log(rho0)/median(phi)",
+                    "M_source": "spec M_m" if spec.model.M_m else (
+                        "-log(rho0)/median(phi), the median of the fit's continuous "
+                        "(spline-refined grid) posterior of phi, not of its draws"
+                        if result.fits["unrestricted"].engine.get("sampler") == "grid"
+                        else "-log(rho0)/median(phi)"),
                     "n_at_risk": result.at_risk.n_at_risk,
                     "n_sites_at_risk": int(result.at_risk.site_at_risk.sum()),
                     "sensitivity_to_phi": result.at_risk_sensitivity,
