@@ -238,7 +238,7 @@ def _fit_discrete(spec, data_j, rc, exposure, say, seconds):
     t = time.perf_counter()
     fits = {"unrestricted": fit_glmm(data_j.y, data_j.X, data_j.sites, **common)}
     seconds["fit_unrestricted"] = time.perf_counter() - t
-    at_risk, sens, phi_hat = _at_risk(spec, data_j, _PhiOfGLMM(fits["unrestricted"]))
+    at_risk, sens, phi_hat, _ = _at_risk(spec, data_j, _PhiOfGLMM(fits["unrestricted"]))
     say(f"M = {at_risk.radius_m:,.0f} m: {at_risk.n_at_risk} at-risk records")
     subject = data_j.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
     sm = restricted_smoothing(spec, coordinates_m(data_j.gdf), data_j.sites, at_risk, phi_hat,
