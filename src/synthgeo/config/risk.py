@@ -1,0 +1,123 @@
+"""Spec sections ``[risk]`` (with ``[risk.targets]``) and ``[utility]``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from synthgeo._errors import SpecError
+from synthgeo.config._common import (
+    _build,
+    _err,
+    _is_number,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RiskTarget:
+    """One target of the review board on attributable risk (a ``[risk.targets]`` table).
+
+    ``measure``: ``"rel:<p>"`` or ``"abs:<eps>"`` (one of ``[risk] p`` / ``eps``); ``attack``
+    {"share", "average"}: the Rao-Blackwellised per-implicate risk or the implicate-average
+    attack's hit; ``max_attributable_record``: the largest per-record attributable risk allowed
+    (FAIL above it); ``record_threshold``: a record is "above" when its attributable risk
+    exceeds it (it also drives ``[model] at_risk = "risk"``); ``max_share_above``: the largest
+    share of records above ``record_threshold`` allowed. Attributable = release − the stronger
+    baseline (docs/risk-and-utility.md).
+    """
+
+    measure: str
+    attack: Literal["share", "average"] = "share"
+    max_attributable_record: float | None = None
+    record_threshold: float | None = None
+    max_share_above: float | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse impossible values with a :class:`SpecError` naming the key."""
+        from synthgeo.risk.measure import Measure
+
+        try:
+            Measure.parse(self.measure)
+        except ValueError as exc:
+            raise _err("risk.targets", "measure", self.measure,
+                       '"rel:<fraction>" or "abs:<amount>", e.g. "rel:0.1"') from exc
+        if self.attack not in ("share", "average"):
+            raise _err("risk.targets", "attack", self.attack, '"share" or "average"')
+        for key, lo, hi in (("max_attributable_record", -1.0, 1.0),
+                            ("record_threshold", -1.0, 1.0), ("max_share_above", 0.0, 1.0)):
+            v = getattr(self, key)
+            if v is not None and not (_is_number(v) and lo <= v <= hi):
+                raise _err("risk.targets", key, v, f"a number in [{lo:g}, {hi:g}] (or left out)")
+        if self.max_share_above is not None and self.record_threshold is None:
+            raise _err("risk.targets", "record_threshold", None,
+                       "given with `max_share_above` (the share of records above what)")
+        if self.max_attributable_record is None and self.record_threshold is None:
+            raise SpecError(
+                f"spec `[risk.targets]` for {self.measure!r} sets no target: give "
+                "`max_attributable_record`, or `record_threshold` (with `max_share_above`)"
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RiskConfig:
+    """Risk measures, the board's targets and the gate on them.
+
+    ``eps``: absolute tolerances on the back-transformed scale (dollars); ``p``: relative;
+    ``targets``: :class:`RiskTarget` tables (``[risk.targets]`` for one, ``[[risk.targets]]``
+    for several; none: the verdict is "NOT ASSESSED", never PASS); ``on_risk_failure``
+    {"stop", "warn"}: what a FAIL does (stop: nothing is written to release/).
+    """
+
+    eps: list[float] = field(default_factory=lambda: [10_000.0])
+    p: list[float] = field(default_factory=lambda: [0.1])
+    targets: list[RiskTarget] = field(default_factory=list)
+    on_risk_failure: Literal["stop", "warn"] = "stop"
+
+    def __post_init__(self) -> None:
+        """Refuse impossible values with a :class:`SpecError` naming the key."""
+        for key in ("eps", "p"):
+            v = getattr(self, key)
+            if not (isinstance(v, list) and v and all(_is_number(e) and e > 0 for e in v)):
+                raise _err("risk", key, v, "a non-empty list of positive, finite numbers")
+        if self.on_risk_failure not in ("stop", "warn"):
+            raise _err("risk", "on_risk_failure", self.on_risk_failure, '"stop" or "warn"')
+        raw = [self.targets] if isinstance(self.targets, dict) else self.targets
+        if not isinstance(raw, list):
+            raise _err("risk", "targets", self.targets,
+                       "a `[risk.targets]` table or `[[risk.targets]]` tables")
+        object.__setattr__(self, "targets", [_target(t) for t in raw])
+        from synthgeo.risk.measure import Measure, measures_from
+
+        scored = {m.key for m in measures_from(eps=self.eps, p=self.p)}
+        for t in self.targets:
+            if Measure.parse(t.measure).key not in scored:
+                raise _err("risk.targets", "measure", t.measure,
+                           f"one of the scored measures {sorted(scored)}; add its tolerance "
+                           "to `[risk] eps` or `p`")
+
+
+def _target(raw: Any) -> RiskTarget:
+    """Build a :class:`RiskTarget` from a TOML table (unknown keys refused), or pass it on."""
+    if isinstance(raw, RiskTarget):
+        return raw
+    if not isinstance(raw, dict):
+        raise _err("risk", "targets", raw, "tables of target keys")
+    return _build("risk.targets", RiskTarget, raw)
+
+
+@dataclass(frozen=True, kw_only=True)
+class UtilityConfig:
+    """The analyst's model: ``formula`` (patsy, OLS) and ``alpha`` for (1 − α) intervals."""
+
+    formula: str | None = None
+    alpha: float = 0.05
+
+    def __post_init__(self) -> None:
+        """Refuse impossible values with a :class:`SpecError` naming the key."""
+        if self.formula is not None and not (isinstance(self.formula, str) and "~" in self.formula):
+            raise _err("utility", "formula", self.formula,
+                       'a patsy formula such as "log_price ~ sqft_living" (or left out)')
+        if not (_is_number(self.alpha) and 0 < self.alpha < 1):
+            raise _err("utility", "alpha", self.alpha, "a number in (0, 1)")
+
+
