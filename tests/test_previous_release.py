@@ -63,6 +63,11 @@ def test_second_release_pools_the_first_and_records_the_chain(first, tmp_path):
     assert {r["group"] for r in prev["cumulative_risk"]} == {"all", "at_risk", "other"}
     per = pd.read_csv(out_b / "confidential" / "cumulative_risk_per_record.csv")
     assert len(per) == 140 and "risk_rel_0.1_cumulative" in per.columns
+    # the board reads it in the report too
+    from synthgeo.release.report import section_neighbours
+
+    html = section_neighbours(res_b).body
+    assert "table-cumulative-risk" in html and "1 earlier release(s)" in html
 
 
 @pytest.mark.slow

@@ -226,12 +226,12 @@ def test_report_first_line_is_confidential(fake_html):
 
 
 def test_report_has_every_section_and_embeds_every_image(fake_html):
-    for sid in ("overview", "at-risk", "surfaces", "histograms", "risk", "utility",
-                "convergence", "locations"):
+    for sid in ("overview", "at-risk", "surfaces", "histograms", "risk", "neighbours",
+                "utility", "convergence", "locations"):
         assert f"<section id='{sid}'>" in fake_html
     for tid in ("table-key-figures", "table-overview", "table-versions", "table-risk",
                 "table-utility", "table-convergence", "table-at-risk-sensitivity",
-                "table-at-risk-effects"):
+                "table-at-risk-effects", "table-neighbour-check"):
         assert f"<table id='{tid}'>" in fake_html
     srcs = re.findall(r"<img [^>]*src='([^']+)'", fake_html)
     assert len(srcs) == 8  # map, surfaces, histograms, 2 risk, utility, rank, spatial k

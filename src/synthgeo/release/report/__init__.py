@@ -16,6 +16,7 @@ from synthgeo.release.report._render import SECTIONS, render_report
 from synthgeo.release.report._risk_sections import (
     riskiest_records,
     section_histograms,
+    section_neighbours,
     section_risk,
 )
 from synthgeo.release.report._spatial import section_at_risk_map, section_surfaces
@@ -23,7 +24,7 @@ from synthgeo.release.report._surface import grid_over, posterior_mean_surface
 
 __all__ = [
     "render_report", "summary_tables", "key_figures", "SECTIONS", "section_overview",
-    "section_at_risk_map", "section_surfaces", "section_histograms", "section_risk",
+    "section_at_risk_map", "section_surfaces", "section_histograms", "section_risk", "section_neighbours",
     "section_utility", "section_convergence", "section_locations", "riskiest_records",
     "grid_over", "posterior_mean_surface",
 ]

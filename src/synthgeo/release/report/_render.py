@@ -9,7 +9,11 @@ from synthgeo.release.report._fits import section_convergence, section_utility
 from synthgeo.release.report._html import page
 from synthgeo.release.report._locations import section_locations
 from synthgeo.release.report._overview import section_overview
-from synthgeo.release.report._risk_sections import section_histograms, section_risk
+from synthgeo.release.report._risk_sections import (
+    section_histograms,
+    section_neighbours,
+    section_risk,
+)
 from synthgeo.release.report._spatial import section_at_risk_map, section_surfaces
 
 __all__ = ["render_report", "SECTIONS"]
@@ -21,6 +25,7 @@ SECTIONS: tuple[tuple[str, Callable], ...] = (
     ("Posterior mean surface of w", section_surfaces),
     ("Synthetic values of selected records", section_histograms),
     ("Disclosure risk", section_risk),
+    ("Neighbour check and repeated releases", section_neighbours),
     ("Utility", section_utility),
     ("Convergence", section_convergence),
     ("Location diagnostics (spatial k, outlier policy)",

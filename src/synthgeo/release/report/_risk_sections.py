@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from synthgeo.release.report import _figures as F
 from synthgeo.release.report._common import first_measure, measure_label
@@ -144,3 +145,23 @@ def section_risk(result) -> Section | None:
                   attributable=None if scores is None else attributable_table(result),
                   groups_uri=F.to_data_uri(fig1), records_uri=F.to_data_uri(fig2))
     return Section("risk", "Disclosure risk", body)
+
+
+def section_neighbours(result) -> Section | None:
+    """Return the neighbour check's aggregates and, for a repeated release, the pooled risk."""
+    nc = getattr(result, "neighbour_check", None)
+    if nc is None:
+        return None
+    summ = nc.summary()
+    rows = [{"measure": key, **{k: v for k, v in m.items()}}
+            for key, m in summ["by_measure"].items()]
+    cum = getattr(result, "cumulative", None)
+    body = render(
+        "neighbours.html.j2", rule=summ["rule"], n_at_risk=summ["n_at_risk"],
+        n_spatial=summ["n_spatial"], n_by_risk=summ["n_by_risk"],
+        min_rise=summ["min_rise_reported"], neighbours=pd.DataFrame(rows),
+        cumulative=None if cum is None else cum.summary,
+        n_linked=getattr(cum, "n_linked", 0), n_new=getattr(cum, "n_new", 0),
+        n_pooled=getattr(cum, "n_implicates_pooled", 0),
+        n_previous=len(getattr(cum, "chain", []) or []))
+    return Section("neighbours", "Neighbour check and repeated releases", body)
