@@ -24,7 +24,8 @@ from synthgeo.release.report._surface import grid_over, posterior_mean_surface
 
 __all__ = [
     "render_report", "summary_tables", "key_figures", "SECTIONS", "section_overview",
-    "section_at_risk_map", "section_surfaces", "section_histograms", "section_risk", "section_neighbours",
+    "section_at_risk_map", "section_surfaces", "section_histograms", "section_risk",
+    "section_neighbours",
     "section_utility", "section_convergence", "section_locations", "riskiest_records",
     "grid_over", "posterior_mean_surface",
 ]
