@@ -132,3 +132,37 @@ def test_cli_previous_refuses_a_tampered_release(first, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code != 0 and "README.md does not match the SHA-256" in err
     assert not (tmp_path / "b").exists()
+
+
+def test_targets_are_judged_on_the_pooled_implicates_too(first, tmp_path):
+    """Issue 11, item 9: a_i(pooled) = pooled share − this release's baseline b_i; gate applies."""
+    from synthgeo._errors import RiskError
+    from synthgeo.config import RiskTarget
+    from synthgeo.risk.attributable import _per_record
+
+    _, _, out_a = first
+    target = RiskTarget(measure="rel:0.1", attack="share", max_attributable_record=0.99,
+                        record_threshold=0.2, max_share_above=1.0)
+    spec = _spec(2).replace("risk", targets=[target], on_risk_failure="warn")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = run_release(spec, fitter=fake_fitter(n_draws=100), previous=out_a)
+    v = res.cumulative.verdict
+    assert v.cumulative and v.status == "PASS"
+    # by hand: pooled realised share minus b_i = release_i − a_i of this release
+    rr = res.risk_scores.summary.records["restricted"]
+    a = res.risk_scores.summary.record_attributable("restricted", "rel:0.1", "share", "all")
+    b = _per_record(rr, "rel:0.1", "share", "release") - a
+    pooled = res.cumulative.cumulative.per_record["risk_rel"].sel(p=0.1).values
+    want = pooled - b  # same record order: every record is linked
+    assert v.checks[0].value == pytest.approx(float(want.max()))
+    assert v.checks[1].n_above == int((want > 0.2).sum())
+    rec = json.loads((write_release(res, tmp_path / "c") / "release.json").read_text())
+    assert rec["previous_releases"]["verdict"]["cumulative"] is True
+    # an impossible target stops the run before anything is written (this release's own gate
+    # fires first; the pooled gate uses the same apply_risk_gate)
+    strict = RiskTarget(measure="rel:0.1", attack="share", max_attributable_record=-1.0)
+    stop = _spec(2).replace("risk", targets=[strict], on_risk_failure="stop")
+    with pytest.raises(RiskError), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        run_release(stop, fitter=fake_fitter(n_draws=100), previous=out_a)

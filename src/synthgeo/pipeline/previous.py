@@ -38,7 +38,8 @@ from synthgeo.config import ReleaseSpec
 from synthgeo.io.provenance import file_sha256
 from synthgeo.risk.within_eps import RiskResult, within_eps_risk
 
-__all__ = ["PreviousRelease", "load_previous", "CumulativeRisk", "cumulative_risk"]
+__all__ = ["cumulative_verdict", "PreviousRelease", "load_previous", "CumulativeRisk",
+           "cumulative_risk"]
 
 IMPLICATES = "release/implicates.parquet"
 
@@ -185,12 +186,14 @@ class CumulativeRisk:
     n_new: int
     n_implicates_pooled: int
     chain: list[dict[str, Any]]
+    verdict: Any = None
 
     def to_record(self) -> dict[str, Any]:
         """release.json's ``previous_releases`` block (aggregates and hashes only)."""
         return {"chain": self.chain, "n_linked": self.n_linked, "n_new": self.n_new,
                 "n_implicates_pooled": self.n_implicates_pooled,
-                "cumulative_risk": self.summary.to_dict("records")}
+                "cumulative_risk": self.summary.to_dict("records"),
+                "verdict": None if self.verdict is None else self.verdict.to_dict()}
 
     def per_record(self, id_column: str) -> pd.DataFrame:
         """Per-record risk, this release and cumulative (confidential)."""
@@ -270,3 +273,56 @@ def cumulative_risk(previous: PreviousRelease, spec: ReleaseSpec, truth: np.ndar
                           record_id=ids[linked], n_linked=int(linked.sum()),
                           n_new=int((~linked).sum()), n_implicates_pooled=pooled.shape[0],
                           chain=previous.chain())
+
+
+def cumulative_verdict(cumulative: CumulativeRisk, scores, targets, record_id: np.ndarray):
+    """Judge ``[risk.targets]`` on the pooled implicates of the linked records (issue 11, item 9).
+
+    For record i, a_i(cumulative) = the pooled figure − the baseline this release's verdict
+    used for i (b_i = release_i − a_i of the restricted model, so the same stronger baseline,
+    chosen once per measure and attack): the pooled figure is the share of pooled implicates
+    within the tolerance (share attack) or the pooled implicate-average hit, 0/1 (average
+    attack). The earlier releases' predictives are not kept, so the pooled release figure is
+    the realised share, not the Rao-Blackwellised risk; with L_prev + L implicates its Monte
+    Carlo noise is smaller than one release's.
+
+    Parameters
+    ----------
+    cumulative : CumulativeRisk
+    scores : RiskScores
+        This release's risk stage (:func:`synthgeo.pipeline.risk_stage.score_release_risk`).
+    targets : sequence of RiskTarget
+    record_id : ndarray of shape (n_records,)
+        This release's record ids (in ``scores``' record order).
+
+    Returns
+    -------
+    RiskVerdict
+        ``cumulative=True``; NOT ASSESSED without targets.
+    """
+    from synthgeo.risk.attributable import _per_record
+    from synthgeo.risk.measure import Measure
+    from synthgeo.risk.verdict import RiskVerdict, _checks
+
+    pos = {v: i for i, v in enumerate(np.asarray(record_id).tolist())}
+    idx = np.array([pos[v] for v in np.asarray(cumulative.record_id).tolist()], dtype=int)
+    rr = scores.summary.records["restricted"]
+    ds = cumulative.cumulative.per_record
+    checks = []
+    for t in targets:
+        m = Measure.parse(t.measure)
+        a_this = scores.summary.record_attributable("restricted", m.key, t.attack, "all")
+        if t.attack == "share":
+            release = _per_record(rr, m.key, "share", "release")
+            pooled = ds["risk_rel" if m.kind == "rel" else "risk_abs"]
+        else:
+            form = scores.summary.release_form("restricted", m.key, "all")
+            release = _per_record(rr, m.key, "average", f"release/{form}")
+            pooled = ds["attack_rel" if m.kind == "rel" else "attack_abs"]
+        dim = "p" if m.kind == "rel" else "eps"
+        pooled = pooled.sel({dim: m.tol}).transpose("record").values.astype(float)
+        baseline = (release - a_this)[idx]
+        checks.extend(_checks(t, pooled - baseline))
+    statuses = {c.status for c in checks}
+    status = "FAIL" if "FAIL" in statuses else "PASS" if "PASS" in statuses else "NOT ASSESSED"
+    return RiskVerdict(status=status, model="restricted", checks=tuple(checks), cumulative=True)

@@ -23,6 +23,7 @@ docs/risk-and-utility.md.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass, field
 
@@ -45,7 +46,7 @@ from synthgeo.risk.selection import HistogramSelection, histogram_records
 from synthgeo.risk.verdict import RiskVerdict, apply_risk_gate, assess_risk
 
 __all__ = ["RiskScores", "score_release_risk", "risk_measures", "loo_predictive",
-           "release_predictive_of", "score_model", "RISK_FAILED_CODE"]
+           "release_predictive_of", "score_model", "RISK_FAILED_CODE", "gate_cumulative"]
 
 #: The code of the warning a failed verdict leaves under ``on_risk_failure = "warn"``.
 RISK_FAILED_CODE = "risk_targets_failed"
@@ -228,6 +229,37 @@ def _identifiable(spec: ReleaseSpec, data, locations) -> tuple[np.ndarray, np.nd
     return below, unique_on(frame, list(frame.columns))
 
 
+def _gate(spec: ReleaseSpec, verdict: RiskVerdict) -> list[dict[str, str]]:
+    """Apply ``on_risk_failure``: raise under "stop"; under "warn" return the coded warning."""
+    notes: list[dict[str, str]] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        apply_risk_gate(verdict, spec.risk.on_risk_failure)  # raises under "stop"
+    for w in caught:
+        notes.append({"code": RISK_FAILED_CODE, "message": str(w.message)})
+        warnings.warn(str(w.message), UserWarning, stacklevel=3)
+    return notes
+
+
+def gate_cumulative(spec: ReleaseSpec, scores: RiskScores, verdict: RiskVerdict) -> RiskScores:
+    """Apply ``on_risk_failure`` to the verdict on pooled implicates (repeated releases).
+
+    Raises
+    ------
+    RiskError
+        Under ``on_risk_failure = "stop"`` when a target fails on the pooled figures (before
+        anything is written).
+
+    Returns
+    -------
+    RiskScores
+        ``scores`` with the coded warning added under "warn".
+    """
+    notes = [{**n, "message": "cumulative (pooled with the earlier releases): " + n["message"]}
+             for n in _gate(spec, verdict)]
+    return dataclasses.replace(scores, warnings=[*scores.warnings, *notes]) if notes else scores
+
+
 def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                        implicates: dict[str, xr.Dataset], at_risk: np.ndarray,
                        locations=None) -> RiskScores:
@@ -271,12 +303,6 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                                         target.attack)
         joint = joint_count(a, target.record_threshold, below_k=below, unique=unique)
     verdict = assess_risk(summary, spec.risk.targets, model="restricted", joint=joint)
-    notes: list[dict[str, str]] = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", UserWarning)
-        apply_risk_gate(verdict, spec.risk.on_risk_failure)  # raises under "stop"
-    for w in caught:
-        notes.append({"code": RISK_FAILED_CODE, "message": str(w.message)})
-        warnings.warn(str(w.message), UserWarning, stacklevel=2)
+    notes = _gate(spec, verdict)
     return RiskScores(measures=measures, g=g, summary=summary, verdict=verdict, joint=joint,
                       identifiable=below | unique, warnings=notes)

@@ -7,6 +7,7 @@ outputs is :mod:`synthgeo.release.writer`'s job.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import time
@@ -35,9 +36,9 @@ from synthgeo.model.restricted_gp import GPPriors, default_priors
 from synthgeo.model.smoothing import Smoothing
 from synthgeo.pipeline.at_risk_rule import risk_rule, run_neighbour_check, score_unrestricted
 from synthgeo.pipeline.data import PreparedData, prepare_data, response_scale
-from synthgeo.pipeline.previous import cumulative_risk, load_previous
+from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult
-from synthgeo.pipeline.risk_stage import score_release_risk
+from synthgeo.pipeline.risk_stage import gate_cumulative, score_release_risk
 from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
 from synthgeo.synthesis.implicates import draw_implicates
@@ -322,6 +323,11 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                                          at_risk.at_risk)
         say(f"cumulative risk over {cumulative.n_implicates_pooled} pooled implicates of "
             f"{cumulative.n_linked} linked records ({cumulative.n_new} new)")
+        if spec.risk.targets:  # the board's targets on the pooled figures too (item 9)
+            verdict = cumulative_verdict(cumulative, scores, spec.risk.targets, data.record_id)
+            cumulative = dataclasses.replace(cumulative, verdict=verdict)
+            say(f"cumulative risk verdict (pooled implicates): {verdict.status}")
+            scores = gate_cumulative(spec, scores, verdict)
     with _timed(seconds, "utility"):
         released = response_scale(spec).to_released  # the analyst's scale (dollars: "log")
         utility = compare_to_confidential(
