@@ -163,5 +163,7 @@ def section_neighbours(result) -> Section | None:
         cumulative=None if cum is None else cum.summary,
         n_linked=getattr(cum, "n_linked", 0), n_new=getattr(cum, "n_new", 0),
         n_pooled=getattr(cum, "n_implicates_pooled", 0),
-        n_previous=len(getattr(cum, "chain", []) or []))
+        n_previous=len(getattr(cum, "chain", []) or []),
+        cumulative_status=("NOT ASSESSED (no [risk.targets])"
+                           if getattr(cum, "verdict", None) is None else cum.verdict.status))
     return Section("neighbours", "Neighbour check and repeated releases", body)
