@@ -4,9 +4,9 @@ The simulated paper-style design (``simulate_design.py``) is fitted once (unrest
 grid route, NNGP); its L implicates are then drawn in this process and on a ``LocalCluster``
 of 1 and 2 single-threaded worker processes, and the implicates are checked to be identical.
 On a 2-core machine a LocalCluster measures the dispatch (scatter, tasks, gathering in order),
-not what a real cluster would gain. The fit runs on the cluster only when the fitter takes a
-``scheduler`` argument (the grid's cell evaluations through :func:`synthgeo.compute.
-map_batches`); otherwise its time is reported once, local.
+not what a real cluster would gain. The fit's grid cells run on the cluster too (:func:`synthgeo.compute.
+map_batches`, ``[compute] scheduler``); the posterior draws and the implicates are checked to be
+identical to the local run's.
 
     python benchmarks/bench_workers.py [--n 100000] [--implicates 100] [--workers 1 2]
 """
@@ -14,7 +14,6 @@ map_batches`); otherwise its time is reported once, local.
 from __future__ import annotations
 
 import argparse
-import inspect
 import sys
 import tempfile
 import time
@@ -38,8 +37,8 @@ def main() -> None:
     from distributed import LocalCluster
 
     from synthgeo.config import load_spec
-    from synthgeo.inference.grid import fit_gp_grid
-    from synthgeo.pipeline import _fitter, prepare_data
+    from synthgeo.pipeline.data import prepare_data
+    from synthgeo.pipeline.run import make_fitter
     from synthgeo.synthesis.implicates import ImplicateDraws, implicate_blocks
 
     warnings.simplefilter("ignore", UserWarning)
@@ -49,13 +48,12 @@ def main() -> None:
         (folder / "spec.toml").write_text(SPEC.format(n=a.n, seed=1, L=a.implicates))
         spec = load_spec(folder / "spec.toml")
         data = prepare_data(spec)
-    fit_takes_scheduler = "scheduler" in inspect.signature(fit_gp_grid).parameters
     rows = []
 
-    def fit(scheduler=None):
-        kw = {"scheduler": scheduler} if fit_takes_scheduler else {}
+    def fit(scheduler=None):  # [compute] scheduler: the grid's cells as tasks
         t = time.perf_counter()
-        f = _fitter(spec, data)(random_seed=1, label="unrestricted", **kw)
+        f = make_fitter(spec.replace("compute", scheduler=scheduler), data)(
+            random_seed=1, label="unrestricted")
         return f, time.perf_counter() - t
 
     def synthesize(f, scheduler=None):
@@ -73,10 +71,12 @@ def main() -> None:
         with LocalCluster(n_workers=k, threads_per_worker=1, processes=True,
                           dashboard_address=None) as cluster:
             addr = cluster.scheduler_address
-            t_fit_k = fit(addr)[1] if fit_takes_scheduler else float("nan")
+            f_k, t_fit_k = fit(addr)
+            same_fit = bool(np.array_equal(f_k.idata.posterior["sigma2"].values,
+                                           f.idata.posterior["sigma2"].values))
             y, t_w, t_syn = synthesize(f, addr)
         rows.append((f"LocalCluster({k} x 1 thread)", k, t_fit_k, t_w, t_syn,
-                     bool(np.array_equal(y, y0))))
+                     bool(np.array_equal(y, y0)) and same_fit))
     print(f"N = {a.n:,} records, {data.sites.n_sites:,} sites, L = {a.implicates} "
           f"(blocks of {a.chunk}); fit = unrestricted grid/NNGP fit; w draws = effect draws "
           "for the implicates (in this process); blocks = the implicate stream")
