@@ -377,3 +377,18 @@ def test_keys_the_sequential_route_does_not_apply_are_refused():
                                     record_threshold=0.05)])
     with pytest.raises(SpecError, match=r"\[risk.targets\]: applied on the single-response"):
         run_sequential(spec, points=_points(), fitter=fake_fitter(n_draws=150))
+
+
+def test_gaussian_responses_get_baselines_and_attributable_risk(two_gaussian):
+    """Issue 15 x 11: release vs LOO / public baselines for each gaussian response."""
+    from synthgeo.release.sequential_writer import sequential_record
+
+    for r in two_gaussian.responses:
+        t = r.attributable
+        assert set(t["model"]) == {"unrestricted", "restricted"} and set(t["response"]) == {r.name}
+        row = t[(t["group"] == "all") & (t["attack"] == "share")].iloc[0]
+        assert row["attributable"] == pytest.approx(row["release"] - row["baseline"])
+        assert row["baseline"] == pytest.approx(max(row["baseline_loo"], row["baseline_public"]),
+                                                abs=0.05)
+    rec = sequential_record(two_gaussian, seconds={})
+    assert all("risk_attributable" in r for r in rec["responses"])

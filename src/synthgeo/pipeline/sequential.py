@@ -66,6 +66,10 @@ class ResponseResult:
     matches : dict of str to bool ndarray (L, n_records)
         Implicate matches the truth within tolerance (for the joint risk).
     seconds : dict
+    attributable : pandas.DataFrame or None
+        Gaussian responses: release (Rao-Blackwellised), LOO and public baselines and
+        attributable risk by model × group × measure × attack (the single-response risk
+        stage's table, :mod:`synthgeo.pipeline.risk_stage`); None for yes/no and counts.
     """
 
     config: ResponseConfig
@@ -81,6 +85,7 @@ class ResponseResult:
     formula: str
     matches: dict
     seconds: dict = field(default_factory=dict)
+    attributable: pd.DataFrame | None = None
 
     @property
     def name(self) -> str:
@@ -267,8 +272,11 @@ def _synth_gaussian(spec, fit, X, X_syn, record_id, seed, at_risk_effect):
         flat = implicate_draw_index(post.sizes["chain"], n_draw, L)
         ci, di = np.divmod(flat, n_draw)
         beta = post["beta"].values[ci, di]  # (L, p)
-        y += np.einsum("lnp,lp->ln", X_syn - X[None], beta)
-    return y
+        shift = np.einsum("lnp,lp->ln", X_syn - X[None], beta)
+        y += shift
+        ds["y_mean"] = ds["y_mean"] + shift  # the predictive each value was drawn from
+    ds["y_synthetic"] = (("implicate", "record"), y)
+    return ds
 
 
 def _synth_discrete(spec, fit, X, X_syn, seed):
@@ -296,6 +304,25 @@ def _gaussian_risk(spec, rc, synthetic, y, at_risk):
     g = np.exp if transform == "exp" else (lambda v: v)
     matches = {m: np.abs(g(synthetic[m]) - g(y)[None]) <= spec.risk.eps[0] for m in MODELS}
     return per, summary.assign(response=rc.name), matches
+
+
+def _gaussian_attributable(spec, rc, data, data_j, fits, dsets, at_risk) -> pd.DataFrame:
+    """Release vs LOO and public baselines and attributable risk of one gaussian response.
+
+    The single-response risk stage's scoring (one home): the LOO baseline from the
+    unrestricted fit of this response (its design holds the earlier confidential responses),
+    the public baseline an OLS of the synthetic values on the released covariates only.
+    """
+    from synthgeo.pipeline.risk_stage import loo_predictive, risk_measures, score_model
+    from synthgeo.risk.attributable import attributable_summary
+
+    g = "exp" if rc.transform == "log" else spec.data.back_transform
+    loo = loo_predictive(spec, data_j, fits["unrestricted"], dsets["unrestricted"])
+    public = dataclasses.replace(data_j, X=data.X)  # released covariates only
+    records = {m: score_model(public, dsets[m], loo, risk_measures(spec), g) for m in MODELS}
+    mask = np.asarray(at_risk.at_risk, bool)
+    table = attributable_summary(records, groups={"at_risk": mask, "other": ~mask}).table
+    return table.assign(response=rc.name)
 
 
 def _discrete_risk(spec, rc, synthetic, y, at_risk, frame, formula):
@@ -418,10 +445,11 @@ def run_sequential(spec: ReleaseSpec, *, points=None, progress=None, fitter=None
         if rc.family == "gaussian":
             fits, at_risk, sens = _fit_gaussian(spec, data_j, fitter, seeds, say, sec)
             t = time.perf_counter()
-            synthetic = {m: _synth_gaussian(
+            dsets = {m: _synth_gaussian(
                 spec, fits[m], X, X_syn[m], data.record_id, seeds[2 + i],
                 spec.model.at_risk_effect if m == "restricted" else "zero")
                 for i, m in enumerate(MODELS)}
+            synthetic = {m: dsets[m]["y_synthetic"].values for m in MODELS}
         else:
             fits, at_risk, sens = _fit_discrete(spec, data_j, rc, exposure, say, sec)
             t = time.perf_counter()
@@ -430,8 +458,11 @@ def run_sequential(spec: ReleaseSpec, *, points=None, progress=None, fitter=None
         sec["synthesize"] = time.perf_counter() - t
         t = time.perf_counter()
         rframe = frame.copy()
+        attributable = None
         if rc.family == "gaussian":
             per, summary, matches = _gaussian_risk(spec, rc, synthetic, y, at_risk)
+            attributable = _gaussian_attributable(spec, rc, data, data_j, fits, dsets,
+                                                  at_risk)
         else:
             base_formula = f"{rc.name} ~ " + (" + ".join(spec.data.covariates) or "1")
             per, summary, matches = _discrete_risk(spec, rc, synthetic, y, at_risk, rframe,
@@ -446,7 +477,7 @@ def run_sequential(spec: ReleaseSpec, *, points=None, progress=None, fitter=None
             config=rc, coef_names=names, y=y, fits=fits, at_risk=at_risk,
             at_risk_sensitivity=sens, synthetic=synthetic, risk_per_record=per,
             risk_summary=summary, utility=utility, formula=formula, matches=matches,
-            seconds=sec))
+            seconds=sec, attributable=attributable))
         for k, v in sec.items():  # totals over responses; per response in ResponseResult
             seconds[k] = seconds.get(k, 0.0) + v
         conf_cols.append(y)

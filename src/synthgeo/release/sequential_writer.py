@@ -127,6 +127,8 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
                        else r.fits["unrestricted"].priors.to_dict()),
             "fits": {m: _fit_summary(r.fits[m], r.family) for m in MODELS},
             "risk_summary": r.risk_summary.to_dict("records"),
+            **({} if r.attributable is None else
+               {"risk_attributable": r.attributable.to_dict("records")}),
             "utility": {"method": ("OLS" if r.family == "gaussian" else
                                    {"bernoulli": "logistic GLM", "poisson": "Poisson GLM"}
                                    [r.family]) + " per implicate, Reiter (2003) rules",
@@ -209,6 +211,8 @@ def write_sequential(result: SequentialResult, out: str | os.PathLike, *,
         for r in result.responses:
             r.risk_per_record.to_csv(conf / f"risk_per_record_{r.name}.csv", index=False)
             r.risk_summary.to_csv(conf / f"risk_summary_{r.name}.csv", index=False)
+            if r.attributable is not None:
+                r.attributable.to_csv(conf / f"risk_attributable_{r.name}.csv", index=False)
             r.utility.to_csv(conf / f"utility_{r.name}.csv", index=False)
         if result.joint_per_record is not None:
             result.joint_per_record.to_csv(conf / "risk_joint_per_record.csv", index=False)
