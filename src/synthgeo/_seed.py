@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from pathlib import Path
 
-__all__ = ["resolve_seed", "seed_sha256", "SEED_FILE"]
+__all__ = ["resolve_seed", "seed_sha256", "run_seed", "write_seed", "SEED_FILE"]
 
 #: The file under ``confidential/`` that holds the seed.
 SEED_FILE = "seed.txt"
@@ -49,3 +50,15 @@ def seed_sha256(seed: int) -> str:
     True
     """
     return hashlib.sha256(str(int(seed)).encode("utf-8")).hexdigest()
+
+
+def run_seed(result) -> int | None:
+    """Return the seed a run used: ``result.seed`` (resolved), else the spec's, else None."""
+    seed = getattr(result, "seed", None)
+    return result.spec.sampling.seed if seed is None else seed
+
+
+def write_seed(confidential: Path, seed: int | None) -> None:
+    """Write the seed to ``confidential/`` (:data:`SEED_FILE`); nothing when it is None."""
+    if seed is not None:  # the key of the noise draws: confidential/ only
+        (confidential / SEED_FILE).write_text(f"{int(seed)}\n", encoding="utf-8")

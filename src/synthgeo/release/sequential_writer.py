@@ -17,7 +17,7 @@ import geopandas
 import numpy as np
 import pandas as pd
 
-from synthgeo._seed import SEED_FILE, seed_sha256
+from synthgeo._seed import run_seed, seed_sha256, write_seed
 from synthgeo.io.atomic import write_folder
 from synthgeo.io.jsonable import dumps, jsonable
 from synthgeo.io.provenance import provenance
@@ -27,6 +27,7 @@ from synthgeo.release.readme import csv_name
 from synthgeo.release.schema import validate_release_record
 from synthgeo.release.writer import (
     EMPTY_REVIEW,
+    NOT_ASSESSED_RISK,
     _file_list,
     _location_verdict_and_warnings,
     input_paths,
@@ -137,7 +138,7 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
             "seconds": r.seconds})
     spec_dict = spec.to_dict()
     spec_dict["sampling"]["seed"] = None  # a key: in confidential/seed.txt only
-    seed = result.seed if result.seed is not None else spec.sampling.seed
+    seed = run_seed(result)
     rec = {
         "synthgeo_release_record": 1, "created_at": prov["created_at"], "spec": spec_dict,
         "input": prov["input"], "versions": prov["versions"],
@@ -159,8 +160,7 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
         rec["locations"] = result.locations.summary()
     rec.update(_location_verdict_and_warnings(result))
     # [risk.targets] are refused on this route (pipeline.sequential): nothing is judged
-    rec["verdicts"]["risk"] = {"status": "NOT ASSESSED", "model": "restricted",
-                               "cumulative": False, "targets": [], "joint": None}
+    rec["verdicts"]["risk"] = NOT_ASSESSED_RISK
     return jsonable(rec)
 
 
@@ -218,9 +218,7 @@ def write_sequential(result: SequentialResult, out: str | os.PathLike, *,
             result.joint_per_record.to_csv(conf / "risk_joint_per_record.csv", index=False)
             result.joint_risk.to_csv(conf / "risk_joint_summary.csv", index=False)
         result.correlations.to_csv(conf / "correlations.csv", index=False)
-        seed = result.seed if result.seed is not None else result.spec.sampling.seed
-        if seed is not None:  # the key of the noise draws: confidential/ only
-            (conf / SEED_FILE).write_text(f"{int(seed)}\n", encoding="utf-8")
+        write_seed(conf, run_seed(result))
         if result.locations is not None:
             result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
         record = sequential_record(result, seconds=result.seconds,

@@ -18,7 +18,7 @@ import geopandas
 import numpy as np
 import pandas as pd
 
-from synthgeo._seed import SEED_FILE, seed_sha256
+from synthgeo._seed import run_seed, seed_sha256, write_seed
 from synthgeo.io.atomic import check_output_dir as _check_output_dir
 from synthgeo.io.atomic import write_folder
 from synthgeo.io.jsonable import dumps, jsonable
@@ -27,9 +27,14 @@ from synthgeo.pipeline import MODELS, ReleaseResult, risk_per_record
 from synthgeo.pipeline.data import response_scale
 from synthgeo.release.readme import csv_name, data_user_readme
 from synthgeo.release.schema import validate_release_record
+from synthgeo.risk.verdict import RiskVerdict
 
 __all__ = ["check_output_dir", "input_paths", "write_release", "release_frames",
            "release_record", "EMPTY_REVIEW"]
+
+#: ``verdicts.risk`` of a release whose risk was not judged (no risk stage, or a route that
+#: applies no ``[risk.targets]``): never PASS.
+NOT_ASSESSED_RISK = RiskVerdict(status="NOT ASSESSED", model="restricted", checks=()).to_dict()
 
 #: The review block of a new release record: the board fills it in (see the schema).
 EMPTY_REVIEW = {"reviewer": None, "decision": None, "date": None, "conditions": None}
@@ -148,10 +153,13 @@ def _write_implicates_parquet(path: Path, base: pd.DataFrame, geom: geopandas.Ge
             writer.write_table(part)
 
 
-def _write_implicates(folder: Path, result: ReleaseResult, model: str, *,
-                      parquet_name: str, csv_folder: Path | None = None) -> None:
-    """Write one model's implicates: GeoParquet (and one CSV per implicate, no geometry)."""
-    base, geom, keep = _release_base(result)
+def _write_implicates(folder: Path, result: ReleaseResult, model: str, released_base: tuple,
+                      *, parquet_name: str, csv_folder: Path | None = None) -> None:
+    """Write one model's implicates: GeoParquet (and one CSV per implicate, no geometry).
+
+    ``released_base`` is :func:`_release_base` of `result` (built once for both models).
+    """
+    base, geom, keep = released_base
     response = result.spec.data.response
     ys = result.implicates[model]["y_synthetic"]
     # on the column's own scale (exp of the model scale under `[data] transform = "log"`)
@@ -296,8 +304,7 @@ def release_record(
         rec["verdicts"]["risk"] = scores.verdict.to_dict()
         rec["warnings"] = rec["warnings"] + list(scores.warnings)
     else:
-        rec["verdicts"]["risk"] = {"status": "NOT ASSESSED", "model": "restricted",
-                                   "cumulative": False, "targets": [], "joint": None}
+        rec["verdicts"]["risk"] = NOT_ASSESSED_RISK
     return jsonable(rec)
 
 
@@ -313,9 +320,7 @@ def _at_risk_rule_text(spec) -> str:
 
 def _seed_hash(result: ReleaseResult) -> str | None:
     """SHA-256 of the run's seed (the seed itself is written to ``confidential/`` only)."""
-    seed = getattr(result, "seed", None)
-    if seed is None:
-        seed = result.spec.sampling.seed
+    seed = run_seed(result)
     return None if seed is None else seed_sha256(seed)
 
 
@@ -379,10 +384,11 @@ def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
     conf.mkdir()
     # the restricted (differentially smoothed) model's implicates are the release; the
     # unrestricted ones are kept for the board only
-    _write_implicates(rel, result, "restricted", parquet_name="implicates.parquet",
-                      csv_folder=rel / "csv")
+    released_base = _release_base(result)
+    _write_implicates(rel, result, "restricted", released_base,
+                      parquet_name="implicates.parquet", csv_folder=rel / "csv")
     (rel / "README.md").write_text(data_user_readme(result), encoding="utf-8")
-    _write_implicates(conf, result, "unrestricted",
+    _write_implicates(conf, result, "unrestricted", released_base,
                       parquet_name="implicates_unrestricted.parquet")
     for name, fit in result.fits.items():
         fit.idata.to_netcdf(str(conf / f"posterior_{name}.nc"), engine="h5netcdf")
@@ -395,11 +401,7 @@ def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
             conf / "cumulative_risk_per_record.csv", index=False)
     if getattr(result, "risk_scores", None) is not None:
         result.risk_scores.table.to_csv(conf / "risk_attributable.csv", index=False)
-    seed = getattr(result, "seed", None)
-    if seed is None:
-        seed = result.spec.sampling.seed
-    if seed is not None:  # the key of the noise draws: confidential/ only
-        (conf / SEED_FILE).write_text(f"{int(seed)}\n", encoding="utf-8")
+    write_seed(conf, run_seed(result))
     if result.locations is not None:  # per-record k and outlier labels: board only
         result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
     result.utility.to_csv(conf / "utility_reiter.csv", index=False)
