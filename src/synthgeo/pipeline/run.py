@@ -177,14 +177,14 @@ def _locations_message(spec: ReleaseSpec, locations: LocationDiagnostics) -> str
             + (" and refuses" if ol.refused else "") + "\n" + locations.verdict.summary_line())
 
 
-def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit, seed=None
-             ) -> tuple[AtRiskResult, dict, float, AtRiskChoice]:
+def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit, seed=None, *,
+             implicates=None) -> tuple[AtRiskResult, dict, float, AtRiskChoice]:
     """Return the at-risk records, the spatial rule's sensitivity to φ, φ̂ (1/metre), the choice.
 
     The spatial rule at M (φ̂ or ``M_m``); under ``[model] at_risk = "risk" | "both"`` also the
     records whose Rao-Blackwellised attributable risk under the unrestricted fit (its implicates
-    drawn with ``seed``, as the synthesis will) exceeds a ``record_threshold``
-    (:mod:`synthgeo.pipeline.at_risk_rule`).
+    drawn with ``seed``, as the synthesis will, or given as ``implicates``) exceeds a
+    ``record_threshold`` (:mod:`synthgeo.pipeline.at_risk_rule`).
     """
     coords = coordinates_m(data.gdf)
     subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
@@ -199,22 +199,32 @@ def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit, seed=None
         sens[label] = {"phi_per_m": float(phi), "M_m": m_q, "n_at_risk": r.n_at_risk}
     record_risk = None
     if spec.model.at_risk != "spatial":
-        ds = draw_implicates(fit, data.X, n_implicates=spec.synthesis.n_implicates,
-                             record_id=data.record_id, random_seed=seed)
+        ds = implicates if implicates is not None else _draw(spec, data, fit, "unrestricted",
+                                                              seed)
         record_risk = score_unrestricted(spec, data, fit, ds)
     choice, at_risk = risk_rule(spec, data, at_risk, record_risk)
     return at_risk, sens, float(phi_q[1]), choice
 
 
+def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed):
+    """One model's implicates (:func:`draw_implicates`) with the spec's L and at-risk effect."""
+    return draw_implicates(fit, data.X, n_implicates=spec.synthesis.n_implicates,
+                           record_id=data.record_id, random_seed=seed,
+                           at_risk_effect=(spec.model.at_risk_effect
+                                           if name == "restricted" else "zero"),
+                           scheduler=spec.compute.scheduler)  # [compute]: where blocks run
+
+
 def _synthesize(spec: ReleaseSpec, data: PreparedData, fits: dict[str, GPFit], seeds,
-                progressbar: bool) -> dict:
-    """``y_synthetic`` (implicate, record) per model, one spawned seed each."""
+                progressbar: bool, drawn: dict | None = None) -> dict:
+    """``y_synthetic`` (implicate, record) per model, one spawned seed each.
+
+    ``drawn``: implicates already made with the same fit and seed (the unrestricted model's,
+    when the at-risk rule scored them), reused rather than drawn again.
+    """
+    drawn = drawn or {}
     return {
-        name: draw_implicates(fits[name], data.X, n_implicates=spec.synthesis.n_implicates,
-                              record_id=data.record_id, random_seed=seeds[i],
-                              at_risk_effect=(spec.model.at_risk_effect
-                                              if name == "restricted" else "zero"),
-                              scheduler=spec.compute.scheduler)  # [compute]: where blocks run
+        name: drawn[name] if name in drawn else _draw(spec, data, fits[name], name, seeds[i])
         for i, name in progress_iter(enumerate(MODELS), enabled=progressbar, desc="synthesis",
                                      total=len(MODELS), unit="model")
     }
@@ -286,7 +296,11 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     with _timed(seconds, "fit_unrestricted"):
         fits["unrestricted"] = fit(random_seed=fit_seed[0], label="unrestricted")
     with _timed(seconds, "at_risk"):
-        at_risk, sens, phi_hat, choice = _at_risk(spec, data, fits["unrestricted"], seeds[2])
+        drawn = ({} if spec.model.at_risk == "spatial" else  # the risk rule scores them
+                 {"unrestricted": _draw(spec, data, fits["unrestricted"], "unrestricted",
+                                        seeds[2])})
+        at_risk, sens, phi_hat, choice = _at_risk(spec, data, fits["unrestricted"], seeds[2],
+                                                  implicates=drawn.get("unrestricted"))
     say(f"M = {at_risk.radius_m:,.0f} m: {at_risk.n_at_risk} at-risk records"
         + ("" if choice.rule == "spatial" else
            f' (at_risk = "{choice.rule}": {int(choice.spatial.sum())} by location, '
@@ -302,7 +316,7 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     require_convergence(fits, spec.sampling.on_convergence_failure)
     say(f"drawing {spec.synthesis.n_implicates} implicates per model")
     with _timed(seconds, "synthesize"):
-        implicates = _synthesize(spec, data, fits, seeds[2:], progressbar)
+        implicates = _synthesize(spec, data, fits, seeds[2:], progressbar, drawn=drawn)
     with _timed(seconds, "risk"):
         risk = {name: within_eps_risk(ds["y_synthetic"], data.y, eps=spec.risk.eps,
                                       p=spec.risk.p, transform=response_scale(spec).g_name)
