@@ -139,3 +139,15 @@ def _build(section: str, cls: type, raw: Any) -> Any:
     if missing:
         raise SpecError(f"spec `[{section}]` is missing required key(s) {missing}")
     return cls(**raw)
+
+
+def _sub_table(raw: Any, cls: type, section: str, key: str, expect: str) -> Any:
+    """Build ``cls`` from one table of an array of tables, or pass an instance on.
+
+    For ``[[data.responses]]`` and ``[[risk.targets]]``; anything else is a SpecError.
+    """
+    if isinstance(raw, cls):
+        return raw
+    if not isinstance(raw, dict):
+        raise _err(section, key, raw, expect)
+    return _build(f"{section}.{key}", cls, raw)

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from synthgeo._errors import SpecError
 from synthgeo.config._common import (
     _EXCLUSIVE_TRANSFORM,
     RESPONSE_FAMILIES,
-    _build,
     _err,
     _is_int,
     _is_number,
     _known_encoding,
+    _sub_table,
 )
 
 
@@ -60,13 +60,6 @@ class ResponseConfig:
                        f'left out for family "{self.family}" (bernoulli only)')
 
 
-def _response(raw: Any) -> ResponseConfig:
-    """Build a :class:`ResponseConfig` from a TOML table (unknown keys refused), or pass it on."""
-    if isinstance(raw, ResponseConfig):
-        return raw
-    if not isinstance(raw, dict):
-        raise _err("data", "responses", raw, "`[[data.responses]]` tables")
-    return _build("data.responses", ResponseConfig, raw)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -124,7 +117,9 @@ class DataConfig:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
         if not isinstance(self.responses, list):
             raise _err("data", "responses", self.responses, "`[[data.responses]]` tables")
-        object.__setattr__(self, "responses", [_response(r) for r in self.responses])
+        tables = [_sub_table(r, ResponseConfig, "data", "responses", "`[[data.responses]]` tables")
+                  for r in self.responses]
+        object.__setattr__(self, "responses", tables)
         names = [r.name for r in self.responses]
         if len(set(names)) != len(names):
             raise _err("data.responses", "name", names, "distinct column names")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from synthgeo._errors import SpecError
 from synthgeo.config._common import (
-    _build,
     _err,
     _is_number,
+    _sub_table,
 )
 
 
@@ -85,7 +85,9 @@ class RiskConfig:
         if not isinstance(raw, list):
             raise _err("risk", "targets", self.targets,
                        "a `[risk.targets]` table or `[[risk.targets]]` tables")
-        object.__setattr__(self, "targets", [_target(t) for t in raw])
+        tables = [_sub_table(t, RiskTarget, "risk", "targets", "tables of target keys")
+                  for t in raw]
+        object.__setattr__(self, "targets", tables)
         from synthgeo.risk.measure import Measure, measures_from
 
         scored = {m.key for m in measures_from(eps=self.eps, p=self.p)}
@@ -96,13 +98,6 @@ class RiskConfig:
                            "to `[risk] eps` or `p`")
 
 
-def _target(raw: Any) -> RiskTarget:
-    """Build a :class:`RiskTarget` from a TOML table (unknown keys refused), or pass it on."""
-    if isinstance(raw, RiskTarget):
-        return raw
-    if not isinstance(raw, dict):
-        raise _err("risk", "targets", raw, "tables of target keys")
-    return _build("risk.targets", RiskTarget, raw)
 
 
 @dataclass(frozen=True, kw_only=True)
