@@ -228,7 +228,8 @@ def batch_mapper(scheduler: Any) -> Callable[[Callable, list], list] | None:
     """
     if scheduler is None:
         return None
-    check_scheduler_address(scheduler) if isinstance(scheduler, str) else None
+    if isinstance(scheduler, str):  # a client is used as it is
+        check_scheduler_address(scheduler)
 
     def run(fn: Callable[[Any], Any], batches: list) -> list:
         return list(map_batches(_one_thread_call, batches, scheduler=scheduler,
