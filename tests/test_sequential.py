@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import warnings
 from pathlib import Path
 
@@ -32,7 +33,10 @@ from synthgeo.risk.discrete import discrete_risk, joint_match_share, summarise_d
 from synthgeo.testing import fake_fitter, fake_spec
 from synthgeo.utility.glm import compare_glm_to_confidential
 
-SHARED = Path("/work/shared/data")
+# the project's shared real data beside the repository (../shared/data), as the other real-data
+# tests; SYNTHGEO_SHARED_DATA points elsewhere
+SHARED = Path(os.environ.get("SYNTHGEO_SHARED_DATA",
+                             Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 def _quiet(fn, *args, **kwargs):
@@ -349,11 +353,12 @@ def test_glm_utility_identical_implicates_give_the_confidential_fit():
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (SHARED / "minneapolis_police_stops_2017.csv").exists(),
-                    reason="shared data not available")
+                    reason="shared data missing")
 def test_minneapolis_person_search_subsample_end_to_end(tmp_path):
     spec = sg.load_spec(Path(__file__).parents[1] / "models" / "minneapolis_person_search.toml")
-    spec = spec.replace("data", query='neighborhood == "Phillips West" or '
-                                      'neighborhood == "Ventura Village"')
+    spec = spec.replace("data", path=str(SHARED / "minneapolis_police_stops_2017.csv"),
+                        query='neighborhood == "Phillips West" or '
+                              'neighborhood == "Ventura Village"')
     spec = spec.replace("synthesis", n_implicates=5)
     rel = _quiet(sg.run, spec)
     out = rel.write(tmp_path / "m")
