@@ -397,3 +397,14 @@ def test_gaussian_responses_get_baselines_and_attributable_risk(two_gaussian):
                                                 abs=0.05)
     rec = sequential_record(two_gaussian, seconds={})
     assert all("risk_attributable" in r for r in rec["responses"])
+
+
+def test_previous_is_refused_on_the_sequential_route(tmp_path):
+    """Break-it finding: --previous was silently ignored with [[data.responses]]."""
+    from synthgeo.pipeline import run_release
+
+    spec = _spec([{"name": "log_price"}, {"name": "price_usd", "transform": "log"}])
+    with pytest.raises(SpecError, match=r"--previous .*single-response route only"):
+        run_release(spec, points=_points(), fitter=fake_fitter(n_draws=150),
+                    previous=tmp_path / "nonexistent")
+    assert not (tmp_path / "nonexistent").exists()

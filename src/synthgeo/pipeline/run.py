@@ -279,6 +279,12 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     if spec.data.sequential:  # [[data.responses]]: several responses or a GLMM family
         from synthgeo.pipeline.sequential import run_sequential
 
+        if previous is not None:  # not applied there yet: refuse, never skip silently
+            raise SpecError(
+                "--previous (repeated releases) is applied on the single-response route only, "
+                "not yet with [[data.responses]] (several responses or a yes/no / count "
+                "response); leave it out or release one gaussian response")
+
         return run_sequential(spec, points=points, progress=say, fitter=fitter)
     with _timed(seconds, "load"):
         data = prepare_data(spec, points)
