@@ -166,3 +166,19 @@ def test_targets_are_judged_on_the_pooled_implicates_too(first, tmp_path):
     with pytest.raises(RiskError), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         run_release(stop, fitter=fake_fitter(n_draws=100), previous=out_a)
+
+
+def test_a_pooled_failure_says_it_is_the_pooled_figure(first):
+    """Break-it finding: the stop message named no cumulative figure."""
+    from synthgeo._errors import RiskError
+    from synthgeo.config import RiskTarget
+
+    _, _, out_a = first
+    target = RiskTarget(measure="rel:0.1", attack="share", max_attributable_record=0.3)
+    spec = _spec(2).replace("risk", targets=[target], on_risk_failure="stop")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        alone = run_release(spec, fitter=fake_fitter(n_draws=100))  # this release passes
+        assert alone.risk_scores.verdict.status == "PASS"
+        with pytest.raises(RiskError, match=r"^cumulative \(pooled with the earlier releases\)"):
+            run_release(spec, fitter=fake_fitter(n_draws=100), previous=out_a)

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from synthgeo._errors import RiskError
 from synthgeo.config import ReleaseSpec
 from synthgeo.inference.result import GPFit
 from synthgeo.io.points import coordinates_m
@@ -255,8 +256,11 @@ def gate_cumulative(spec: ReleaseSpec, scores: RiskScores, verdict: RiskVerdict)
     RiskScores
         ``scores`` with the coded warning added under "warn".
     """
-    notes = [{**n, "message": "cumulative (pooled with the earlier releases): " + n["message"]}
-             for n in _gate(spec, verdict)]
+    where = "cumulative (pooled with the earlier releases): "
+    try:
+        notes = [{**n, "message": where + n["message"]} for n in _gate(spec, verdict)]
+    except RiskError as exc:  # say which figure failed: this release alone passed
+        raise RiskError(where + str(exc)) from None
     return dataclasses.replace(scores, warnings=[*scores.warnings, *notes]) if notes else scores
 
 
