@@ -181,8 +181,10 @@ def test_no_exact_location_of_a_withheld_record_anywhere_in_release(applied, tmp
 
 def test_run_stops_on_a_failing_verdict_before_fitting_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "out"
-    rc = main(["run", "--out", str(out), "--on-location-failure", "stop", "--quiet"])
-    err = capsys.readouterr().err
+    rc = main(["run", "--out", str(out), "--on-location-failure", "stop"])
+    said = capsys.readouterr()
+    err = said.err
     assert rc == 1 and "location verdict FAIL (treatment = 'none')" in err
+    assert (said.out + err).count("location verdict FAIL") == 1  # said once (break-it finding)
     assert "79 record(s) the outlier policy labels merge/generalise/suppress" in err
     assert not out.exists()

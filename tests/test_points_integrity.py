@@ -246,9 +246,31 @@ def test_small_extent_rules_and_the_escape(tmp_path, load):
     close = _csv(tmp_path, pd.DataFrame(pairs, columns=["e", "n"]), "close.csv")
     with pytest.raises(InputError, match=r"median spacing 0.5 m"):
         load(close, x="e", y="n", crs=BNG)
-    # 49 distinct locations: too few to judge, loaded
-    assert len(load(_csv(tmp_path, pd.DataFrame(grid[:49], columns=["e", "n"]),
-                         "few.csv"), x="e", y="n", crs=BNG)) == 49
+    # 10-49 locations: under 100 m refused (49 in 92 m) ...
+    few = _csv(tmp_path, pd.DataFrame(grid[:49], columns=["e", "n"]), "few.csv")
+    with pytest.raises(InputError, match=r"49 distinct locations\) span only 9\d.\d m .*under "
+                                         r"100 m across"):
+        load(few, x="e", y="n", crs=BNG)
+    # ... 10 locations 12 m apart in a row (108 m) pass (fewer than 10 records are refused
+    # anyway: `min_records`)
+    row = base + 12.0 * np.c_[np.arange(10), np.zeros(10)]
+    assert len(load(_csv(tmp_path, pd.DataFrame(row, columns=["e", "n"]), "row.csv"),
+                    x="e", y="n", crs=BNG)) == 10
+
+
+def test_forty_cases_in_km_read_as_metres_are_refused(tmp_path, capsys, load):
+    """Break-it finding: 40 Chorley cases (fewer than 50 locations) in km under EPSG:27700 passed
+    as metres, and the location verdict said PASS."""
+    cases = pd.read_csv(CHORLEY).query("cancer == 'larynx'").head(40)
+    frame = cases.rename(columns={"x_km": "x", "y_km": "y"})[["id", "x", "y"]]
+    path = _csv(tmp_path, frame, "cases.csv")
+    with pytest.raises(InputError, match=r"the 40 points \(39 distinct locations\) span only "
+                                         r"(19.6|20) m .*under 100 m across"):
+        load(path, x="x", y="y", crs=BNG, id_column="id")
+    if load.route == "file":  # the command line reads files
+        _refused_by_kanon(tmp_path, capsys, path, "--x", "x", "--y", "y", "--crs", BNG)
+    ok = load(path, x="x", y="y", crs=BNG, id_column="id", coord_unit_m=1000)
+    assert len(ok) == 40
 
 
 # --- item 3: column integrity ----------------------------------------------------------------
@@ -296,6 +318,31 @@ def test_separator_and_decimal_comma(tmp_path, capsys):
     _refused_by_kanon(tmp_path, capsys, path, "--x", "lon", "--y", "lat", "--crs", "EPSG:4326")
     assert main(["kanon", str(path), "--x", "lon", "--y", "lat", "--crs", "EPSG:4326", "--sep",
                  ";", "--decimal", ",", "--radius-m", "100"]) == 0
+
+
+def test_thousands_separators_name_both_readings(tmp_path):
+    """Break-it finding: "1,200" was called a decimal comma, and that fix would read 1.2."""
+    path = tmp_path / "th.csv"
+    path.write_text("lon,lat,price\n" + "".join(
+        f'{-121.5 + 0.01 * i},{38.5 + 0.01 * i},"1,2{i:02d}"\n' for i in range(12)),
+        encoding="utf-8")
+    with pytest.raises(InputError, match=r"column `price` holds text .*'1,200'.*look like "
+                                         r"thousands separators .*would read 1,200 as 1.2"):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", numeric_columns=["price"])
+
+
+def test_ids_keep_their_leading_zeros(tmp_path):
+    """Break-it finding: ids 007 were read as 7 (the released id no longer the agency's)."""
+    rows = "".join(f"{i:03d},{-121.5 + 0.01 * i},{38.5 + 0.01 * i}\n" for i in range(12))
+    path = tmp_path / "ids.csv"
+    path.write_text("id,lon,lat\n" + rows, encoding="utf-8")
+    gdf = load_points(path, x="lon", y="lat", crs="EPSG:4326", id_column="id")
+    assert gdf["id"].tolist()[:3] == ["000", "001", "002"]
+    plain = tmp_path / "plain.csv"  # ids that read back unchanged stay numbers
+    plain.write_text("id,lon,lat\n" + "".join(f"{i + 1},{-121.5 + 0.01 * i},{38.5 + 0.01 * i}\n"
+                                              for i in range(12)), encoding="utf-8")
+    ids = load_points(plain, x="lon", y="lat", crs="EPSG:4326", id_column="id")["id"]
+    assert ids.dtype.kind == "i" and ids.iloc[0] == 1
 
 
 def test_decimal_comma_text_in_memory_names_the_conversion(tmp_path):

@@ -35,9 +35,9 @@ def test_chorley_km_to_metres():
 
 def test_default_unit_unchanged(tmp_path):
     path = tmp_path / "m.csv"
-    pd.DataFrame({"x": [350_000.0 + 10 * i for i in range(10)], "y": 410_000.0}).to_csv(path)
+    pd.DataFrame({"x": [350_000.0 + 20 * i for i in range(10)], "y": 410_000.0}).to_csv(path)
     gdf = load_points(path, x="x", y="y", crs="EPSG:27700", target_crs="EPSG:27700")
-    assert coordinates_m(gdf)[1, 0] == 350_010.0
+    assert coordinates_m(gdf)[1, 0] == 350_020.0
 
 
 def test_unit_refused_where_it_does_not_apply(tmp_path):

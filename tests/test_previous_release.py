@@ -159,9 +159,9 @@ def test_targets_are_judged_on_the_pooled_implicates_too(first, tmp_path):
     assert v.checks[1].n_above == int((want > 0.2).sum())
     rec = json.loads((write_release(res, tmp_path / "c") / "release.json").read_text())
     assert rec["previous_releases"]["verdict"]["cumulative"] is True
-    # an impossible target stops the run before anything is written (this release's own gate
+    # a target no release meets stops the run before anything is written (this release's own gate
     # fires first; the pooled gate uses the same apply_risk_gate)
-    strict = RiskTarget(measure="rel:0.1", attack="share", max_attributable_record=-1.0)
+    strict = RiskTarget(measure="rel:0.1", attack="share", max_attributable_record=0.0)
     stop = _spec(2).replace("risk", targets=[strict], on_risk_failure="stop")
     with pytest.raises(RiskError), warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

@@ -154,7 +154,9 @@ def test_spec_targets_one_table_or_many(tmp_path):
     ('[risk.targets]\nmeasure = "rel:0.1"\nattack = "mean"\nmax_attributable_record = 0.1\n',
      r'attack` must be "share" or "average"'),
     ('[risk.targets]\nmeasure = "rel:0.1"\nmax_attributable_record = 2\n',
-     r"max_attributable_record` must be a number in \[-1, 1\]"),
+     r"max_attributable_record` must be a number in \[0, 1\]"),
+    ('[risk.targets]\nmeasure = "rel:0.1"\nmax_attributable_record = -0.05\n',  # a typo'd 0.05
+     r"max_attributable_record` must be a number in \[0, 1\]"),
     ('[risk.targets]\nmeasure = "rel:0.1"\nmax_attributable_record = 0.1\nsurprise = 1\n',
      r"unknown key\(s\) in `\[risk.targets\]`: \['surprise'\]"),
     ('[risk]\non_risk_failure = "ignore"\n', r'on_risk_failure` must be "stop" or "warn"'),

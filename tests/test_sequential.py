@@ -140,6 +140,27 @@ def test_bernoulli_positive_level_and_bad_counts():
         response_values(f, ResponseConfig(name="c", family="poisson"))
 
 
+def test_a_third_yes_no_level_is_refused_not_folded():
+    """Break-it finding: YES/NO/MAYBE with positive = "YES" coded MAYBE as no without a word."""
+    from synthgeo.config import ResponseConfig
+
+    f = pd.DataFrame({"s": ["YES", "NO", "MAYBE"]})
+    with pytest.raises(InputError, match=r"yes/no response `s` has 3 levels \['MAYBE', 'NO', "
+                                         r"'YES'\], not two.*`\[data\] query`"):
+        response_values(f, ResponseConfig(name="s", family="bernoulli", positive="YES"))
+
+
+def test_a_later_response_is_checked_before_any_fit():
+    """Break-it finding: a bad `positive` of the second response surfaced after the first fit."""
+    from synthgeo.config import ResponseConfig
+    from synthgeo.pipeline.data import prepare_data
+
+    spec = _spec([ResponseConfig(name="price_usd", transform="log"),
+                  ResponseConfig(name="type", family="bernoulli", positive="Castle")])
+    with pytest.raises(InputError, match=r"positive = 'Castle'` never occurs in column `type`"):
+        prepare_data(spec, _points())
+
+
 def test_drop_missing_counts_by_unit_and_refuse_names_the_column():
     import geopandas
 
@@ -181,7 +202,7 @@ def test_single_gaussian_route_takes_a_text_covariate_and_records_its_levels(tmp
 #: writer changes of issue 13 changed these bytes on purpose).
 MAIN_HASHES = {
     "release/README.md":
-        "dad5c7267e1a469cdcc85e5a82b2364811460dbda2a932aa6f307e813dc3cdfb",
+        "b2be665efd4edd7262fa681afecfe4d88a54860ba3ab0099709c43e121f4039a",
     "release/csv/implicate_001.csv":
         "bbd470c36f4a691d45d1395b76dc52f8e69e1ea596b2d6678ed20956af2474b0",
     "release/csv/implicate_002.csv":

@@ -42,8 +42,9 @@ READING: dict[str, tuple[str, dict[str, Any]]] = {
                                                 "(default: utf-8)")),
     "accept_small_extent": ("--accept-small-extent", dict(
         action="store_true",
-        help="go on when >= 50 distinct locations span under 1 km (bounding-box diagonal) or "
-             "lie a median under 1 m apart, usually a unit error such as km read as metres; "
+        help="go on when 10-49 distinct locations span under 100 m (50 or more "
+             "under 1 km; bounding-box diagonal) or lie a median under 1 m apart, usually a "
+             "unit error such as km read as metres; "
              "recorded as a warning (default: refuse)")),
 }
 
@@ -55,10 +56,10 @@ SPEC_DATA: dict[str, tuple[str, dict[str, Any]]] = {
              "the spec's [data] coord_unit_m, else the unit of its crs)")),
     "accept_small_extent": ("--accept-small-extent", dict(
         action="store_const", const=True,
-        help="go on when the points' extent is implausibly small for their number (>= 50 "
-             "distinct locations under 1 km across or a median under 1 m apart), with a "
-             "warning in release.json (default: the spec's [data] accept_small_extent, else "
-             "refuse)")),
+        help="go on when the points' extent is implausibly small for their number (10-49 "
+             "distinct locations under 100 m across, 50 or more under 1 km, or a median under "
+             "1 m apart), with a warning in release.json (default: the spec's [data] "
+             "accept_small_extent, else refuse)")),
 }
 
 #: ``[anonymity]`` keys ``run`` can override.

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace, say) -> int:
                "total": time.perf_counter() - t0}
     with pd.option_context("display.width", 160, "display.max_columns", 20,
                            "display.float_format", "{:.4g}".format):
-        say("\n" + tables["overview"].to_string(index=False, header=False))
+        say("\n" + _key_values(tables["overview"]))
         risk = tables["risk"][["group", "measure", "n_records", "mean_unrestricted",
                                "mean_restricted", "reduction", "median_record_reduction",
                                "attack_share_unrestricted",
@@ -89,6 +89,13 @@ def run(args: argparse.Namespace, say) -> int:
     print(f"release (restricted model's implicates): {out / 'release'}")
     print(f"report (confidential): {out / 'report.html'}")
     return 0
+
+
+def _key_values(table) -> str:
+    """Two-column (item, value) table as left-aligned "item  value" lines, no padding."""
+    items, values = (table.iloc[:, i].astype(str).tolist() for i in (0, 1))
+    width = max(map(len, items), default=0)
+    return "\n".join(f"{item:<{width}}  {value}" for item, value in zip(items, values))
 
 
 def _write_sequential(rel, out, args, say, t0, t, bars) -> int:

@@ -87,9 +87,9 @@ class DataConfig:
     ``[anonymity] unit`` when set). A covariate column of text becomes treatment-coded design
     columns (first level in sorted order is the reference; recorded in release.json) and is
     released unchanged;
-    ``accept_small_extent``: go on (with a warning in the release record) when ≥ 50 distinct
-    locations span under 1 km or lie a median under 1 m apart, otherwise refused as a likely
-    unit error (docs/locations.md, "Units and plausibility").
+    ``accept_small_extent``: go on (with a warning in the release record) when 10–49 distinct
+    locations span under 100 m (50 or more under 1 km) or lie a median under 1 m apart, otherwise
+    refused as a likely unit error (docs/locations.md, "Units and plausibility").
     """
 
     response: str | None = None

@@ -43,8 +43,8 @@ class RiskTarget:
                        '"rel:<fraction>" or "abs:<amount>", e.g. "rel:0.1"') from exc
         if self.attack not in ("share", "average"):
             raise _err("risk.targets", "attack", self.attack, '"share" or "average"')
-        for key, lo, hi in (("max_attributable_record", -1.0, 1.0),
-                            ("record_threshold", -1.0, 1.0), ("max_share_above", 0.0, 1.0)):
+        for key, lo, hi in (("max_attributable_record", 0.0, 1.0),
+                            ("record_threshold", 0.0, 1.0), ("max_share_above", 0.0, 1.0)):
             v = getattr(self, key)
             if v is not None and not (_is_number(v) and lo <= v <= hi):
                 raise _err("risk.targets", key, v, f"a number in [{lo:g}, {hi:g}] (or left out)")

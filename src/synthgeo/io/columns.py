@@ -22,6 +22,7 @@ __all__ = ["where", "check_columns", "as_numbers", "check_ids", "coordinates",
 
 N_SHOW = 5  # how many offending ids an error message lists
 _DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d+,\d+\s*$")
+_THOUSANDS = re.compile(r"^\s*[-+]?\d{1,3}(,\d{3})+\s*$")  # "1,200": or 1.2 with a decimal comma
 
 
 def where(frame: pd.DataFrame, mask: Any, id_column: str | None, origin: Origin) -> str:
@@ -50,15 +51,20 @@ def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: st
     """Return `column` as finite float64, or raise naming the offending rows.
 
     Text that reads as a number with a decimal comma (``"354,5"``) names the fix (for a file,
-    the `decimal` option).
+    the `decimal` option); text in thousands groups (``"1,200"``) names both readings, since a
+    decimal comma would make it 1.2.
     """
     series = frame[column]
     values = pd.to_numeric(series, errors="coerce")
     text = values.isna() & series.notna()
     if text.any():
         shown = series[text].head(N_SHOW).tolist()
-        hint = origin.text("fix_decimal" if all(_DECIMAL_COMMA.match(str(v)) for v in shown)
-                           else "fix_text")
+        if all(_THOUSANDS.match(str(v)) for v in shown):
+            hint = origin.text("fix_thousands")
+        elif all(_DECIMAL_COMMA.match(str(v)) for v in shown):
+            hint = origin.text("fix_decimal")
+        else:
+            hint = origin.text("fix_text")
         raise InputError(f"{what} column `{column}` holds text that is not a number: "
                          f"{shown!r} at {where(frame, text, id_column, origin)}; {hint}")
     array = values.to_numpy(dtype="float64", na_value=np.nan)

@@ -101,10 +101,32 @@ def _header(path: Path, opts: CsvOptions) -> list[str]:
     return names
 
 
-def _read_csv(path: Path, opts: CsvOptions) -> pd.DataFrame:
-    _header(path, opts)
+def _keep_id_text(frame: pd.DataFrame, id_column: str | None) -> pd.DataFrame:
+    """Keep an id column as text when reading it as numbers would change an id.
+
+    Ids such as ``007`` or ``1e3`` are labels: as numbers they lose a leading zero or their
+    spelling (``007`` and ``7`` even become one id), and the released id no longer matches the
+    agency's. Ids that read back unchanged as numbers (``1``, ``42``) stay numbers.
+    """
+    if id_column is None or id_column not in frame.columns:
+        return frame
+    text = frame[id_column]
     try:
-        return pd.read_csv(path, sep=opts.sep, decimal=opts.decimal, encoding=opts.encoding)
+        numbers = pd.to_numeric(text)
+    except (ValueError, TypeError):
+        return frame  # text ids stay text
+    if numbers.isna().any() or not (numbers.astype(str) == text).all():
+        return frame
+    return frame.assign(**{id_column: numbers})
+
+
+def _read_csv(path: Path, opts: CsvOptions, id_column: str | None = None) -> pd.DataFrame:
+    _header(path, opts)
+    dtype = None if id_column is None else {id_column: str}
+    try:
+        frame = pd.read_csv(path, sep=opts.sep, decimal=opts.decimal, encoding=opts.encoding,
+                            dtype=dtype)
+        return _keep_id_text(frame, id_column)
     except UnicodeDecodeError as exc:
         raise _encoding_error(path, opts, exc) from exc
     except ValueError as exc:  # pandas.errors.ParserError and friends
@@ -133,7 +155,8 @@ def _read_layer(path: Path, given: pyproj.CRS | None, crs: Any
 
 
 def read_table(path: Path, *, x: str | None, y: str | None, crs: Any,
-               csv_options: CsvOptions) -> tuple[pd.DataFrame, pyproj.CRS]:
+               csv_options: CsvOptions, id_column: str | None = None
+               ) -> tuple[pd.DataFrame, pyproj.CRS]:
     """Read `path`: a DataFrame for a CSV (with x/y columns), a GeoDataFrame for a layer.
 
     Parameters
@@ -146,6 +169,9 @@ def read_table(path: Path, *, x: str | None, y: str | None, crs: Any,
         CRS of the coordinates (required for CSV; must agree with a layer's own).
     csv_options : CsvOptions
         Separator, decimal mark and encoding (CSV only; defaults required for a layer).
+    id_column : str, optional
+        A CSV's record id column: read as text, and kept as text when reading it as numbers
+        would change an id (``007`` → 7); ids that read back unchanged become numbers.
 
     Returns
     -------
@@ -167,7 +193,7 @@ def read_table(path: Path, *, x: str | None, y: str | None, crs: Any,
             raise InputError(f"the CSV {path.name} has no CRS: set `crs` in the spec (or "
                              "`--crs` on the command line) to the CRS of its `x`/`y` columns, "
                              'e.g. "EPSG:4326" for longitude/latitude')
-        return _read_csv(path, csv_options), given
+        return _read_csv(path, csv_options, id_column), given
     if suffix not in _VECTOR_SUFFIXES | _PARQUET_SUFFIXES:
         raise InputError(f"input file {path.name} has suffix {suffix!r}; supported: {SUFFIXES}")
     if x is not None or y is not None:

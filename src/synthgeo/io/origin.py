@@ -30,6 +30,9 @@ _FILE = {
     "fix_text": "clean these values in the input file",
     "fix_decimal": 'they look like decimal commas: set `decimal` ([data] decimal, or '
                    '--decimal) to ","',
+    "fix_thousands": 'they look like thousands separators ("1,200" for 1200): remove the '
+                     "separators from the file (setting `decimal` to \",\" would read 1,200 as "
+                     "1.2: only right for decimal commas)",
     "fix_geometry": "drop them or fix the file",
     "fix_record": 'set `id_column = "record"` if it is the record id, or rename it',
     "duplicates_kept": "kept; set `drop_duplicates = true` to drop them",
@@ -48,6 +51,9 @@ _MEMORY = {
     "fix_text": "convert the column to numbers first",
     "fix_decimal": "they look like decimal commas: convert the column to numbers first "
                    "(e.g. `s.str.replace(\",\", \".\").astype(float)`)",
+    "fix_thousands": 'they look like thousands separators ("1,200" for 1200): remove them '
+                     '(e.g. `s.str.replace(",", "").astype(float)`); decimal commas would '
+                     "make it 1.2",
     "fix_geometry": "drop them first",
     "fix_record": 'pass `id="record"` if it is the record id, or rename it',
     "duplicates_kept": "kept; drop them first if they are not real records",

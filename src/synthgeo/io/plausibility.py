@@ -8,9 +8,10 @@ docs/locations.md, "Units and plausibility". Checked on every load:
 - every point within the CRS's area of use (pyproj ``area_of_use``) buffered by 1° (data crossing
   a UTM zone edge by less than that pass): lon/lat degrees labelled with a UTM CRS land off the
   zone and are refused;
-- not an implausibly small extent: ≥ 50 distinct locations whose bounding-box diagonal is under
-  1 km, or whose median distance to the nearest other distinct location is under 1 m (km read as
-  metres), unless ``accept_small_extent``.
+- not an implausibly small extent, unless ``accept_small_extent``: a bounding-box diagonal under
+  100 m with 10–49 distinct locations or under 1 km with 50 or more, or (from 10 locations) a
+  median distance to the nearest other distinct location under 1 m (km read as metres: 40 cases
+  across 20 km read as metres span 20 m).
 
 Checks that cannot refuse (fewer points) leave coded warnings (:mod:`synthgeo.io.notices`).
 Messages name the fix in the words of the records' origin (a file's options, or what to change
@@ -30,12 +31,14 @@ from synthgeo.io.crs import describe
 from synthgeo.io.notices import note
 from synthgeo.io.origin import Origin
 
-__all__ = ["check_ranges", "check_extent", "BUFFER_DEG", "MIN_DISTINCT", "MIN_DIAGONAL_M",
-           "MIN_MEDIAN_SPACING_M"]
+__all__ = ["check_ranges", "check_extent", "min_diagonal_m", "BUFFER_DEG", "MIN_DISTINCT",
+           "FEW_DIAGONAL_M", "FULL_DISTINCT", "MIN_DIAGONAL_M", "MIN_MEDIAN_SPACING_M"]
 
 BUFFER_DEG = 1.0  # the area of use is widened by this many degrees on every side
-MIN_DISTINCT = 50  # the small-extent rule applies from this many distinct locations
-MIN_DIAGONAL_M = 1000.0  # ... refusing a bounding-box diagonal below this
+MIN_DISTINCT = 10  # the small-extent rule applies from this many distinct locations
+FEW_DIAGONAL_M = 100.0  # ... refusing a bounding-box diagonal below this with 10-49 locations
+FULL_DISTINCT = 50  # ... and from this many
+MIN_DIAGONAL_M = 1000.0  # ... a diagonal below this
 MIN_MEDIAN_SPACING_M = 1.0  # ... or a median nearest-distinct-location distance below this
 
 
@@ -150,6 +153,23 @@ def check_ranges(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, *,
              "wrong", stacklevel=4)
 
 
+def min_diagonal_m(n_distinct: int) -> float:
+    """Smallest plausible bounding-box diagonal (metres) for `n_distinct` distinct locations.
+
+    0 below :data:`MIN_DISTINCT` (10) locations (too few to judge), 100 m for 10–49 (a street of
+    ten houses spans more; 40 cases across 20 km in kilometres read as metres span 20 m), 1 km
+    from :data:`FULL_DISTINCT` (50) on. docs/locations.md, "Distances, CRS and units".
+
+    Examples
+    --------
+    >>> [min_diagonal_m(n) for n in (9, 10, 49, 50)]
+    [0.0, 100.0, 100.0, 1000.0]
+    """
+    if n_distinct < MIN_DISTINCT:
+        return 0.0
+    return FEW_DIAGONAL_M if n_distinct < FULL_DISTINCT else MIN_DIAGONAL_M
+
+
 def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool,
                  origin: Origin,
                  notes: list[dict[str, str]] | None = None) -> dict[str, float | int]:
@@ -177,8 +197,8 @@ def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool
     Raises
     ------
     InputError
-        ≥ 50 distinct locations with a diagonal < 1 km or a median spacing < 1 m, unless
-        `accept_small_extent`.
+        ≥ 10 distinct locations with a diagonal under :func:`min_diagonal_m` (100 m; 1 km from
+        50 locations on) or a median spacing < 1 m, unless `accept_small_extent`.
 
     Examples
     --------
@@ -201,12 +221,13 @@ def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool
     if n >= 2:
         spacing = float(np.median(cKDTree(distinct).query(distinct, k=2)[0][:, 1]))
     out = {"n_distinct": n, "diagonal_m": diag, "median_spacing_m": spacing}
-    small = n >= MIN_DISTINCT and (diag < MIN_DIAGONAL_M or spacing < MIN_MEDIAN_SPACING_M)
+    bound = min_diagonal_m(n)
+    small = n >= MIN_DISTINCT and (diag < bound or spacing < MIN_MEDIAN_SPACING_M)
     text = (f"the {len(xy_m):,} points ({n:,} distinct locations) span only {diag:,.3g} m "
             f"(bounding-box diagonal; median spacing {spacing:,.3g} m) read in {unit_words}")
     if small and not accept_small_extent:
         raise InputError(
-            f"{text}: implausibly small for {n:,} locations (under {MIN_DIAGONAL_M:g} m across "
+            f"{text}: implausibly small for {n:,} locations (under {bound:,.0f} m across "
             f"or {MIN_MEDIAN_SPACING_M:g} m apart). {origin.text('fix_extent')}")
     if small or (1 < n < MIN_DISTINCT and diag < MIN_MEDIAN_SPACING_M):
         note(notes, "small_extent", text + ("; accepted by `accept_small_extent`" if small

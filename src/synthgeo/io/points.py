@@ -191,7 +191,8 @@ def load_points(
         raise InputError(f"input file {path!s} does not exist")
     digest = file_sha256(path)
     origin = Origin.file(path)
-    frame, source_crs = read_table(path, x=x, y=y, crs=crs, csv_options=options)
+    frame, source_crs = read_table(path, x=x, y=y, crs=crs, csv_options=options,
+                                   id_column=id_column)
     is_csv = not isinstance(frame, geopandas.GeoDataFrame)
     unit = _unit(is_csv, source_crs, coord_unit_m, [x, y], origin)
     n_read = len(frame)

@@ -148,6 +148,8 @@ def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame, *,
     first = d.response_configs[0]
     if d.responses:  # [[data.responses]]: each response's own scale (pipeline.design)
         raw = y = response_values(gdf, first)
+        for later in d.response_configs[1:]:  # refused now, not after the earlier fits
+            response_values(gdf, later)
         gaussian = first.family == "gaussian" and first.transform is None
     else:
         raw = gdf[d.response].to_numpy(dtype=float)  # the column as given (dollars: "log")

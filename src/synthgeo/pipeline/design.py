@@ -98,7 +98,8 @@ def response_values(frame: pd.DataFrame, rc: ResponseConfig) -> np.ndarray:
     ------
     InputError
         A text bernoulli column without ``positive``, a ``positive`` level that never occurs, a
-        non-positive value under ``transform = "log"``, or a bad count (names the column).
+        yes/no column with more than two levels, a non-positive value under
+        ``transform = "log"``, or a bad count (names the column).
 
     Examples
     --------
@@ -110,9 +111,15 @@ def response_values(frame: pd.DataFrame, rc: ResponseConfig) -> np.ndarray:
     if rc.family == "bernoulli":
         if rc.positive is not None:
             text = s.astype(str)
+            levels = sorted(text.unique())
             if not (text == rc.positive).any():
                 raise InputError(f"`[[data.responses]] positive = {rc.positive!r}` never occurs "
-                                 f"in column `{rc.name}` (levels {sorted(text.unique())[:10]})")
+                                 f"in column `{rc.name}` (levels {levels[:10]})")
+            if len(levels) > 2:  # "MAYBE" would be folded into "no" without a word
+                raise InputError(f"yes/no response `{rc.name}` has {len(levels)} levels "
+                                 f"{levels[:10]}, not two: a third level would be coded as not "
+                                 f"{rc.positive!r}; keep two levels with `[data] query` (e.g. "
+                                 f"\"{rc.name} in ['{rc.positive}', '...']\") or recode the column")
             return (text == rc.positive).to_numpy(dtype=float)
         y = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
         if not np.all((y == 0) | (y == 1)):

@@ -169,12 +169,18 @@ def _locations(spec: ReleaseSpec, data: PreparedData) -> LocationDiagnostics:
 
 
 def _locations_message(spec: ReleaseSpec, locations: LocationDiagnostics) -> str:
-    """Spatial k, the outlier policy and the location verdict (two lines)."""
+    """Spatial k, the outlier policy and the location verdict (two lines; one on FAIL).
+
+    A FAIL verdict is said once, by the gate (:func:`~synthgeo.locations.diagnostics.
+    enforce_verdict`: the error under "stop", the warning under "warn"), not here too.
+    """
     sk, ol = locations.spatial_k.summary(), locations.outliers
+    verdict = locations.verdict
     return (f"locations: {sk['n_below_k']} of {sk['n_records']} records below k = {sk['k']} "
             f"within {sk['radius_m']:g} m; the outlier policy at r_max = "
             f"{spec.anonymity.r_max_m:g} m suppresses {ol.overall['n_suppressed']}"
-            + (" and refuses" if ol.refused else "") + "\n" + locations.verdict.summary_line())
+            + (" and refuses" if ol.refused else "")
+            + ("" if verdict.status == "FAIL" else "\n" + verdict.summary_line()))
 
 
 def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit, seed=None, *,
