@@ -183,8 +183,11 @@ def test_notebook_job_from_a_geodataframe_in_memory(homes, tmp_path):
     released = pd.read_parquet(out / "release" / "implicates.parquet")
     assert list(released.columns[:5]) == ["implicate", "sale", "lon", "lat", "sqft"]
     first = released[released["implicate"] == 1]
-    np.testing.assert_allclose(first["log_price"], imp["restricted"].sel(implicate=1).values)
-    np.testing.assert_allclose(first["lon"], homes["lon"])  # released in the input's CRS
+    assert first["sale"].tolist() == list(range(1, 81))  # release pseudonyms, random order
+    sale = pd.read_csv(out / "confidential" / "release_ids.csv")["sale"]  # the confidential ids
+    np.testing.assert_allclose(first["log_price"],
+                               imp["restricted"].sel(implicate=1, record=sale.values).values)
+    np.testing.assert_allclose(first["lon"], homes.set_index("sale").loc[sale, "lon"])
     rec = json.loads((out / "release.json").read_text(encoding="utf-8"))
     assert rec["input"] == {"path": None, "sha256": None, "n_read": 80, "n_duplicates": 0,
                             "query": None, "frame_sha256": before}

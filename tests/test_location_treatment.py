@@ -131,26 +131,31 @@ def applied():
 
 
 def test_released_frames_use_the_treated_geometry(applied):
+    from synthgeo._seed import run_seed
+    from synthgeo.release.records import released_records
     from synthgeo.release.writer import release_frames
 
     loc = applied.locations
     t = loc.treatment
     assert loc.verdict.status == "PASS" and t.totals["n_withheld"] == 11
     pub = release_frames(applied)["restricted"]
-    kept_ids = applied.data.record_id[t.released]
-    assert len(pub) == 3 * len(kept_ids) and set(pub["id"]) == set(kept_ids)
+    rows = released_records(applied.spec, applied.data, applied.locations,
+                            run_seed(applied)).rows  # released row i is record rows[i]
+    n_kept = int(t.released.sum())
+    assert len(pub) == 3 * n_kept and set(pub["id"]) == set(range(1, n_kept + 1))
+    assert set(rows) == set(np.flatnonzero(t.released))  # withheld records left out
     first = pub[pub["implicate"] == 1].reset_index(drop=True)
-    lonlat = geopandas.GeoSeries(geopandas.points_from_xy(*t.published_m[t.released].T),
+    lonlat = geopandas.GeoSeries(geopandas.points_from_xy(*t.published_m[rows].T),
                                  crs=applied.data.gdf.crs).to_crs(4326)
     np.testing.assert_allclose(first.geometry.x, lonlat.x, atol=1e-9)
     np.testing.assert_allclose(first["lon"], lonlat.x, atol=1e-9)  # the x/y columns too
     np.testing.assert_allclose(first["lat"], lonlat.y, atol=1e-9)
     assert set(first["location_disposal"]) <= {"none", "merged", "generalised"}
     moved = first["location_disposal"] != "none"
-    true = applied.data.gdf.to_crs(4326).geometry[t.released].reset_index(drop=True)
+    true = applied.data.gdf.to_crs(4326).geometry.iloc[rows].reset_index(drop=True)
     assert moved.sum() == loc.verdict.details["n_moved"] > 0
     assert (np.hypot(first.geometry.x - true.x, first.geometry.y - true.y)[moved] > 0).all()
-    y = applied.implicates["restricted"]["y_synthetic"].values[0][t.released]
+    y = applied.implicates["restricted"]["y_synthetic"].values[0][rows]
     np.testing.assert_allclose(first["log_price"], y)
 
 
@@ -168,6 +173,12 @@ def test_no_exact_location_of_a_withheld_record_anywhere_in_release(applied, tmp
             for token in (repr(value).encode(), f"{value:.6f}".encode(),
                           struct.pack("<d", value)):
                 assert not any(token in b for b in blobs), (value, token)
+    # the data users' README says what was done (it said "every record is in the file")
+    readme = (out / "release" / "README.md").read_text(encoding="utf-8")
+    n_moved = applied.locations.verdict.details["n_moved"]
+    assert "129 of the 140 records are in the file: 11 were withheld" in readme
+    assert f"and {n_moved} are published at a coarser" in readme
+    assert "Every record is in the file" not in readme and "(129 rows each)" in readme
     rec = json.loads((out / "release.json").read_text())
     v = rec["verdicts"]["location"]
     assert (v["status"], v["treatment"], v["n_withheld"]) == ("PASS", "apply", 11)

@@ -8,6 +8,7 @@ code before this work), discrete risk, GLM utility, the writer's whitelist.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -221,11 +222,22 @@ def test_single_gaussian_release_files_are_byte_identical_to_before(tmp_path):
     from synthgeo.release.writer import write_release
 
     spec = fake_spec(sg.load_spec(bundled_spec_path()), n_draws=150, n_implicates=4)
+    # the files as before, with the confidential ids in file order (the default now releases
+    # pseudonyms in a random record order: the same rows, permuted and renumbered)
+    spec = spec.replace("data", release_ids="original")
     result = _quiet(run_release, spec, fitter=fake_fitter(n_draws=150))
     out = write_release(result, tmp_path / "a")  # release/ does not depend on the report
     got = {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
            for p in sorted((out / "release").rglob("*")) if p.is_file()}
     assert got == MAIN_HASHES  # parquet bytes also depend on pyarrow: the pinned environment
+    pseudo = write_release(dataclasses.replace(
+        result, spec=result.spec.replace("data", release_ids="pseudonymous")), tmp_path / "b")
+    before = pd.read_csv(out / "release/csv/implicate_002.csv")
+    after = pd.read_csv(pseudo / "release/csv/implicate_002.csv")
+    id_map = pd.read_csv(pseudo / "confidential/release_ids.csv")
+    pd.testing.assert_frame_equal(
+        after.drop(columns="id"),
+        before.set_index("id").loc[id_map["id"]].reset_index(drop=True))
 
 
 # --- sequential synthesis ---------------------------------------------------------------------
@@ -322,7 +334,10 @@ def test_bernoulli_response_with_text_covariate_and_dropped_records(tmp_path):
     out = _quiet(rel.write, tmp_path / "b")
     pub = pd.read_parquet(out / "release" / "implicates.parquet")
     assert set(pub["condo"]) <= {"YES", "NO"}
-    assert not set(pts["id"][:5]) & set(pub["id"])  # dropped records are not released
+    # dropped records are not released: n - 5 pseudonyms, and none of them maps to a dropped id
+    assert set(pub["id"]) == set(range(1, len(pts) - 4))
+    id_map = pd.read_csv(out / "confidential" / "release_ids.csv")
+    assert not set(pts["id"][:5]) & set(id_map["id"]) and len(id_map) == len(pts) - 5
     rec = json.loads((out / "release.json").read_text())
     assert rec["missing"]["n_dropped"] == 5 and rec["design"]["zone"]["reference"] == "big"
     assert rec["responses"][0]["utility"]["method"].startswith("logistic GLM")

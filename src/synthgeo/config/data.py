@@ -87,6 +87,9 @@ class DataConfig:
     ``[anonymity] unit`` when set). A covariate column of text becomes treatment-coded design
     columns (first level in sorted order is the reference; recorded in release.json) and is
     released unchanged;
+    ``release_ids`` {"pseudonymous", "original"}: the released id column holds 1..n in a random
+    record order (map in ``confidential/release_ids.csv``; default), or the confidential ids in
+    file order (:mod:`synthgeo.release.records`);
     ``accept_small_extent``: go on (with a warning in the release record) when 10–49 distinct
     locations span under 100 m (50 or more under 1 km) or lie a median under 1 m apart, otherwise
     refused as a likely unit error (docs/locations.md, "Units and plausibility").
@@ -112,6 +115,7 @@ class DataConfig:
     accept_small_extent: bool = False
     responses: list[ResponseConfig] = field(default_factory=list)
     missing: Literal["refuse", "drop"] = "refuse"
+    release_ids: Literal["pseudonymous", "original"] = "pseudonymous"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -137,6 +141,9 @@ class DataConfig:
                             "response; or give `[[data.responses]]` tables)")
         if self.missing not in ("refuse", "drop"):
             raise _err("data", "missing", self.missing, 'one of "refuse", "drop"')
+        if self.release_ids not in ("pseudonymous", "original"):
+            raise _err("data", "release_ids", self.release_ids,
+                       'one of "pseudonymous", "original"')
         if not (isinstance(self.response, str) and self.response):
             raise _err("data", "response", self.response, "a non-empty string")
         if self.path is not None and not (isinstance(self.path, str) and self.path):

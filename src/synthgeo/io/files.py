@@ -19,7 +19,7 @@ import pyproj
 from synthgeo._errors import InputError
 from synthgeo.io.crs import describe, parse_crs
 
-__all__ = ["CsvOptions", "read_table", "SUFFIXES"]
+__all__ = ["CsvOptions", "keep_id_text", "read_table", "SUFFIXES"]
 
 _VECTOR_SUFFIXES = {".gpkg", ".shp", ".geojson"}
 _PARQUET_SUFFIXES = {".parquet", ".geoparquet"}
@@ -101,12 +101,30 @@ def _header(path: Path, opts: CsvOptions) -> list[str]:
     return names
 
 
-def _keep_id_text(frame: pd.DataFrame, id_column: str | None) -> pd.DataFrame:
+def keep_id_text(frame: pd.DataFrame, id_column: str | None) -> pd.DataFrame:
     """Keep an id column as text when reading it as numbers would change an id.
 
     Ids such as ``007`` or ``1e3`` are labels: as numbers they lose a leading zero or their
     spelling (``007`` and ``7`` even become one id), and the released id no longer matches the
     agency's. Ids that read back unchanged as numbers (``1``, ``42``) stay numbers.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        Read with `id_column` as text (``dtype={id_column: str}``).
+    id_column : str, optional
+
+    Returns
+    -------
+    pandas.DataFrame
+        `frame`, its id column numbers where that changes no id.
+
+    Examples
+    --------
+    >>> keep_id_text(pd.DataFrame({"id": ["007", "8"]}), "id")["id"].tolist()
+    ['007', '8']
+    >>> keep_id_text(pd.DataFrame({"id": ["7", "8"]}), "id")["id"].tolist()
+    [7, 8]
     """
     if id_column is None or id_column not in frame.columns:
         return frame
@@ -126,7 +144,7 @@ def _read_csv(path: Path, opts: CsvOptions, id_column: str | None = None) -> pd.
     try:
         frame = pd.read_csv(path, sep=opts.sep, decimal=opts.decimal, encoding=opts.encoding,
                             dtype=dtype)
-        return _keep_id_text(frame, id_column)
+        return keep_id_text(frame, id_column)
     except UnicodeDecodeError as exc:
         raise _encoding_error(path, opts, exc) from exc
     except ValueError as exc:  # pandas.errors.ParserError and friends

@@ -153,10 +153,34 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelea
     if frame.duplicated(["implicate", d.id]).any():
         raise _refuse(folder, f"an id in `{d.id}` repeats within an implicate")
     wide = frame.pivot(index=d.id, columns="implicate", values=d.response)
+    if prev.get("release_ids", "original") == "pseudonymous":  # back to the confidential ids
+        wide = _confidential_index(folder, wide, d.id)
     if getattr(d, "transform", None) == "log":  # released on the original scale
         wide = np.log(wide)
     return PreviousRelease(path=folder, record=record, release_json_sha256=file_sha256(rec_path),
                            synthetic=wide)
+
+
+def _confidential_index(folder: Path, wide: pd.DataFrame, id_column: str) -> pd.DataFrame:
+    """Re-index an earlier release's implicates from its pseudonyms to the confidential ids.
+
+    Through the map that release kept in ``confidential/`` (:mod:`synthgeo.release.records`);
+    its confidential ids are read back as the points file's ids are (text kept where reading
+    them as numbers would change them).
+    """
+    from synthgeo.io.files import keep_id_text
+    from synthgeo.release.records import ID_MAP_FILE
+
+    path = folder / "confidential" / ID_MAP_FILE
+    if not path.is_file():
+        raise _refuse(folder, f"its ids are release pseudonyms and confidential/{ID_MAP_FILE}, "
+                              "which links them to the records, is missing")
+    column = "confidential_id" if id_column == "release_id" else id_column
+    id_map = keep_id_text(pd.read_csv(path, dtype={column: str}), column)
+    if set(id_map["release_id"]) != set(wide.index) or id_map[column].duplicated().any():
+        raise _refuse(folder, f"confidential/{ID_MAP_FILE} does not match its released ids")
+    lookup = dict(zip(id_map["release_id"], id_map[column]))
+    return wide.rename(index=lookup).rename_axis(id_column)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)

@@ -87,7 +87,10 @@ def readme_context(result) -> dict[str, Any]:
         ``smoothed`` is False when the released model smoothed no site (no record met the
         at-risk rule): the README then says so and claims no smoothing. ``log_model``: the
         response was modelled on the log scale and released on its own (``transform =
-        "log"``).
+        "log"``). ``pseudonymous_ids``: the id column holds release pseudonyms in a random row
+        order (``[data] release_ids``). ``applied``: ``[anonymity] treatment = "apply"``
+        (``n_released``, ``n_withheld``, ``n_moved`` count its disposals; counts only, no
+        location).
     """
     from synthgeo._versions import package_versions
 
@@ -95,13 +98,21 @@ def readme_context(result) -> dict[str, Any]:
     d = spec.data
     L = spec.synthesis.n_implicates
     alpha = spec.utility.alpha
+    treated = getattr(getattr(result, "locations", None), "treatment", None)
+    applied = treated is not None and treated.treatment == "apply"
+    moved = treated.released & (treated.disposal != "none") if applied else None
     return {
+        "applied": applied,  # [anonymity] treatment = "apply": counts of the disposals
+        "n_released": int(treated.released.sum()) if applied else data.n_records,
+        "n_withheld": int((~treated.released).sum()) if applied else 0,
+        "n_moved": int(moved.sum()) if applied else 0,
         "version": package_versions()["synthgeo"], "n": data.n_records, "L": L,
         "from_file": bool(data.gdf.attrs.get("sha256")),  # else handed over in memory
         "response": d.response,
         "log_scale": d.transform is None and d.back_transform == "exp",
         "log_model": d.transform == "log",
         "id_column": data.id_column, "loc_cols": [c for c in (d.x, d.y) if c],
+        "pseudonymous_ids": getattr(d, "release_ids", "original") == "pseudonymous",
         "covariates": list(d.covariates), "crs_label": _crs_label(data),
         "smoothing": _smoothing_words(spec), "smoothed": _smoothing_ran(result),
         "first_csv": csv_name(1, L), "last_csv": csv_name(L, L),

@@ -24,6 +24,7 @@ from synthgeo.io.provenance import provenance
 from synthgeo.pipeline.result import MODELS
 from synthgeo.pipeline.sequential import SequentialResult, released_values
 from synthgeo.release.readme import csv_name
+from synthgeo.release.records import ID_MAP_FILE, released_records
 from synthgeo.release.schema import validate_release_record
 from synthgeo.release.writer import (
     EMPTY_REVIEW,
@@ -43,23 +44,13 @@ def sequential_frames(result: SequentialResult) -> dict[str, geopandas.GeoDataFr
     -------
     dict of str to geopandas.GeoDataFrame
         ``"restricted"`` (released) and ``"unrestricted"`` (confidential); rows ordered by
-        implicate, then record; under ``[anonymity] treatment = "apply"`` the published
-        locations, withheld records left out.
+        implicate, then released record (pseudonymous ids 1..n in a random record order
+        unless ``[data] release_ids = "original"``: :mod:`synthgeo.release.records`); under
+        ``[anonymity] treatment = "apply"`` the published locations, withheld records left out.
     """
-    spec, data = result.spec, result.data
-    d = spec.data
-    loc_cols = [c for c in (d.x, d.y) if c]
-    base = pd.DataFrame({data.id_column: data.record_id})
-    for c in loc_cols + d.covariates:
-        base[c] = data.gdf[c].to_numpy()
-    src_crs = data.gdf.attrs.get("source_crs") or data.gdf.crs
-    geom = data.gdf.geometry.to_crs(src_crs).reset_index(drop=True)
-    keep = np.ones(len(base), dtype=bool)
-    treated = getattr(result.locations, "treatment", None)
-    if treated is not None and treated.treatment == "apply":
-        view = treated.release_view(data.gdf, tuple(loc_cols))
-        keep, geom = view["keep"], view["geometry"]
-        base = base.loc[keep].reset_index(drop=True).assign(**view["columns"], **view["extra"])
+    spec = result.spec
+    rec = released_records(spec, result.data, result.locations, run_seed(result))
+    base, geom, rows = rec.base, rec.geometry, rec.rows
     frames = {}
     L = spec.synthesis.n_implicates
     for model in MODELS:
@@ -68,8 +59,9 @@ def sequential_frames(result: SequentialResult) -> dict[str, geopandas.GeoDataFr
             f = base.copy()
             f.insert(0, "implicate", ell + 1)
             for r in result.responses:
-                vals = released_values(r.config, r.synthetic[model][ell], data.gdf[r.name])
-                f[r.name] = np.asarray(vals)[keep]
+                vals = released_values(r.config, r.synthetic[model][ell],
+                                       result.data.gdf[r.name])
+                f[r.name] = np.asarray(vals)[rows]
             parts.append(f)
         long = pd.concat(parts, ignore_index=True)
         frames[model] = geopandas.GeoDataFrame(long, geometry=np.tile(geom.values, L),
@@ -166,10 +158,23 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
 
 def _readme(result: SequentialResult) -> str:
     spec = result.spec
+    rec = released_records(spec, result.data, result.locations, run_seed(result))
+    id_words = ("a release pseudonym (1 to n in a random order, not the confidential id; the "
+                "same in every implicate)" if rec.kind == "pseudonymous" else "the record id")
+    treated = getattr(result.locations, "treatment", None)
+    moved = (treated.released & (treated.disposal != "none")
+             if treated is not None and treated.treatment == "apply" else None)
     lines = [
         "# Partially synthetic data (synthgeo)", "",
-        f"{spec.synthesis.n_implicates} implicates; each holds every record's id, location and "
-        "covariates as collected and **synthetic** values of the confidential responses:", ""]
+        f"{spec.synthesis.n_implicates} implicates of {len(rec.rows)} records; each holds "
+        f"{id_words}, the location and covariates as collected and **synthetic** values of the "
+        "confidential responses:", ""]
+    if moved is not None:
+        lines[-1:-1] = [f"{int((~treated.released).sum())} records were withheld to protect "
+                        f"their location and {int(moved.sum())} are published at a coarser "
+                        "location (group centroid or grid-cell centre; columns "
+                        "`location_disposal`, `location_cell_m`); the other locations are "
+                        "exact.", ""]
     for r in result.responses:
         lines.append(f"- `{r.name}` ({r.family}): drawn from a spatial model fitted with the "
                      "covariates" + (" and the earlier responses" if r is not
@@ -219,6 +224,9 @@ def write_sequential(result: SequentialResult, out: str | os.PathLike, *,
             result.joint_risk.to_csv(conf / "risk_joint_summary.csv", index=False)
         result.correlations.to_csv(conf / "correlations.csv", index=False)
         write_seed(conf, run_seed(result))
+        rec = released_records(result.spec, result.data, result.locations, run_seed(result))
+        if rec.id_map is not None:  # released -> confidential ids: board only
+            rec.id_map.to_csv(conf / ID_MAP_FILE, index=False)
         if result.locations is not None:
             result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
         record = sequential_record(result, seconds=result.seconds,

@@ -26,6 +26,7 @@ from synthgeo.io.provenance import file_sha256, provenance
 from synthgeo.pipeline import MODELS, ReleaseResult, risk_per_record
 from synthgeo.pipeline.data import response_scale
 from synthgeo.release.readme import csv_name, data_user_readme
+from synthgeo.release.records import ID_MAP_FILE, ReleasedRecords, released_records
 from synthgeo.release.schema import validate_release_record
 from synthgeo.risk.verdict import RiskVerdict
 
@@ -57,31 +58,9 @@ def input_paths(spec) -> list[Path]:
     return [p for p in (spec.data_path(), spec.source) if p is not None]
 
 
-def _release_base(result: ReleaseResult
-                  ) -> tuple[pd.DataFrame, geopandas.GeoSeries, np.ndarray]:
-    """One copy of the released records' whitelisted columns, their geometry, and which records.
-
-    Columns: the id column, the original coordinate columns (CSV input) and the covariates;
-    the geometry is in the input's CRS. Under ``[anonymity] treatment = "apply"`` the location
-    is the published one (group centroid, cell centre; also ``location_disposal``,
-    ``location_cell_m``) and withheld records are left out: ``keep`` (n_records,) bool says
-    which records are released.
-    """
-    spec, data = result.spec, result.data
-    d = spec.data
-    loc_cols = [c for c in (d.x, d.y) if c]
-    base = pd.DataFrame({data.id_column: data.record_id})
-    for c in loc_cols + d.covariates:
-        base[c] = data.gdf[c].to_numpy()
-    src_crs = data.gdf.attrs.get("source_crs") or data.gdf.crs
-    geom = data.gdf.geometry.to_crs(src_crs).reset_index(drop=True)
-    keep = np.ones(len(base), dtype=bool)
-    treated = getattr(result.locations, "treatment", None)
-    if treated is not None and treated.treatment == "apply":  # the published locations
-        view = treated.release_view(data.gdf, tuple(loc_cols))
-        keep, geom = view["keep"], view["geometry"]
-        base = base.loc[keep].reset_index(drop=True).assign(**view["columns"], **view["extra"])
-    return base, geopandas.GeoSeries(geom), keep
+def _release_base(result: ReleaseResult) -> ReleasedRecords:
+    """Return the published records of `result` (:mod:`synthgeo.release.records`)."""
+    return released_records(result.spec, result.data, result.locations, run_seed(result))
 
 
 def _implicate_frame(base: pd.DataFrame, response: str, implicate: int,
@@ -105,18 +84,21 @@ def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
         Columns ``implicate``, the id column, the location (original coordinate columns for a
         CSV input, and the geometry in the input's CRS), covariates, and the synthetic response
         under the response's name, on the column's own scale (exp of the model scale under
-        ``[data] transform = "log"``). Rows ordered by implicate, then record. Under
+        ``[data] transform = "log"``). Rows ordered by implicate, then released record: under
+        ``[data] release_ids = "pseudonymous"`` (default) the id column holds 1..n in a random
+        record order (:mod:`synthgeo.release.records`), else the confidential ids. Under
         ``[anonymity] treatment = "apply"`` the location is the published one (group centroid,
         cell centre; also ``location_disposal``, ``location_cell_m``) and withheld records are
         left out.
     """
-    base, geom, keep = _release_base(result)
+    rec = _release_base(result)
+    base, geom = rec.base, rec.geometry
     response = result.spec.data.response
     frames = {}
     released = response_scale(result.spec).to_released  # exp under `[data] transform = "log"`
     for name in MODELS:
         ys = result.implicates[name]["y_synthetic"]
-        long = pd.concat([_implicate_frame(base, response, imp, released(ys.values[j][keep]))
+        long = pd.concat([_implicate_frame(base, response, imp, released(ys.values[j][rec.rows]))
                           for j, imp in enumerate(ys["implicate"].values)], ignore_index=True)
         frames[name] = geopandas.GeoDataFrame(
             long, geometry=np.tile(geom.values, ys.sizes["implicate"]), crs=geom.crs
@@ -153,17 +135,18 @@ def _write_implicates_parquet(path: Path, base: pd.DataFrame, geom: geopandas.Ge
             writer.write_table(part)
 
 
-def _write_implicates(folder: Path, result: ReleaseResult, model: str, released_base: tuple,
+def _write_implicates(folder: Path, result: ReleaseResult, model: str,
+                      released_base: ReleasedRecords,
                       *, parquet_name: str, csv_folder: Path | None = None) -> None:
     """Write one model's implicates: GeoParquet (and one CSV per implicate, no geometry).
 
     ``released_base`` is :func:`_release_base` of `result` (built once for both models).
     """
-    base, geom, keep = released_base
+    base, geom = released_base.base, released_base.geometry
     response = result.spec.data.response
     ys = result.implicates[model]["y_synthetic"]
     # on the column's own scale (exp of the model scale under `[data] transform = "log"`)
-    values = response_scale(result.spec).to_released(ys.values[:, keep])
+    values = response_scale(result.spec).to_released(ys.values[:, released_base.rows])
     _write_implicates_parquet(folder / parquet_name, base, geom, response,
                               ys["implicate"].values, values)
     if csv_folder is None:
@@ -402,6 +385,8 @@ def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
     if getattr(result, "risk_scores", None) is not None:
         result.risk_scores.table.to_csv(conf / "risk_attributable.csv", index=False)
     write_seed(conf, run_seed(result))
+    if released_base.id_map is not None:  # released -> confidential ids: board only
+        released_base.id_map.to_csv(conf / ID_MAP_FILE, index=False)
     if result.locations is not None:  # per-record k and outlier labels: board only
         result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
     result.utility.to_csv(conf / "utility_reiter.csv", index=False)

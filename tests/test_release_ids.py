@@ -1,0 +1,119 @@
+"""Released ids: pseudonyms 1..n in a random record order by default (release.records).
+
+The bundled Sacramento ids rank the prices within each sale day, so releasing them (or the
+rows in file order) beside the synthetic prices would rank the true prices.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from synthgeo._seed import run_seed
+from synthgeo.release.records import ID_MAP_FILE, released_records
+from synthgeo.release.writer import write_release
+from synthgeo.testing import fake_release_result
+
+pytestmark = pytest.mark.filterwarnings("ignore:1 exact duplicate row:UserWarning")
+
+
+@pytest.fixture(scope="module")
+def fake():
+    return fake_release_result(n_implicates=4)
+
+
+def _released(result):
+    return released_records(result.spec, result.data, result.locations, run_seed(result))
+
+
+def test_bundled_ids_rank_prices_within_a_day():
+    """Why: the confidential ids are in price order within a sale day (4 breaks in 932)."""
+    from pathlib import Path
+
+    import synthgeo
+
+    frame = pd.read_csv(Path(synthgeo.__file__).parent / "data" / "sacramento_home_sales.csv")
+    price = frame.sort_values("id")["price_usd"].to_numpy()
+    assert int((np.diff(price) < 0).sum()) == 4
+
+
+def test_pseudonyms_in_a_random_order_with_a_confidential_map(fake, tmp_path):
+    out = write_release(fake, tmp_path / "out")
+    n, rec = fake.data.n_records, _released(fake)
+    assert sorted(rec.rows) == list(range(n)) and not (rec.rows == np.arange(n)).all()
+    third = pd.read_csv(out / "release/csv/implicate_003.csv")
+    assert third["id"].tolist() == list(range(1, n + 1))
+    ys = fake.implicates["restricted"]["y_synthetic"].values
+    np.testing.assert_array_equal(third["log_price"].to_numpy(), ys[2, rec.rows])
+    # covariates travel with their record
+    np.testing.assert_array_equal(third["sqft_living"].to_numpy(),
+                                  fake.data.gdf["sqft_living"].to_numpy()[rec.rows])
+    id_map = pd.read_csv(out / "confidential" / ID_MAP_FILE)
+    assert id_map.columns.tolist() == ["release_id", "id"]
+    np.testing.assert_array_equal(id_map["id"].to_numpy(), fake.data.record_id[rec.rows])
+    assert not (out / "release" / ID_MAP_FILE).exists()
+    readme = (out / "release/README.md").read_text()
+    assert "release pseudonym" in readme and "record id (as in the confidential" not in readme
+
+
+def test_same_seed_same_order_other_seed_other_order(fake):
+    again = _released(fake).rows
+    np.testing.assert_array_equal(_released(fake).rows, again)
+    other = dataclasses.replace(fake, seed=int(run_seed(fake)) + 1)
+    assert not (_released(other).rows == again).all()
+
+
+def test_original_ids_in_file_order(fake, tmp_path):
+    spec = fake.spec.replace("data", release_ids="original")
+    res = dataclasses.replace(fake, spec=spec)
+    out = write_release(res, tmp_path / "orig")
+    first = pd.read_csv(out / "release/csv/implicate_001.csv")
+    np.testing.assert_array_equal(first["id"].to_numpy(), fake.data.record_id)
+    assert not (out / "confidential" / ID_MAP_FILE).exists()
+    assert json.loads((out / "release.json").read_text())["spec"]["data"]["release_ids"] == \
+        "original"
+
+
+def test_text_ids_never_reach_release(fake, tmp_path):
+    """Ids that are text (e.g. case numbers) appear only in confidential/."""
+    gdf = fake.data.gdf.copy()
+    gdf["id"] = [f"CASE-{i:05d}" for i in range(len(gdf))]
+    data = dataclasses.replace(fake.data, gdf=gdf, record_id=gdf["id"].to_numpy())
+    res = dataclasses.replace(fake, data=data)
+    out = write_release(res, tmp_path / "text")
+    blobs = [p.read_bytes() for p in (out / "release").rglob("*") if p.is_file()]
+    assert not any(b"CASE-" in b for b in blobs)
+    assert "CASE-" in (out / "confidential" / ID_MAP_FILE).read_text()
+
+
+def test_previous_links_through_the_map_and_refuses_without_it(tmp_path):
+    import warnings
+
+    from synthgeo._errors import InputError
+    from synthgeo.config import bundled_spec_path, load_spec
+    from synthgeo.pipeline import run_release
+    from synthgeo.testing import fake_fitter, fake_spec
+
+    def release(seed, previous=None):
+        spec = fake_spec(load_spec(bundled_spec_path()), n_draws=100, n_implicates=3)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return run_release(spec.replace("sampling", seed=seed),
+                               fitter=fake_fitter(n_draws=100), previous=previous)
+
+    a = release(1)
+    out_a = write_release(a, tmp_path / "a")
+    b = release(2, previous=out_a)
+    assert b.cumulative.n_linked == a.data.n_records
+    # record by record: the pooled share is the mean of the two releases' (equal L)
+    ra = a.risk["restricted"].per_record["risk_rel"].values
+    rb = b.risk["restricted"].per_record["risk_rel"].values
+    np.testing.assert_allclose(b.cumulative.cumulative.per_record["risk_rel"].values,
+                               (ra + rb) / 2)
+    (out_a / "confidential" / ID_MAP_FILE).unlink()
+    with pytest.raises(InputError, match=r"release pseudonyms and confidential/release_ids.csv"):
+        release(3, previous=out_a)
