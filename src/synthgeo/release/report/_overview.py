@@ -172,15 +172,20 @@ def _risk_rows(result) -> list[tuple[str, str, str]]:
                         & (t["group"] == group)].set_index("model")
                 if not len(sub):
                     continue
-                what = ("Rao-Blackwellised risk" if attack == "share"
-                        else "implicate-average attack")
-                item = f"{Measure.parse(m.key).label}, {what}, {shown} records"
-                if int(sub["n_records"].iloc[0]) == 0:
+                what = ("Rao-Blackwellised risk" if attack == "share" else
+                        "implicate-average attack (its stronger form: geometric or "
+                        "arithmetic mean)")
+                n = int(sub["n_records"].iloc[0])
+                item = f"{Measure.parse(m.key).label}, {what}, {shown} records (n = {n:,})"
+                if n == 0:
                     rows.append((item, "no records", ""))
                     continue
                 u, r = sub.loc["unrestricted"], sub.loc["restricted"]
                 source = str(r["baseline_source"]).replace("/", " ")
-                value = (f"release {_pct(u['release'])} → {_pct(r['release'])}; baseline "
+                form = ({k: f" ({v['release_form']})" for k, v in (("u", u), ("r", r))}
+                        if attack == "average" else {"u": "", "r": ""})
+                value = (f"release {_pct(u['release'])}{form['u']} → {_pct(r['release'])}"
+                         f"{form['r']}; baseline "
                          f"({source}) {_pct(u['baseline'])} → {_pct(r['baseline'])}; "
                          f"attributable {_pp(u['attributable'])} → {_pp(r['attributable'])}")
                 worse = (r["attributable"] > u["attributable"] + 1e-12
