@@ -117,3 +117,9 @@ def test_previous_links_through_the_map_and_refuses_without_it(tmp_path):
     (out_a / "confidential" / ID_MAP_FILE).unlink()
     with pytest.raises(InputError, match=r"release pseudonyms and confidential/release_ids.csv"):
         release(3, previous=out_a)
+
+
+def test_release_json_times_the_writing(fake, tmp_path):
+    """New-user finding: release.json's seconds stopped before the write stage."""
+    rec = json.loads((write_release(fake, tmp_path / "t") / "release.json").read_text())
+    assert rec["seconds"]["write_files"] > 0

@@ -10,6 +10,7 @@ Per-record risk, the unrestricted implicates and the posterior summaries go to
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -202,6 +203,7 @@ def write_sequential(result: SequentialResult, out: str | os.PathLike, *,
         If ``out`` exists without ``overwrite`` or contains the input.
     """
     def write(tmp: Path) -> None:
+        t = time.perf_counter()
         rel, conf = tmp / "release", tmp / "confidential"
         (rel / "csv").mkdir(parents=True)
         conf.mkdir()
@@ -229,7 +231,8 @@ def write_sequential(result: SequentialResult, out: str | os.PathLike, *,
             rec.id_map.to_csv(conf / ID_MAP_FILE, index=False)
         if result.locations is not None:
             result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
-        record = sequential_record(result, seconds=result.seconds,
+        record = sequential_record(result, seconds={**result.seconds,
+                                                    "write_files": time.perf_counter() - t},
                                    release_files=_file_list(rel))
         validate_release_record(record)
         (tmp / "release.json").write_text(dumps(record, indent=2), encoding="utf-8")

@@ -10,6 +10,7 @@ the synthetic response; no other input column can reach it.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -334,7 +335,8 @@ def write_release(
     report_html : str, optional
         The report page (see :func:`synthgeo.release.report.render_report`).
     seconds : dict, optional
-        Stage timings for the release record.
+        Stage timings for the release record (default: the run's); ``write_files`` (writing
+        ``release/`` and ``confidential/``) is added.
 
     Returns
     -------
@@ -347,8 +349,11 @@ def write_release(
         If ``out`` exists without ``overwrite`` or contains the input.
     """
     def write(tmp: Path) -> None:
+        t = time.perf_counter()
         _write_release_files(result, tmp)
-        record = release_record(result, seconds=seconds or result.seconds,
+        # the stages, and writing release/ and confidential/ (release.json is written last)
+        stages = {**(seconds or result.seconds), "write_files": time.perf_counter() - t}
+        record = release_record(result, seconds=stages,
                                 release_files=_file_list(tmp / "release"))
         validate_release_record(record)
         (tmp / "release.json").write_text(dumps(record, indent=2), encoding="utf-8")
