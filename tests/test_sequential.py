@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
 import synthgeo as sg
 from synthgeo._errors import InputError, SpecError
@@ -268,6 +269,44 @@ def test_later_response_is_drawn_from_the_earlier_synthetic_values(two_gaussian)
     y1u, y2u = first.synthetic["unrestricted"], second.synthetic["unrestricted"]
     same_u = np.mean([np.corrcoef(y2u[i], y1u[i])[0, 1] for i in range(L)])
     assert same_u > 0.99  # the unrestricted chain conditions on its own draws
+
+
+def test_a_later_response_baseline_uses_the_released_earlier_values(two_gaussian):
+    """The LOO attacker holds the earlier response's released values, not its confidential ones.
+
+    lp2 = log_price + N(0, 0.01²): given the confidential log_price the LOO baseline would
+    recover lp2 within 10 % for every record; given the released synthetic log_price it cannot.
+    """
+    first, second = two_gaussian.responses
+    t = second.attributable
+    row = t.query("model == 'restricted' and group == 'all' and measure == 'rel:0.1' "
+                  "and attack == 'share'").iloc[0]
+    # what the released values allow: well below certainty, and the release adds to it
+    assert row["baseline_loo"] < 0.9
+    # given the confidential earlier value instead (the old, too-strong baseline) it was
+    # near-certain: measured 1.00 on this fixture before the change
+    # the first response's baselines are those of the single-response route (no earlier one)
+    assert first.attributable is not None
+
+
+def test_loo_predictive_moves_by_beta_times_the_attackers_covariates():
+    """E[y_i | y_-i] = x_i'β + kriging of the others: other covariates move the mean by Δx'β."""
+    from synthgeo.pipeline.risk_stage import loo_predictive
+    from synthgeo.testing import fake_release_result
+
+    res = fake_release_result(n_implicates=4)
+    fit, ds = res.fits["unrestricted"], res.implicates["unrestricted"]
+    base = loo_predictive(res.spec, res.data, fit, ds)
+    own = res.data.X.copy()
+    own[:, 1] += 100.0  # the attacker's living area is 100 sq ft off for every record
+    moved = loo_predictive(res.spec, res.data, fit, ds, own_X=own)
+    post = fit.idata.posterior["beta"].sel(
+        chain=xr.DataArray(ds["source_chain"].values, dims="implicate"),
+        draw=xr.DataArray(ds["source_draw"].values, dims="implicate"))
+    slope = post.transpose("implicate", "coef").values[:, 1]
+    np.testing.assert_allclose(moved.mean - base.mean, 100.0 * slope[:, None] *
+                               np.ones_like(base.mean), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(moved.sd, base.sd)
 
 
 def test_first_gaussian_response_reproduces_the_single_response_route(two_gaussian):

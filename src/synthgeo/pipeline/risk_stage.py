@@ -77,7 +77,8 @@ def _draws(fit: GPFit, ds: xr.Dataset) -> dict[str, np.ndarray]:
             **{v: at[v].values.astype(float) for v in ("sigma2", "phi", "nugget")}}
 
 
-def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset) -> Predictive:
+def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
+                   own_X: np.ndarray | None = None) -> Predictive:
     """Return the leave-one-out baseline at the draws that made the implicates ``ds`` of ``fit``.
 
     Parameters
@@ -90,6 +91,14 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset) -> Predi
     ds : xarray.Dataset
         Its implicates (:func:`synthgeo.synthesis.implicates.draw_implicates`), for the
         ``source_chain``/``source_draw`` of each implicate.
+    own_X : ndarray of shape (n_records, p), optional
+        The covariates the attacker holds for each target record, where they differ from the
+        model's ``data.X`` (a later response of a sequential release: the earlier responses'
+        released synthetic values instead of their confidential ones). The other records'
+        values stay as in ``data`` (the attacker who knows everyone else). Since
+        E[y_i | y_−i] = x_i'β + (kriging of the others' residuals), the mean moves by
+        (own_x_i − x_i)'β at each draw; the sd is unchanged (docs/risk-and-utility.md, "A
+        later response's baselines").
 
     Returns
     -------
@@ -105,9 +114,13 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset) -> Predi
         precision_of = exact_precision(coords)
     subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
     blocks = loo_blocks(data.sites.site_index, subject)
-    return baseline_loo(data.y, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
-                        alpha=d["nugget"] / d["sigma2"], precision_of=precision_of,
-                        blocks=blocks)
+    loo = baseline_loo(data.y, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
+                       alpha=d["nugget"] / d["sigma2"], precision_of=precision_of,
+                       blocks=blocks)
+    if own_X is None:
+        return loo
+    shift = d["beta"] @ (np.asarray(own_X, float) - data.X).T  # (L, n_records)
+    return Predictive(mean=loo.mean + shift, sd=loo.sd, name=loo.name)
 
 
 def release_predictive_of(ds: xr.Dataset) -> Predictive:

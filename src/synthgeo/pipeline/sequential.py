@@ -306,18 +306,29 @@ def _gaussian_risk(spec, rc, synthetic, y, at_risk):
     return per, summary.assign(response=rc.name), matches
 
 
-def _gaussian_attributable(spec, rc, data, data_j, fits, dsets, at_risk) -> pd.DataFrame:
+def _gaussian_attributable(spec, rc, data, data_j, fits, dsets, at_risk,
+                           released_earlier=()) -> pd.DataFrame:
     """Release vs LOO and public baselines and attributable risk of one gaussian response.
 
     The single-response risk stage's scoring (one home): the LOO baseline from the
-    unrestricted fit of this response (its design holds the earlier confidential responses),
-    the public baseline an OLS of the synthetic values on the released covariates only.
+    unrestricted fit of this response, the public baseline an OLS of the synthetic values on
+    the released covariates only. A later response's model has the earlier responses among
+    its covariates; no attacker holds their confidential values for the target record, only
+    the released ones: the LOO baseline takes the mean of the record's released (restricted)
+    implicates of each earlier response, ``released_earlier`` ((L, n_records) arrays, model
+    scale), in their place (docs/risk-and-utility.md, "A later response's baselines").
     """
     from synthgeo.pipeline.risk_stage import loo_predictive, risk_measures, score_model
     from synthgeo.risk.attributable import attributable_summary
 
     g = "exp" if rc.transform == "log" else spec.data.back_transform
-    loo = loo_predictive(spec, data_j, fits["unrestricted"], dsets["unrestricted"])
+    own_X = None
+    if len(released_earlier):
+        own_X = data_j.X.copy()
+        own_X[:, data.X.shape[1]:] = np.column_stack([np.asarray(s).mean(axis=0)
+                                                      for s in released_earlier])
+    loo = loo_predictive(spec, data_j, fits["unrestricted"], dsets["unrestricted"],
+                         own_X=own_X)
     public = dataclasses.replace(data_j, X=data.X)  # released covariates only
     records = {m: score_model(public, dsets[m], loo, risk_measures(spec), g) for m in MODELS}
     mask = np.asarray(at_risk.at_risk, bool)
@@ -462,7 +473,7 @@ def run_sequential(spec: ReleaseSpec, *, points=None, progress=None, fitter=None
         if rc.family == "gaussian":
             per, summary, matches = _gaussian_risk(spec, rc, synthetic, y, at_risk)
             attributable = _gaussian_attributable(spec, rc, data, data_j, fits, dsets,
-                                                  at_risk)
+                                                  at_risk, syn_cols["restricted"])
         else:
             base_formula = f"{rc.name} ~ " + (" + ".join(spec.data.covariates) or "1")
             per, summary, matches = _discrete_risk(spec, rc, synthetic, y, at_risk, rframe,
