@@ -483,3 +483,39 @@ def test_previous_is_refused_on_the_sequential_route(tmp_path):
         run_release(spec, points=_points(), fitter=fake_fitter(n_draws=150),
                     previous=tmp_path / "nonexistent")
     assert not (tmp_path / "nonexistent").exists()
+
+
+def test_synthesize_with_several_responses_writes_what_the_spec_route_writes(tmp_path):
+    """sg.synthesize(responses=[...]) on a GeoDataFrame = sg.run on a spec file, same seed."""
+    src = Path(sg.__file__).parent / "data" / "sacramento_home_sales.csv"
+    frame = pd.read_csv(src).query("beds == 2")
+    rng = np.random.default_rng(5)
+    frame["lp2"] = frame["log_price"] + 0.01 * rng.standard_normal(len(frame))
+    csv = tmp_path / "homes.csv"
+    frame.to_csv(csv, index=False)
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text(
+        '[data]\npath = "homes.csv"\nx = "lon"\ny = "lat"\ncrs = "EPSG:4326"\nid = "id"\n'
+        'covariates = ["sqft_living"]\n'
+        '[[data.responses]]\nname = "log_price"\n[[data.responses]]\nname = "lp2"\n'
+        '[model]\ngp = "exact"\n[sampling]\nseed = 11\nchains = 2\ndraws = 150\ntune = 10\n'
+        'on_convergence_failure = "warn"\n[synthesis]\nn_implicates = 4\n'
+        '[anonymity]\non_location_failure = "warn"\n', encoding="utf-8")
+    by_spec = _quiet(sg.run, spec_file, fitter=fake_fitter(n_draws=150))
+    pts = _quiet(sg.read_points, csv, x="lon", y="lat", crs="EPSG:4326", id="id")
+    by_call = _quiet(
+        sg.synthesize, pts, responses=[{"name": "log_price"}, {"name": "lp2"}],
+        covariates=["sqft_living"], implicates=4, seed=11,
+        model=ModelConfig(gp="exact"),
+        sampling=SamplingConfig(chains=2, draws=150, tune=10, on_convergence_failure="warn"),
+        anonymity=AnonymityConfig(on_location_failure="warn"), fitter=fake_fitter(n_draws=150))
+    assert [r.name for r in by_call.result.responses] == ["log_price", "lp2"]
+    outs = [_quiet(r.write, tmp_path / name) for r, name in ((by_spec, "a"), (by_call, "b"))]
+    files = [{p.relative_to(o).as_posix(): p.read_bytes()
+              for p in sorted((o / "release").rglob("*")) if p.is_file()} for o in outs]
+    assert files[0].keys() == files[1].keys() and len(files[0]) >= 6
+    assert files[0] == files[1]
+    with pytest.raises(SpecError, match="missing"):
+        spec_missing = _quiet(sg.synthesize, pts, responses=[{"name": "log_price"}],
+                              missing="maybe", fitter=fake_fitter(n_draws=150))
+        del spec_missing

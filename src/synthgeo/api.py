@@ -45,7 +45,8 @@ def _section(name: str, cls: type, given: Any, **shortcuts: Any) -> Any:
 
 
 def spec_for_points(
-    points: geopandas.GeoDataFrame, *, response: str, covariates: Sequence[str] = (),
+    points: geopandas.GeoDataFrame, *, response: str | None = None,
+    covariates: Sequence[str] = (), responses: Sequence[Any] = (), missing: str = "refuse",
     formula: str | None = None, implicates: int | None = None, seed: int | None = None,
     id: str | None = None, x: str | None = None, y: str | None = None,  # noqa: A002
     subject: str | None = None, back_transform: str = "exp",
@@ -63,7 +64,8 @@ def spec_for_points(
 
     Parameters
     ----------
-    points, response, covariates, formula, implicates, seed, id, x, y, subject, back_transform
+    points, response, covariates, responses, missing, formula, implicates, seed, id, x, y,
+    subject, back_transform
         As :func:`synthesize`.
     accept_small_extent
         As :func:`synthesize`.
@@ -104,7 +106,8 @@ def spec_for_points(
     given = {"id": id, "x": x, "y": y, "accept_small_extent": accept_small_extent}
     keys.update({k: v for k, v in given.items() if v is not None})
     data = DataConfig(**keys, response=response, covariates=list(covariates), subject=subject,
-                      back_transform=back_transform)
+                      back_transform=back_transform, responses=list(responses),
+                      missing=missing)
     return ReleaseSpec(
         data=data,
         model=_section("model", ModelConfig, model),
@@ -117,7 +120,8 @@ def spec_for_points(
 
 
 def synthesize(
-    points: geopandas.GeoDataFrame, *, response: str, covariates: Sequence[str] = (),
+    points: geopandas.GeoDataFrame, *, response: str | None = None,
+    covariates: Sequence[str] = (), responses: Sequence[Any] = (), missing: str = "refuse",
     formula: str | None = None, implicates: int | None = None, seed: int | None = None,
     id: str | None = None, x: str | None = None, y: str | None = None,  # noqa: A002
     subject: str | None = None, back_transform: str = "exp",
@@ -137,10 +141,21 @@ def synthesize(
     points : geopandas.GeoDataFrame
         One Point per record with a CRS (from :func:`synthgeo.read_points`, or built in memory;
         a frame not in metres is projected to ``[data] target_crs``). Never modified.
-    response : str
-        Response column on the model scale (e.g. log-dollars).
+    response : str, optional
+        Response column on the model scale (e.g. log-dollars); one gaussian response. Give it,
+        or `responses`.
     covariates : sequence of str, default=()
         Columns released unchanged and used as regressors.
+    responses : sequence of dict or ResponseConfig, default=()
+        Several responses synthesised in sequence, ``[[data.responses]]`` (each a
+        :class:`~synthgeo.config.ResponseConfig` or its keys: ``name``, ``family``
+        {"gaussian", "bernoulli", "poisson"}, ``transform``, ``exposure``, ``positive``);
+        each later one is fitted with the earlier ones as covariates and drawn from their
+        synthetic values (docs/model.md). The result's ``.result`` is then a
+        :class:`~synthgeo.pipeline.sequential.SequentialResult`.
+    missing : {"refuse", "drop"}, default="refuse"
+        ``[data] missing``: a record with a missing response or covariate is refused, or
+        dropped (not released; counted).
     formula : str, optional
         The analyst's model, ``[utility] formula`` (default ``response ~ covariates``).
     implicates : int, optional
@@ -203,7 +218,8 @@ def synthesize(
     (60, ['confidential', 'unrestricted', 'restricted'])
     """
     spec = spec_for_points(
-        points, response=response, covariates=covariates, formula=formula,
+        points, response=response, covariates=covariates, responses=responses,
+        missing=missing, formula=formula,
         implicates=implicates, seed=seed, id=id, x=x, y=y, subject=subject,
         back_transform=back_transform, accept_small_extent=accept_small_extent, model=model,
         sampling=sampling, synthesis=synthesis, risk=risk, utility=utility, anonymity=anonymity)
