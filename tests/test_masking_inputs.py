@@ -65,7 +65,9 @@ def test_households_in_another_crs_refused(tmp_path):
 
 def test_weight_column(tmp_path):
     path = tmp_path / "gq.csv"
-    pd.DataFrame({"x": [0, 100, 200, 5000.0], "y": [0, 0, 0, 0.0], "people": [1, 40, 2, 1],
+    # on the British National Grid (its origin, 0/0, is in the sea: refused as km-as-metres)
+    pd.DataFrame({"x": [350_000, 350_100, 350_200, 355_000.0], "y": [410_000.0] * 4,
+                  "people": [1, 40, 2, 1],
                   "kind": ["case", "hh", "hh", "hh"]}).to_csv(path, index=False)
     inp = load_masking_inputs(path, households_path=path, x="x", y="y", crs="EPSG:27700",
                               cases_query="kind == 'case'", households_query="kind == 'hh'",

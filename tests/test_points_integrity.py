@@ -24,6 +24,8 @@ from synthgeo import SpecError
 from synthgeo._errors import InputError
 from synthgeo.cli.main import main
 from synthgeo.config import load_spec
+from synthgeo.io.origin import Origin
+from synthgeo.io.plausibility import check_extent
 from synthgeo.io.points import coordinates_m, load_points
 from synthgeo.io.read import check_points_frame, read_points
 from synthgeo.locations import measure_spatial_k
@@ -216,13 +218,14 @@ def test_points_outside_the_area_of_use_are_refused(tmp_path, capsys, load):
 def test_km_read_as_metres_is_a_small_extent(tmp_path, capsys, load):
     frame = pd.read_csv(CHORLEY).rename(columns={"x_km": "east", "y_km": "north"})
     path = _csv(tmp_path, frame)
-    match = (r"the 1,036 points \(706 distinct locations\) span only 25.1 m .* read in metre "
-             r"units, the unit of OSGB36.*Kilometres need `coord_unit_m = 1000`.*"
-             r"accept_small_extent = true")
-    if load.route == "frame":  # measured in British National Grid, where the frame stays
-        match = (r"the 1,036 points \(706 distinct locations\) span only 24.9 m .* read in "
-                 r"metre units, the unit of OSGB36.*Kilometres need the geometry built in "
-                 r"metres.*pass `accept_small_extent=True`")
+    # the origin rule fires first: every point within 10 km of BNG's origin, in the sea
+    match = (r"all 1,036 points lie within 10 km of the origin \(0, 0\) of OSGB36 / British "
+             r"National Grid \(EPSG:27700\) \(largest \|x\|, \|y\| 430.3, read in metre "
+             r"units, the unit of OSGB36.*at lon -7.556, lat 49.77, lies off the CRS's area of "
+             r"use.*Kilometres need `coord_unit_m = 1000`.*accept_small_extent = true")
+    if load.route == "frame":
+        match = (r"all 1,036 points lie within 10 km of the origin .*Kilometres need the "
+                 r"geometry built in metres.*pass `accept_small_extent=True`")
     with pytest.raises(InputError, match=match):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # Chorley's exact duplicate rows
@@ -264,9 +267,13 @@ def test_forty_cases_in_km_read_as_metres_are_refused(tmp_path, capsys, load):
     cases = pd.read_csv(CHORLEY).query("cancer == 'larynx'").head(40)
     frame = cases.rename(columns={"x_km": "x", "y_km": "y"})[["id", "x", "y"]]
     path = _csv(tmp_path, frame, "cases.csv")
+    with pytest.raises(InputError, match=r"all 40 points lie within 10 km of the origin"):
+        load(path, x="x", y="y", crs=BNG, id_column="id")
+    # with the origin rule waived, the small-extent rule still refuses them (19.6 m across)
     with pytest.raises(InputError, match=r"the 40 points \(39 distinct locations\) span only "
                                          r"(19.6|20) m .*under 100 m across"):
-        load(path, x="x", y="y", crs=BNG, id_column="id")
+        check_extent(frame[["x", "y"]].to_numpy(float), unit_words="metre",
+                     accept_small_extent=False, origin=Origin.memory())
     if load.route == "file":  # the command line reads files
         _refused_by_kanon(tmp_path, capsys, path, "--x", "x", "--y", "y", "--crs", BNG)
     ok = load(path, x="x", y="y", crs=BNG, id_column="id", coord_unit_m=1000)
@@ -419,3 +426,57 @@ def test_run_refuses_km_as_metres_and_writes_nothing(tmp_path, capsys):
     # the option on the command line overrides the spec (here: fills it in)
     assert main(["validate", str(spec), "--coord-unit-m", "1000"]) == 0
     assert "1036 records" in capsys.readouterr().out
+
+
+def test_regional_km_and_few_sites_near_the_crs_origin_are_refused(tmp_path, capsys, load):
+    """Break-it findings: 45 points in km across north-west England (120 km read as 120 m, over
+    the 100 m floor), and 120 records at 9 km sites, passed as metres with a location PASS."""
+    rng = np.random.default_rng(1)
+    regional = pd.DataFrame({"id": range(45), "x": rng.uniform(300, 420, 45),
+                             "y": rng.uniform(380, 500, 45)})
+    sites = rng.uniform([353.2, 428.0], [355.6, 428.4], (9, 2))
+    few = pd.DataFrame({"id": range(120), "x": np.repeat(sites[:, 0], 14)[:120],
+                        "y": np.repeat(sites[:, 1], 14)[:120]})
+    for frame, name in ((regional, "reg.csv"), (few, "few.csv")):
+        path = _csv(tmp_path, frame, name)
+        with pytest.raises(InputError, match=r"within 10 km of the origin \(0, 0\) of OSGB36"):
+            load(path, x="x", y="y", crs=BNG, id_column="id")
+        if load.route == "file":
+            _refused_by_kanon(tmp_path, capsys, path, "--x", "x", "--y", "y", "--crs", BNG)
+        ok = load(path, x="x", y="y", crs=BNG, id_column="id", coord_unit_m=1000)
+        assert len(ok) == len(frame)
+    # the override goes on, with a coded warning
+    with pytest.warns(UserWarning, match="accepted by `accept_small_extent`"):
+        kept = load(_csv(tmp_path, regional, "reg2.csv"), x="x", y="y", crs=BNG,
+                    id_column="id", accept_small_extent=True)
+    assert "near_crs_origin" in [w["code"] for w in kept.attrs["warnings"]]
+
+
+def test_an_origin_inside_the_area_of_use_is_no_sign_of_a_unit_error(tmp_path, load):
+    """California Albers (EPSG:3310) puts (0, 0) in central California: real points there pass."""
+    rng = np.random.default_rng(2)
+    frame = pd.DataFrame({"id": range(30), "x": rng.uniform(-3000, 3000, 30),
+                          "y": rng.uniform(-3000, 3000, 30)})
+    assert len(load(_csv(tmp_path, frame, "ca.csv"), x="x", y="y", crs="EPSG:3310",
+                    id_column="id")) == 30
+
+
+def test_the_extent_refusal_names_the_rule_that_fired():
+    """Break-it finding: a median-spacing refusal said 'span only 5.54e+05 m ... small'."""
+    pairs = np.repeat(np.c_[np.arange(30) * 20_000.0, np.zeros(30)], 2, axis=0) + 400_000.0
+    pairs[1::2, 0] += 0.5
+    with pytest.raises(InputError, match=r"implausibly close for 60 locations \(a median under "
+                                         r"1 m from the nearest other\)"):
+        check_extent(pairs, unit_words="metre", accept_small_extent=False,
+                     origin=Origin.memory())
+
+
+def test_rows_longer_than_the_header_are_refused(tmp_path):
+    """Break-it finding: unquoted decimal commas in a comma-separated file became an index and
+    the message blamed swapped x/y."""
+    path = tmp_path / "dec.csv"
+    path.write_text("id,lon,lat\n" + "".join(f"{i},-121,{i},38,5\n" for i in range(12)),
+                    encoding="utf-8")
+    with pytest.raises(InputError, match=r"rows of dec.csv have more fields than its header "
+                                         r"\(3 columns\).*decimal commas"):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326")

@@ -519,3 +519,45 @@ def test_synthesize_with_several_responses_writes_what_the_spec_route_writes(tmp
         spec_missing = _quiet(sg.synthesize, pts, responses=[{"name": "log_price"}],
                               missing="maybe", fitter=fake_fitter(n_draws=150))
         del spec_missing
+
+
+def test_sequential_report_opens_with_key_figures_for_every_response(two_gaussian):
+    """Every response's figures beside their baselines, both models, the worse ones marked."""
+    from synthgeo.release.report._overview import sequential_key_figures
+    from synthgeo.release.report._sequential import render_sequential_report
+
+    kf = sequential_key_figures(two_gaussian)
+    items = kf["item"].tolist()
+    assert items[0] == "risk verdict (released model)" and kf["value"][0].startswith(
+        "NOT ASSESSED")
+    for name in ("log_price", "lp2"):
+        rows = kf[kf["item"].str.startswith(f"{name}: within 10%, Rao-Blackwellised")]
+        assert len(rows) == 2  # all and at-risk records
+        assert rows["value"].str.contains(r"release .* → .*; baseline \(.*\) .* → .*; "
+                                          r"attributable .* → ").all()
+    worse = kf["value"].str.contains("restricted model worse")
+    assert (kf.loc[worse, "status"] == "warn").all()
+    assert any(i.startswith("joint risk") for i in items)
+    html = render_sequential_report(two_gaussian)
+    assert html.index("table-key-figures") < html.rindex("Responses: rates by area")  # not the nav
+
+
+def test_discrete_key_figures_rows():
+    from synthgeo.release.report._overview import _discrete_rows
+
+    summary = pd.DataFrame({
+        "measure": ["share_equal"] * 4, "class": ["all", "all", "no", "yes"],
+        "group": ["all", "at risk", "all", "all"], "n_records": [10, 2, 7, 3],
+        "unrestricted": [0.9, 0.8, 0.95, 0.6], "restricted": [0.85, 0.9, 0.9, 0.5],
+        "baseline": [0.8, 0.7, 0.9, 0.3],
+        "attributable_unrestricted": [0.1, 0.1, 0.05, 0.3],
+        "attributable_restricted": [0.05, 0.2, 0.0, 0.2]})
+    rows = _discrete_rows("s", summary)
+    assert [r[0] for r in rows] == [
+        "s: share of implicates equal to the truth, all records (n = 10)",
+        "s: share of implicates equal to the truth, at-risk records (n = 2)",
+        "s: share of implicates equal to the truth, true class no (n = 7)",
+        "s: share of implicates equal to the truth, true class yes (n = 3)"]
+    assert rows[1][1].endswith("(restricted model worse)") and rows[1][2] == "warn"
+    assert rows[0][1] == ("release 90.0% → 85.0%; baseline (public GLM) 80.0%; attributable "
+                          "+10.0 pp → +5.0 pp") and rows[0][2] == "ok"

@@ -31,7 +31,7 @@ from synthgeo.io.columns import (
 from synthgeo.io.crs import coordinates_m, describe, metric_problem, note_zone_span, project
 from synthgeo.io.notices import note
 from synthgeo.io.origin import Origin
-from synthgeo.io.plausibility import check_extent, check_ranges
+from synthgeo.io.plausibility import check_extent, check_origin, check_ranges
 from synthgeo.io.units import CoordinateUnit, check_unit_names, geometry_unit, to_crs_units
 
 __all__ = ["check_points", "check_records"]
@@ -214,6 +214,8 @@ def check_points(
     labels = (f"column `{x}`", f"column `{y}`") if is_csv else ("geometry", "geometry")
     check_ranges(xy, source_crs, frame, labels=labels, id_column=id_column, origin=origin,
                  notes=notes)
+    check_origin(xy, source_crs, unit_words=_unit_words(unit, source_crs),
+                 accept_small_extent=accept_small_extent, origin=origin, notes=notes)
     gdf, n_duplicates = _build(frame, xy, source_crs, id_column=id_column,
                                drop_duplicates=drop_duplicates, origin=origin, notes=notes)
     if len(gdf) < min_records:
@@ -225,9 +227,7 @@ def check_points(
         gdf.insert(0, id_column, np.arange(len(gdf)))
     gdf = _to_metres(gdf, target, local=local, keep_metric=keep_metric, source_crs=source_crs,
                      notes=notes)
-    words = f"{unit.name} units" + (f", the unit of {describe(source_crs)}"
-                                     if unit.source == "crs" else "")
-    extent = check_extent(coordinates_m(gdf), unit_words=words,
+    extent = check_extent(coordinates_m(gdf), unit_words=_unit_words(unit, source_crs),
                           accept_small_extent=accept_small_extent, origin=origin, notes=notes)
     logger.info("%d points from %s in %s", len(gdf), origin.name,
                 describe(pyproj.CRS(gdf.crs)))
@@ -235,6 +235,12 @@ def check_points(
                      id_column=id_column, coordinate_unit=(columns_unit or unit).to_dict(),
                      extent=extent, warnings=notes)
     return gdf
+
+
+def _unit_words(unit, source_crs: pyproj.CRS) -> str:
+    """How the coordinates were read, e.g. "metre units, the unit of OSGB36 / ..."."""
+    return f"{unit.name} units" + (f", the unit of {describe(source_crs)}"
+                                   if unit.source == "crs" else "")
 
 
 def _to_metres(gdf: geopandas.GeoDataFrame, target: pyproj.CRS | None, *, local: bool,

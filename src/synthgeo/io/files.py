@@ -144,6 +144,12 @@ def _read_csv(path: Path, opts: CsvOptions, id_column: str | None = None) -> pd.
     try:
         frame = pd.read_csv(path, sep=opts.sep, decimal=opts.decimal, encoding=opts.encoding,
                             dtype=dtype)
+        if not isinstance(frame.index, pd.RangeIndex):  # pandas made the surplus an index
+            raise InputError(
+                f"rows of {path.name} have more fields than its header ({frame.shape[1]} "
+                f"columns): a separator {opts.sep!r} inside unquoted values, such as decimal "
+                f"commas in a comma-separated file (\"38,5\"); quote those values, or write "
+                'the file with sep = ";" and decimal = ","')
         return keep_id_text(frame, id_column)
     except UnicodeDecodeError as exc:
         raise _encoding_error(path, opts, exc) from exc

@@ -13,6 +13,12 @@ docs/locations.md, "Units and plausibility". Checked on every load:
   median distance to the nearest other distinct location under 1 m (km read as metres: 40 cases
   across 20 km read as metres span 20 m).
 
+- not all within 10 km of the projected origin (0, 0) of a CRS whose origin lies outside its
+  area of use or within 0.5° of its edge (false origins are placed off the area so that every
+  valid coordinate is large: British National Grid's lies in the sea off the Scilly Isles), the
+  signature of kilometres or units of 100 m read as metres whatever the number of points or
+  the size of the region, unless ``accept_small_extent``.
+
 Checks that cannot refuse (fewer points) leave coded warnings (:mod:`synthgeo.io.notices`).
 Messages name the fix in the words of the records' origin (a file's options, or what to change
 in a GeoDataFrame: :class:`synthgeo.io.origin.Origin`).
@@ -31,8 +37,9 @@ from synthgeo.io.crs import describe
 from synthgeo.io.notices import note
 from synthgeo.io.origin import Origin
 
-__all__ = ["check_ranges", "check_extent", "min_diagonal_m", "BUFFER_DEG", "MIN_DISTINCT",
-           "FEW_DIAGONAL_M", "FULL_DISTINCT", "MIN_DIAGONAL_M", "MIN_MEDIAN_SPACING_M"]
+__all__ = ["check_ranges", "check_extent", "check_origin", "min_diagonal_m", "BUFFER_DEG",
+           "MIN_DISTINCT", "FEW_DIAGONAL_M", "FULL_DISTINCT", "MIN_DIAGONAL_M",
+           "MIN_MEDIAN_SPACING_M", "ORIGIN_RADIUS_M", "ORIGIN_EDGE_DEG"]
 
 BUFFER_DEG = 1.0  # the area of use is widened by this many degrees on every side
 MIN_DISTINCT = 10  # the small-extent rule applies from this many distinct locations
@@ -40,6 +47,8 @@ FEW_DIAGONAL_M = 100.0  # ... refusing a bounding-box diagonal below this with 1
 FULL_DISTINCT = 50  # ... and from this many
 MIN_DIAGONAL_M = 1000.0  # ... a diagonal below this
 MIN_MEDIAN_SPACING_M = 1.0  # ... or a median nearest-distinct-location distance below this
+ORIGIN_RADIUS_M = 10_000.0  # every |x|, |y| below this (CRS unit read as metres): near (0, 0)
+ORIGIN_EDGE_DEG = 0.5  # an origin this close to the area of use's edge counts as off the area
 
 
 def _lonlat_range(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, labels: tuple[str, str],
@@ -170,6 +179,78 @@ def min_diagonal_m(n_distinct: int) -> float:
     return FEW_DIAGONAL_M if n_distinct < FULL_DISTINCT else MIN_DIAGONAL_M
 
 
+def _origin_off_area(crs: pyproj.CRS) -> tuple[float, float] | None:
+    """Lon/lat of the projected origin (0, 0) when it lies off the area of use (or at its edge)."""
+    aou = crs.area_of_use
+    if aou is None or crs.is_geographic:
+        return None
+    to_deg = pyproj.Transformer.from_crs(crs, crs.geodetic_crs, always_xy=True)
+    lon, lat = (float(v) for v in to_deg.transform(0.0, 0.0, errcheck=False))
+    if not (np.isfinite(lon) and np.isfinite(lat)):
+        return None
+    w, s, e, n = aou.bounds
+    b = ORIGIN_EDGE_DEG
+    if e - w >= 360.0 - 2 * b:
+        inside_lon = True
+    else:  # eastwards from the west edge, shrunk by b: right across the antimeridian too
+        inside_lon = b <= (lon - w) % 360.0 <= ((e - w) % 360.0) - b
+    inside = inside_lon and s + b <= lat <= n - b
+    return None if inside else (lon, lat)
+
+
+def check_origin(xy: np.ndarray, crs: pyproj.CRS, *, unit_words: str,
+                 accept_small_extent: bool, origin: Origin,
+                 notes: list[dict[str, str]] | None = None) -> None:
+    """Refuse coordinates that all sit next to a projected CRS's off-area origin (km as metres).
+
+    Parameters
+    ----------
+    xy : ndarray of shape (n_records, 2)
+        Coordinates in the CRS's own unit (after ``coord_unit_m``).
+    crs : pyproj.CRS
+    unit_words : str
+        How the coordinates were read, for the message.
+    accept_small_extent : bool
+        Keep going (with the coded warning ``near_crs_origin``) instead of refusing.
+    origin : Origin
+    notes : list, optional
+
+    Raises
+    ------
+    InputError
+        Every point within :data:`ORIGIN_RADIUS_M` of (0, 0) in a CRS whose origin lies off
+        its area of use (or within 0.5° of its edge), unless `accept_small_extent`.
+
+    Examples
+    --------
+    >>> import numpy as np, pyproj
+    >>> from synthgeo.io.origin import Origin
+    >>> bng = pyproj.CRS("EPSG:27700")
+    >>> km = np.array([[353.2, 428.0], [354.1, 422.3], [360.0, 430.0]])  # Chorley, in km
+    >>> check_origin(km * 1000, bng, unit_words="metre", accept_small_extent=False,
+    ...              origin=Origin.memory())
+    >>> check_origin(km, bng, unit_words="metre", accept_small_extent=False,
+    ...              origin=Origin.memory())
+    Traceback (most recent call last):
+    ...
+    synthgeo._errors.InputError: all 3 points lie within 10 km of the origin (0, 0) of ...
+    """
+    if crs.is_geographic or not len(xy) or np.abs(xy).max() >= ORIGIN_RADIUS_M:
+        return
+    where_deg = _origin_off_area(crs)
+    if where_deg is None:
+        return
+    lon, lat = where_deg
+    text = (f"all {len(xy):,} points lie within {ORIGIN_RADIUS_M / 1000:g} km of the origin "
+            f"(0, 0) of {describe(crs)} (largest |x|, |y| {np.abs(xy).max():,.4g}, read in "
+            f"{unit_words}); that origin, at lon {lon:.4g}, lat {lat:.4g}, lies off the CRS's "
+            "area of use, where no real coordinate is so small: kilometres or units of 100 m "
+            "read as metres look exactly like this")
+    if not accept_small_extent:
+        raise InputError(f"{text}. {origin.text('fix_extent')}")
+    note(notes, "near_crs_origin", text + "; accepted by `accept_small_extent`", stacklevel=4)
+
+
 def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool,
                  origin: Origin,
                  notes: list[dict[str, str]] | None = None) -> dict[str, float | int]:
@@ -226,9 +307,11 @@ def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool
     text = (f"the {len(xy_m):,} points ({n:,} distinct locations) span only {diag:,.3g} m "
             f"(bounding-box diagonal; median spacing {spacing:,.3g} m) read in {unit_words}")
     if small and not accept_small_extent:
-        raise InputError(
-            f"{text}: implausibly small for {n:,} locations (under {bound:,.0f} m across "
-            f"or {MIN_MEDIAN_SPACING_M:g} m apart). {origin.text('fix_extent')}")
+        why = (f"implausibly small for {n:,} locations (under {bound:,.0f} m across)"
+               if diag < bound else
+               f"implausibly close for {n:,} locations (a median under "
+               f"{MIN_MEDIAN_SPACING_M:g} m from the nearest other)")
+        raise InputError(f"{text}: {why}. {origin.text('fix_extent')}")
     if small or (1 < n < MIN_DISTINCT and diag < MIN_MEDIAN_SPACING_M):
         note(notes, "small_extent", text + ("; accepted by `accept_small_extent`" if small
                                            else "; check the CRS given for the coordinates"),

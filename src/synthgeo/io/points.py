@@ -137,9 +137,10 @@ def load_points(
     sep, decimal, encoding : str, default=",", ".", "utf-8"
         CSV only: field separator (one character), decimal mark and text encoding.
     accept_small_extent : bool, default=False
-        Keep going when ≥ 50 distinct locations span under 1 km or lie a median under 1 m
-        apart (otherwise refused as a likely unit error), with the coded warning
-        ``small_extent``.
+        Keep going, with a coded warning (``small_extent``, ``near_crs_origin``), when the
+        points' extent is implausibly small (10–49 distinct locations under 100 m across, 50
+        or more under 1 km, or a median under 1 m apart) or every point lies within 10 km of
+        an off-area CRS origin (otherwise refused as a likely unit error, e.g. km as metres).
 
     Returns
     -------

@@ -174,8 +174,10 @@ def check_points_frame(
         one the geometry was built from must not state another unit in its name (``x_km``
         beside a geometry in metres).
     accept_small_extent : bool, default=False
-        Go on, with the coded warning ``small_extent``, when ≥ 50 distinct locations span
-        under 1 km or lie a median under 1 m apart (otherwise refused as a likely unit error).
+        Go on, with a coded warning (``small_extent``, ``near_crs_origin``), when the points'
+        extent is implausibly small (10–49 distinct locations under 100 m across, 50 or more
+        under 1 km, or a median under 1 m apart) or every point lies within 10 km of an
+        off-area CRS origin (otherwise refused as a likely unit error, e.g. km as metres).
 
     Returns
     -------

@@ -102,6 +102,7 @@ def readme_context(result) -> dict[str, Any]:
     applied = treated is not None and treated.treatment == "apply"
     moved = treated.released & (treated.disposal != "none") if applied else None
     return {
+        "n_dropped": int((data.missing or {}).get("n_dropped", 0)),  # [data] missing = "drop"
         "applied": applied,  # [anonymity] treatment = "apply": counts of the disposals
         "n_released": int(treated.released.sum()) if applied else data.n_records,
         "n_withheld": int((~treated.released).sum()) if applied else 0,

@@ -10,7 +10,8 @@ from synthgeo._versions import package_versions
 from synthgeo.release.report._common import crs_name, first_measure, measure_label
 from synthgeo.release.report._html import Section, render
 
-__all__ = ["summary_tables", "key_figures", "section_overview", "input_rows", "IN_MEMORY"]
+__all__ = ["summary_tables", "key_figures", "sequential_key_figures", "section_overview",
+           "input_rows", "IN_MEMORY"]
 
 #: How the report names data handed over in memory (no file to name or hash).
 IN_MEMORY = "GeoDataFrame in memory"
@@ -160,12 +161,16 @@ def _risk_rows(result) -> list[tuple[str, str, str]]:
 
     Release / baseline / attributable; status "warn" where the restricted model is worse.
     """
+    scores = result.risk_scores
+    return _attributable_rows(scores.table, scores.measures)
+
+
+def _attributable_rows(t: pd.DataFrame, measures, prefix: str = "") -> list[tuple[str, str, str]]:
+    """Rows of :func:`_risk_rows` from an attributable-risk table (``risk.attributable``)."""
     from synthgeo.risk.measure import Measure
 
-    scores = result.risk_scores
-    t = scores.table
     rows = []
-    for m in scores.measures:
+    for m in measures:
         for attack in ("share", "average"):
             for group, shown in (("all", "all"), ("at_risk", "at-risk")):
                 sub = t[(t["measure"] == m.key) & (t["attack"] == attack)
@@ -176,7 +181,8 @@ def _risk_rows(result) -> list[tuple[str, str, str]]:
                         "implicate-average attack (its stronger form: geometric or "
                         "arithmetic mean)")
                 n = int(sub["n_records"].iloc[0])
-                item = f"{Measure.parse(m.key).label}, {what}, {shown} records (n = {n:,})"
+                item = (f"{prefix}{Measure.parse(m.key).label}, {what}, {shown} records "
+                        f"(n = {n:,})")
                 if n == 0:
                     rows.append((item, "no records", ""))
                     continue
@@ -259,6 +265,112 @@ def key_figures(result) -> pd.DataFrame:
         rows.append((f"convergence, {name}",
                      "passed" if c.passed else f"FAILED: {'; '.join(c.problems)}",
                      "ok" if c.passed else "warn"))
+    return pd.DataFrame(rows, columns=["item", "value", "status"])
+
+
+#: Discrete measures shown in a sequential release's key figures (all of them are in its
+#: risk tables): the per-implicate match share and the majority attack, exact and within ±1.
+_DISCRETE_KEY = ("share_equal", "majority", "share_within1", "majority_within1")
+
+
+def _discrete_rows(name: str, summary: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """Release vs the public GLM baseline, both models, for a yes/no or count response.
+
+    Every record and the at-risk ones for the class "all", then each true class over all
+    records; "warn" where the restricted model is worse.
+    """
+    rows = []
+    words = {"share_equal": "share of implicates equal to the truth",
+             "majority": "majority attack hits", "share_within1": "share within ±1",
+             "majority_within1": "majority attack within ±1"}
+    for measure in _DISCRETE_KEY:
+        t = summary[summary["measure"] == measure]
+        if not len(t):
+            continue
+        picks = [("all", "all"), ("all", "at risk")] + [
+            (c, "all") for c in sorted(set(t["class"]) - {"all"})]
+        for cls, group in picks:
+            hit = t[(t["class"] == cls) & (t["group"] == group)]
+            if not len(hit):
+                continue
+            r = hit.iloc[0]
+            who = "all records" if cls == "all" else f"true class {cls}"
+            if group == "at risk":
+                who = "at-risk records"
+            value = (f"release {_pct(r['unrestricted'])} → {_pct(r['restricted'])}; baseline "
+                     f"(public GLM) {_pct(r['baseline'])}; attributable "
+                     f"{_pp(r['attributable_unrestricted'])} → "
+                     f"{_pp(r['attributable_restricted'])}")
+            worse = r["restricted"] > r["unrestricted"] + 1e-12
+            rows.append((f"{name}: {words[measure]}, {who} (n = {int(r['n_records']):,})",
+                         value + ("  (restricted model worse)" if worse else ""),
+                         "warn" if worse else "ok"))
+    return rows
+
+
+def sequential_key_figures(result) -> pd.DataFrame:
+    """Return the key-figures box of a sequential release (``[[data.responses]]``).
+
+    As :func:`key_figures`, per response: the risk verdict (NOT ASSESSED: ``[risk.targets]``
+    are refused on this route), N and the records dropped for a missing value, the location
+    verdict; for each response its at-risk count, then for a gaussian response every
+    measure × attack for all and the at-risk records (release, the stronger baseline,
+    attributable; both models), for a yes/no or count response the match share and majority
+    attack against the public GLM baseline (all, at-risk, each true class); the joint risk
+    across responses; per response the Reiter check and convergence. Unfavourable figures are
+    marked ``"warn"``, never left out.
+
+    Parameters
+    ----------
+    result : SequentialResult
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``item``, ``value``, ``status`` (as :func:`key_figures`).
+    """
+    from synthgeo.pipeline.risk_stage import risk_measures
+
+    rows = [("risk verdict (released model)", "NOT ASSESSED: [risk.targets] are not applied "
+             "to several responses; every figure below is beside its baseline", ""),
+            ("records (N)", f"{result.data.n_records:,}", "")]
+    miss = result.data.missing
+    if miss and miss.get("n_dropped"):
+        rows.append(("records dropped for a missing value (not released)",
+                     f"{miss['n_dropped']:,}", ""))
+    rows.append(_location_row(result))
+    measures = risk_measures(result.spec)
+    for r in result.responses:
+        rows.append((f"{r.name} ({r.family}): at-risk records (M = {r.at_risk.radius_m:,.0f} m)",
+                     f"{r.at_risk.n_at_risk}", ""))
+        if r.attributable is not None:
+            rows += _attributable_rows(r.attributable, measures, prefix=f"{r.name}: ")
+        elif r.family != "gaussian":
+            rows += _discrete_rows(r.name, r.risk_summary)
+    joint = getattr(result, "joint_risk", None)
+    if joint is not None and len(joint):
+        j = joint[joint["group"] == "all"].set_index("model")
+        u, r = j.loc["unrestricted"], j.loc["restricted"]
+        worse = r["mean_joint_share"] > u["mean_joint_share"] + 1e-12
+        rows.append(("joint risk: every response matched, all records",
+                     f"share of implicates {_pct(u['mean_joint_share'])} → "
+                     f"{_pct(r['mean_joint_share'])}; records matched in at least one "
+                     f"implicate {_pct(u['share_records_any_match'])} → "
+                     f"{_pct(r['share_records_any_match'])}"
+                     + ("  (restricted model worse)" if worse else ""),
+                     "warn" if worse else ""))
+    for r in result.responses:
+        util = r.utility[r.utility["model"] == "restricted"]
+        if len(util):
+            rows.append((f"{r.name}, restricted model: smallest CI overlap / largest "
+                         "|std. difference|", f"{util['ci_overlap'].min():.2f} / "
+                         f"{util['std_diff'].abs().max():.2f}", ""))
+        for name, fit in r.fits.items():
+            c = getattr(fit, "convergence", None)
+            if c is not None:
+                rows.append((f"{r.name}: convergence, {name}",
+                             "passed" if c.passed else f"FAILED: {'; '.join(c.problems)}",
+                             "ok" if c.passed else "warn"))
     return pd.DataFrame(rows, columns=["item", "value", "status"])
 
 

@@ -1,6 +1,8 @@
 """Report of a sequential release (``[[data.responses]]``): rates by area, discrete risk.
 
-One section per release with, for each response, observed vs synthetic rates (yes/no) or means
+First the key figures (:func:`synthgeo.release.report._overview.sequential_key_figures`: every
+risk figure beside its baseline, both models, unfavourable ones marked); then one section with,
+for each response, observed vs synthetic rates (yes/no) or means
 (counts, continuous) by area (``[anonymity] unit``, else the first text covariate), the risk
 table (by true class, baseline and attributable for yes/no and counts) and the Reiter table;
 then the joint risk and the correlations. The page shell, overview of counts and the location
@@ -96,7 +98,11 @@ def render_sequential_report(result) -> str:
     str
         Complete HTML document; first line the confidential marker.
     """
-    sections, skipped = [section_responses(result)], []
+    from synthgeo.release.report._overview import sequential_key_figures
+
+    key = Section(id="overview", title="Key figures", body=render(
+        "key_figures.html.j2", key_figures=sequential_key_figures(result).to_dict("records")))
+    sections, skipped = [key, section_responses(result)], []
     loc = section_locations(getattr(result, "locations", None))
     if loc is None:
         skipped.append("Location diagnostics (spatial k, outlier policy)")
