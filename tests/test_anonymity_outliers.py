@@ -234,6 +234,16 @@ def test_bias_statement_on_a_selective_suppression():
     assert "With only 2 suppressed" in res.bias_statement
 
 
+def test_bias_statement_with_nothing_retained():
+    """Break-it finding: 'do not differ noticeably' was said of a comparison with nothing."""
+    from synthgeo.locations.policy_checks import bias_statement
+
+    table = pd.DataFrame({"attribute": ["a"], "value": ["mean"], "suppressed": [1.0],
+                          "retained": [np.nan], "smd": [np.nan], "flag": [False]})
+    text = bias_statement(table, n_suppressed=12, n_retained=0)
+    assert text.startswith("All 12 records were suppressed") and "noticeably" not in text
+
+
 def test_disposed_layer_is_a_whitelist():
     xy = np.vstack([cluster(6), [[160.0, 0.0]], [[1000.0, 1000.0]]])
     gdf = layer(xy, secret_x=xy[:, 0], name=list("abcdefgh"))

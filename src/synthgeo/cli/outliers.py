@@ -112,7 +112,8 @@ def _print_tables(res, args, say) -> None:
         for axis, n in res.n_merges_too_wide.items():
             if n:
                 say(f"merges refused ({axis}): {n:,} would have made a group wider than "
-                    f"{res.policy.group_diameter_ratio:g} × r_max; generalised instead")
+                    f"{res.policy.group_diameter_ratio:g} × r_max; those records went on "
+                    "to be generalised (or suppressed where no cell held k)")
         g = res.groups
         if len(g):
             for axis, part in g.groupby("axis"):

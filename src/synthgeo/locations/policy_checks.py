@@ -220,6 +220,9 @@ def bias_statement(table: pd.DataFrame, n_suppressed: int, n_retained: int) -> s
     """Write one paragraph for the report: are the suppressed records a random-looking subset."""
     if n_suppressed == 0:
         return "No record was suppressed, so suppression introduces no selection bias."
+    if n_retained == 0:
+        return (f"All {n_suppressed} records were suppressed: none is released, so there is "
+                "no retained group to compare them with.")
     if table.empty:
         return (f"{n_suppressed} record(s) suppressed, {n_retained} retained; no attribute "
                 "was compared (name them with `attributes`).")
