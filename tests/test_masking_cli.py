@@ -122,6 +122,9 @@ def test_mask_once_reuse_and_refuse(tmp_path, capsys):
     side = json.loads(written["mask.json"])
     assert side["random_seed"] == int(SEED) and side["k"] == 20
     assert side["evaluation"]["utility"]["observed_on_true_locations"] == 4
+    # a k the attacker still beats is said so (break-it finding: "verified mask" beside 1.0)
+    beaten = side["evaluation"]["attacker_success"] > 0.05
+    assert ("warning: attacker success" in cap.out) == beaten
     public = json.loads(written["release/masking.json"])
     assert "random_seed" not in public and SEED not in written["release/masking.json"].decode()
     assert public["k"] == 20 and public["crs"] == "OSGB36 / British National Grid"

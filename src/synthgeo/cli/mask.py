@@ -159,6 +159,10 @@ def _same_mask_written(out: Path, key: str, args: argparse.Namespace, say) -> bo
     return False
 
 
+#: choose-k's default target on attacker success (``--max-attacker-success``).
+DEFAULT_MAX_SUCCESS = 0.05
+
+
 def _summary(say, side: dict) -> None:
     ev = side.get("evaluation") or {}
     att = ev.get("attacker") or {}
@@ -171,6 +175,11 @@ def _summary(say, side: dict) -> None:
         say(f"attacker success on this mask: {ev['attacker_success']:.3f} (± "
             f"{ev['attacker_success_se']:.3f} MC s.e.; attacker knows {att.get('n_known')} "
             f"cases; random-guess baseline {att.get('baseline', float('nan')):.3f})")
+        if ev["attacker_success"] > DEFAULT_MAX_SUCCESS:  # a verified k is no protection here
+            say(f"warning: attacker success {ev['attacker_success']:.3f} is above "
+                f"{DEFAULT_MAX_SUCCESS:g} (choose-k's default target): whatever k says, this "
+                "mask does not protect these cases against that attacker (too few households "
+                "around them, or k too small); see `synthgeo choose-k`")
         vk = ev.get("verified_k")
         if vk:
             say(f"verified k (households at least as close to the masked point as the true "

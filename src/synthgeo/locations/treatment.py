@@ -304,8 +304,10 @@ def location_verdict(outliers: OutlierResult | None, treated: LocationTreatment 
                        "merge/generalise/suppress are released at their exact location "
                        f'(treatment = "none"); {fix}')
     if treated.treatment == "apply" and outliers.refused:
-        reasons.append("the outlier policy refuses, so its disposals cannot be published: "
-                       + outliers.refusal_message())
+        reasons.append("the outlier policy refuses (" + outliers.refusal_message() + "): the "
+                       "disposals of its last pass were applied, but they are not a policy "
+                       "the board can approve, and records it labelled ok before that pass "
+                       "are released exactly; change the policy first")
     if not treated.totals["consistent"]:
         reasons.append("released + withheld records do not add up to the records read")
     before = None if spatial_k is None else spatial_k.summary()
