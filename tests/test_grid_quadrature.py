@@ -192,3 +192,82 @@ def test_restricted_grid_fit_starts_on_the_unrestricted_final_box():
                                        [np.log(0.2 / 0.8), 0.0]], atol=1e-12)
     assert _warm_start(spec, lambda *a, **k: None, fit) == {}  # a custom fitter: nothing
     assert _warm_start(spec.replace("sampling", sampler="nutpie"), None, fit) == {}
+
+
+def test_restricted_fit_reuses_the_unrestricted_posterior_when_no_site_is_at_risk():
+    """No site at risk: D = I, the same model, so its grid posterior is reused as it is."""
+    from types import SimpleNamespace
+
+    from synthgeo.config import bundled_spec_path, load_spec
+    from synthgeo.model.smoothing import Smoothing
+    from synthgeo.pipeline.run import _warm_start
+
+    spec = load_spec(bundled_spec_path())
+    grid = object()
+    fit = SimpleNamespace(grid=grid, engine={"grid_stages": [
+        {"range_m": [400.0, 2000.0], "nugget_share": [0.2, 0.5]}]})
+    for gamma in (np.inf, 2.0, "auto"):
+        assert _warm_start(spec, None, fit, Smoothing(a=np.zeros(5), gamma=gamma)) == {
+            "posterior": grid}
+    # one site at risk: a different model, only the box is carried over
+    kw = _warm_start(spec, None, fit, Smoothing(a=np.array([0.0, 1.0]), gamma=np.inf))
+    assert set(kw) == {"start"}
+
+
+def _nngp_model(n, seed):
+    from synthgeo.inference.covariance import NNGPCovariance
+
+    sim = simulate_gp(n, random_seed=seed, extent_m=3000.0, nugget=0.5)
+    sites = make_sites(sim["coords_m"])
+    priors = default_priors(sim["y"], sim["X"], sites)
+    return GridModel(backend=NNGPCovariance(sim["y"], sim["X"], sites, np.ones(sites.n_sites)),
+                     prior=conjugate_prior(priors, sim["X"].shape[1]), n=n), sim, sites, priors
+
+
+def _sd(quad, j):
+    marg = quad.fine_mass.sum(axis=1 - j)
+    centre = 0.5 * (quad.fine_edges[j][1:] + quad.fine_edges[j][:-1])
+    mean = marg @ centre
+    return float(np.sqrt(marg @ (centre - mean) ** 2))
+
+
+@pytest.mark.slow
+def test_large_n_laplace_box_evaluates_fewer_points_and_agrees_with_the_prior_box():
+    """The large-N path (Laplace first box) against the prior-box grid on 2,000 NNGP records."""
+    from synthgeo.inference.grid_posterior import GridSettings
+
+    model = _nngp_model(2000, 1)[0]
+    full = grid_posterior(model, settings=GridSettings(laplace_start_min_records=None))
+    fast = grid_posterior(model, settings=GridSettings(laplace_start_min_records=2000))
+    assert not full.quadrature.laplace and fast.quadrature.laplace["evaluations"] > 0
+    assert len(fast.quadrature.stages) == 1 and not fast.problems
+    assert fast.quadrature.n_evaluations < 0.6 * full.quadrature.n_evaluations
+    q = [0.025, 0.5, 0.975]
+    for j in range(2):
+        err = (fast.quadrature.quantile(j, q) - full.quadrature.quantile(j, q)) / _sd(
+            full.quadrature, j)
+        assert np.max(np.abs(err)) < 0.05, err
+
+
+def test_laplace_box_is_the_mode_plus_minus_five_sd_and_below_the_threshold_unused():
+    """A Gaussian log density: the box is mode ± 5 sd; small N keeps the prior box."""
+    from synthgeo.inference.grid_posterior import GridSettings
+    from synthgeo.inference.quadrature import laplace_box
+
+    sd = np.array([0.1, 0.3])
+    box, info = laplace_box(lambda p: -0.5 * (((p - [1.0, -1.0]) / sd) ** 2).sum(axis=1),
+                            np.array([[-5.0, 5.0], [-5.0, 5.0]]))
+    np.testing.assert_allclose(box, [[0.5, 1.5], [-2.5, 0.5]], atol=0.02)
+    np.testing.assert_allclose(info["sd"], sd, rtol=1e-3)
+    q = integrate(lambda p: -0.5 * (((p - [1.0, -1.0]) / sd) ** 2).sum(axis=1),
+                  [Axis(name="a", lower=-5, upper=5), Axis(name="b", lower=-5, upper=5)],
+                  start="laplace")
+    assert q.stages[0]["n_per_axis"] == QuadratureSettings().n_laplace and not q.problems
+    assert q.n_evaluations == q.laplace["evaluations"] + QuadratureSettings().n_laplace ** 2
+    np.testing.assert_allclose(q.quantile(0, 0.5), 1.0, atol=1e-3)
+    with pytest.raises(ValueError, match="'laplace'"):
+        integrate(lambda p: -p[:, 0] ** 2, [Axis(name="a", lower=-1, upper=1)], start="mode")
+    s = GridSettings()
+    assert s.theta_points(2000, 25_000, "nngp") < s.theta_points(2000, 5_000, "nngp")
+    with pytest.raises(ValueError, match="laplace_start_min_records"):
+        GridSettings(laplace_start_min_records=0)

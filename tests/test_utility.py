@@ -205,3 +205,21 @@ def test_compare_to_confidential(regression_data):
         )
     with pytest.raises(ValueError, match=r"`truth` must have shape \(40,\)"):
         compare_to_confidential(FORMULA, models, frame, response="log_price", truth=truth[:5])
+
+
+def test_reiter_ols_parses_the_formula_once_and_equals_a_fit_per_implicate(regression_data):
+    """Left side = the response: one design matrix for all implicates, same numbers as fit_ols."""
+    frame, truth, noise = regression_data
+    frame = frame.copy()
+    frame.iloc[3, frame.columns.get_loc("age")] = np.nan  # a dropped row stays dropped
+    ys = truth + noise
+    syn = xr.DataArray(ys, dims=("implicate", "record"))
+    est = reiter_ols(FORMULA, syn, frame, response="log_price")
+    fits = [fit_ols(FORMULA, frame.assign(log_price=v)) for v in ys]
+    assert fits[0].nobs == len(frame) - 1
+    q = np.array([f.params.to_numpy() for f in fits])
+    u = np.array([(f.bse**2).to_numpy() for f in fits])
+    ref = combine_reiter(q, u, names=list(fits[0].params.index))
+    assert est.names == ref.names
+    np.testing.assert_allclose(est.q_bar, ref.q_bar, rtol=1e-12)
+    np.testing.assert_allclose(est.T_p, ref.T_p, rtol=1e-12)

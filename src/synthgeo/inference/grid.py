@@ -146,6 +146,7 @@ def grid_diagnostics(post: GridPosterior, draws: GridDraws) -> dict:
                          "max_cell_mass": st["max_cell_mass"], "edge_mass": st["edge_mass"]}
                         for st in q.stages],
         "grid_evaluations": q.n_evaluations,
+        "grid_laplace_start": q.laplace or None,
         "grid_cells": int(q.weights.size),
         "max_cell_mass": q.max_cell_mass,
         "edge_mass": q.edge_mass,
@@ -171,6 +172,7 @@ def fit_gp_grid(
     effect_solver: str = "cg",
     settings: GridSettings | None = None,
     start: np.ndarray | None = None,
+    posterior: GridPosterior | None = None,
     map_batches: MapBatches | None = None,
     random_seed: int | None = None,
     label: str = "model",
@@ -208,7 +210,13 @@ def fit_gp_grid(
         Sparse solver for the NNGP effect draws.
     settings : GridSettings, optional
     start : ndarray of shape (2, 2), optional
-        First grid box in (log range m, logit nugget share); default the prior box.
+        First grid box in (log range m, logit nugget share); default the prior box (the Laplace
+        box at large N, :class:`~synthgeo.inference.grid_posterior.GridSettings`).
+    posterior : GridPosterior, optional
+        The grid posterior of the *same* model (data, engine, D and priors: e.g. the
+        unrestricted fit's when no record is at risk, so that D = I): its quadrature is used
+        as it is instead of being integrated again; the draws are this fit's own (its seed,
+        proposal points evaluated exactly). The caller vouches that the model is the same.
     map_batches : callable, optional
         How batches of grid cells are evaluated (default 2 threads).
     random_seed : int, optional
@@ -243,14 +251,17 @@ def fit_gp_grid(
         model = GridModel(backend=backend, prior=conjugate_prior(priors, X.shape[1], s),
                           n=y.shape[0])
         t1 = time.perf_counter()
-        post = grid_posterior(model, settings=s, start=start, map_batches=map_batches)
+        post = (grid_posterior(model, settings=s, start=start, map_batches=map_batches)
+                if posterior is None else
+                GridPosterior(model=model, quadrature=posterior.quadrature, settings=s))
         t2 = time.perf_counter()
         shape = (config.chains, config.draws)
         draws = post.draw(shape[0] * shape[1], np.random.default_rng(draw_seed),
                           map_batches=map_batches)
     t3 = time.perf_counter()
-    log.info("%s: %s grid, %d cells in %.1f s; %d draws at %d points in %.1f s", label, gp,
-             post.quadrature.n_evaluations, t2 - t1, draws.sigma2.size,
+    log.info("%s: %s grid, %d cells in %.1f s%s; %d draws at %d points in %.1f s", label, gp,
+             post.quadrature.n_evaluations, t2 - t1,
+             "" if posterior is None else " (reused: the same model)", draws.sigma2.size,
              draws.importance.n_points, t3 - t2)
     seconds = {"setup": t1 - t0, "grid": t2 - t1, "draws": t3 - t2, "recover": 0.0}
     flat = draws.as_dict()
@@ -267,6 +278,8 @@ def fit_gp_grid(
     }
     if extra is not None:
         engine["at_risk_nugget"] = "marginal"
+    if posterior is not None:
+        engine["grid_reused"] = True
     return build_fit(
         _posterior(draws, shape, coef_names), y=y, sites=sites, scale=d_report, priors=priors,
         seconds=seconds, engine=engine,

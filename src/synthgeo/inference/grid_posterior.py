@@ -55,8 +55,15 @@ _LOG_2PI = float(np.log(2.0 * np.pi))
 #: Distinct (range, nugget share) points of the draws by default: about the grid's own cost,
 #: and more effective draws of the range than NUTS gave the bundled example (ESS ~300–400).
 THETA_DRAWS = 300
+#: Distinct points of the draws from ``laplace_start_min_records`` records: each costs a
+#: grid cell, which at city scale costs as much as a whole small fit.
+THETA_DRAWS_LARGE = 100
 #: Up to this many records (exact GP) every draw gets its own point.
 ALL_DRAWS_MAX_RECORDS = 200
+#: From this many records the first grid box is the Laplace box (mode ± 5 sd) instead of the
+#: whole prior box (:func:`synthgeo.inference.quadrature.laplace_box`): below it results are
+#: those of the prior-box grid.
+LAPLACE_START_MIN_RECORDS = 10_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,13 +78,18 @@ class GridSettings(QuadratureSettings):
         Distinct (range, nugget share) points evaluated exactly for the draws (each costs one
         grid-cell evaluation); draws beyond it share points, each with its own σ², β and w.
         None: every draw its own point when the exact GP has at most
-        :data:`ALL_DRAWS_MAX_RECORDS` records (an evaluation costs ~1 ms there), else
+        :data:`ALL_DRAWS_MAX_RECORDS` records (an evaluation costs ~1 ms there),
+        :data:`THETA_DRAWS_LARGE` from ``laplace_start_min_records`` records, else
         :data:`THETA_DRAWS`.
+    laplace_start_min_records : int or None
+        From this many records (and no ``start`` box given) the first box is the Laplace box
+        (``start="laplace"`` of :func:`synthgeo.inference.quadrature.integrate`); None: never.
     """
 
     nugget_share_min: float = 1e-4
     nugget_share_max: float = 0.999
     theta_draws: int | None = None
+    laplace_start_min_records: int | None = LAPLACE_START_MIN_RECORDS
 
     def theta_points(self, n_draws: int, n_records: int, engine: str) -> int:
         """Distinct (range, nugget share) points for ``n_draws`` draws (see ``theta_draws``)."""
@@ -85,6 +97,9 @@ class GridSettings(QuadratureSettings):
             return min(n_draws, self.theta_draws)
         if engine == "exact" and n_records <= ALL_DRAWS_MAX_RECORDS:
             return n_draws
+        if (self.laplace_start_min_records is not None
+                and n_records >= self.laplace_start_min_records):
+            return min(n_draws, THETA_DRAWS_LARGE)
         return min(n_draws, THETA_DRAWS)
 
     def __post_init__(self) -> None:
@@ -94,6 +109,9 @@ class GridSettings(QuadratureSettings):
             raise ValueError("need 0 < `nugget_share_min` < `nugget_share_max` < 1")
         if self.theta_draws is not None and self.theta_draws < 1:
             raise ValueError(f"`theta_draws` must be >= 1, got {self.theta_draws!r}")
+        if self.laplace_start_min_records is not None and self.laplace_start_min_records < 1:
+            raise ValueError("`laplace_start_min_records` must be >= 1 or None, got "
+                             f"{self.laplace_start_min_records!r}")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -344,7 +362,8 @@ def grid_posterior(
     model : GridModel
     settings : GridSettings, optional
     start : ndarray of shape (2, 2), optional
-        First box in (u, v) (see :func:`synthgeo.inference.quadrature.integrate`).
+        First box in (u, v) (see :func:`synthgeo.inference.quadrature.integrate`); default the
+        Laplace box from ``settings.laplace_start_min_records`` records, else the prior box.
     map_batches : callable, optional
         How batches of cells are evaluated (default: 2 threads).
 
@@ -353,6 +372,9 @@ def grid_posterior(
     GridPosterior
     """
     s = settings or GridSettings()
+    if (start is None and s.laplace_start_min_records is not None
+            and model.n >= s.laplace_start_min_records):
+        start = "laplace"
     quad = integrate(_Bound(log_target, model), model.axes(), settings=s, start=start,
                      map_batches=map_batches)
     return GridPosterior(model=model, quadrature=quad, settings=s)

@@ -37,7 +37,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from scipy.optimize import minimize
 
-__all__ = ["LogPosterior", "ThetaGridSettings", "ThetaGrid", "explore_grid"]
+__all__ = ["LogPosterior", "ThetaGridSettings", "ThetaGrid", "explore_grid", "find_mode"]
 
 
 @runtime_checkable
@@ -177,6 +177,62 @@ def _fd_hessian(f, x, h, f0):
     return H
 
 
+def find_mode(f, box: np.ndarray, *, fd_step: float = 0.05, start: np.ndarray | None = None,
+              mark=None) -> tuple[np.ndarray, float, np.ndarray]:
+    """Mode of a batch log density within ``box`` and the negative Hessian there.
+
+    L-BFGS-B with central finite-difference gradients (each a batch of 2 d points), then a
+    central finite-difference Hessian (one batch of 2 d + 4 d(d − 1)/2 points): steps 1–2 of
+    :func:`explore_grid`, also used to place the first box of
+    :func:`synthgeo.inference.quadrature.laplace_box`.
+
+    Parameters
+    ----------
+    f : callable
+        ``f(points (k, d)) -> (k,)`` log density, −inf (or nan) outside its support.
+    box : ndarray of shape (d, 2)
+        Bounds of the search.
+    fd_step : float, default=0.05
+        Finite-difference step on the axes.
+    start : ndarray of shape (d,), optional
+        Starting point (default: centre of ``box``).
+    mark : callable, optional
+        ``mark("mode")`` is called when the search ends (stage timing of :func:`explore_grid`).
+
+    Returns
+    -------
+    mode : ndarray of shape (d,)
+        Clipped ``fd_step`` inside the box so that the Hessian's stencil stays in it.
+    f0 : float
+        Log density at ``mode``.
+    H : ndarray of shape (d, d)
+        Negative Hessian at ``mode`` (positive definite at an interior maximum).
+    """
+    box = np.asarray(box, float)
+
+    def neg(x):
+        v = f(x[None, :])[0]
+        return -v if np.isfinite(v) else 1e300
+
+    def neg_grad(x):
+        return -_fd_gradient(f, x, fd_step)
+
+    x0 = box.mean(axis=1) if start is None else np.asarray(start, float)
+    # The walk re-centres on the best point it finds, so the mode is needed to ~0.1 sd only:
+    # stop when an iteration gains < 1e-3 in log density (absolute) or the gradient < 0.05
+    # (SciPy's defaults are relative to |log p| ≈ 10⁴ at city scale and cost ~2x the steps).
+    f_start = abs(neg(x0))
+    opt = minimize(neg, x0, jac=neg_grad, method="L-BFGS-B",
+                   bounds=[tuple(b) for b in box],
+                   options={"maxiter": 100, "ftol": 1e-3 / max(1.0, f_start), "gtol": 0.05})
+    # keep the Hessian's stencil inside the box
+    mode = np.clip(opt.x, box[:, 0] + fd_step, box[:, 1] - fd_step)
+    if mark is not None:
+        mark("mode")
+    f0 = float(f(mode[None, :])[0])
+    return mode, f0, -_fd_hessian(f, mode, fd_step, f0)
+
+
 def explore_grid(target, box: np.ndarray, settings: ThetaGridSettings | None = None,
                  start: np.ndarray | None = None) -> ThetaGrid:
     """Find the posterior mode of θ and lay the INLA grid around it.
@@ -218,13 +274,6 @@ def explore_grid(target, box: np.ndarray, settings: ThetaGridSettings | None = N
         n_eval[0] += pts.shape[0]
         return np.asarray(target.log_density(pts), float)
 
-    def neg(x):
-        v = f(x[None, :])[0]
-        return -v if np.isfinite(v) else 1e300
-
-    def neg_grad(x):
-        return -_fd_gradient(f, x, s.fd_step)
-
     stages: dict = {}
     clock = [time.perf_counter(), 0]
 
@@ -233,20 +282,8 @@ def explore_grid(target, box: np.ndarray, settings: ThetaGridSettings | None = N
         stages[name] = {"evaluations": n_eval[0] - clock[1], "seconds": now - clock[0]}
         clock[0], clock[1] = now, n_eval[0]
 
-    x0 = box.mean(axis=1) if start is None else np.asarray(start, float)
-    # The walk re-centres on the best point it finds, so the mode is needed to ~0.1 sd only:
-    # stop when an iteration gains < 1e-3 in log density (absolute) or the gradient < 0.05
-    # (SciPy's defaults are relative to |log p| ≈ 10⁴ at city scale and cost ~2x the steps).
-    f_start = abs(neg(x0))
-    opt = minimize(neg, x0, jac=neg_grad, method="L-BFGS-B",
-                   bounds=[tuple(b) for b in box],
-                   options={"maxiter": 100, "ftol": 1e-3 / max(1.0, f_start), "gtol": 0.05})
-    # keep the Hessian's stencil inside the box
-    mode = np.clip(opt.x, box[:, 0] + s.fd_step, box[:, 1] - s.fd_step)
-    mark("mode")
-    f0 = f(mode[None, :])[0]
+    mode, f0, H = find_mode(f, box, fd_step=s.fd_step, start=start, mark=mark)
     problems: list[str] = []
-    H = -_fd_hessian(f, mode, s.fd_step, f0)
     mark("hessian")
     lam, V = np.linalg.eigh(0.5 * (H + H.T))
     if np.any(~np.isfinite(lam)) or np.any(lam <= 0):

@@ -132,16 +132,24 @@ def restricted_smoothing(
                      at_risk_nugget=spec.model.at_risk_nugget)
 
 
-def _warm_start(spec: ReleaseSpec, fitter: Fitter | None, fit: GPFit) -> dict:
+def _warm_start(spec: ReleaseSpec, fitter: Fitter | None, fit: GPFit,
+                smoothing: Smoothing | None = None) -> dict:
     """``start``: the restricted grid fit begins on the unrestricted fit's final box.
 
     The two posteriors of (range, nugget share) are close (they differ at the at-risk sites
     only), so the restricted fit starts where the unrestricted one ended instead of on the
     whole prior box; its own checks (cell mass, edge mass) still decide, and a box that is
-    too narrow is widened at its open edges (docs/inference.md). Other engines: nothing.
+    too narrow is widened at its open edges (docs/inference.md). When no site is at risk the
+    restricted model *is* the unrestricted one (D = I, no extra variance): ``posterior``, the
+    unrestricted grid posterior, is reused as it is (the draws are still the restricted fit's
+    own). Other engines: nothing.
     """
     if fitter is not None or spec.sampling.sampler != "grid":
         return {}
+    if (smoothing is not None and fit.grid is not None and not np.any(smoothing.a)
+            and smoothing.at_risk_nugget != "marginal" and not smoothing.depends_on_nugget
+            and np.all(smoothing.scale() == 1.0)):
+        return {"posterior": fit.grid}
     stages = fit.engine.get("grid_stages") or []
     if not stages:
         return {}
@@ -324,7 +332,7 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         smoothing = restricted_smoothing(spec, coordinates_m(data.gdf), data.sites, at_risk,
                                          phi_hat, subject=subject)
         fits["restricted"] = fit(scale=smoothing, random_seed=fit_seed[1], label="restricted",
-                                 **_warm_start(spec, fitter, fits["unrestricted"]))
+                                 **_warm_start(spec, fitter, fits["unrestricted"], smoothing))
     require_convergence(fits, spec.sampling.on_convergence_failure)
     say(f"drawing {spec.synthesis.n_implicates} implicates per model")
     with _timed(seconds, "synthesize"):

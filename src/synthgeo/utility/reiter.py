@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import statsmodels.api as sm
 import statsmodels.formula.api as smf
 import xarray as xr
 from scipy import stats
@@ -308,12 +309,27 @@ def reiter_ols(
     synthetic = _check_synthetic(synthetic)
     data = _check_frame(frame, synthetic.sizes["record"], response)
     params, variances = [], []
+    # The left side is the response itself (the usual case): the design matrix does not change
+    # between implicates, so the formula is parsed once and each implicate is an OLS on it
+    # (statsmodels' OLS, as fit_ols; parsing was ~90 % of each fit's time).
+    design = None
+    if formula.split("~", 1)[0].strip() == response:
+        data[response] = synthetic.values[0]
+        model = smf.ols(formula, data=data, eval_env=FORMULA_NAMESPACE)
+        design = (model.exog, data.index.get_indexer(model.data.row_labels),
+                  list(model.exog_names))
     for values in progress_iter(synthetic.values, enabled=progressbar, desc=desc,
                                 unit="implicate"):
-        data[response] = values
-        fit = fit_ols(formula, data, alpha=alpha)
-        params.append(fit.params)
-        variances.append(fit.bse**2)
+        if design is None:
+            data[response] = values
+            fit = fit_ols(formula, data, alpha=alpha)
+            params.append(fit.params)
+            variances.append(fit.bse**2)
+            continue
+        exog, rows, names = design
+        res = sm.OLS(np.asarray(values, float)[rows], exog).fit()
+        params.append(pd.Series(res.params, index=names))
+        variances.append(pd.Series(res.bse**2, index=names))
     q = pd.DataFrame(params)
     return combine_reiter(q, pd.DataFrame(variances)[q.columns], alpha=alpha)
 
