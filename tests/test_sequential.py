@@ -285,8 +285,8 @@ def test_a_later_response_baseline_uses_the_released_earlier_values(two_gaussian
     assert row["baseline_loo"] < 0.9
     # given the confidential earlier value instead (the old, too-strong baseline) it was
     # near-certain: measured 1.00 on this fixture before the change
-    # the first response's baselines are those of the single-response route (no earlier one)
-    assert first.attributable is not None
+    # the public baseline holds the released values too
+    assert row["baseline_public"] < 0.9
 
 
 def test_loo_predictive_moves_by_beta_times_the_attackers_covariates():
@@ -321,6 +321,13 @@ def test_first_gaussian_response_reproduces_the_single_response_route(two_gaussi
                  fitter=fake_fitter(n_draws=150))
     np.testing.assert_array_equal(two_gaussian.responses[0].synthetic["restricted"],
                                   res.implicates["restricted"]["y_synthetic"].values)
+    # and its release, baselines and attributable risk are the single route's (no earlier
+    # response, so the later-response baseline rule changes nothing here)
+    cols = ["model", "group", "measure", "attack", "release", "baseline_loo",
+            "baseline_public", "attributable"]
+    pd.testing.assert_frame_equal(
+        two_gaussian.responses[0].attributable[cols].reset_index(drop=True),
+        res.risk_scores.table[cols].reset_index(drop=True))
 
 
 def test_joint_risk_and_correlations(two_gaussian):

@@ -312,9 +312,9 @@ def _gaussian_attributable(spec, rc, data, data_j, fits, dsets, at_risk,
 
     The single-response risk stage's scoring (one home): the LOO baseline from the
     unrestricted fit of this response, the public baseline an OLS of the synthetic values on
-    the released covariates only. A later response's model has the earlier responses among
-    its covariates; no attacker holds their confidential values for the target record, only
-    the released ones: the LOO baseline takes the mean of the record's released (restricted)
+    the released covariates. A later response's model has the earlier responses among its
+    covariates; no attacker holds their confidential values for the target record, only the
+    released ones: both baselines take the mean of the record's released (restricted)
     implicates of each earlier response, ``released_earlier`` ((L, n_records) arrays, model
     scale), in their place (docs/risk-and-utility.md, "A later response's baselines").
     """
@@ -329,7 +329,8 @@ def _gaussian_attributable(spec, rc, data, data_j, fits, dsets, at_risk,
                                                       for s in released_earlier])
     loo = loo_predictive(spec, data_j, fits["unrestricted"], dsets["unrestricted"],
                          own_X=own_X)
-    public = dataclasses.replace(data_j, X=data.X)  # released covariates only
+    # released covariates (and, for a later response, the earlier responses' released values)
+    public = dataclasses.replace(data_j, X=data.X if own_X is None else own_X)
     records = {m: score_model(public, dsets[m], loo, risk_measures(spec), g) for m in MODELS}
     mask = np.asarray(at_risk.at_risk, bool)
     table = attributable_summary(records, groups={"at_risk": mask, "other": ~mask}).table
