@@ -346,6 +346,10 @@ def test_sequential_writer_whitelist_and_record(two_gaussian, tmp_path):
                            report_html=render_sequential_report(two_gaussian))
     pub = pd.read_parquet(out / "release" / "implicates.parquet")
     assert set(pub.columns) == {"implicate", "id", "sqft_living", "log_price", "lp2", "geometry"}
+    readme = (out / "release" / "README.md").read_text(encoding="utf-8")  # new-user finding:
+    n, L = two_gaussian.data.n_records, two_gaussian.spec.synthesis.n_implicates  # a stub
+    assert f"long form, {n * L} rows" in readme and "T_p   = u_bar + b_m / m" in readme
+    assert "release pseudonym" in readme and "`lp2` (gaussian; on the scale" in readme
     data = two_gaussian.data
     for r in two_gaussian.responses:  # no confidential value of any response is released
         truth = dict(zip(data.record_id, r.y))

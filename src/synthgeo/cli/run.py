@@ -69,10 +69,11 @@ def run(args: argparse.Namespace, say) -> int:
                                "attack_share_unrestricted",
                                "attack_share_restricted"]]
         say("\nDisclosure risk (share of synthetic values within tolerance of the truth; "
-            "reduction = 1 - mean restricted / mean unrestricted;\n attack = share of records "
-            "whose implicate average on the model scale (the geometric mean under exp) is "
-            "within tolerance; the table below takes the stronger of the geometric and "
-            "arithmetic means):")
+            "reduction = 1 - mean restricted / mean unrestricted;\n attack_share = share of "
+            "records whose implicate average on the model scale (the geometric mean under "
+            "exp) is within tolerance; the release-vs-baselines table after this one reports "
+            "the stronger of the geometric and arithmetic means, so its 'average' rows can be "
+            "higher):")
         say(risk.to_string(index=False))
         if "attributable" in tables:
             say("\nRelease vs baselines (release = Rao-Blackwellised risk for share, the "

@@ -176,15 +176,37 @@ def _readme(result: SequentialResult) -> str:
                         "location (group centroid or grid-cell centre; columns "
                         "`location_disposal`, `location_cell_m`); the other locations are "
                         "exact.", ""]
+    scale = {"bernoulli": "yes/no, with the column's own two levels",
+             "poisson": "a count"}
     for r in result.responses:
-        lines.append(f"- `{r.name}` ({r.family}): drawn from a spatial model fitted with the "
-                     "covariates" + (" and the earlier responses" if r is not
-                                     result.responses[0] else "") + ".")
-    lines += ["", "Analyse each implicate separately and combine the estimates with Reiter's "
-              "(2003) rules for partially synthetic data (no (1 + 1/m) factor).", ""]
+        what = scale.get(r.family) or ("on its own scale; the model was fitted to its "
+                                       "logarithm" if r.config.transform == "log" else
+                                       "on the scale of the confidential column")
+        lines.append(f"- `{r.name}` ({r.family}; {what}): drawn from a spatial model fitted with "
+                     "the covariates" + (" and the earlier responses (each implicate from the "
+                                         "same implicate of the earlier synthetic responses)"
+                                         if r is not result.responses[0] else "") + ".")
+    L, n = spec.synthesis.n_implicates, len(rec.rows)
     if result.data.missing and result.data.missing["n_dropped"]:
-        lines += [f"{result.data.missing['n_dropped']} records with a missing value were "
-                  "left out of this release.", ""]
+        lines += ["", f"{result.data.missing['n_dropped']} records with a missing value were "
+                  "left out of this release; they are in no implicate."]
+    lines += [
+        "", "## Files",
+        f"- `implicates.parquet`: all {L} implicates in one GeoParquet file (long form, "
+        f"{n * L} rows), with an `implicate` column numbered 1 to {L}.",
+        f"- `csv/{csv_name(1, L)}` … `csv/{csv_name(L, L)}`: one CSV per implicate ({n} rows "
+        "each), without geometry.", "",
+        "## How to analyse: Reiter's (2003) rules for partially synthetic data",
+        "Analyse every implicate as you would the real file, then combine. With q_l the "
+        "estimate and u_l its squared standard error from implicate l = 1, …, m:", "",
+        "    q_bar = (1/m) Σ q_l                      the point estimate",
+        "    b_m   = Σ (q_l − q_bar)² / (m − 1)        between-implicate variance",
+        "    u_bar = (1/m) Σ u_l                       mean within-implicate variance",
+        "    T_p   = u_bar + b_m / m                   its variance (Reiter 2003)",
+        "    df    = (m − 1) (1 + u_bar / (b_m / m))²  degrees of freedom of the t reference", "",
+        "This is not Rubin's rule for imputed missing data (T = u_bar + (1 + 1/m) b_m), which "
+        "overstates the variance here. One implicate alone understates the uncertainty; "
+        "averaging the implicates into one file is wrong too.", ""]
     return "\n".join(lines)
 
 
