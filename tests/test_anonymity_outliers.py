@@ -21,10 +21,15 @@ LOOSE = dict(max_suppressed_share=1.0, max_unit_suppressed_share=1.0)
 UNBOUNDED = dict(group_diameter_ratio=1e6)
 
 
+#: A local metre CRS centred on the test points (no area of use): coordinates near (0, 0) are
+#: real there (in UTM 15N they would lie off the zone and be refused as km read as metres).
+LOCAL = "+proj=aeqd +lat_0=45 +lon_0=-93 +units=m +datum=WGS84"
+
+
 def layer(xy, **cols):
     xy = np.asarray(xy, float)
     return geopandas.GeoDataFrame(cols, geometry=geopandas.points_from_xy(xy[:, 0], xy[:, 1]),
-                                  crs="EPSG:32615")
+                                  crs=LOCAL)
 
 
 def cluster(n, at=(0.0, 0.0), spread=10.0):

@@ -15,10 +15,15 @@ from synthgeo.locations.spatial_k import quantile_count
 LATTICE = np.array([[x, y] for y in (0, 100, 200) for x in (0, 100, 200)], float)
 
 
+#: A local metre CRS centred on the test points (no area of use): coordinates near (0, 0) are
+#: real there (in UTM 15N they would lie off the zone and be refused as km read as metres).
+LOCAL = "+proj=aeqd +lat_0=45 +lon_0=-93 +units=m +datum=WGS84"
+
+
 def layer(xy, **cols):
     xy = np.asarray(xy, float)
     return geopandas.GeoDataFrame(cols, geometry=geopandas.points_from_xy(xy[:, 0], xy[:, 1]),
-                                  crs="EPSG:32615")
+                                  crs=LOCAL)
 
 
 def test_lattice_by_hand_itself_included_and_inclusive():

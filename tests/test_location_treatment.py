@@ -28,7 +28,7 @@ LOOSE = dict(max_suppressed_share=1.0, max_unit_suppressed_share=1.0)
 def layer(xy, **cols):
     xy = np.asarray(xy, float)
     return geopandas.GeoDataFrame(cols, geometry=geopandas.points_from_xy(xy[:, 0], xy[:, 1]),
-                                  crs="EPSG:32615")
+                                  crs="+proj=aeqd +lat_0=45 +lon_0=-93 +units=m +datum=WGS84")
 
 
 def cluster(n, at=(0.0, 0.0), spread=10.0):

@@ -480,3 +480,17 @@ def test_rows_longer_than_the_header_are_refused(tmp_path):
     with pytest.raises(InputError, match=r"rows of dec.csv have more fields than its header "
                                          r"\(3 columns\).*decimal commas"):
         load_points(path, x="lon", y="lat", crs="EPSG:4326")
+
+
+def test_the_diagnostics_on_a_km_frame_in_memory_refuse_it():
+    """Break-it finding: sg.spatial_k / sg.outlier_policy on Chorley km under EPSG:27700 built
+    in memory gave median k at its cap and 0 % below k (1,036 records; 817 below k in metres)."""
+    d = pd.read_csv(CHORLEY)
+    g = geopandas.GeoDataFrame(d, geometry=geopandas.points_from_xy(d.x_km, d.y_km), crs=BNG)
+    with pytest.raises(InputError, match=r"within 10 km of the origin .*Build the geometry in "
+                                         r"metres .*check_points_frame"):
+        synthgeo.spatial_k(g, radius_m=100)
+    with pytest.raises(InputError, match=r"within 10 km of the origin"):
+        synthgeo.outlier_policy(g, synthgeo.OutlierPolicy(k=5, r_max_m=2000))
+    metres = g.set_geometry(geopandas.points_from_xy(d.x_km * 1000, d.y_km * 1000), crs=BNG)
+    assert (synthgeo.spatial_k(metres, radius_m=100).spatial_k < 5).sum() > 0

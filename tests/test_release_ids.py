@@ -65,6 +65,10 @@ def test_same_seed_same_order_other_seed_other_order(fake):
     np.testing.assert_array_equal(_released(fake).rows, again)
     other = dataclasses.replace(fake, seed=int(run_seed(fake)) + 1)
     assert not (_released(other).rows == again).all()
+    # keyed by the confidential values too: a small spec seed cannot be found by trying seeds
+    # against the release (break-it: the bundled order was recovered in 2 s from seed 20181)
+    data = dataclasses.replace(fake.data, y=fake.data.y + 1e-9)
+    assert not (_released(dataclasses.replace(fake, data=data)).rows == again).all()
 
 
 def test_original_ids_in_file_order(fake, tmp_path):
@@ -114,7 +118,15 @@ def test_previous_links_through_the_map_and_refuses_without_it(tmp_path):
     rb = b.risk["restricted"].per_record["risk_rel"].values
     np.testing.assert_allclose(b.cumulative.cumulative.per_record["risk_rel"].values,
                                (ra + rb) / 2)
-    (out_a / "confidential" / ID_MAP_FILE).unlink()
+    # another permutation of the same ids (break-it: a map from another run was accepted and
+    # the pooled risk came out too low): refused by the SHA-256 in release.json
+    id_map = out_a / "confidential" / ID_MAP_FILE
+    shuffled = pd.read_csv(id_map)
+    shuffled["id"] = shuffled["id"].to_numpy()[::-1]
+    shuffled.to_csv(id_map, index=False)
+    with pytest.raises(InputError, match=r"does not match the SHA-256 in its release.json"):
+        release(3, previous=out_a)
+    id_map.unlink()
     with pytest.raises(InputError, match=r"release pseudonyms and confidential/release_ids.csv"):
         release(3, previous=out_a)
 
@@ -123,3 +135,25 @@ def test_release_json_times_the_writing(fake, tmp_path):
     """New-user finding: release.json's seconds stopped before the write stage."""
     rec = json.loads((write_release(fake, tmp_path / "t") / "release.json").read_text())
     assert rec["seconds"]["write_files"] > 0
+
+
+def test_the_id_is_no_covariate_and_a_spec_without_id_writes(tmp_path):
+    """Break-it findings: `id` as a covariate was fitted on the confidential ids (released as
+    pseudonyms and described twice); a spec without `[data] id` crashed at writing."""
+    import warnings
+
+    from synthgeo import SpecError
+    from synthgeo.config import DataConfig, bundled_spec_path, load_spec
+    from synthgeo.pipeline import run_release
+    from synthgeo.testing import fake_fitter, fake_spec
+
+    with pytest.raises(SpecError, match=r"columns other than the record id 'id'"):
+        DataConfig(response="log_price", covariates=["sqft_living", "id"], id="id")
+    spec = fake_spec(load_spec(bundled_spec_path()), n_draws=100, n_implicates=3)
+    spec = spec.replace("data", id=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = run_release(spec, fitter=fake_fitter(n_draws=100))
+    out = write_release(res, tmp_path / "noid")
+    first = pd.read_csv(out / "release/csv/implicate_001.csv")
+    assert first["record"].tolist() == list(range(1, res.data.n_records + 1))

@@ -184,16 +184,22 @@ def test_single_gaussian_route_takes_a_text_covariate_and_records_its_levels(tmp
                                        id="id"),
                        model=ModelConfig(gp="exact"), sampling=SamplingConfig(seed=2),
                        anonymity=AnonymityConfig(on_location_failure="warn"))
+    # one two-bedroom multi-family sale: a level that rare is refused (break-it finding: a
+    # level of one record released that record's value, and every risk figure read 0)
+    with pytest.raises(InputError, match=r"covariate `type` has 1 level\(s\) held by fewer "
+                                         r"than k = 5 records \('Multi_Family': 1\)"):
+        _quiet(run_release, fake_spec(spec, n_draws=150, n_implicates=4),
+               points=_points("beds == 2"), fitter=fake_fitter(n_draws=150))
     res = _quiet(run_release, fake_spec(spec, n_draws=150, n_implicates=4),
-                 points=_points("beds == 2"), fitter=fake_fitter(n_draws=150))
-    assert [c for c in res.data.coef_names if c.startswith("type")] == [
-        "type[T.Multi_Family]", "type[T.Residential]"]
+                 points=_points("beds == 2 and type != 'Multi_Family'"),
+                 fitter=fake_fitter(n_draws=150))
+    assert [c for c in res.data.coef_names if c.startswith("type")] == ["type[T.Residential]"]
     assert "type[T.Residential]" in set(res.utility["term"])
     rec = release_record(res, seconds={})
     assert rec["design"]["type"]["reference"] == "Condo" and "missing" not in rec
     out = write_release(res, tmp_path / "t")
     pub = pd.read_parquet(out / "release" / "implicates.parquet")
-    assert set(pub["type"]) == {"Condo", "Multi_Family", "Residential"}  # released unchanged
+    assert set(pub["type"]) == {"Condo", "Residential"}  # released unchanged
 
 
 # --- the single-gaussian route is unchanged ----------------------------------------------------

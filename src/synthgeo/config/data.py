@@ -191,6 +191,10 @@ class DataConfig:
             if name in self.covariates:
                 raise _err("data", "covariates", self.covariates,
                            f"columns other than the response {name!r}")
+        if self.id is not None and self.id in self.covariates:  # break-it: fitted on ids
+            raise _err("data", "covariates", self.covariates,
+                       f"columns other than the record id {self.id!r} (an id is a label, and "
+                       "its order can follow the response)")
         for r in self.responses:
             if r.exposure is not None and r.exposure in self.response_names:
                 raise _err("data.responses", "exposure", r.exposure,

@@ -64,6 +64,30 @@ def group_labels(points: pd.DataFrame, group_by: Sequence[str]) -> np.ndarray | 
     return np.asarray(label, dtype=object)
 
 
+def _check_plausible(points: geopandas.GeoDataFrame, coords_m: np.ndarray) -> None:
+    """Run the unit check a file gets on a layer built in memory: the off-area origin rule.
+
+    Break-it: km under BNG in a GeoDataFrame gave spatial k at its cap. (The small-extent rule
+    is not applied here: a layer of a few nearby points is a legitimate input to these
+    diagnostics.)
+    """
+    import pyproj
+
+    from synthgeo.io.origin import Origin
+    from synthgeo.io.plausibility import check_origin
+
+    crs = pyproj.CRS.from_user_input(points.crs)
+    try:
+        check_origin(coords_m, crs, unit_words=f"the unit of {crs.name}, as the geometry was "
+                     "built", accept_small_extent=False, origin=Origin.memory())
+    except InputError as err:
+        what = str(err).split(". Is the unit right?")[0]
+        raise InputError(f"{what}. Build the geometry in metres (x 1000 for kilometres); if the "
+                         "coordinates are right, check the frame with "
+                         "`synthgeo.io.read.check_points_frame(gdf, accept_small_extent=True)` "
+                         "first") from None
+
+
 def prepare(
     points: geopandas.GeoDataFrame,
     *,
@@ -79,12 +103,16 @@ def prepare(
         If `points` is not a GeoDataFrame.
     InputError
         Missing CRS, geographic or Web Mercator CRS, non-point geometry, missing column,
-        missing subject ids, or duplicate record ids.
+        missing subject ids, or duplicate record ids; for a layer not loaded by
+        :func:`synthgeo.io.points.load_points` (no ``extent`` in its ``attrs``), coordinates
+        all next to an off-area CRS origin (km read as metres).
     """
     if not isinstance(points, geopandas.GeoDataFrame):
         raise TypeError("`points` must be a GeoDataFrame (see synthgeo.io.points.load_points), "
                         f"got {type(points).__name__}")
     coords = coordinates_m(points)
+    if "extent" not in points.attrs:  # not through load_points / check_points_frame
+        _check_plausible(points, coords)
     if id_column is None:
         id_column = points.attrs.get("id_column")
     check_columns(points, [c for c in (id_column,) if c], "id")

@@ -210,9 +210,11 @@ class NeighbourChecks:
         frames = []
         for key, chk in self.checks.items():
             t = chk.to_dataframe()
-            t.insert(0, self.id_column, self.record_id[t["record"].to_numpy(int)])
+            ids = self.record_id[t["record"].to_numpy(int)]
+            t = t.drop(columns="record")  # positions; the id column may itself be "record"
+            t.insert(0, self.id_column, ids)
             t.insert(1, "measure", key)
-            frames.append(t.drop(columns="record"))
+            frames.append(t)
         cols = [self.id_column, "measure", "at_risk", "risk_unrestricted", "risk_restricted",
                 "rise", "distance_m"]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)

@@ -138,6 +138,26 @@ def prepare_data(spec: ReleaseSpec,
     return _model_data(spec, gdf, missing=missing)
 
 
+def _refuse_rare_levels(gdf: geopandas.GeoDataFrame, levels: dict, k: int) -> None:
+    """Refuse a text covariate level held by fewer than k records (``[anonymity] k``).
+
+    The covariate is released unchanged, so such a level singles its records out, and their
+    own design column lets the model (and the public GLM baseline, which is fitted with it)
+    reproduce their values: a level held by one person beside a yes/no response released its
+    true value in every implicate while the attributable risk read 0 (break-it trial).
+    """
+    for column, info in levels.items():
+        counts = gdf[column].astype(str).value_counts()
+        rare = counts[counts < k]
+        if len(rare):
+            shown = ", ".join(f"{lv!r}: {n}" for lv, n in rare.head(5).items())
+            raise InputError(
+                f"covariate `{column}` has {len(rare)} level(s) held by fewer than k = {k} "
+                f"records ({shown}): released unchanged, such a level singles its records out "
+                "and the model reproduces their values; merge rare levels (e.g. into 'other') "
+                "or drop the covariate (`[anonymity] k` sets the bound)")
+
+
 def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame, *,
                 missing: dict | None = None) -> PreparedData:
     """y, X, sites and the analyst's frame from checked points; refuse unusable inputs."""
@@ -159,6 +179,7 @@ def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame, *,
             raise InputError(f"`[data] transform = \"log\"`: {err}") from None
         gaussian = True
     X, coef_names, levels = design_matrix(gdf, d.covariates)
+    _refuse_rare_levels(gdf, levels, spec.anonymity.k)
     _check_model_inputs(spec, y, X, coef_names[1:], gaussian=gaussian)
     _check_released_columns(spec, gdf, y)
     sites = make_sites(coordinates_m(gdf))

@@ -154,14 +154,15 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelea
         raise _refuse(folder, f"an id in `{d.id}` repeats within an implicate")
     wide = frame.pivot(index=d.id, columns="implicate", values=d.response)
     if prev.get("release_ids", "original") == "pseudonymous":  # back to the confidential ids
-        wide = _confidential_index(folder, wide, d.id)
+        wide = _confidential_index(folder, wide, d.id, record.get("release_ids_sha256"))
     if getattr(d, "transform", None) == "log":  # released on the original scale
         wide = np.log(wide)
     return PreviousRelease(path=folder, record=record, release_json_sha256=file_sha256(rec_path),
                            synthetic=wide)
 
 
-def _confidential_index(folder: Path, wide: pd.DataFrame, id_column: str) -> pd.DataFrame:
+def _confidential_index(folder: Path, wide: pd.DataFrame, id_column: str,
+                        sha256: str | None) -> pd.DataFrame:
     """Re-index an earlier release's implicates from its pseudonyms to the confidential ids.
 
     Through the map that release kept in ``confidential/`` (:mod:`synthgeo.release.records`);
@@ -175,6 +176,9 @@ def _confidential_index(folder: Path, wide: pd.DataFrame, id_column: str) -> pd.
     if not path.is_file():
         raise _refuse(folder, f"its ids are release pseudonyms and confidential/{ID_MAP_FILE}, "
                               "which links them to the records, is missing")
+    if sha256 is None or file_sha256(path) != sha256:  # any other permutation would link
+        raise _refuse(folder, f"confidential/{ID_MAP_FILE} does not match the SHA-256 in its "
+                              "release.json (`release_ids_sha256`): records cannot be linked")
     column = "confidential_id" if id_column == "release_id" else id_column
     id_map = keep_id_text(pd.read_csv(path, dtype={column: str}), column)
     if set(id_map["release_id"]) != set(wide.index) or id_map[column].duplicated().any():

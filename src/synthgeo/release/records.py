@@ -5,11 +5,12 @@ neutral: the bundled Sacramento sales are numbered in price order within each sa
 releasing the ids (or the rows in file order) beside the synthetic prices would rank the true
 prices. Under ``[data] release_ids = "pseudonymous"`` (the default) the released id column
 holds 1, …, n in a random row order: a permutation drawn from a stream of the run's seed (a
-key, kept in ``confidential/``), so the same spec and seed give the same files, and no one
-without the seed can undo it. The map from released to confidential ids is written to
-``confidential/release_ids.csv`` for the board (and for ``--previous``, which links releases
-through it). ``"original"`` releases the confidential ids in file order, for files whose ids
-are already public pseudonyms.
+key, kept in ``confidential/``) and the SHA-256 of the confidential response, so the same spec,
+data and seed give the same files, and no one without the confidential data can undo it, even
+when the spec's seed is small enough to guess. The map from released to confidential ids is
+written to ``confidential/release_ids.csv`` for the board (and for ``--previous``, which links
+releases through it; its SHA-256 is in release.json). ``"original"`` releases the confidential
+ids in file order, for files whose ids are already public pseudonyms.
 
 Under ``[anonymity] treatment = "apply"`` withheld records are left out first; the released
 locations are the published ones (group centroid, cell centre).
@@ -17,6 +18,7 @@ locations are the published ones (group centroid, cell centre).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import geopandas
@@ -60,12 +62,27 @@ class ReleasedRecords:
     id_map: pd.DataFrame | None
 
 
-def _permutation(n: int, seed) -> np.ndarray:
-    """Return a permutation of range(n) from the run seed's own stream (module docstring)."""
+def _confidential_words(y: np.ndarray) -> list[int]:
+    """Eight 32-bit words of the SHA-256 of the confidential response (float64 bytes)."""
+    digest = hashlib.sha256(np.ascontiguousarray(y, dtype=np.float64).tobytes()).digest()
+    return [int.from_bytes(digest[i:i + 4], "little") for i in range(0, 32, 4)]
+
+
+def _permutation(n: int, seed, y: np.ndarray) -> np.ndarray:
+    """Return a permutation of range(n) keyed by the run seed and the confidential values.
+
+    The seed alone would do for determinism, but a seed written in a spec may be small
+    (the bundled example's is 20181): trying every small seed against the released implicates
+    (e.g. the autocorrelation of their per-id means in candidate order) finds it in seconds.
+    Mixing in the SHA-256 of the confidential response, which is in no released file, keeps
+    the same spec, data and seed giving the same files while no one without the confidential
+    data can try seeds.
+    """
     if seed is None:
         raise ValueError("pseudonymous release ids need the run's seed (got None)")
-    entropy = seed.entropy if isinstance(seed, np.random.SeedSequence) else int(seed)
-    stream = np.random.SeedSequence(entropy, spawn_key=(RELEASE_IDS_SPAWN_KEY,))
+    first = seed.entropy if isinstance(seed, np.random.SeedSequence) else int(seed)
+    stream = np.random.SeedSequence([int(first), *_confidential_words(y)],
+                                    spawn_key=(RELEASE_IDS_SPAWN_KEY,))
     return np.random.default_rng(stream).permutation(n)
 
 
@@ -98,7 +115,8 @@ def released_records(spec, data, locations, seed) -> ReleasedRecords:
     >>> from types import SimpleNamespace
     >>> gdf = geopandas.GeoDataFrame({"id": [11, 12, 13], "a": [1.0, 2.0, 3.0]},
     ...     geometry=geopandas.points_from_xy([0, 1, 2], [0, 0, 0]), crs=32610)
-    >>> data = SimpleNamespace(gdf=gdf, record_id=gdf["id"].to_numpy(), id_column="id")
+    >>> data = SimpleNamespace(gdf=gdf, record_id=gdf["id"].to_numpy(), id_column="id",
+    ...                        y=np.array([11.2, 12.5, 11.9]))
     >>> spec = SimpleNamespace(data=SimpleNamespace(x=None, y=None, covariates=["a"],
     ...                                             release_ids="pseudonymous"))
     >>> r = released_records(spec, data, None, seed=5)
@@ -126,7 +144,7 @@ def released_records(spec, data, locations, seed) -> ReleasedRecords:
     if kind != "pseudonymous":
         return ReleasedRecords(base=base, geometry=geom, rows=rows, kind="original",
                                id_map=None)
-    order = _permutation(len(base), seed)
+    order = _permutation(len(base), seed, data.y)
     confidential_ids = base[data.id_column].to_numpy()[order]
     base = base.iloc[order].reset_index(drop=True)
     base[data.id_column] = np.arange(1, len(base) + 1)

@@ -32,6 +32,7 @@ from synthgeo.release.writer import (
     NOT_ASSESSED_RISK,
     _file_list,
     _location_verdict_and_warnings,
+    id_map_sha256,
     input_paths,
 )
 
@@ -136,6 +137,7 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
         "synthgeo_release_record": 1, "created_at": prov["created_at"], "spec": spec_dict,
         "input": prov["input"], "versions": prov["versions"],
         "seed_sha256": None if seed is None else seed_sha256(seed),
+        "release_ids_sha256": None,  # the writer fills it in (confidential/release_ids.csv)
         "crs": prov["crs"], "n_records": data.n_records, "n_sites": data.sites.n_sites,
         "n_implicates": spec.synthesis.n_implicates, "released_model": "restricted",
         "responses": responses,
@@ -256,6 +258,7 @@ def write_sequential(result: SequentialResult, out: str | os.PathLike, *,
         record = sequential_record(result, seconds={**result.seconds,
                                                     "write_files": time.perf_counter() - t},
                                    release_files=_file_list(rel))
+        record["release_ids_sha256"] = id_map_sha256(tmp)
         validate_release_record(record)
         (tmp / "release.json").write_text(dumps(record, indent=2), encoding="utf-8")
         if report_html is not None:

@@ -31,7 +31,7 @@ from synthgeo.release.records import ID_MAP_FILE, ReleasedRecords, released_reco
 from synthgeo.release.schema import validate_release_record
 from synthgeo.risk.verdict import RiskVerdict
 
-__all__ = ["check_output_dir", "input_paths", "write_release", "release_frames",
+__all__ = ["check_output_dir", "id_map_sha256", "input_paths", "write_release", "release_frames",
            "release_record", "EMPTY_REVIEW"]
 
 #: ``verdicts.risk`` of a release whose risk was not judged (no risk stage, or a route that
@@ -241,6 +241,7 @@ def release_record(
         "input": prov["input"],
         "versions": prov["versions"],
         "seed_sha256": _seed_hash(result),
+        "release_ids_sha256": None,  # the writer fills it in (confidential/release_ids.csv)
         "crs": prov["crs"],
         "n_records": data.n_records, "n_sites": data.sites.n_sites,
         "n_implicates": spec.synthesis.n_implicates,
@@ -355,6 +356,7 @@ def write_release(
         stages = {**(seconds or result.seconds), "write_files": time.perf_counter() - t}
         record = release_record(result, seconds=stages,
                                 release_files=_file_list(tmp / "release"))
+        record["release_ids_sha256"] = id_map_sha256(tmp)
         validate_release_record(record)
         (tmp / "release.json").write_text(dumps(record, indent=2), encoding="utf-8")
         if report_html is not None:
@@ -362,6 +364,12 @@ def write_release(
 
     return write_folder(out, write, marker="release.json", overwrite=overwrite,
                         inputs=input_paths(result.spec), what="an earlier synthgeo output")
+
+
+def id_map_sha256(folder: Path) -> str | None:
+    """SHA-256 of ``confidential/release_ids.csv`` in an output folder; None when absent."""
+    path = folder / "confidential" / ID_MAP_FILE
+    return file_sha256(path) if path.is_file() else None
 
 
 def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
