@@ -494,3 +494,17 @@ def test_the_diagnostics_on_a_km_frame_in_memory_refuse_it():
         synthgeo.outlier_policy(g, synthgeo.OutlierPolicy(k=5, r_max_m=2000))
     metres = g.set_geometry(geopandas.points_from_xy(d.x_km * 1000, d.y_km * 1000), crs=BNG)
     assert (synthgeo.spatial_k(metres, radius_m=100).spatial_k < 5).sum() > 0
+
+
+def test_one_record_in_metres_does_not_hide_a_file_in_km(tmp_path, capsys):
+    """Break-it finding: 200 points in km over Great Britain plus one in metres passed kanon
+    (median k 8 where every true k is 1): the stray record lifted the largest |x| past 10 km."""
+    rng = np.random.default_rng(3)
+    km = rng.uniform([100, 50], [650, 1200], (200, 2))
+    frame = pd.DataFrame({"id": range(201), "X": np.r_[km[:, 0], 354_000.0],
+                          "Y": np.r_[km[:, 1], 428_000.0]})
+    path = _csv(tmp_path, frame, "mix.csv")
+    with pytest.raises(InputError, match=r"200 of 201 points \(the rest far from it: mixed "
+                                         r"units\?\) lie within 10 km of the origin"):
+        load_points(path, x="X", y="Y", crs=BNG, id_column="id")
+    _refused_by_kanon(tmp_path, capsys, path, "--x", "X", "--y", "Y", "--crs", BNG)

@@ -11,10 +11,9 @@ docs/locations.md, "Units and plausibility". Checked on every load:
 - not an implausibly small extent, unless ``accept_small_extent``: a bounding-box diagonal under
   100 m with 10–49 distinct locations or under 1 km with 50 or more, or (from 10 locations) a
   median distance to the nearest other distinct location under 1 m (km read as metres: 40 cases
-  across 20 km read as metres span 20 m).
-
-- not all within 10 km of the projected origin (0, 0) of a CRS whose origin lies outside its
-  area of use or within 0.5° of its edge (false origins are placed off the area so that every
+  across 20 km read as metres span 20 m);
+- not (half or more of the points) within 10 km of the projected origin (0, 0) of a CRS whose
+  origin lies outside its area of use or within 0.5° of its edge (false origins are placed off the area so that every
   valid coordinate is large: British National Grid's lies in the sea off the Scilly Isles), the
   signature of kilometres or units of 100 m read as metres whatever the number of points or
   the size of the region, unless ``accept_small_extent``.
@@ -49,6 +48,7 @@ MIN_DIAGONAL_M = 1000.0  # ... a diagonal below this
 MIN_MEDIAN_SPACING_M = 1.0  # ... or a median nearest-distinct-location distance below this
 ORIGIN_RADIUS_M = 10_000.0  # every |x|, |y| below this (CRS unit read as metres): near (0, 0)
 ORIGIN_EDGE_DEG = 0.5  # an origin this close to the area of use's edge counts as off the area
+ORIGIN_MIN_SHARE = 0.5  # ... refused when at least this share of the points lie near it
 
 
 def _lonlat_range(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, labels: tuple[str, str],
@@ -218,7 +218,8 @@ def check_origin(xy: np.ndarray, crs: pyproj.CRS, *, unit_words: str,
     Raises
     ------
     InputError
-        Every point within :data:`ORIGIN_RADIUS_M` of (0, 0) in a CRS whose origin lies off
+        At least half the points (:data:`ORIGIN_MIN_SHARE`; a few stray records in metres must
+        not hide the rest) within :data:`ORIGIN_RADIUS_M` of (0, 0) in a CRS whose origin lies off
         its area of use (or within 0.5° of its edge), unless `accept_small_extent`.
 
     Examples
@@ -235,14 +236,19 @@ def check_origin(xy: np.ndarray, crs: pyproj.CRS, *, unit_words: str,
     ...
     synthgeo._errors.InputError: all 3 points lie within 10 km of the origin (0, 0) of ...
     """
-    if crs.is_geographic or not len(xy) or np.abs(xy).max() >= ORIGIN_RADIUS_M:
+    if crs.is_geographic or not len(xy):
+        return
+    near = np.all(np.abs(xy) < ORIGIN_RADIUS_M, axis=1)
+    if near.mean() < ORIGIN_MIN_SHARE:  # one stray record must not hide the rest (break-it)
         return
     where_deg = _origin_off_area(crs)
     if where_deg is None:
         return
     lon, lat = where_deg
-    text = (f"all {len(xy):,} points lie within {ORIGIN_RADIUS_M / 1000:g} km of the origin "
-            f"(0, 0) of {describe(crs)} (largest |x|, |y| {np.abs(xy).max():,.4g}, read in "
+    how_many = (f"all {len(xy):,} points" if near.all() else
+                f"{int(near.sum()):,} of {len(xy):,} points (the rest far from it: mixed units?)")
+    text = (f"{how_many} lie within {ORIGIN_RADIUS_M / 1000:g} km of the origin "
+            f"(0, 0) of {describe(crs)} (largest |x|, |y| {np.abs(xy[near]).max():,.4g}, read in "
             f"{unit_words}); that origin, at lon {lon:.4g}, lat {lat:.4g}, lies off the CRS's "
             "area of use, where no real coordinate is so small: kilometres or units of 100 m "
             "read as metres look exactly like this")
