@@ -142,6 +142,16 @@ def test_bernoulli_positive_level_and_bad_counts():
         response_values(f, ResponseConfig(name="c", family="poisson"))
 
 
+def test_an_all_missing_column_is_named_when_nothing_would_be_left():
+    import geopandas
+
+    g = geopandas.GeoDataFrame({"a": [None, None, None], "b": [1.0, None, 3.0]},
+                               geometry=geopandas.points_from_xy(range(3), range(3)))
+    with pytest.raises(InputError, match=r"every one of the 3 records has a missing value "
+                                         r"\(column `a`: 3 missing"):
+        drop_missing(g, ["a", "b"], how="drop")
+
+
 def test_a_third_yes_no_level_is_refused_not_folded():
     """Break-it finding: YES/NO/MAYBE with positive = "YES" coded MAYBE as no without a word."""
     from synthgeo.config import ResponseConfig

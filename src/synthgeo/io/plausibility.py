@@ -13,10 +13,10 @@ docs/locations.md, "Units and plausibility". Checked on every load:
   median distance to the nearest other distinct location under 1 m (km read as metres: 40 cases
   across 20 km read as metres span 20 m);
 - not (half or more of the points) within 10 km of the projected origin (0, 0) of a CRS whose
-  origin lies outside its area of use or within 0.5° of its edge (false origins are placed off the area so that every
-  valid coordinate is large: British National Grid's lies in the sea off the Scilly Isles), the
-  signature of kilometres or units of 100 m read as metres whatever the number of points or
-  the size of the region, unless ``accept_small_extent``.
+  origin lies outside its area of use or within 0.5° of its edge (false origins are placed off
+  the area so that every valid coordinate is large: British National Grid's lies in the sea off
+  the Scilly Isles), the signature of kilometres or units of 100 m read as metres whatever the
+  number of points or the size of the region, unless ``accept_small_extent``.
 
 Checks that cannot refuse (fewer points) leave coded warnings (:mod:`synthgeo.io.notices`).
 Messages name the fix in the words of the records' origin (a file's options, or what to change

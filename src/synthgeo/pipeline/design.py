@@ -200,6 +200,12 @@ def drop_missing(gdf, columns: list[str], *, how: str, unit: str | None = None):
         report["by_unit"] = {str(k): int(v) for k, v in sorted(counts.items())}
     if not any_missing.any():
         return gdf, report
+    if any_missing.all():  # break-it: the error came later, about a response level
+        worst = max(by_column, key=by_column.get)
+        raise InputError(f"every one of the {len(gdf):,} records has a missing value (column "
+                         f"`{worst}`: {by_column[worst]:,} missing; by column {by_column}); "
+                         "`[data] missing = \"drop\"` would leave none: remove that column "
+                         "from the spec or fill it")
     attrs = dict(gdf.attrs)
     kept = gdf.loc[~any_missing].reset_index(drop=True)
     kept.attrs = attrs
