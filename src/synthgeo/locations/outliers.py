@@ -136,6 +136,7 @@ def apply_outlier_policy(
     --------
     >>> import geopandas, numpy as np
     >>> xy = np.array([[0, 0], [10, 0], [0, 10], [10, 10], [5, 5], [5000, 5000]], float)
+    >>> xy += [630_000.0, 4_270_000.0]  # easting, northing in UTM zone 10N (metres)
     >>> pts = geopandas.GeoDataFrame(geometry=geopandas.points_from_xy(*xy.T), crs=32610)
     >>> res = apply_outlier_policy(pts, OutlierPolicy(k=3, r_max_m=100,
     ...                            max_suppressed_share=0.5), on_failure="report")

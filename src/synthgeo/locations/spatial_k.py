@@ -315,7 +315,7 @@ def measure_spatial_k(
     Examples
     --------
     >>> import geopandas, numpy as np
-    >>> xy = np.array([[0, 0], [60, 80], [300, 0.0]])
+    >>> xy = np.array([[0, 0], [60, 80], [300, 0.0]]) + [500_000, 4_980_000]  # UTM 15N, m
     >>> gdf = geopandas.GeoDataFrame(geometry=geopandas.points_from_xy(*xy.T), crs=32615)
     >>> measure_spatial_k(gdf, 100.0, k=2).spatial_k.tolist()
     [2, 2, 1]

@@ -220,6 +220,7 @@ def apply_treatment(points: geopandas.GeoDataFrame, outliers: OutlierResult,
     >>> import geopandas, numpy as np
     >>> from synthgeo.locations import OutlierPolicy, apply_outlier_policy, measure_spatial_k
     >>> xy = np.array([[0, 0], [10, 0], [0, 10], [10, 10], [5000, 5000]], float)
+    >>> xy += [630_000.0, 4_270_000.0]  # easting, northing in UTM zone 10N (metres)
     >>> pts = geopandas.GeoDataFrame(geometry=geopandas.points_from_xy(*xy.T), crs=32610)
     >>> ol = apply_outlier_policy(pts, OutlierPolicy(k=3, r_max_m=100, max_suppressed_share=1),
     ...                           on_failure="report")
