@@ -96,6 +96,11 @@ def _projected_bounds(xy: np.ndarray, crs: pyproj.CRS, area: tuple, frame: pd.Da
                 f"{origin.text('fix_crs')}")
 
 
+def _lon_within(lon, west: float, east: float):
+    """Longitudes between `west` and `east`, measured eastwards: right across the antimeridian."""
+    return (lon - west) % 360.0 <= (east - west) % 360.0
+
+
 def _area_of_use(xy: np.ndarray, crs: pyproj.CRS, area: tuple, frame: pd.DataFrame,
                  id_column: str | None, origin: Origin) -> None:
     w, s, e, n = area
@@ -103,10 +108,7 @@ def _area_of_use(xy: np.ndarray, crs: pyproj.CRS, area: tuple, frame: pd.DataFra
     lon, lat = to_deg.transform(xy[:, 0], xy[:, 1], errcheck=False)
     lon, lat = np.asarray(lon, float), np.asarray(lat, float)
     lon = (lon + 180.0) % 360.0 - 180.0
-    if e - w >= 360.0:
-        lon_ok = np.isfinite(lon)
-    else:  # measured eastwards from the west edge: also right across the antimeridian
-        lon_ok = (lon - w) % 360.0 <= (e - w) % 360.0
+    lon_ok = np.isfinite(lon) if e - w >= 360.0 else _lon_within(lon, w, e)
     out = ~(lon_ok & (lat >= s) & (lat <= n) & np.isfinite(lat))
     if out.any():
         i = np.flatnonzero(out)[0]
@@ -190,17 +192,14 @@ def _origin_off_area(crs: pyproj.CRS) -> tuple[float, float] | None:
         return None
     w, s, e, n = aou.bounds
     b = ORIGIN_EDGE_DEG
-    if e - w >= 360.0 - 2 * b:
-        inside_lon = True
-    else:  # eastwards from the west edge, shrunk by b: right across the antimeridian too
-        inside_lon = b <= (lon - w) % 360.0 <= ((e - w) % 360.0) - b
+    inside_lon = e - w >= 360.0 - 2 * b or bool(_lon_within(lon, w + b, e - b))
     inside = inside_lon and s + b <= lat <= n - b
     return None if inside else (lon, lat)
 
 
 def check_origin(xy: np.ndarray, crs: pyproj.CRS, *, unit_words: str,
                  accept_small_extent: bool, origin: Origin,
-                 notes: list[dict[str, str]] | None = None) -> None:
+                 notes: list[dict[str, str]] | None = None, fix: str | None = None) -> None:
     """Refuse coordinates that all sit next to a projected CRS's off-area origin (km as metres).
 
     Parameters
@@ -214,6 +213,8 @@ def check_origin(xy: np.ndarray, crs: pyproj.CRS, *, unit_words: str,
         Keep going (with the coded warning ``near_crs_origin``) instead of refusing.
     origin : Origin
     notes : list, optional
+    fix : str, optional
+        The refusal's last sentence, the fix (default: `origin`'s wording for a small extent).
 
     Raises
     ------
@@ -253,7 +254,7 @@ def check_origin(xy: np.ndarray, crs: pyproj.CRS, *, unit_words: str,
             "area of use, where no real coordinate is so small: kilometres or units of 100 m "
             "read as metres look exactly like this")
     if not accept_small_extent:
-        raise InputError(f"{text}. {origin.text('fix_extent')}")
+        raise InputError(f"{text}. {fix or origin.text('fix_extent')}")
     note(notes, "near_crs_origin", text + "; accepted by `accept_small_extent`", stacklevel=4)
 
 

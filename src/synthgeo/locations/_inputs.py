@@ -77,15 +77,11 @@ def _check_plausible(points: geopandas.GeoDataFrame, coords_m: np.ndarray) -> No
     from synthgeo.io.plausibility import check_origin
 
     crs = pyproj.CRS.from_user_input(points.crs)
-    try:
-        check_origin(coords_m, crs, unit_words=f"the unit of {crs.name}, as the geometry was "
-                     "built", accept_small_extent=False, origin=Origin.memory())
-    except InputError as err:
-        what = str(err).split(". Is the unit right?")[0]
-        raise InputError(f"{what}. Build the geometry in metres (x 1000 for kilometres); if the "
-                         "coordinates are right, check the frame with "
-                         "`synthgeo.io.read.check_points_frame(gdf, accept_small_extent=True)` "
-                         "first") from None
+    check_origin(coords_m, crs, unit_words=f"the unit of {crs.name}, as the geometry was built",
+                 accept_small_extent=False, origin=Origin.memory(),
+                 fix="Build the geometry in metres (x 1000 for kilometres); if the coordinates "
+                     "are right, check the frame with "
+                     "`synthgeo.io.read.check_points_frame(gdf, accept_small_extent=True)` first")
 
 
 def prepare(

@@ -146,7 +146,7 @@ def _refuse_rare_levels(gdf: geopandas.GeoDataFrame, levels: dict, k: int) -> No
     reproduce their values: a level held by one person beside a yes/no response released its
     true value in every implicate while the attributable risk read 0 (break-it trial).
     """
-    for column, info in levels.items():
+    for column in levels:
         counts = gdf[column].astype(str).value_counts()
         rare = counts[counts < k]
         if len(rare):
