@@ -72,6 +72,20 @@ def _crs_label(data) -> str:
         return str(src_crs)[:60]
 
 
+def disposal_counts(result) -> dict[str, int] | None:
+    """Return the records released, withheld and moved under ``[anonymity] treatment = "apply"``.
+
+    The location verdict's own counts (:func:`synthgeo.locations.treatment.location_verdict`),
+    for the data users' READMEs; None when the treatment did not run or was "none".
+    """
+    loc = getattr(result, "locations", None)
+    treated = getattr(loc, "treatment", None)
+    if treated is None or treated.treatment != "apply":
+        return None
+    d = loc.verdict.details
+    return {key: int(d[key]) for key in ("n_released", "n_withheld", "n_moved")}
+
+
 def readme_context(result) -> dict[str, Any]:
     """Return the values the README template shows (none computed from a true value).
 
@@ -98,15 +112,11 @@ def readme_context(result) -> dict[str, Any]:
     d = spec.data
     L = spec.synthesis.n_implicates
     alpha = spec.utility.alpha
-    treated = getattr(getattr(result, "locations", None), "treatment", None)
-    applied = treated is not None and treated.treatment == "apply"
-    moved = treated.released & (treated.disposal != "none") if applied else None
+    counts = disposal_counts(result)
     return {
         "n_dropped": int((data.missing or {}).get("n_dropped", 0)),  # [data] missing = "drop"
-        "applied": applied,  # [anonymity] treatment = "apply": counts of the disposals
-        "n_released": int(treated.released.sum()) if applied else data.n_records,
-        "n_withheld": int((~treated.released).sum()) if applied else 0,
-        "n_moved": int(moved.sum()) if applied else 0,
+        "applied": counts is not None,  # [anonymity] treatment = "apply": counts of disposals
+        **(counts or {"n_released": data.n_records, "n_withheld": 0, "n_moved": 0}),
         "version": package_versions()["synthgeo"], "n": data.n_records, "L": L,
         "from_file": bool(data.gdf.attrs.get("sha256")),  # else handed over in memory
         "response": d.response,

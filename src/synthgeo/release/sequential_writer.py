@@ -24,8 +24,8 @@ from synthgeo.io.jsonable import dumps, jsonable
 from synthgeo.io.provenance import provenance
 from synthgeo.pipeline.result import MODELS
 from synthgeo.pipeline.sequential import SequentialResult, released_values
-from synthgeo.release.readme import csv_name
-from synthgeo.release.records import ID_MAP_FILE, released_records
+from synthgeo.release.readme import csv_name, disposal_counts
+from synthgeo.release.records import ID_MAP_FILE, ReleasedRecords, released_records
 from synthgeo.release.schema import validate_release_record
 from synthgeo.release.writer import (
     EMPTY_REVIEW,
@@ -39,8 +39,15 @@ from synthgeo.release.writer import (
 __all__ = ["sequential_frames", "sequential_record", "write_sequential"]
 
 
-def sequential_frames(result: SequentialResult) -> dict[str, geopandas.GeoDataFrame]:
+def sequential_frames(result: SequentialResult, records: ReleasedRecords | None = None
+                      ) -> dict[str, geopandas.GeoDataFrame]:
     """Long-form implicates per model: implicate, id, location, covariates, every response.
+
+    Parameters
+    ----------
+    result : SequentialResult
+    records : ReleasedRecords, optional
+        :func:`~synthgeo.release.records.released_records` of `result`, when the caller has it.
 
     Returns
     -------
@@ -51,7 +58,7 @@ def sequential_frames(result: SequentialResult) -> dict[str, geopandas.GeoDataFr
         ``[anonymity] treatment = "apply"`` the published locations, withheld records left out.
     """
     spec = result.spec
-    rec = released_records(spec, result.data, result.locations, run_seed(result))
+    rec = records or released_records(spec, result.data, result.locations, run_seed(result))
     base, geom, rows = rec.base, rec.geometry, rec.rows
     frames = {}
     L = spec.synthesis.n_implicates
@@ -159,22 +166,19 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
     return jsonable(rec)
 
 
-def _readme(result: SequentialResult) -> str:
+def _readme(result: SequentialResult, rec: ReleasedRecords) -> str:
     spec = result.spec
-    rec = released_records(spec, result.data, result.locations, run_seed(result))
     id_words = ("a release pseudonym (1 to n in a random order, not the confidential id; the "
                 "same in every implicate)" if rec.kind == "pseudonymous" else "the record id")
-    treated = getattr(result.locations, "treatment", None)
-    moved = (treated.released & (treated.disposal != "none")
-             if treated is not None and treated.treatment == "apply" else None)
+    counts = disposal_counts(result)
     lines = [
         "# Partially synthetic data (synthgeo)", "",
         f"{spec.synthesis.n_implicates} implicates of {len(rec.rows)} records; each holds "
         f"{id_words}, the location and covariates as collected and **synthetic** values of the "
         "confidential responses:", ""]
-    if moved is not None:
-        lines[-1:-1] = [f"{int((~treated.released).sum())} records were withheld to protect "
-                        f"their location and {int(moved.sum())} are published at a coarser "
+    if counts is not None:
+        lines[-1:-1] = [f"{counts['n_withheld']} records were withheld to protect "
+                        f"their location and {counts['n_moved']} are published at a coarser "
                         "location (group centroid or grid-cell centre; columns "
                         "`location_disposal`, `location_cell_m`); the other locations are "
                         "exact.", ""]
@@ -231,13 +235,14 @@ def write_sequential(result: SequentialResult, out: str | os.PathLike, *,
         rel, conf = tmp / "release", tmp / "confidential"
         (rel / "csv").mkdir(parents=True)
         conf.mkdir()
-        frames = sequential_frames(result)
+        rec = released_records(result.spec, result.data, result.locations, run_seed(result))
+        frames = sequential_frames(result, rec)
         pub = frames["restricted"]
         pub.to_parquet(rel / "implicates.parquet", index=False)
         L = result.spec.synthesis.n_implicates
         for imp, part in pd.DataFrame(pub.drop(columns="geometry")).groupby("implicate"):
             part.drop(columns="implicate").to_csv(rel / "csv" / csv_name(imp, L), index=False)
-        (rel / "README.md").write_text(_readme(result), encoding="utf-8")
+        (rel / "README.md").write_text(_readme(result, rec), encoding="utf-8")
         frames["unrestricted"].to_parquet(conf / "implicates_unrestricted.parquet", index=False)
         for r in result.responses:
             r.risk_per_record.to_csv(conf / f"risk_per_record_{r.name}.csv", index=False)
@@ -250,7 +255,6 @@ def write_sequential(result: SequentialResult, out: str | os.PathLike, *,
             result.joint_risk.to_csv(conf / "risk_joint_summary.csv", index=False)
         result.correlations.to_csv(conf / "correlations.csv", index=False)
         write_seed(conf, run_seed(result))
-        rec = released_records(result.spec, result.data, result.locations, run_seed(result))
         if rec.id_map is not None:  # released -> confidential ids: board only
             rec.id_map.to_csv(conf / ID_MAP_FILE, index=False)
         if result.locations is not None:
