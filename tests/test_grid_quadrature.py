@@ -271,3 +271,46 @@ def test_laplace_box_is_the_mode_plus_minus_five_sd_and_below_the_threshold_unus
     assert s.theta_points(2000, 25_000, "nngp") < s.theta_points(2000, 5_000, "nngp")
     with pytest.raises(ValueError, match="laplace_start_min_records"):
         GridSettings(laplace_start_min_records=0)
+
+
+def test_local_threads_get_one_balanced_batch_each_and_results_do_not_change():
+    from synthgeo.inference.quadrature import evaluate_points, thread_map
+
+    seen = []
+
+    def f(batch):
+        seen.append(len(batch))
+        return batch.sum(axis=1)
+
+    pts = np.arange(200.0).reshape(100, 2)
+    local = evaluate_points(f, pts, map_batches=thread_map(2))
+    assert sorted(seen) == [50, 50]
+    seen.clear()
+    serial = evaluate_points(f, pts, batch_size=64, map_batches=lambda fn, bs: [fn(b) for b in bs])
+    assert seen == [64, 36]
+    np.testing.assert_array_equal(np.concatenate(local), np.concatenate(serial))
+
+
+def test_exact_effect_draws_do_not_depend_on_threads(monkeypatch):
+    """Every random number is drawn before the threads start: 1 or 2 threads, same effects."""
+    from synthgeo.inference import conditionals
+    from synthgeo.inference.quadrature import thread_map
+    from synthgeo.model.kernels import make_sites
+
+    rng = np.random.default_rng(3)
+    n = 40
+    sites = make_sites(rng.uniform(0, 2000, (n, 2)))
+    X = np.column_stack([np.ones(n), rng.standard_normal(n)])
+    y = X @ [1.0, 0.5] + rng.normal(0, 0.5, n)
+    k = 6
+    draws = {"sigma2": rng.uniform(0.5, 1.5, k), "alpha": rng.uniform(0.1, 1.0, k),
+             "phi_km": rng.uniform(1, 5, k), "beta": rng.normal(size=(k, 2))}
+    d = np.ones(sites.n_sites)
+    d[4] = 0.0
+    two = conditionals.draw_effects_exact(draws, y, X, sites, scale=d,
+                                          random_seed=np.random.default_rng(9))
+    monkeypatch.setattr(conditionals, "thread_map", lambda: thread_map(1))
+    one = conditionals.draw_effects_exact(draws, y, X, sites, scale=d,
+                                          random_seed=np.random.default_rng(9))
+    np.testing.assert_array_equal(one, two)
+    assert one.shape == (k, n) and np.all(one.std(axis=0) > 0)

@@ -282,3 +282,24 @@ def test_grid_route_release_end_to_end(tmp_path, gp):
         assert fit["convergence"]["min_ess_bulk"] >= 100 * 2
     html = (out / "report.html").read_text()
     assert "id='fig-surfaces'" in html
+
+
+@pytest.mark.parametrize("at_risk", [False, True])
+def test_stats_row_equals_stats_cell_by_cell(at_risk):
+    """A grid row's shared work (R(φ) once; the NNGP blocks' spectrum once) changes nothing."""
+    y, X, sites = _data(60)
+    d = np.ones(sites.n_sites)
+    if at_risk:
+        d[[2, 9]] = 0.0
+    alphas = [0.01, 0.1, 0.4, 1.0, 3.0]
+    ex = ExactCovariance(y, X, sites, d)
+    for row, one in zip(ex.stats_row(2.5, alphas), [ex.stats(2.5, a) for a in alphas]):
+        assert row.logdet == one.logdet and row.ytKy == one.ytKy  # bit-identical
+        np.testing.assert_array_equal(row.XtKX, one.XtKX)
+    nn = NNGPCovariance(y, X, sites, d, n_neighbors=8)
+    # from SPECTRUM_MIN_ALPHAS values the eigendecomposition route: equal to round-off
+    for row, one in zip(nn.stats_row(2.5, alphas), [nn.stats(2.5, a) for a in alphas]):
+        assert row.logdet == pytest.approx(one.logdet, rel=1e-10)
+        assert row.ytKy == pytest.approx(one.ytKy, rel=1e-10)
+        np.testing.assert_allclose(row.XtKX, one.XtKX, rtol=1e-10)
+        np.testing.assert_allclose(row.XtKy, one.XtKy, rtol=1e-10, atol=1e-12)

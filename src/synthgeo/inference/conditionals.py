@@ -23,6 +23,7 @@ import xarray as xr
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from synthgeo._progress import progress_iter
+from synthgeo.inference.quadrature import thread_map
 from synthgeo.model.kernels import Sites, exponential_correlation
 from synthgeo.model.restricted_gp import GPPriors
 from synthgeo.model.smoothing import scale_function
@@ -72,17 +73,25 @@ def _draw_one(
     Lp = np.linalg.cholesky(prec)
     mean = cho_solve((Lp, True), rhs, check_finite=False)
     beta = mean + solve_triangular(Lp.T, rng.standard_normal(p), lower=False)
-    w = _w_given_beta(rng, y - X @ beta, K, KD, d, idx, cf, sigma2, nugget, extra)
+    z, e0 = _prior_noise(rng, K.shape[0], y.shape[0], sigma2, nugget, extra)
+    w = _w_given_beta(z, e0, y - X @ beta, K, KD, d, idx, cf, sigma2)
     return beta, w
 
 
-def _w_given_beta(rng, resid_beta, K, KD, d, idx, cf, sigma2, nugget, extra=None):
-    """Matheron's rule: w | β, θ, y for residual y − Xβ (cf: Cholesky of Σ)."""
+def _prior_noise(rng, n_sites: int, n: int, sigma2: float, nugget: float, extra=None):
+    """Draw the standard normals of w₀ (S,) and the noise e₀ (N,) of Matheron's rule, in order."""
+    z = rng.standard_normal(n_sites)
+    return z, rng.normal(0.0, np.sqrt(_noise_var(sigma2, nugget, n, extra)), n)
+
+
+def _w_given_beta(z, e0, resid_beta, K, KD, d, idx, cf, sigma2):
+    """Matheron's rule: w | β, θ, y for residual y − Xβ (cf: Cholesky of Σ).
+
+    ``z``: standard normals of the prior draw w₀ = L z (S,); ``e0``: the noise draw (N,).
+    """
     S = K.shape[0]
-    n = resid_beta.shape[0]
     Lk = np.linalg.cholesky(K + JITTER * sigma2 * np.eye(S))
-    w0 = Lk @ rng.standard_normal(S)
-    e0 = rng.normal(0.0, np.sqrt(_noise_var(sigma2, nugget, n, extra)), n)
+    w0 = Lk @ z
     resid = resid_beta - (d * w0)[idx] - e0
     alpha = cho_solve(cf, resid, check_finite=False)  # Σ⁻¹(...), (N,)
     At_alpha = np.bincount(idx, weights=alpha, minlength=S)  # Aᵀ α
@@ -124,14 +133,23 @@ def draw_effects_exact(
     d_of = scale_function(scale, sites.n_sites)
     dist_km = sites.distance_km()
     idx = sites.site_index
-    out = np.empty((draws["sigma2"].shape[0], sites.n_sites))
-    for j in range(out.shape[0]):
-        sigma2 = float(draws["sigma2"][j])
-        nugget = float(draws["alpha"][j]) * sigma2
+    n_draws = draws["sigma2"].shape[0]
+    sigma2 = np.asarray(draws["sigma2"], float)
+    nugget = np.asarray(draws["alpha"], float) * sigma2
+    # every random number first, in draw order, so that threads cannot change the result
+    noise = [_prior_noise(rng, sites.n_sites, y.shape[0], float(sigma2[j]), float(nugget[j]),
+                          extra) for j in range(n_draws)]
+
+    def one(j: int) -> np.ndarray:
         d = d_of(float(draws["alpha"][j]))
-        K, KD, cf = _factor(dist_km, idx, d, sigma2, nugget, float(draws["phi_km"][j]), extra)
-        out[j] = _w_given_beta(rng, y - X @ draws["beta"][j], K, KD, d, idx, cf, sigma2,
-                               nugget, extra)
+        K, KD, cf = _factor(dist_km, idx, d, float(sigma2[j]), float(nugget[j]),
+                            float(draws["phi_km"][j]), extra)
+        return _w_given_beta(*noise[j], y - X @ draws["beta"][j], K, KD, d, idx, cf,
+                             float(sigma2[j]))
+
+    out = np.empty((n_draws, sites.n_sites))
+    for j, w in enumerate(thread_map()(one, list(range(n_draws)))):
+        out[j] = w
     return out
 
 

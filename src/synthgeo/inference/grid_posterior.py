@@ -239,8 +239,11 @@ def evaluate_cells(model: GridModel, points: np.ndarray) -> CellBatch:
     lml, b_post = np.empty(k), np.empty(k)
     m_all, Minv_all = np.empty((k, p)), np.empty((k, p, p))
     _, alpha, phi_km = to_natural(points)
-    for i in range(k):
-        st = model.backend.stats(float(phi_km[i]), float(alpha[i]))
+    # runs of one range (a grid row: meshgrid order) share the work that depends on φ only
+    starts = np.flatnonzero(np.r_[True, points[1:, 0] != points[:-1, 0]])
+    stats = [st for a, b in zip(starts, np.r_[starts[1:], k])
+             for st in model.backend.stats_row(float(phi_km[a]), alpha[a:b])]
+    for i, st in enumerate(stats):
         M = V_inv + st.XtKX
         Lm = np.linalg.cholesky(M)
         m = np.linalg.solve(M, V_inv @ mu + st.XtKy)

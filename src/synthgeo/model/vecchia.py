@@ -31,7 +31,7 @@ from scipy.spatial import cKDTree
 from synthgeo.model.kernels import exponential_correlation
 
 __all__ = ["NeighbourGraph", "ordered_neighbours", "maxmin_order", "VecchiaFactors",
-           "vecchia_factors"]
+           "vecchia_factors", "VecchiaSpectrum", "vecchia_spectrum"]
 
 #: Relative jitter on the diagonal of each neighbour block when α = 0 (latent field over
 #: distinct sites): guards round-off for sites a few metres apart, nothing more.
@@ -297,3 +297,86 @@ def vecchia_factors(
     # guard round-off (F is a conditional variance ≥ α > 0)
     F = np.maximum(F, nug * 1e-6)
     return VecchiaFactors(graph=graph, b=b, F=F)
+
+
+@dataclass(frozen=True, kw_only=True)
+class VecchiaSpectrum:
+    """Every neighbour block's eigendecomposition at one φ: the Vecchia factors for any α.
+
+    With R'_i = d_N(i) d_N(i)ᵀ ∘ R(φ)_N(i),N(i) = Q_i Λ_i Q_iᵀ, the block of
+    :func:`vecchia_factors` is R'_i + α I = Q_i (Λ_i + α I) Q_iᵀ, so
+
+        b_i(α) = Q_i (Λ_i + α I)⁻¹ Q_iᵀ c_i,    F_i(α) = d_i² + α − b_i(α)ᵀ c_i
+
+    One batched eigendecomposition per φ (about three batched solves) and then O(n m²) per α
+    instead of O(n m³): a grid row of 14 nugget shares at one range costs about a third.
+    Padding (rows with fewer than m neighbours) has λ = 0 and c = 0, hence b = 0, as in the
+    direct solve. Agrees with :func:`vecchia_factors` to round-off (test).
+
+    Attributes
+    ----------
+    graph : NeighbourGraph
+    Q : ndarray of shape (n, m, m)
+        Eigenvectors of each R'_i (columns).
+    lam : ndarray of shape (n, m)
+        Eigenvalues.
+    t : ndarray of shape (n, m)
+        Q_iᵀ c_i.
+    c : ndarray of shape (n, m)
+        d_i d_N(i) ∘ R(φ)_i,N(i).
+    dd : ndarray of shape (n,)
+        d in the graph's ordering.
+    """
+
+    graph: NeighbourGraph
+    Q: np.ndarray
+    lam: np.ndarray
+    t: np.ndarray
+    c: np.ndarray
+    dd: np.ndarray
+
+    def factors(self, alpha: float) -> VecchiaFactors:
+        """Vecchia factors at noise-to-signal ratio ``alpha`` (as :func:`vecchia_factors`)."""
+        nug = alpha if alpha > 0 else LATENT_JITTER
+        b = np.matmul(self.Q, (self.t / (self.lam + nug))[:, :, None])[:, :, 0]
+        b[self.graph.neighbours < 0] = 0.0
+        F = self.dd**2 + nug - np.einsum("nm,nm->n", b, self.c)
+        return VecchiaFactors(graph=self.graph, b=b, F=np.maximum(F, nug * 1e-6))
+
+
+def vecchia_spectrum(graph: NeighbourGraph, phi: float,
+                     d: np.ndarray | None = None) -> VecchiaSpectrum:
+    """Eigendecompose every neighbour block at decay ``phi`` (see :class:`VecchiaSpectrum`).
+
+    Parameters
+    ----------
+    graph : NeighbourGraph
+    phi : float
+        Decay φ (reciprocal unit of the coordinates), > 0.
+    d : ndarray of shape (n,), optional
+        Smoothing scale per point in input order (default ones); it must not depend on α.
+
+    Returns
+    -------
+    VecchiaSpectrum
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> g = ordered_neighbours(rng.uniform(0, 5, (200, 2)), 10)
+    >>> direct, fast = vecchia_factors(g, 0.8, 0.3), vecchia_spectrum(g, 0.8).factors(0.3)
+    >>> bool(np.allclose(direct.F, fast.F) and np.allclose(direct.b, fast.b))
+    True
+    """
+    nbr = graph.neighbours
+    valid = nbr >= 0
+    n = nbr.shape[0]
+    dd = np.ones(n) if d is None else np.asarray(d, float)[graph.order]
+    d_nb = np.where(valid, dd[np.where(valid, nbr, 0)], 0.0)  # (n, m)
+    R = exponential_correlation(graph.dist_nn, phi)
+    if d is not None or not valid.all():
+        R *= d_nb[:, :, None] * d_nb[:, None, :]
+    lam, Q = np.linalg.eigh(R)
+    c = exponential_correlation(graph.dist_in, phi) * d_nb * dd[:, None]
+    t = np.matmul(c[:, None, :], Q)[:, 0, :]  # Q_iᵀ c_i
+    return VecchiaSpectrum(graph=graph, Q=Q, lam=lam, t=t, c=c, dd=dd)
