@@ -126,3 +126,17 @@ def test_missing_anonymity_column_fails_at_load(tmp_path):
 
     with pytest.raises(InputError, match=r"column\(s\) \['county'\] not found"):
         prepare_data(load_spec(path))
+
+
+def test_bias_statement_of_a_diagnosed_policy_says_would_and_compares_model_columns(bundled):
+    """New-user finding: under treatment = "none" the paragraph said records *were* suppressed
+    and averaged zip and longitude; it now says *would* and compares covariates and response."""
+    spec, data = bundled
+    loc = _locations(spec, data)
+    n_sup = loc.outliers.overall["n_suppressed"]
+    assert n_sup > 0  # the bundled policy would suppress some sales
+    text = loc.outliers.bias_statement
+    assert f"{n_sup} record(s) would be suppressed" in text and " were suppressed" not in text
+    compared = set(loc.outliers.bias["attribute"])
+    assert compared <= {*spec.data.covariates, *spec.data.response_names}
+    assert compared and "zip" not in compared

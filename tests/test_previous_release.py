@@ -120,6 +120,14 @@ def test_previous_needs_a_release_folder_and_the_same_id_column(first, tmp_path)
         run_release(spec, fitter=_never_called, previous=out_a)
 
 
+def test_previous_with_the_earlier_seed_is_refused(first):
+    """New-user finding: the same seed re-issued identical implicates and pooled them as 2 L."""
+    _, _, out_a = first
+    with pytest.raises(InputError, match=r"seed` is the earlier release's") as exc:
+        run_release(_spec(1), fitter=_never_called, previous=out_a)
+    assert "\n" not in str(exc.value) and "new `[sampling] seed`" in str(exc.value)
+
+
 def test_cli_previous_refuses_a_tampered_release(first, tmp_path, capsys):
     import shutil
 

@@ -132,6 +132,9 @@ def test_release_record_holds_verdict_attributable_table_and_seed_hash(written,
     assert len(table) == len(fresh_seed_result.risk_scores.table)
     assert rec["seed_sha256"] == seed_sha256(fresh_seed_result.seed)
     assert rec["spec"]["sampling"]["seed"] is None and "seed" not in rec
+    # the board's record, labelled so (new-user finding: nothing said release.json is not public)
+    assert rec["classification"].startswith("confidential: ")
+    assert not (written / "release" / "release.json").exists()
 
 
 def test_confidential_risk_file_has_every_figure_of_both_models(written):

@@ -372,6 +372,7 @@ def test_sequential_writer_whitelist_and_record(two_gaussian, tmp_path):
         assert not (pub[r.name].to_numpy() == pub["id"].map(truth).to_numpy()).any()
     rec = json.loads((out / "release.json").read_text())
     assert [r["name"] for r in rec["responses"]] == ["log_price", "lp2"]
+    assert rec["classification"].startswith("confidential: ")
     assert "risk_per_record_lp2.csv" in {p.name for p in (out / "confidential").iterdir()}
     html = (out / "report.html").read_text()
     assert "table-joint-risk" in html and "table-correlations" in html

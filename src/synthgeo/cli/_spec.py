@@ -24,13 +24,14 @@ OVERRIDES = {
 }
 
 _OVERRIDE_HELP = {
-    "draws": ("N", "posterior draws kept per chain, integer >= 10 (default: the spec's "
-                   "[sampling] draws; bundled spec: 1000)"),
-    "tune": ("N", "warm-up (tuning) iterations per chain, discarded, integer >= 10 (default: the "
-                  "spec's [sampling] tune; bundled spec: 1000)"),
-    "chains": ("N", "number of MCMC chains, integer >= 2 (R-hat compares chains; 1 only with "
-                    "--on-convergence-failure warn) (default: the spec's [sampling] chains; "
-                    "bundled spec: 2)"),
+    "draws": ("N", "posterior draws kept per chain (grid: independent draws per chain), "
+                   "integer >= 10 (default: the spec's [sampling] draws; bundled spec: 1000)"),
+    "tune": ("N", "NUTS only: warm-up (tuning) iterations per chain, discarded, integer >= 10 "
+                  "(default: the spec's [sampling] tune; bundled spec: 1000)"),
+    "chains": ("N", "NUTS: number of MCMC chains, integer >= 2 (R-hat compares chains; 1 only "
+                    "with --on-convergence-failure warn); grid: its independent draws come in "
+                    "this many groups (draws x chains in all) (default: the spec's [sampling] "
+                    "chains; bundled spec: 2)"),
     "seed": ("INT", "random seed, non-negative integer (default: the spec's [sampling] seed; "
                     "bundled spec: 20181); same spec + seed gives byte-identical files"),
     "implicates": ("L", "number L of synthetic data sets per model (Reiter's m), integer >= 2 "
@@ -54,7 +55,8 @@ def add_spec_arguments(p: argparse.ArgumentParser, *, overrides: bool = True) ->
     for option, (metavar, text) in _OVERRIDE_HELP.items():
         p.add_argument(f"--{option}", type=int, metavar=metavar, help=text)
     p.add_argument("--on-convergence-failure", choices=["stop", "warn"],
-                   help="when a fit fails its checks (R-hat > 1.01, divergences, low ESS): stop "
+                   help="when a fit fails its checks (grid: largest cell or edge mass, "
+                        "importance ESS, ESS; NUTS: R-hat > 1.01, divergences, low ESS): stop "
                         "before writing anything, or warn and go on (default: the spec's "
                         "[sampling] on_convergence_failure; bundled spec: stop)")
     p.add_argument("--scheduler", metavar="ADDRESS",

@@ -38,4 +38,7 @@ def run(args: argparse.Namespace, say) -> int:
     if data.missing is not None:
         say(f"  {data.missing['n_dropped']} record(s) with a missing value dropped "
             f"(by column: {data.missing['by_column']})")
+    say("  OK covers the spec and the data only: the location verdict, the posterior checks and "
+        "the risk verdict are judged by `synthgeo run` (`synthgeo kanon` / `outliers` judge the "
+        "locations alone, without fitting)")
     return 0

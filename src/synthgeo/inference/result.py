@@ -258,7 +258,8 @@ def require_convergence(fits: dict[str, GPFit], policy: str) -> None:
             f"MCMC did not converge ({msg}); nothing was written to release/. Increase "
             "`[sampling] draws`/`tune`, or set `on_convergence_failure = \"warn\"` for a preview"
         )
-    warnings.warn(f"MCMC convergence problems ({msg})", UserWarning, stacklevel=2)
+    warnings.warn(f"{'posterior check' if grid else 'MCMC convergence'} problems ({msg})",
+                  UserWarning, stacklevel=2)
 
 
 def _constant_data(y: np.ndarray, sites, scale: np.ndarray) -> tuple[xr.Dataset, xr.Dataset]:

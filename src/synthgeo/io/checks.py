@@ -79,8 +79,9 @@ def _build(frame: pd.DataFrame, xy: np.ndarray, source_crs: pyproj.CRS, *, id_co
     if n_duplicates:
         action = "dropped" if drop_duplicates else origin.text("duplicates_kept")
         note(notes, "exact_duplicates",
-             f"{n_duplicates} exact duplicate row(s) in {origin.name} (same location and values "
-             f"as an earlier row, e.g. {where(frame, duplicated, id_column, origin)}): {action}",
+             f"{n_duplicates} exact duplicate row(s) in {origin.name} (same location and every "
+             "value but the id as an earlier row, e.g. "
+             f"{where(frame, duplicated, id_column, origin)}): {action}",
              stacklevel=5)
     if isinstance(frame, geopandas.GeoDataFrame):  # a layer: its own geometry, its own unit
         gdf = frame

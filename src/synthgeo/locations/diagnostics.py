@@ -27,6 +27,7 @@ from synthgeo._errors import LocationError
 from synthgeo.io.notices import collect, note
 from synthgeo.locations.outliers import OutlierResult, apply_outlier_policy
 from synthgeo.locations.policy import OutlierPolicy
+from synthgeo.locations.policy_checks import bias_statement
 from synthgeo.locations.spatial_k import SpatialKResult, measure_spatial_k
 from synthgeo.locations.treatment import (
     LocationTreatment,
@@ -151,6 +152,7 @@ def location_diagnostics(
     subject: str | None = None,
     id_column: str | None = None,
     treatment: str = "none",
+    attributes: Sequence[str] | None = None,
 ) -> LocationDiagnostics:
     """Spatial k, outlier-policy labels, the treatment and the verdict of released locations.
 
@@ -174,6 +176,11 @@ def location_diagnostics(
         Columns (see :func:`synthgeo.locations.outliers.apply_outlier_policy`).
     treatment : {"none", "apply"}, default="none"
         How the locations are published (see :func:`synthgeo.locations.treatment.apply_treatment`).
+        Under "none" the bias statement says what suppression *would* do.
+    attributes : sequence of str, optional
+        Columns compared between the records the policy suppresses and the others (default:
+        every column but id, location, unit, time and subject; ``synthgeo run`` passes the
+        model's covariates and responses).
 
     Returns
     -------
@@ -191,7 +198,11 @@ def location_diagnostics(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # the hole check is reported in the summary
         ol = apply_outlier_policy(points, policy, unit=unit, time=time_column, subject=subject,
-                                  id_column=id_column, on_failure="report")
+                                  attributes=attributes, id_column=id_column, on_failure="report")
+    if treatment != "apply":  # diagnosed only: say what suppression would do
+        ol = dataclasses.replace(ol, bias_statement=bias_statement(
+            ol.bias, int(ol.overall["n_suppressed"]),
+            len(ol.label) - int(ol.overall["n_suppressed"]), applied=False))
     treated = apply_treatment(points, ol, sk, treatment=treatment, id_column=id_column)
     hole = [{"code": "suppression_hole", "message": ol.hole["message"]}] \
         if ol.hole.get("flag") and treatment == "apply" else []

@@ -216,23 +216,42 @@ def bias_table(frame: pd.DataFrame, suppressed: np.ndarray, columns: list[str]) 
     return out.loc[order].reset_index(drop=True)
 
 
-def bias_statement(table: pd.DataFrame, n_suppressed: int, n_retained: int) -> str:
-    """Write one paragraph for the report: are the suppressed records a random-looking subset."""
+def bias_statement(table: pd.DataFrame, n_suppressed: int, n_retained: int, *,
+                   applied: bool = True) -> str:
+    """Write one paragraph for the report: are the suppressed records a random-looking subset.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`bias_table`.
+    n_suppressed, n_retained : int
+        Records the policy suppresses / keeps.
+    applied : bool, default=True
+        False when the policy is only diagnosed (``[anonymity] treatment = "none"``: every
+        record is released): the paragraph then says what suppression *would* do.
+
+    Returns
+    -------
+    str
+    """
+    sup, ret = ("suppressed", "retained") if applied else ("would be suppressed",
+                                                           "would be retained")
     if n_suppressed == 0:
-        return "No record was suppressed, so suppression introduces no selection bias."
+        return ("No record was suppressed, so suppression introduces no selection bias."
+                if applied else "The policy would suppress no record.")
     if n_retained == 0:
-        return (f"All {n_suppressed} records were suppressed: none is released, so there is "
-                "no retained group to compare them with.")
+        return (f"All {n_suppressed} records {'were' if applied else 'would be'} suppressed: "
+                "none would be released, so there is no retained group to compare them with.")
     if table.empty:
-        return (f"{n_suppressed} record(s) suppressed, {n_retained} retained; no attribute "
+        return (f"{n_suppressed} record(s) {sup}, {n_retained} {ret}; no attribute "
                 "was compared (name them with `attributes`).")
     flagged = table[table["flag"]]
-    head = (f"{n_suppressed} record(s) suppressed vs {n_retained} retained; "
+    head = (f"{n_suppressed} record(s) {sup} vs {n_retained} {ret}; "
             f"{len(flagged)} of {len(table)} comparisons exceed |SMD| = {SMD_THRESHOLD} "
             "(Austin 2009).")
     if flagged.empty:
-        text = head + (" The suppressed records do not differ noticeably from the retained "
-                       "ones on the attributes compared.")
+        text = head + (f" The records that {'were' if applied else 'would be'} suppressed do "
+                       "not differ noticeably from the others on the attributes compared.")
     else:
         parts = []
         for _, r in flagged.head(3).iterrows():
@@ -242,10 +261,15 @@ def bias_statement(table: pd.DataFrame, n_suppressed: int, n_retained: int) -> s
             else:
                 parts.append(f"{r['attribute']} = {r['value']!r}: {r['suppressed']:.0%} vs "
                              f"{r['retained']:.0%} (SMD {r['smd']:+.2f})")
-        text = head + (" Suppression is selective — " + "; ".join(parts) + " (suppressed vs "
-                       "retained): analyses of the released file under-represent records "
-                       "like the suppressed ones.")
+        text = head + ((" Suppression is selective — " if applied else
+                        " Suppression would be selective — ") + "; ".join(parts)
+                       + " (suppressed vs retained): "
+                       + ("analyses of the released file under-represent records like the "
+                          "suppressed ones." if applied else
+                          "a file released under this policy would under-represent records "
+                          "like them (this release suppresses none: treatment = \"none\")."))
     if n_suppressed < 20:
-        text += (f" With only {n_suppressed} suppressed record(s) these differences are "
+        text += (f" With only {n_suppressed} {'suppressed' if applied else 'such'} record(s) "
+                 "these differences are "
                  "noisy; read them as indicative.")
     return text

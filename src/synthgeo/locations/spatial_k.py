@@ -210,7 +210,8 @@ class SpatialKResult:
             Rows wanted.
         crs : str, int or pyproj.CRS, optional
             Also give the locations in this CRS (columns ``x``, ``y``; e.g. the input's
-            EPSG:4326 gives longitude, latitude).
+            EPSG:4326 gives longitude, latitude), rounded to about 1 cm (7 decimals of a
+            degree, 2 of a metre).
 
         Returns
         -------
@@ -237,9 +238,13 @@ class SpatialKResult:
         out["x_m"] = self.coords_m[rows, 0]
         out["y_m"] = self.coords_m[rows, 1]
         if crs is not None:
-            to = pyproj.Transformer.from_crs(pyproj.CRS.from_wkt(self.crs_wkt),
-                                             pyproj.CRS.from_user_input(crs), always_xy=True)
-            out["x"], out["y"] = to.transform(out["x_m"].to_numpy(), out["y_m"].to_numpy())
+            target = pyproj.CRS.from_user_input(crs)
+            to = pyproj.Transformer.from_crs(pyproj.CRS.from_wkt(self.crs_wkt), target,
+                                             always_xy=True)
+            x, y = to.transform(out["x_m"].to_numpy(), out["y_m"].to_numpy())
+            # to 1 cm: the round trip through the projection adds ~1e-3 m of noise
+            digits = 7 if target.is_geographic else 2
+            out["x"], out["y"] = np.round(x, digits), np.round(y, digits)
         return out
 
     def to_dataframe(self) -> pd.DataFrame:

@@ -34,6 +34,7 @@ import pandas as pd
 import xarray as xr
 
 from synthgeo._errors import InputError
+from synthgeo._seed import seed_sha256
 from synthgeo.config import ReleaseSpec
 from synthgeo.io.provenance import file_sha256
 from synthgeo.risk.within_eps import RiskResult, within_eps_risk
@@ -105,7 +106,8 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelea
     synthgeo.InputError
         No release.json, a listed file missing or changed (size or SHA-256), a file under
         ``release/`` that release.json does not list, no ``[data] id``, another id column or
-        response than the earlier release, or an id repeated within an implicate.
+        response than the earlier release, an id repeated within an implicate, or this
+        spec's seed equal to the earlier release's (its implicates would repeat).
 
     Examples
     --------
@@ -141,6 +143,12 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelea
         raise _refuse(folder, f"release/ holds files its release.json does not list: {extra}")
     if IMPLICATES not in listed:
         raise _refuse(folder, f"its release.json does not list {IMPLICATES}")
+    seed = spec.sampling.seed
+    if seed is not None and record.get("seed_sha256") == seed_sha256(seed):
+        raise InputError(f"--previous {str(folder)!r}: this spec's `[sampling] seed` is the "
+                         "earlier release's, so its implicates would repeat the earlier ones "
+                         "(no new draws, and the pooled risk would count them twice); set a "
+                         "new `[sampling] seed` (or leave it out for a fresh one)")
     d, prev = spec.data, record.get("spec", {}).get("data", {})
     if not d.id:
         raise InputError("--previous links records by id: set `[data] id` (the id column of "

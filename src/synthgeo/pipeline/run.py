@@ -173,6 +173,8 @@ def _locations(spec: ReleaseSpec, data: PreparedData) -> LocationDiagnostics:
         data.gdf, radius_m=a.radius_m, k=a.k, k_max=a.k_max, policy=a.policy(),
         group_by=a.group_by, unit=a.unit, time_column=a.time, subject=spec.data.subject,
         id_column=data.id_column, treatment=a.treatment,
+        attributes=[c for c in dict.fromkeys([*spec.data.covariates, *spec.data.response_names])
+                    if c in data.gdf.columns],
     )
 
 

@@ -28,6 +28,7 @@ from synthgeo.release.readme import csv_name, disposal_counts
 from synthgeo.release.records import ID_MAP_FILE, ReleasedRecords, released_records
 from synthgeo.release.schema import validate_release_record
 from synthgeo.release.writer import (
+    CLASSIFICATION,
     EMPTY_REVIEW,
     NOT_ASSESSED_RISK,
     _file_list,
@@ -141,7 +142,8 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
     spec_dict["sampling"]["seed"] = None  # a key: in confidential/seed.txt only
     seed = run_seed(result)
     rec = {
-        "synthgeo_release_record": 1, "created_at": prov["created_at"], "spec": spec_dict,
+        "synthgeo_release_record": 1, "classification": CLASSIFICATION,
+        "created_at": prov["created_at"], "spec": spec_dict,
         "input": prov["input"], "versions": prov["versions"],
         "seed_sha256": None if seed is None else seed_sha256(seed),
         "release_ids_sha256": None,  # the writer fills it in (confidential/release_ids.csv)

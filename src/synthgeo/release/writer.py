@@ -41,6 +41,12 @@ NOT_ASSESSED_RISK = RiskVerdict(status="NOT ASSESSED", model="restricted", check
 #: The review block of a new release record: the board fills it in (see the schema).
 EMPTY_REVIEW = {"reviewer": None, "decision": None, "date": None, "conditions": None}
 
+#: release.json's ``classification``: the record is the board's, not the data users'. It holds
+#: aggregates of the confidential data (M, at-risk counts, the confidential fit's coefficients
+#: in the Reiter table, the outlier policy's group means) and is never written into release/.
+CLASSIFICATION = ("confidential: the review board's record of this release (aggregates of the "
+                  "confidential data); not for publication: publish release/ only")
+
 def check_output_dir(out: Path, *, overwrite: bool, inputs: list[Path]) -> None:
     """Refuse an existing output folder without ``overwrite``, or one that holds an input.
 
@@ -236,6 +242,7 @@ def release_record(
     spec_dict["sampling"]["seed"] = None  # a key: in confidential/seed.txt only
     rec = {
         "synthgeo_release_record": 1,
+        "classification": CLASSIFICATION,
         "created_at": prov["created_at"],
         "spec": spec_dict,
         "input": prov["input"],
