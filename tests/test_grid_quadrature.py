@@ -71,9 +71,9 @@ def test_quadrature_refuses_bad_input():
         integrate(lambda p: p[:, 0], [Axis(name=n, lower=0, upper=1) for n in "abcd"])
     with pytest.raises(ValueError, match="axis `x` needs finite lower < upper"):
         Axis(name="x", lower=1.0, upper=1.0)
-    with pytest.raises(ValueError, match="must lie inside the prior box"):
+    with pytest.raises(ValueError, match="must overlap the prior box"):
         integrate(lambda p: p[:, 0], [Axis(name="x", lower=0, upper=1)],
-                  start=np.array([[-1.0, 0.5]]))
+                  start=np.array([[1.5, 2.0]]))
     with pytest.raises(ValueError, match="not finite at any grid node"):
         integrate(lambda p: np.full(len(p), -np.inf), [Axis(name="x", lower=0, upper=1)])
 
@@ -314,3 +314,11 @@ def test_exact_effect_draws_do_not_depend_on_threads(monkeypatch):
                                           random_seed=np.random.default_rng(9))
     np.testing.assert_array_equal(one, two)
     assert one.shape == (k, n) and np.all(one.std(axis=0) > 0)
+
+
+def test_a_start_box_is_clipped_to_the_prior_box():
+    """Another data set's final box (the suppressed baseline's prior is its own) is clipped."""
+    axes = [Axis(name="x", lower=0.0, upper=1.0)]
+    q = integrate(lambda p: -0.5 * ((p[:, 0] - 0.3) / 0.05) ** 2, axes,
+                  start=np.array([[-1.0, 0.6]]))
+    assert q.stages[0]["box"] == [[0.0, 0.6]] and not q.problems

@@ -437,8 +437,8 @@ def integrate(
         1 to 3 axes; their bounds are the prior support.
     settings : QuadratureSettings, optional
     start : ndarray of shape (d, 2) or "laplace", optional
-        First box (e.g. from a variogram fit); default the prior box. It is widened where the
-        posterior reaches its edges. ``"laplace"``: the box of :func:`laplace_box` (the prior
+        First box (e.g. from a variogram fit, or another fit's final box), clipped to the
+        prior box; default the prior box. It is widened where the posterior reaches its edges. ``"laplace"``: the box of :func:`laplace_box` (the prior
         box where the Hessian at the mode is not positive definite); its evaluations count in
         ``n_evaluations`` and its mode and sds are kept as ``laplace``.
     map_batches : callable, optional
@@ -474,10 +474,12 @@ def integrate(
             log_density, prior, map_batches=map_batches)
         n_eval = int(laplace.get("evaluations", 0))
     box = prior.copy() if start is None else np.asarray(start, float).reshape(d, 2).copy()
-    if np.any(box[:, 0] < prior[:, 0]) or np.any(box[:, 1] > prior[:, 1]) or np.any(
-            box[:, 0] >= box[:, 1]):
-        raise ValueError(f"`start` box {box.tolist()} must lie inside the prior box "
-                         f"{prior.tolist()}")
+    given = box.copy()
+    box[:, 0] = np.maximum(box[:, 0], prior[:, 0])  # a start box is clipped to the prior's
+    box[:, 1] = np.minimum(box[:, 1], prior[:, 1])
+    if np.any(box[:, 0] >= box[:, 1]):
+        raise ValueError(f"`start` box {given.tolist()} must overlap the prior box "
+                         f"{prior.tolist()} (lower < upper on every axis)")
     stages: list[dict] = []
     size = s.n_coarse if start is None else (s.n_laplace if laplace.get("sd") else s.n_fine)
     for stage in range(s.max_stages):

@@ -33,6 +33,7 @@ from synthgeo.io.points import coordinates_m
 from synthgeo.io.provenance import provenance
 from synthgeo.model.kernels import make_sites
 from synthgeo.pipeline import PreparedData, ReleaseResult, as_spec, make_fitter, run_release
+from synthgeo.pipeline.run import _warm_start
 from synthgeo.risk.within_eps import _label, within_eps_risk
 from synthgeo.synthesis.implicates import draw_implicates
 from synthgeo.utility.reiter import compare_to_confidential
@@ -259,8 +260,12 @@ def compare_models(spec: ReleaseSpec | str | os.PathLike, *, points=None, fitter
     t = time.perf_counter()
     sub = subset_data(data, kept)
     seeds = np.random.SeedSequence([resolve_seed(spec.sampling.seed), 3]).spawn(2)
+    # the suppressed posterior differs from the unrestricted one by the at-risk records only:
+    # its grid starts on the unrestricted fit's final box (its own checks still decide)
     fit = make_fitter(spec, sub, fitter=fitter)(random_seed=int(seeds[0].generate_state(1)[0]),
-                                                label="suppressed")
+                                                label="suppressed",
+                                                **_warm_start(spec, fitter,
+                                                              release.fits["unrestricted"]))
     supp = draw_implicates(fit, sub.X, n_implicates=spec.synthesis.n_implicates,
                            record_id=sub.record_id, random_seed=seeds[1],
                            scheduler=spec.compute.scheduler)
