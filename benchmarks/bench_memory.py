@@ -53,6 +53,8 @@ STAGES = (
     ("synthgeo.inference.grid", "fit_gp_grid", "fit"),
     ("synthgeo.inference.nuts", "fit_gp", "fit"),
     ("synthgeo.synthesis.implicates", "draw_implicates", "synthesize"),
+    ("synthgeo.pipeline.risk_stage", "score_release_risk", "risk + baselines"),
+    ("synthgeo.risk.loo", "baseline_loo", "  LOO baseline"),
     ("synthgeo.risk.within_eps", "within_eps_risk", "risk"),
     ("synthgeo.utility.reiter", "compare_to_confidential", "utility"),
     ("synthgeo.utility.spatial", "spatial_utility_tables", "spatial utility"),
@@ -118,7 +120,8 @@ class _Profile:
 def _install(prof: _Profile) -> None:
     import importlib
 
-    for mod in ("synthgeo.cli.main", "synthgeo.pipeline.run", "synthgeo.release.writer",
+    for mod in ("synthgeo.cli.main", "synthgeo.pipeline.run", "synthgeo.pipeline.risk_stage",
+                "synthgeo.risk.loo", "synthgeo.release.writer",
                 "synthgeo.release.report", "synthgeo.studies.compare",
                 "synthgeo.inference.grid", "synthgeo.inference.nuts"):
         importlib.import_module(mod)
