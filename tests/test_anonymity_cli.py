@@ -91,6 +91,8 @@ def test_outliers_minneapolis_per_neighborhood_shares(tmp_path, capsys, mpls):
     assert (np.abs(truth["lon"].to_numpy() - disposed.loc[moved, "x"].to_numpy()) > 1e-6).all()
     rec = json.loads((out / "outliers.json").read_text())
     assert rec["labels"] == api.label_counts() and rec["converged"]
+    # the bias table compares attributes, never the coordinate columns (break-it finding)
+    assert not {"lon", "lat"} & set(pd.read_csv(out / "bias.csv")["attribute"])
 
 
 def test_outliers_minneapolis_temporal(capsys):

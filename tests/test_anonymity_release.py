@@ -140,3 +140,9 @@ def test_bias_statement_of_a_diagnosed_policy_says_would_and_compares_model_colu
     compared = set(loc.outliers.bias["attribute"])
     assert compared <= {*spec.data.covariates, *spec.data.response_names}
     assert compared and "zip" not in compared
+    # and the board reads it in the report (break-it: the report had no bias statement)
+    from synthgeo.release.report import section_locations
+
+    body = section_locations(loc).body
+    assert "outlier-bias-statement" in body and "would be suppressed" in body
+    assert "table-outlier-bias" in body

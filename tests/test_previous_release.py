@@ -79,6 +79,11 @@ def test_a_third_release_carries_the_chain_forward(first, tmp_path):
         file_sha256(out_a / "release.json"), file_sha256(out_b / "release.json")]
     rec = json.loads((out_c / "release.json").read_text())
     assert len(rec["previous_releases"]["chain"]) == 2
+    # the pooled figures leave out release a: said where the board reads it (break-it finding)
+    assert [w["code"] for w in rec["warnings"]].count("cumulative_partial") == 1
+    # a seed of any release in the chain is refused, not only the last one's (break-it finding)
+    with pytest.raises(InputError, match="one an earlier release in the chain used"):
+        run_release(_spec(1), fitter=_never_called, previous=out_c)
 
 
 def _never_called(*args, **kwargs):
@@ -123,9 +128,36 @@ def test_previous_needs_a_release_folder_and_the_same_id_column(first, tmp_path)
 def test_previous_with_the_earlier_seed_is_refused(first):
     """New-user finding: the same seed re-issued identical implicates and pooled them as 2 L."""
     _, _, out_a = first
-    with pytest.raises(InputError, match=r"seed` is the earlier release's") as exc:
+    with pytest.raises(InputError, match=r"seed .* is one an earlier release") as exc:
         run_release(_spec(1), fitter=_never_called, previous=out_a)
     assert "\n" not in str(exc.value) and "new `[sampling] seed`" in str(exc.value)
+
+
+def test_previous_with_other_columns_scale_or_location_treatment_is_refused(first):
+    """Break-it: a different spec was accepted (a synthesised column could be released real)."""
+    _, _, out_a = first
+    spec = _spec(2)
+    with pytest.raises(InputError, match=r"`\[data\] covariates` is \['sqft_living'\]"):
+        run_release(spec.replace("data", covariates=[]).replace("utility",
+                                                                formula="log_price ~ 1"),
+                    fitter=_never_called, previous=out_a)
+    with pytest.raises(InputError, match=r"`\[data\] responses` .* same columns on the same"):
+        run_release(spec.replace("data", transform="log", response="price_usd").replace(
+            "utility", formula="log(price_usd) ~ sqft_living"),
+            fitter=_never_called, previous=out_a)
+
+
+def test_previous_after_an_applied_location_treatment_needs_the_same_anonymity(first, tmp_path):
+    import shutil
+
+    _, _, out_a = first
+    copy = tmp_path / "applied"
+    shutil.copytree(out_a, copy)
+    rec = json.loads((copy / "release.json").read_text())
+    rec["spec"]["anonymity"]["treatment"] = "apply"
+    (copy / "release.json").write_text(json.dumps(rec))
+    with pytest.raises(InputError, match=r"differs in \['treatment'\]"):
+        run_release(_spec(2), fitter=_never_called, previous=copy)
 
 
 def test_cli_previous_refuses_a_tampered_release(first, tmp_path, capsys):

@@ -159,6 +159,10 @@ def run(args: argparse.Namespace, say) -> int:
     gdf = load(args, [c for c in (args.unit_col, args.time_col) if c] + keep +
                (attributes or []))
     t_load = time.perf_counter() - t0
+    if attributes is None:  # the bias table compares attributes, not the coordinates themselves
+        skip = {*coords, gdf.geometry.name, gdf.attrs.get("id_column"), args.unit_col,
+                args.time_col, args.subject_col}
+        attributes = [c for c in gdf.columns if c not in skip]
     t = time.perf_counter()
     res = apply_outlier_policy(gdf, policy, unit=args.unit_col, time=args.time_col,
                                subject=args.subject_col, attributes=attributes,

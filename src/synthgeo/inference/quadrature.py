@@ -438,9 +438,10 @@ def integrate(
     settings : QuadratureSettings, optional
     start : ndarray of shape (d, 2) or "laplace", optional
         First box (e.g. from a variogram fit, or another fit's final box), clipped to the
-        prior box; default the prior box. It is widened where the posterior reaches its edges. ``"laplace"``: the box of :func:`laplace_box` (the prior
-        box where the Hessian at the mode is not positive definite); its evaluations count in
-        ``n_evaluations`` and its mode and sds are kept as ``laplace``.
+        prior box; default the prior box. It is widened where the posterior reaches its edges.
+        ``"laplace"``: the box of :func:`laplace_box` (the prior box where the Hessian at the
+        mode is not positive definite); its evaluations count in ``n_evaluations`` and its mode
+        and sds are kept as ``laplace``.
     map_batches : callable, optional
         How batches are evaluated (default :func:`thread_map` with 2 threads).
 

@@ -70,6 +70,7 @@ class PreviousRelease:
         """Return what release.json records of this earlier release (hashes, no path)."""
         r = self.record
         return {"release_json_sha256": self.release_json_sha256,
+                "seed_sha256": r.get("seed_sha256"),
                 "created_at": r.get("created_at"), "n_records": r.get("n_records"),
                 "n_implicates": r.get("n_implicates"),
                 "release_files": [{"path": f["path"], "sha256": f["sha256"]}
@@ -106,8 +107,10 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelea
     synthgeo.InputError
         No release.json, a listed file missing or changed (size or SHA-256), a file under
         ``release/`` that release.json does not list, no ``[data] id``, another id column or
-        response than the earlier release, an id repeated within an implicate, or this
-        spec's seed equal to the earlier release's (its implicates would repeat).
+        response than the earlier release, an id repeated within an implicate, this
+        spec's seed equal to a seed of the chain (its implicates would repeat), other
+        covariates, responses or transform (a column released real that was synthesised), or
+        another ``[anonymity]`` after a release that applied the location treatment.
 
     Examples
     --------
@@ -143,12 +146,16 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelea
         raise _refuse(folder, f"release/ holds files its release.json does not list: {extra}")
     if IMPLICATES not in listed:
         raise _refuse(folder, f"its release.json does not list {IMPLICATES}")
+    chain = (record.get("previous_releases") or {}).get("chain", [])
     seed = spec.sampling.seed
-    if seed is not None and record.get("seed_sha256") == seed_sha256(seed):
-        raise InputError(f"--previous {str(folder)!r}: this spec's `[sampling] seed` is the "
-                         "earlier release's, so its implicates would repeat the earlier ones "
-                         "(no new draws, and the pooled risk would count them twice); set a "
-                         "new `[sampling] seed` (or leave it out for a fresh one)")
+    earlier_seeds = {record.get("seed_sha256"), *(e.get("seed_sha256") for e in chain)} - {None}
+    if seed is not None and seed_sha256(seed) in earlier_seeds:
+        raise InputError(f"--previous {str(folder)!r}: this run's seed (`[sampling] seed` or "
+                         "--seed) is one an earlier release in the chain used, so its "
+                         "implicates would repeat that release's (no new draws, and the pooled "
+                         "risk would count them twice); set a new `[sampling] seed` (or leave "
+                         "it out for a fresh one)")
+    _check_same_release_design(folder, record.get("spec", {}), spec)
     d, prev = spec.data, record.get("spec", {}).get("data", {})
     if not d.id:
         raise InputError("--previous links records by id: set `[data] id` (the id column of "
@@ -167,6 +174,36 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelea
         wide = np.log(wide)
     return PreviousRelease(path=folder, record=record, release_json_sha256=file_sha256(rec_path),
                            synthetic=wide)
+
+
+def _check_same_release_design(folder: Path, earlier: dict[str, Any], spec: ReleaseSpec) -> None:
+    """Refuse a release whose published columns or location treatment differ from the earlier one.
+
+    A column synthesised before and released real now (or the reverse), another response scale,
+    or locations an earlier release withheld or coarsened and this one would publish exactly,
+    undo the earlier release's protection whatever the pooled risk says.
+    """
+    d, prev = spec.data, earlier.get("data", {})
+    prev_responses = [r["name"] for r in prev.get("responses") or []] or [prev.get("response")]
+    checks = [("covariates", sorted(prev.get("covariates") or []), sorted(d.covariates)),
+              ("responses", prev_responses, d.response_names),
+              ("transform", prev.get("transform"), getattr(d, "transform", None))]
+    for key, was, now in checks:
+        if was != now:
+            raise _refuse(folder, f"its `[data] {key}` is {was!r}, this spec's {now!r}: a "
+                                  "repeated release must publish the same columns on the same "
+                                  "scale (a response released real would undo the earlier "
+                                  "synthesis)")
+    prev_anon = earlier.get("anonymity") or {}
+    if prev_anon.get("treatment") == "apply":
+        now_anon = spec.to_dict().get("anonymity", {})
+        differ = [k for k in sorted(set(prev_anon) | set(now_anon))
+                  if k != "on_location_failure" and prev_anon.get(k) != now_anon.get(k)]
+        if differ:
+            raise _refuse(folder, "it applied the outlier policy's location treatment (records "
+                                  "withheld or coarsened) and this spec's `[anonymity]` differs "
+                                  f"in {differ}: those locations would be published more "
+                                  "precisely; use the earlier release's `[anonymity]`")
 
 
 def _confidential_index(folder: Path, wide: pd.DataFrame, id_column: str,

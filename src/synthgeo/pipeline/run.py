@@ -24,6 +24,7 @@ from synthgeo._progress import progress_iter
 from synthgeo._seed import resolve_seed
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec, load_spec
 from synthgeo.inference.result import GPFit, require_convergence
+from synthgeo.io.notices import note
 from synthgeo.io.points import coordinates_m
 from synthgeo.locations.diagnostics import (
     LocationDiagnostics,
@@ -306,6 +307,11 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         data = prepare_data(spec, points)
     say(f"loaded {data.n_records} records at {data.sites.n_sites} sites ({data.gdf.crs.name})")
     earlier = None if previous is None else load_previous(previous, spec)  # before fitting
+    if earlier is not None and len(earlier.chain()) > 1:
+        note(data.gdf.attrs.setdefault("warnings", []), "cumulative_partial",
+             f"the cumulative risk pools this release with the one given to --previous only: "
+             f"{len(earlier.chain()) - 1} older release(s) of its chain are not pooled, so the "
+             "pooled figures are a lower bound for an attacker holding every release")
     with _timed(seconds, "locations"):
         locations = _locations(spec, data)
     say(_locations_message(spec, locations))

@@ -58,6 +58,8 @@ def locations_for_report(locations: Any) -> Any:
         "worst_offenders": tables["worst_offenders"],
         "outlier_policy": tables["labels"],
         "policy": policy,
+        "bias_statement": tables["bias_statement"],
+        "bias": tables["bias"],
     }
 
 
@@ -101,7 +103,9 @@ def section_locations(locations: Any) -> Section | None:
         - ``worst_offenders`` : DataFrame (the first 20 rows are shown);
         - ``outlier_policy`` : DataFrame or mapping of label to count (ok / merge / generalise
           / suppress), or ``outlier_labels`` : array-like of labels per record (counted);
-        - ``policy`` : mapping of policy parameters (k, r_max_m, caps) and their outcome.
+        - ``policy`` : mapping of policy parameters (k, r_max_m, caps) and their outcome;
+        - ``bias_statement`` : str and ``bias`` : DataFrame — the records the policy suppresses
+          (or would) against the others (standardised mean differences).
 
     Returns
     -------
@@ -128,9 +132,10 @@ def section_locations(locations: Any) -> Section | None:
         "worst": None if worst is None else _as_frame(worst, "value").head(20),
         "policy_labels": _policy_labels(locations),
         "policy_parameters": _as_frame(_get(locations, "policy"), "value"),
+        "bias": _get(locations, "bias"),
     }
     if all(v is None for v in parts.values()):
         return None
-    body = render("locations.html.j2", k=k,
+    body = render("locations.html.j2", k=k, bias_statement=_get(locations, "bias_statement"),
                   radius_m=f"{radius_m:,.0f}" if radius_m else None, **parts)
     return Section("locations", "Location diagnostics: spatial k and outlier policy", body)
