@@ -85,3 +85,15 @@ def test_coincident_records_are_fine(sales):
     assert data.n_records == 40
     assert data.sites.n_sites == len(raw[["lon", "lat"]].drop_duplicates()) < 40
     assert np.all(np.isfinite(data.y))
+
+
+def test_collinear_covariates_are_refused_before_fitting(sales):
+    """Break-it: validate said OK and run refused only after both fits (at the baselines)."""
+    spec, raw, tmp = sales
+    raw = raw.assign(sqft2=2 * raw["sqft_living"] + 1)
+    s = _spec(spec, raw, tmp, covariates=["sqft_living", "sqft2"],
+              formula="log_price ~ sqft_living")
+    with pytest.raises(InputError, match=r"^covariates are collinear \(design rank 2 < 3 "
+                                         r"columns; involved: \['intercept', 'sqft_living', "
+                                         r"'sqft2'\]\)"):
+        prepare_data(s)

@@ -508,3 +508,16 @@ def test_one_record_in_metres_does_not_hide_a_file_in_km(tmp_path, capsys):
                                          r"units\?\) lie within 10 km of the origin"):
         load_points(path, x="X", y="Y", crs=BNG, id_column="id")
     _refused_by_kanon(tmp_path, capsys, path, "--x", "X", "--y", "Y", "--crs", BNG)
+
+
+def test_lonlat_points_at_zero_zero_are_refused(tmp_path):
+    """Break-it: failed geocodes at (0°, 0°) were accepted in lon/lat (refused in metres)."""
+    path = tmp_path / "null.csv"
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"id": np.arange(1, 41), "lon": rng.uniform(-121.5, -121.3, 40),
+                          "lat": rng.uniform(38.5, 38.7, 40)})
+    frame.loc[[3, 7], ["lon", "lat"]] = 0.0
+    frame.to_csv(path, index=False)
+    with pytest.raises(InputError, match=r"^2 point\(s\) at longitude 0, latitude 0 .* at `id` "
+                                         r"\[4, 8\]; geocode them or leave them out"):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", id_column="id")

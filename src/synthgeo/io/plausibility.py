@@ -60,6 +60,13 @@ def _lonlat_range(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, labels: 
                 f"{name} ({labels[axis]}) outside [-{limit:g}, {limit:g}] in {describe(crs)}: "
                 f"{xy[out, axis][:N_SHOW].tolist()} at {where(frame, out, id_column, origin)}; "
                 "check that `x`/`y` are not swapped and that `crs` is right")
+    null = (np.abs(xy[:, 0]) < 1e-9) & (np.abs(xy[:, 1]) < 1e-9)
+    if null.any():  # (0°, 0°) is open sea: how failed geocodes are often written
+        raise InputError(
+            f"{int(null.sum())} point(s) at longitude 0, latitude 0 in {describe(crs)} (the Gulf "
+            "of Guinea: a failed geocode written as 0/0) at "
+            f"{where(frame, null, id_column, origin)}; "
+            "geocode them or leave them out (`[data] query`, e.g. \"lon != 0 or lat != 0\")")
 
 
 def _area(crs: pyproj.CRS) -> tuple[float, float, float, float] | None:

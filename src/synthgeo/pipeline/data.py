@@ -302,6 +302,15 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray,
                 "covariates are released unchanged, so it would disclose the confidential "
                 "value: remove it from `[data] covariates`"
             )
+    labels = ["intercept", *(d.covariates if names is None else names)]
+    rank = np.linalg.matrix_rank(X)
+    if rank < X.shape[1]:  # the public baseline's regression and β are not identified
+        _, _, vt = np.linalg.svd(X / np.linalg.norm(X, axis=0), full_matrices=False)
+        involved = [labels[j] for j in np.flatnonzero(np.abs(vt[-1]) > 1e-6)
+                    if j < len(labels)]
+        raise InputError(f"covariates are collinear (design rank {rank} < {X.shape[1]} "
+                         f"columns; involved: {involved}): β is not identified; remove one of "
+                         "them from `[data] covariates`")
 
 
 #: Names a `[utility] formula` may call besides the spec's columns (patsy evaluates the
