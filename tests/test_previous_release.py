@@ -133,6 +133,22 @@ def test_previous_with_the_earlier_seed_is_refused(first):
     assert "\n" not in str(exc.value) and "new `[sampling] seed`" in str(exc.value)
 
 
+def test_repeated_implicates_are_refused_even_behind_an_edited_seed_hash(first, tmp_path):
+    """Break-it: zeroing the earlier release.json's seed_sha256 let the same seed through."""
+    import shutil
+
+    _, _, out_a = first
+    copy = tmp_path / "edited"
+    shutil.copytree(out_a, copy)
+    rec = json.loads((copy / "release.json").read_text())
+    rec["seed_sha256"] = "0" * 64
+    (copy / "release.json").write_text(json.dumps(rec))
+    with pytest.raises(InputError, match="an implicate of this release repeats one of the "
+                                         "earlier release's"):
+        _release(tmp_path, "again", 1, previous=copy)
+    assert not (tmp_path / "again").exists()
+
+
 def test_previous_with_other_columns_scale_or_location_treatment_is_refused(first):
     """Break-it: a different spec was accepted (a synthesised column could be released real)."""
     _, _, out_a = first

@@ -308,7 +308,8 @@ def cumulative_risk(previous: PreviousRelease, spec: ReleaseSpec, truth: np.ndar
     Raises
     ------
     synthgeo.InputError
-        If no record of this release is in the earlier one.
+        If no record of this release is in the earlier one, or an implicate repeats one of
+        the earlier release's.
     """
     ids = np.asarray(record_id)
     linked = np.isin(ids, previous.synthetic.index.to_numpy())
@@ -317,6 +318,14 @@ def cumulative_risk(previous: PreviousRelease, spec: ReleaseSpec, truth: np.ndar
                          "in the earlier release; link records by the same id column")
     prev = previous.synthetic.loc[ids[linked]].to_numpy(float).T  # (L_prev, n_linked)
     this = np.asarray(synthetic, float)[:, linked]
+    # an implicate repeated from the earlier release (same seed behind an edited release.json,
+    # say) adds nothing: refuse rather than count it twice (to 1e-6 on the model scale, the
+    # precision the earlier release's files were read back at)
+    digest = [hash(np.round(row, 6).tobytes()) for row in prev]
+    if any(hash(np.round(row, 6).tobytes()) in digest for row in this):
+        raise InputError(f"--previous {str(previous.path)!r}: an implicate of this release "
+                         "repeats one of the earlier release's (the same seed?); nothing was "
+                         "written: set a new `[sampling] seed`")
     pooled = np.concatenate([prev, this])
     y = np.asarray(truth, float)[linked]
 
