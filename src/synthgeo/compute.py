@@ -166,12 +166,26 @@ def map_batches(
 
 
 def _on_cluster(client, fn, batches, shared, max_in_flight) -> Iterator[Any]:
-    """Submit with a sliding window; yield results in order; cancel the rest on exit."""
+    """Scatter ``shared``; submit with a sliding window; yield results in order."""
+    scattered = {k: _scatter(client, v) for k, v in shared.items()}
+    try:
+        yield from _submit_in_order(client, fn, batches, scattered, max_in_flight)
+    finally:
+        for fut in scattered.values():
+            fut.release()
+
+
+def _scatter(client, value):
+    """Send ``value`` to every worker once; return its future."""
+    # a one-element list: the value is sent as one object (a list would be split)
+    return client.scatter([value], broadcast=True)[0]
+
+
+def _submit_in_order(client, fn, batches, scattered, max_in_flight) -> Iterator[Any]:
+    """Submit ``fn(batch, **scattered)`` with a sliding window; yield results in order."""
     if max_in_flight is None:
         threads = sum(client.nthreads().values()) or 1
         max_in_flight = max(2, 2 * threads)
-    # a one-element list: the value is sent as one object (a list would be split)
-    scattered = {k: client.scatter([v], broadcast=True)[0] for k, v in shared.items()}
     window: deque = deque()
     it = iter(batches)
     try:
@@ -184,8 +198,6 @@ def _on_cluster(client, fn, batches, shared, max_in_flight) -> Iterator[Any]:
     finally:
         if window:
             client.cancel(list(window))
-        for fut in scattered.values():
-            fut.release()
 
 
 def _take(window: deque) -> Any:
@@ -230,9 +242,43 @@ def batch_mapper(scheduler: Any) -> Callable[[Callable, list], list] | None:
         return None
     if isinstance(scheduler, str):  # a client is used as it is
         check_scheduler_address(scheduler)
+    return _ClusterMapper(scheduler)
 
-    def run(fn: Callable[[Any], Any], batches: list) -> list:
-        return list(map_batches(_one_thread_call, batches, scheduler=scheduler,
-                                shared={"fn": fn}))
 
-    return run
+class _ClusterMapper:
+    """``map_batches(fn, batches) -> list`` on a cluster, with one client and one scatter per fn.
+
+    A grid fit calls it once per batch of cells (a Laplace search: once per point); the
+    log-density function carries the model's data (at 10⁵ records the NNGP's neighbour blocks,
+    ~200 MB), so it is scattered to the workers the first time it is seen and reused after,
+    and the connection is opened once. Closed (client and scattered data) when the mapper is
+    garbage-collected or at exit.
+    """
+
+    def __init__(self, scheduler: Any):
+        self.scheduler = scheduler
+        self._client = None
+        self._scattered: dict[int, tuple[Callable, Any]] = {}
+        self._finalizer = None
+
+    def _get_client(self):
+        if self._client is None:
+            if isinstance(self.scheduler, str):
+                import weakref
+
+                from distributed import Client
+
+                self._client = Client(self.scheduler, set_as_default=False)
+                self._finalizer = weakref.finalize(self, self._client.close)
+            else:
+                self._client = self.scheduler
+        return self._client
+
+    def __call__(self, fn: Callable[[Any], Any], batches: list) -> list:
+        client = self._get_client()
+        held = self._scattered.get(id(fn))
+        if held is None or held[0] is not fn:
+            held = (fn, _scatter(client, fn))
+            self._scattered[id(fn)] = held
+        return list(_submit_in_order(client, _one_thread_call, batches, {"fn": held[1]},
+                                     None))
