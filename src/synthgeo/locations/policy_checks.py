@@ -267,7 +267,7 @@ def bias_statement(table: pd.DataFrame, n_suppressed: int, n_retained: int, *,
                        + ("analyses of the released file under-represent records like the "
                           "suppressed ones." if applied else
                           "a file released under this policy would under-represent records "
-                          "like them (this release suppresses none: treatment = \"none\")."))
+                          "like them (none was suppressed here)."))
     if n_suppressed < 20:
         text += (f" With only {n_suppressed} {'suppressed' if applied else 'such'} record(s) "
                  "these differences are "

@@ -189,8 +189,9 @@ def _locations_message(spec: ReleaseSpec, locations: LocationDiagnostics) -> str
     verdict = locations.verdict
     return (f"locations: {sk['n_below_k']} of {sk['n_records']} records below k = {sk['k']} "
             f"within {sk['radius_m']:g} m; the outlier policy at r_max = "
-            f"{spec.anonymity.r_max_m:g} m suppresses {ol.overall['n_suppressed']}"
-            + (" and refuses" if ol.refused else "")
+            f"{spec.anonymity.r_max_m:g} m "
+            + ("suppresses" if spec.anonymity.treatment == "apply" else "would suppress")
+            + f" {ol.overall['n_suppressed']}" + (" and refuses" if ol.refused else "")
             + ("" if verdict.status == "FAIL" else "\n" + verdict.summary_line()))
 
 

@@ -50,7 +50,8 @@ def _seed_text(result) -> str:
         seed = result.spec.sampling.seed
     if seed is None:
         return "—"
-    origin = "from the spec" if result.spec.sampling.seed is not None else "fresh random"
+    origin = ("given (`[sampling] seed` or --seed)" if result.spec.sampling.seed is not None
+              else "fresh random")
     return f"{origin}, in confidential/{SEED_FILE} (sha256 {seed_sha256(seed)[:16]}…)"
 
 
