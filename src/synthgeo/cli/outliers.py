@@ -106,8 +106,9 @@ def _print_tables(res, args, say) -> None:
             shown = u.head(args.units).assign(share=u["share"].head(args.units).map(pct))
             say(shown.to_string(index=False))
             if len(u) > args.units:
-                say(f"  ... {len(u) - args.units} more units (all at "
-                    f"{pct(u['share'].iloc[args.units])} or less)")
+                rest = u["share"].iloc[args.units]
+                say(f"  ... {len(u) - args.units} more units ("
+                    + ("none with suppressions)" if rest == 0 else f"all at {pct(rest)} or less)"))
             say(res.hole["message"])
         for axis, n in res.n_merges_too_wide.items():
             if n:

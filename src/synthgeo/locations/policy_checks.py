@@ -101,6 +101,8 @@ def hole_check(units: pd.DataFrame | None, unit_column: str | None) -> dict[str,
             f"({int(row['n_suppressed'])}); publishing per-unit counts with a grand total "
             "would reveal that count — publish no grand total, or suppress in a second unit"
         )
+    elif len(hit) == 0:
+        out["message"] = "no unit had suppressions: no count to reveal"
     else:
         out["message"] = (f"{len(hit)} units had suppressions: the grand total minus the unit "
                           "counts reveals only their sum")
