@@ -43,10 +43,13 @@ def _noise_var(sigma2: float, nugget: float, n: int, extra) -> np.ndarray:
 def _factor(dist_km, idx, d, sigma2: float, nugget: float, phi_km: float, extra=None):
     """σ²R (S, S), σ²RD and the Cholesky factor of Σ = σ² A D R D Aᵀ + diag(noise)."""
     K = sigma2 * exponential_correlation(dist_km, phi_km)  # σ²R over sites, (S, S)
-    KD = K * d[None, :]  # σ² R D
-    Sigma = (d[:, None] * KD)[np.ix_(idx, idx)] + np.diag(
-        _noise_var(sigma2, nugget, idx.size, extra))
-    return K, KD, cho_factor(Sigma, lower=True, check_finite=False)
+    unscaled = bool(np.all(d == 1.0))
+    KD = K if unscaled else K * d[None, :]  # σ² R D (the same array when D = I)
+    DKD = KD.copy() if unscaled else d[:, None] * KD
+    one_per_site = idx.size == K.shape[0] and np.array_equal(idx, np.arange(idx.size))
+    Sigma = DKD if one_per_site else DKD[np.ix_(idx, idx)]
+    Sigma[np.diag_indices(idx.size)] += _noise_var(sigma2, nugget, idx.size, extra)
+    return K, KD, cho_factor(Sigma, lower=True, overwrite_a=True, check_finite=False)
 
 
 def _draw_one(
