@@ -97,3 +97,11 @@ def test_collinear_covariates_are_refused_before_fitting(sales):
                                          r"columns; involved: \['intercept', 'sqft_living', "
                                          r"'sqft2'\]\)"):
         prepare_data(s)
+
+
+def test_a_column_in_large_units_is_not_taken_for_collinear(sales):
+    """Break-it: sqft × 1e13 beside a 0/1 column swamped the unscaled rank."""
+    spec, raw, tmp = sales
+    raw = raw.assign(big=raw["sqft_living"] * 1e13, dummy=(raw["baths"] > 1).astype(float))
+    s = _spec(spec, raw, tmp, covariates=["big", "dummy"], formula="log_price ~ big + dummy")
+    assert prepare_data(s).X.shape[1] == 3

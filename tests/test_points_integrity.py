@@ -521,3 +521,15 @@ def test_lonlat_points_at_zero_zero_are_refused(tmp_path):
     with pytest.raises(InputError, match=r"^2 point\(s\) at longitude 0, latitude 0 .* at `id` "
                                          r"\[4, 8\]; geocode them or leave them out"):
         load_points(path, x="lon", y="lat", crs="EPSG:4326", id_column="id")
+
+
+def test_web_mercator_points_at_zero_zero_are_refused_too(tmp_path):
+    """Break-it: EPSG:3857's area of use is the world, so 0/0 passed every bounds check."""
+    path = tmp_path / "m.csv"
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"id": np.arange(1, 31), "x": rng.uniform(-200e3, -100e3, 30),
+                          "y": rng.uniform(600e3, 700e3, 30)})
+    frame.loc[4, ["x", "y"]] = 0.0
+    frame.to_csv(path, index=False)
+    with pytest.raises(InputError, match=r"^1 point\(s\) at longitude 0, latitude 0 .*`id` \[5\]"):
+        load_points(path, x="x", y="y", crs="EPSG:3857", id_column="id")

@@ -176,6 +176,40 @@ def test_previous_after_an_applied_location_treatment_needs_the_same_anonymity(f
         run_release(_spec(2), fitter=_never_called, previous=copy)
 
 
+def _edited(out_a, tmp_path, name, edit):
+    import shutil
+
+    copy = tmp_path / name
+    shutil.copytree(out_a, copy)
+    rec = json.loads((copy / "release.json").read_text())
+    edit(rec)
+    (copy / "release.json").write_text(json.dumps(rec))
+    return copy
+
+
+def test_previous_after_apply_needs_the_same_records_and_a_sequential_transform_counts(
+        first, tmp_path):
+    """Break-it: a wider query after an applied treatment published moved records exactly; a
+    [[data.responses]] release's own transform was not compared (pooled log with dollars)."""
+    _, _, out_a = first
+
+    def applied_other_frame(rec):
+        rec["spec"]["anonymity"]["treatment"] = "apply"
+        rec["input"]["frame_sha256"] = "0" * 64
+
+    with pytest.raises(InputError, match="this release's records differ"):
+        run_release(_spec(2).replace("anonymity", treatment="apply"), fitter=_never_called,
+                    previous=_edited(out_a, tmp_path, "applied", applied_other_frame))
+
+    def sequential_log(rec):
+        rec["spec"]["data"]["responses"] = [{"name": "log_price", "family": "gaussian",
+                                             "transform": "log"}]
+
+    with pytest.raises(InputError, match="responses' family and transform"):
+        run_release(_spec(2), fitter=_never_called,
+                    previous=_edited(out_a, tmp_path, "seq", sequential_log))
+
+
 def test_cli_previous_refuses_a_tampered_release(first, tmp_path, capsys):
     import shutil
 

@@ -60,13 +60,28 @@ def _lonlat_range(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, labels: 
                 f"{name} ({labels[axis]}) outside [-{limit:g}, {limit:g}] in {describe(crs)}: "
                 f"{xy[out, axis][:N_SHOW].tolist()} at {where(frame, out, id_column, origin)}; "
                 "check that `x`/`y` are not swapped and that `crs` is right")
-    null = (np.abs(xy[:, 0]) < 1e-9) & (np.abs(xy[:, 1]) < 1e-9)
+    _null_island(xy, crs, frame, id_column, origin)
+
+
+def _null_island(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, id_column: str | None,
+                 origin: Origin) -> None:
+    """Refuse points at longitude 0, latitude 0 (in any CRS: Web Mercator's 0/0 is there too)."""
+    if crs.is_geographic:
+        null = (np.abs(xy[:, 0]) < 1e-7) & (np.abs(xy[:, 1]) < 1e-7)
+    else:  # where (0°, 0°) lies in this CRS, if anywhere: one transform, not one per point
+        to = pyproj.Transformer.from_crs(pyproj.CRS.from_epsg(4326), crs, always_xy=True)
+        with np.errstate(all="ignore"):
+            x0, y0 = to.transform(0.0, 0.0)
+        if not (np.isfinite(x0) and np.isfinite(y0)):
+            return
+        null = np.hypot(xy[:, 0] - x0, xy[:, 1] - y0) < 0.01  # within 1 cm (or 0.01 ft)
     if null.any():  # (0°, 0°) is open sea: how failed geocodes are often written
         raise InputError(
             f"{int(null.sum())} point(s) at longitude 0, latitude 0 in {describe(crs)} (the Gulf "
             "of Guinea: a failed geocode written as 0/0) at "
             f"{where(frame, null, id_column, origin)}; "
-            "geocode them or leave them out (`[data] query`, e.g. \"lon != 0 or lat != 0\")")
+            "geocode them or leave them out (`[data] query`, e.g. \"x != 0 or y != 0\" with "
+            "your coordinate columns)")
 
 
 def _area(crs: pyproj.CRS) -> tuple[float, float, float, float] | None:
@@ -158,6 +173,8 @@ def check_ranges(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, *,
     """
     if crs.is_geographic:
         _lonlat_range(xy, crs, frame, labels, id_column, origin)
+    elif len(xy):
+        _null_island(xy, crs, frame, id_column, origin)
     area = _area(crs)
     if area is not None and not crs.is_geographic:
         _projected_bounds(xy, crs, area, frame, labels, id_column, origin)

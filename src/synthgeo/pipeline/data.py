@@ -303,7 +303,7 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray,
                 "value: remove it from `[data] covariates`"
             )
     labels = ["intercept", *(d.covariates if names is None else names)]
-    rank = np.linalg.matrix_rank(X)
+    rank = np.linalg.matrix_rank(X / np.linalg.norm(X, axis=0))  # scaled: units do not count
     if rank < X.shape[1]:  # the public baseline's regression and β are not identified
         _, _, vt = np.linalg.svd(X / np.linalg.norm(X, axis=0), full_matrices=False)
         involved = [labels[j] for j in np.flatnonzero(np.abs(vt[-1]) > 1e-6)

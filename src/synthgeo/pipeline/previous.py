@@ -87,7 +87,8 @@ def _refuse(folder: Path, what: str) -> InputError:
                       "folder `synthgeo run` wrote for the earlier release, unchanged")
 
 
-def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelease:
+def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
+                  frame_sha256: str | None = None) -> PreviousRelease:
     """Read an earlier release and verify its files against its release.json.
 
     Parameters
@@ -97,6 +98,9 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelea
     spec : ReleaseSpec
         This release's spec: ``[data] id`` (must be set, and equal the earlier one's),
         ``response``, ``transform``.
+    frame_sha256 : str, optional
+        This release's records (``gdf.attrs["frame_sha256"]``): after an earlier release that
+        applied the location treatment they must be the same records.
 
     Returns
     -------
@@ -155,7 +159,9 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelea
                          "implicates would repeat that release's (no new draws, and the pooled "
                          "risk would count them twice); set a new `[sampling] seed` (or leave "
                          "it out for a fresh one)")
-    _check_same_release_design(folder, record.get("spec", {}), spec)
+    _check_same_release_design(folder, record.get("spec", {}), spec,
+                               earlier_frame_sha256=(record.get("input") or {}).get(
+                                   "frame_sha256"), frame_sha256=frame_sha256)
     d, prev = spec.data, record.get("spec", {}).get("data", {})
     if not d.id:
         raise InputError("--previous links records by id: set `[data] id` (the id column of "
@@ -176,7 +182,9 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec) -> PreviousRelea
                            synthetic=wide)
 
 
-def _check_same_release_design(folder: Path, earlier: dict[str, Any], spec: ReleaseSpec) -> None:
+def _check_same_release_design(folder: Path, earlier: dict[str, Any], spec: ReleaseSpec, *,
+                               earlier_frame_sha256: str | None = None,
+                               frame_sha256: str | None = None) -> None:
     """Refuse a release whose published columns or location treatment differ from the earlier one.
 
     A column synthesised before and released real now (or the reverse), another response scale,
@@ -184,10 +192,13 @@ def _check_same_release_design(folder: Path, earlier: dict[str, Any], spec: Rele
     undo the earlier release's protection whatever the pooled risk says.
     """
     d, prev = spec.data, earlier.get("data", {})
-    prev_responses = [r["name"] for r in prev.get("responses") or []] or [prev.get("response")]
+    prev_responses = [(r.get("name"), r.get("family", "gaussian"), r.get("transform"))
+                      for r in prev.get("responses") or []] or [
+        (prev.get("response"), "gaussian", prev.get("transform"))]
+    now_responses = [(r.name, r.family, r.transform) for r in d.response_configs]
     checks = [("covariates", sorted(prev.get("covariates") or []), sorted(d.covariates)),
-              ("responses", prev_responses, d.response_names),
-              ("transform", prev.get("transform"), getattr(d, "transform", None))]
+              ("responses", [r[0] for r in prev_responses], [r[0] for r in now_responses]),
+              ("responses' family and transform", prev_responses, now_responses)]
     for key, was, now in checks:
         if was != now:
             raise _refuse(folder, f"its `[data] {key}` is {was!r}, this spec's {now!r}: a "
@@ -195,6 +206,13 @@ def _check_same_release_design(folder: Path, earlier: dict[str, Any], spec: Rele
                                   "scale (a response released real would undo the earlier "
                                   "synthesis)")
     prev_anon = earlier.get("anonymity") or {}
+    if prev_anon.get("treatment") == "apply" and frame_sha256 is not None and \
+            earlier_frame_sha256 != frame_sha256:
+        raise _refuse(folder, "it applied the outlier policy's location treatment and this "
+                              "release's records differ (input file, `[data] query` or "
+                              "values: another frame_sha256): new neighbours change the "
+                              "policy's labels, and records moved or withheld before could be "
+                              "published exactly; release the same records")
     if prev_anon.get("treatment") == "apply":
         now_anon = spec.to_dict().get("anonymity", {})
         differ = [k for k in sorted(set(prev_anon) | set(now_anon))

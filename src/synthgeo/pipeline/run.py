@@ -307,7 +307,8 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     with _timed(seconds, "load"):
         data = prepare_data(spec, points)
     say(f"loaded {data.n_records} records at {data.sites.n_sites} sites ({data.gdf.crs.name})")
-    earlier = None if previous is None else load_previous(previous, spec)  # before fitting
+    earlier = None if previous is None else load_previous(  # before fitting
+        previous, spec, frame_sha256=data.gdf.attrs.get("frame_sha256"))
     if earlier is not None and len(earlier.chain()) > 1:
         note(data.gdf.attrs.setdefault("warnings", []), "cumulative_partial",
              f"the cumulative risk pools this release with the one given to --previous only: "
