@@ -24,7 +24,7 @@ from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from synthgeo._progress import progress_iter
 from synthgeo.inference.quadrature import thread_map
-from synthgeo.model.kernels import Sites, exponential_correlation
+from synthgeo.model.kernels import Sites, exponential_correlation, one_record_per_site
 from synthgeo.model.restricted_gp import GPPriors
 from synthgeo.model.smoothing import scale_function
 
@@ -46,8 +46,7 @@ def _factor(dist_km, idx, d, sigma2: float, nugget: float, phi_km: float, extra=
     unscaled = bool(np.all(d == 1.0))
     KD = K if unscaled else K * d[None, :]  # σ² R D (the same array when D = I)
     DKD = KD.copy() if unscaled else d[:, None] * KD
-    one_per_site = idx.size == K.shape[0] and np.array_equal(idx, np.arange(idx.size))
-    Sigma = DKD if one_per_site else DKD[np.ix_(idx, idx)]
+    Sigma = DKD if one_record_per_site(idx, K.shape[0]) else DKD[np.ix_(idx, idx)]
     Sigma[np.diag_indices(idx.size)] += _noise_var(sigma2, nugget, idx.size, extra)
     return K, KD, cho_factor(Sigma, lower=True, overwrite_a=True, check_finite=False)
 

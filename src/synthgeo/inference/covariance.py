@@ -68,7 +68,7 @@ class ExactCovariance:
         self.idx = sites.site_index
         self.d_of = scale_function(scale, sites.n_sites)
         self.extra = None if extra is None else np.asarray(extra, float)
-        self._one_record_per_site = bool(np.array_equal(self.idx, np.arange(self.idx.size)))
+        self._one_record_per_site = sites.one_record_per_site
 
     def stats(self, phi_km: float, alpha: float) -> CellStats:
         """Return log|K| and the K⁻¹ products at decay ``phi_km`` (1/km) and ratio ``alpha``."""

@@ -60,7 +60,6 @@ def _lonlat_range(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, labels: 
                 f"{name} ({labels[axis]}) outside [-{limit:g}, {limit:g}] in {describe(crs)}: "
                 f"{xy[out, axis][:N_SHOW].tolist()} at {where(frame, out, id_column, origin)}; "
                 "check that `x`/`y` are not swapped and that `crs` is right")
-    _null_island(xy, crs, frame, id_column, origin)
 
 
 def _null_island(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, id_column: str | None,
@@ -173,7 +172,7 @@ def check_ranges(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, *,
     """
     if crs.is_geographic:
         _lonlat_range(xy, crs, frame, labels, id_column, origin)
-    elif len(xy):
+    if len(xy):
         _null_island(xy, crs, frame, id_column, origin)
     area = _area(crs)
     if area is not None and not crs.is_geographic:

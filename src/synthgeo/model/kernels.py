@@ -13,7 +13,8 @@ import numpy as np
 from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 
-__all__ = ["Sites", "make_sites", "exponential_correlation", "M_FROM_RHO0"]
+__all__ = ["Sites", "make_sites", "one_record_per_site", "exponential_correlation",
+           "M_FROM_RHO0"]
 
 #: Conversion used throughout: kilometres internally, metres in every public report.
 METRES_PER_KM = 1000.0
@@ -62,6 +63,11 @@ class Sites:
         """Number of records N."""
         return int(self.site_index.shape[0])
 
+    @property
+    def one_record_per_site(self) -> bool:
+        """True when record i is at site i (no two records share a location)."""
+        return one_record_per_site(self.site_index, self.n_sites)
+
     def distance_km(self) -> np.ndarray:
         """Site-to-site Euclidean distances, ndarray of shape (n_sites, n_sites), kilometres."""
         c = self.coords_m / METRES_PER_KM
@@ -73,6 +79,28 @@ class Sites:
             return np.full(self.n_sites, np.inf)
         d, _ = cKDTree(self.coords_m).query(self.coords_m, k=2)
         return d[:, 1]
+
+
+def one_record_per_site(site_index: np.ndarray, n_sites: int) -> bool:
+    """Return whether ``site_index`` is 0, 1, …, n_sites − 1 (A = I: no gather needed).
+
+    Parameters
+    ----------
+    site_index : ndarray of int, shape (n_records,)
+        Site of each record.
+    n_sites : int
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> one_record_per_site(np.arange(3), 3), one_record_per_site(np.array([0, 0, 1]), 2)
+    (True, False)
+    """
+    return site_index.size == n_sites and bool(
+        np.array_equal(site_index, np.arange(site_index.size)))
 
 
 def make_sites(coords_m: np.ndarray) -> Sites:

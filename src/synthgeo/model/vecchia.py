@@ -282,21 +282,36 @@ def vecchia_factors(
     -------
     VecchiaFactors
     """
-    nbr = graph.neighbours
-    valid = nbr >= 0
-    n, m = nbr.shape
-    dd = np.ones(n) if d is None else np.asarray(d, float)[graph.order]
-    d_nb = np.where(valid, dd[np.where(valid, nbr, 0)], 0.0)  # (n, m)
-    nug = alpha if alpha > 0 else LATENT_JITTER
+    valid = graph.neighbours >= 0
+    m = graph.neighbours.shape[1]
+    dd, d_nb = _scales(graph, d)
+    nug = _nugget(alpha)
     C = exponential_correlation(graph.dist_nn, phi) * (d_nb[:, :, None] * d_nb[:, None, :])
     idx = np.arange(m)
     C[:, idx, idx] += np.where(valid, nug, 1.0)  # padding: identity block
     c = exponential_correlation(graph.dist_in, phi) * d_nb * dd[:, None]
     b = np.linalg.solve(C, c[:, :, None])[:, :, 0]
+    return _factors(graph, b, c, dd, nug)
+
+
+def _scales(graph: NeighbourGraph, d: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """Return d in the graph's order (n,) and at each point's neighbours (n, m; 0 at padding)."""
+    nbr = graph.neighbours
+    valid = nbr >= 0
+    dd = np.ones(nbr.shape[0]) if d is None else np.asarray(d, float)[graph.order]
+    return dd, np.where(valid, dd[np.where(valid, nbr, 0)], 0.0)
+
+
+def _nugget(alpha: float) -> float:
+    """Return the diagonal added to each block: α, or :data:`LATENT_JITTER` for the latent field."""
+    return alpha if alpha > 0 else LATENT_JITTER
+
+
+def _factors(graph: NeighbourGraph, b: np.ndarray, c: np.ndarray, dd: np.ndarray,
+             nug: float) -> VecchiaFactors:
+    """F_i = d_i² + nug − b_iᵀc_i, floored against round-off (a conditional variance ≥ α > 0)."""
     F = dd**2 + nug - np.einsum("nm,nm->n", b, c)
-    # guard round-off (F is a conditional variance ≥ α > 0)
-    F = np.maximum(F, nug * 1e-6)
-    return VecchiaFactors(graph=graph, b=b, F=F)
+    return VecchiaFactors(graph=graph, b=b, F=np.maximum(F, nug * 1e-6))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -337,11 +352,10 @@ class VecchiaSpectrum:
 
     def factors(self, alpha: float) -> VecchiaFactors:
         """Vecchia factors at noise-to-signal ratio ``alpha`` (as :func:`vecchia_factors`)."""
-        nug = alpha if alpha > 0 else LATENT_JITTER
+        nug = _nugget(alpha)
         b = np.matmul(self.Q, (self.t / (self.lam + nug))[:, :, None])[:, :, 0]
         b[self.graph.neighbours < 0] = 0.0
-        F = self.dd**2 + nug - np.einsum("nm,nm->n", b, self.c)
-        return VecchiaFactors(graph=self.graph, b=b, F=np.maximum(F, nug * 1e-6))
+        return _factors(self.graph, b, self.c, self.dd, nug)
 
 
 def vecchia_spectrum(graph: NeighbourGraph, phi: float,
@@ -368,13 +382,9 @@ def vecchia_spectrum(graph: NeighbourGraph, phi: float,
     >>> bool(np.allclose(direct.F, fast.F) and np.allclose(direct.b, fast.b))
     True
     """
-    nbr = graph.neighbours
-    valid = nbr >= 0
-    n = nbr.shape[0]
-    dd = np.ones(n) if d is None else np.asarray(d, float)[graph.order]
-    d_nb = np.where(valid, dd[np.where(valid, nbr, 0)], 0.0)  # (n, m)
+    dd, d_nb = _scales(graph, d)
     R = exponential_correlation(graph.dist_nn, phi)
-    if d is not None or not valid.all():
+    if d is not None or not np.all(graph.neighbours >= 0):
         R *= d_nb[:, :, None] * d_nb[:, None, :]
     lam, Q = np.linalg.eigh(R)
     c = exponential_correlation(graph.dist_in, phi) * d_nb * dd[:, None]

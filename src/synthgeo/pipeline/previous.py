@@ -166,10 +166,9 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
     if not d.id:
         raise InputError("--previous links records by id: set `[data] id` (the id column of "
                          "both releases)")
-    for key in ("id", "response"):
-        if prev.get(key) != getattr(d, key):
-            raise _refuse(folder, f"its `[data] {key}` is {prev.get(key)!r}, this spec's "
-                                  f"{getattr(d, key)!r}: records cannot be linked")
+    if prev.get("id") != d.id:  # responses: _check_same_release_design
+        raise _refuse(folder, f"its `[data] id` is {prev.get('id')!r}, this spec's "
+                              f"{d.id!r}: records cannot be linked")
     frame = pd.read_parquet(folder / IMPLICATES, columns=["implicate", d.id, d.response])
     if frame.duplicated(["implicate", d.id]).any():
         raise _refuse(folder, f"an id in `{d.id}` repeats within an implicate")
@@ -206,14 +205,13 @@ def _check_same_release_design(folder: Path, earlier: dict[str, Any], spec: Rele
                                   "scale (a response released real would undo the earlier "
                                   "synthesis)")
     prev_anon = earlier.get("anonymity") or {}
-    if prev_anon.get("treatment") == "apply" and frame_sha256 is not None and \
-            earlier_frame_sha256 != frame_sha256:
-        raise _refuse(folder, "it applied the outlier policy's location treatment and this "
-                              "release's records differ (input file, `[data] query` or "
-                              "values: another frame_sha256): new neighbours change the "
-                              "policy's labels, and records moved or withheld before could be "
-                              "published exactly; release the same records")
     if prev_anon.get("treatment") == "apply":
+        if frame_sha256 is not None and earlier_frame_sha256 != frame_sha256:
+            raise _refuse(folder, "it applied the outlier policy's location treatment and this "
+                                  "release's records differ (input file, `[data] query` or "
+                                  "values: another frame_sha256): new neighbours change the "
+                                  "policy's labels, and records moved or withheld before "
+                                  "could be published exactly; release the same records")
         now_anon = spec.to_dict().get("anonymity", {})
         differ = [k for k in sorted(set(prev_anon) | set(now_anon))
                   if k != "on_location_failure" and prev_anon.get(k) != now_anon.get(k)]
@@ -339,7 +337,7 @@ def cumulative_risk(previous: PreviousRelease, spec: ReleaseSpec, truth: np.ndar
     # an implicate repeated from the earlier release (same seed behind an edited release.json,
     # say) adds nothing: refuse rather than count it twice (to 1e-6 on the model scale, the
     # precision the earlier release's files were read back at)
-    digest = [hash(np.round(row, 6).tobytes()) for row in prev]
+    digest = {hash(np.round(row, 6).tobytes()) for row in prev}
     if any(hash(np.round(row, 6).tobytes()) in digest for row in this):
         raise InputError(f"--previous {str(previous.path)!r}: an implicate of this release "
                          "repeats one of the earlier release's (the same seed?); nothing was "
