@@ -124,13 +124,9 @@ def _print_tables(res, args, say) -> None:
                     f" {unit}; {int(part['exceeds_r_max'].sum())} exceed r_max (k-anonymous in "
                     f"name only); {int(part['displacement_exceeds_r_max'].sum())} moved a "
                     f"member farther than r_max")
-        statement = res.bias_statement
-        if res.refused:  # nothing is published: say what the policy would have done
-            from synthgeo.locations.policy_checks import bias_statement
-
-            n_sup = int(res.overall["n_suppressed"])
-            statement = bias_statement(res.bias, n_sup, len(res.label) - n_sup, applied=False)
-        say("\nbias: " + statement)
+        # a refusing policy publishes nothing: say what it would have done
+        say("\nbias: " + (res.conditional_bias_statement() if res.refused
+                           else res.bias_statement))
 
 
 def run(args: argparse.Namespace, say) -> int:

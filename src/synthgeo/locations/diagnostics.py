@@ -27,7 +27,6 @@ from synthgeo._errors import LocationError
 from synthgeo.io.notices import collect, note
 from synthgeo.locations.outliers import OutlierResult, apply_outlier_policy
 from synthgeo.locations.policy import OutlierPolicy
-from synthgeo.locations.policy_checks import bias_statement
 from synthgeo.locations.spatial_k import SpatialKResult, measure_spatial_k
 from synthgeo.locations.treatment import (
     LocationTreatment,
@@ -200,9 +199,7 @@ def location_diagnostics(
         ol = apply_outlier_policy(points, policy, unit=unit, time=time_column, subject=subject,
                                   attributes=attributes, id_column=id_column, on_failure="report")
     if treatment != "apply":  # diagnosed only: say what suppression would do
-        ol = dataclasses.replace(ol, bias_statement=bias_statement(
-            ol.bias, int(ol.overall["n_suppressed"]),
-            len(ol.label) - int(ol.overall["n_suppressed"]), applied=False))
+        ol = dataclasses.replace(ol, bias_statement=ol.conditional_bias_statement())
     treated = apply_treatment(points, ol, sk, treatment=treatment, id_column=id_column)
     hole = [{"code": "suppression_hole", "message": ol.hole["message"]}] \
         if ol.hole.get("flag") and treatment == "apply" else []

@@ -14,6 +14,7 @@ import shapely
 from synthgeo.locations._axis import LABELS
 from synthgeo.locations._inputs import as_columns, check_columns
 from synthgeo.locations.policy import OutlierPolicy
+from synthgeo.locations.policy_checks import bias_statement
 
 __all__ = ["OutlierResult"]
 
@@ -133,6 +134,15 @@ class OutlierResult:
     def refused(self) -> bool:
         """Whether the policy refuses the release (a cap is breached or no fixed point)."""
         return bool(self.failures)
+
+    def conditional_bias_statement(self) -> str:
+        """:attr:`bias_statement` worded for a policy that is only diagnosed ("would be").
+
+        For a release that does not apply the policy (``treatment = "none"``) or a policy that
+        refuses: no record is suppressed, so the paragraph says what suppression would do.
+        """
+        n_sup = int(self.overall["n_suppressed"])
+        return bias_statement(self.bias, n_sup, len(self.label) - n_sup, applied=False)
 
     def label_counts(self) -> dict[str, int]:
         """Count records per final label."""
