@@ -322,3 +322,52 @@ def test_a_start_box_is_clipped_to_the_prior_box():
     q = integrate(lambda p: -0.5 * ((p[:, 0] - 0.3) / 0.05) ** 2, axes,
                   start=np.array([[-1.0, 0.6]]))
     assert q.stages[0]["box"] == [[0.0, 0.6]] and not q.problems
+
+
+def test_grid_fit_checks_are_the_grids_own_and_its_draws_importance_ess(gp_fit):
+    """No Markov chain: R-hat undefined (NaN), every parameter's ESS the importance ESS."""
+    import dataclasses
+
+    from synthgeo.inference.result import grid_convergence
+
+    _, _, _, fit = gp_fit
+    conv = fit.convergence
+    ess = fit.engine["importance_ess"]
+    assert conv.passed and conv.problems == []
+    assert np.isnan(conv.max_r_hat) and conv.table["r_hat"].isna().all()
+    assert conv.min_ess_bulk == conv.min_ess_tail == pytest.approx(ess)
+    assert list(conv.table.index) == ["sigma2", "nugget", "range"]
+    # a grid that did not resolve the posterior fails, and says why
+    bad = dataclasses.replace(fit, engine={**fit.engine, "importance_ess": 0.3 * ess,
+                                           "grid_problems": ["grid too coarse: ..."]})
+    conv = grid_convergence(bad)
+    assert not conv.passed
+    assert conv.problems[0] == "grid too coarse: ..."
+    assert "importance ESS" in conv.problems[1] and "did not resolve" in conv.problems[1]
+
+
+def test_a_grid_fit_does_not_import_arviz_until_its_inferencedata_is_asked_for():
+    """ArviZ costs ~1.5 s to import (numba compilation): the grid route needs none of it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from synthgeo.config import SamplingConfig\n"
+        "from synthgeo.inference.grid import fit_gp_grid\n"
+        "from synthgeo.model.kernels import make_sites\n"
+        "from synthgeo.model.restricted_gp import default_priors\n"
+        "from synthgeo.testing import simulate_gp\n"
+        "sim = simulate_gp(40, random_seed=1)\n"
+        "sites = make_sites(sim['coords_m'])\n"
+        "fit = fit_gp_grid(sim['y'], sim['X'], sites, coef_names=['a', 'b'], gp='exact',\n"
+        "                  priors=default_priors(sim['y'], sim['X'], sites),\n"
+        "                  config=SamplingConfig(draws=100, seed=1))\n"
+        "w = fit.effects([0, 1]); d = fit.describe()\n"
+        "print('arviz' in sys.modules)\n"
+        "print(type(fit.idata).__name__, 'arviz' in sys.modules)\n"
+        "print(sorted(fit.idata.groups()) == sorted(fit.groups))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[:3] == ["False", "InferenceData True", "True"]

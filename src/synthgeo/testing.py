@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from scipy.spatial.distance import cdist
 
@@ -257,7 +259,6 @@ def fake_fit(n_chain: int = 2, n_draw: int = 50, n_site: int = 3, *, nugget: flo
     >>> fake_fit().idata.posterior["w"].shape
     (2, 50, 3)
     """
-    import arviz as az
     import xarray as xr
 
     from synthgeo.inference.result import GPFit, check_convergence
@@ -272,11 +273,12 @@ def fake_fit(n_chain: int = 2, n_draw: int = 50, n_site: int = 3, *, nugget: flo
         "range": (("chain", "draw"), rng.gamma(2, size=shape)),
     }, coords={"chain": range(n_chain), "draw": range(n_draw), "coef": ["a", "b"]})
     post["phi"] = 3.0 / post["range"]
-    idata = az.InferenceData(
-        posterior=post,
-        sample_stats=xr.Dataset({"diverging": (("chain", "draw"), np.zeros(shape, bool))}),
-        constant_data=xr.Dataset({"site_index": ("record", list(site_index)),
-                                  "scale": ("site", list(scale))}),
-    )
-    return GPFit(idata=idata, scale=np.asarray(scale, float), priors=None,
-                 convergence=check_convergence(idata), seconds={})
+    groups = {
+        "posterior": post,
+        "sample_stats": xr.Dataset({"diverging": (("chain", "draw"), np.zeros(shape, bool))}),
+        "constant_data": xr.Dataset({"site_index": ("record", list(site_index)),
+                                     "scale": ("site", list(scale))}),
+    }
+    fit = GPFit(groups=groups, scale=np.asarray(scale, float), priors=None,
+                convergence=None, seconds={})
+    return dataclasses.replace(fit, convergence=check_convergence(fit))

@@ -160,6 +160,9 @@ def _main(args: argparse.Namespace) -> int:
     if args.command is None:
         _parser().print_help()
         return 2
+    from synthgeo._allocator import keep_freed_memory
+
+    keep_freed_memory()  # N x N work arrays reused, not faulted in again (synthgeo._allocator)
     try:
         return import_module(f"synthgeo.cli.{args.command.replace('-', '_')}").run(args, say)
     except (SynthgeoError, ValueError, TypeError, OSError) as exc:

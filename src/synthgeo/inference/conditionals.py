@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg import solve_triangular
 
 from synthgeo._progress import progress_iter
+from synthgeo.inference.factor import cho_factor, cho_solve
 from synthgeo.inference.quadrature import thread_map
 from synthgeo.model.kernels import Sites, exponential_correlation, one_record_per_site
 from synthgeo.model.restricted_gp import GPPriors
@@ -48,7 +49,7 @@ def _factor(dist_km, idx, d, sigma2: float, nugget: float, phi_km: float, extra=
     DKD = KD.copy() if unscaled else d[:, None] * KD
     Sigma = DKD if one_record_per_site(idx, K.shape[0]) else DKD[np.ix_(idx, idx)]
     Sigma[np.diag_indices(idx.size)] += _noise_var(sigma2, nugget, idx.size, extra)
-    return K, KD, cho_factor(Sigma, lower=True, overwrite_a=True, check_finite=False)
+    return K, KD, cho_factor(Sigma)  # in place, without the GIL (draws run in threads)
 
 
 def _draw_one(
@@ -69,11 +70,11 @@ def _draw_one(
     K, KD, cf = _factor(dist_km, idx, d, sigma2, nugget, phi_km, extra)
     v_beta = (sigma2 * priors.beta_v_scale() if prior_form == "conjugate"
               else priors.beta_sd**2)
-    SiX = cho_solve(cf, X, check_finite=False)
+    SiX = cho_solve(cf, X)
     prec = np.eye(p) / v_beta + X.T @ SiX
     rhs = priors.beta_mean * np.ones(p) / v_beta + SiX.T @ y
     Lp = np.linalg.cholesky(prec)
-    mean = cho_solve((Lp, True), rhs, check_finite=False)
+    mean = cho_solve((Lp, True), rhs)
     beta = mean + solve_triangular(Lp.T, rng.standard_normal(p), lower=False)
     z, e0 = _prior_noise(rng, K.shape[0], y.shape[0], sigma2, nugget, extra)
     w = _w_given_beta(z, e0, y - X @ beta, K, KD, d, idx, cf, sigma2)
@@ -92,10 +93,11 @@ def _w_given_beta(z, e0, resid_beta, K, KD, d, idx, cf, sigma2):
     ``z``: standard normals of the prior draw w₀ = L z (S,); ``e0``: the noise draw (N,).
     """
     S = K.shape[0]
-    Lk = np.linalg.cholesky(K + JITTER * sigma2 * np.eye(S))
-    w0 = Lk @ z
+    Kj = K.copy()  # K + JITTER σ² I, without an identity matrix's worth of allocation
+    Kj[np.diag_indices(S)] += JITTER * sigma2
+    w0 = np.linalg.cholesky(Kj) @ z
     resid = resid_beta - (d * w0)[idx] - e0
-    alpha = cho_solve(cf, resid, check_finite=False)  # Σ⁻¹(...), (N,)
+    alpha = cho_solve(cf, resid)  # Σ⁻¹(...), (N,)
     At_alpha = np.bincount(idx, weights=alpha, minlength=S)  # Aᵀ α
     return w0 + KD @ At_alpha
 

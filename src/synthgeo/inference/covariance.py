@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 
+from synthgeo.inference.factor import cho_factor, cho_solve
 from synthgeo.model.kernels import METRES_PER_KM, Sites, exponential_correlation
 from synthgeo.model.smoothing import Smoothing, scale_function
 from synthgeo.model.vecchia import (
@@ -78,22 +78,38 @@ class ExactCovariance:
         """:meth:`stats` at one ``phi_km`` and several ``alphas``: R(φ) is computed once.
 
         A grid's cells come in rows of one φ and many α; the exponential of the S² distances
-        costs nearly as much as the Cholesky at 500 records.
+        costs nearly as much as the Cholesky at 500 records. One N × N work array serves the
+        whole row (the last α factorises R's own memory): at 500 records a fresh array per
+        cell cost more in page faults than its Cholesky.
         """
         R = exponential_correlation(self.dist_km, phi_km)
-        return [self._stats(R, float(a)) for a in alphas]
+        alphas = [float(a) for a in alphas]
+        work = None
+        out = []
+        for i, a in enumerate(alphas):
+            if self._one_record_per_site and i == len(alphas) - 1:
+                K = R  # R is not needed after the last α
+            elif self._one_record_per_site:
+                if work is None:
+                    work = np.empty_like(R)
+                np.copyto(work, R)
+                K = work
+            else:
+                K = R[np.ix_(self.idx, self.idx)]
+            out.append(self._stats(K, a))
+        return out
 
-    def _stats(self, R: np.ndarray, alpha: float) -> CellStats:
+    def _stats(self, K: np.ndarray, alpha: float) -> CellStats:
+        """log|K| and the products from K = A R Aᵀ (records' correlations), overwritten."""
         n = self.y.shape[0]
         d = self.d_of(alpha)[self.idx]
-        K = R.copy() if self._one_record_per_site else R[np.ix_(self.idx, self.idx)]
         if np.any(d != 1.0):
             K *= np.outer(d, d)
         K[np.diag_indices(n)] += alpha
         if self.extra is not None:
             K[np.diag_indices(n)] += self.extra
-        cf = cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
-        Z = cho_solve(cf, np.column_stack([self.X, self.y]), check_finite=False)
+        cf = cho_factor(K)  # in place, without the GIL: the grid's threads run in parallel
+        Z = cho_solve(cf, np.column_stack([self.X, self.y]))
         p = self.X.shape[1]
         return CellStats(
             logdet=2.0 * float(np.log(np.diag(cf[0])).sum()),

@@ -13,16 +13,186 @@ Measured (``benchmarks/bench_families.py factor``): 10,414 NNGP sites, 15 neighb
 coefficients in the latent field: SuperLU with MMD_AT_PLUS_A 0.8 s a factorisation, COLAMD 2.2 s;
 CHOLMOD (scikit-sparse 0.4.16 over Debian's SuiteSparse 5.12) 0.5 s — too small a gain for a
 compiled system dependency, so synthgeo uses SciPy only.
+
+**Dense Cholesky without the GIL** (:func:`cho_factor`, :func:`cho_solve`,
+:func:`cho_inverse`): the one home of the dense factorisation that the exact GP's grid cells,
+posterior draws, effect draws and leave-one-out baseline run in threads. SciPy's
+``scipy.linalg.cho_factor``/``cho_solve`` hold the GIL while LAPACK runs (its f2py wrappers do
+not release it), so two threads of them took as long as one: measured at N = 500 on 2 cores,
+400 factorisations 0.71 s in one thread and 0.71 s in two. The same LAPACK routines (``dpotrf``,
+``dpotrs``, ``dpotri``) are called here through SciPy's public Cython LAPACK
+(``scipy.linalg.cython_lapack``, the function pointers Cython modules ``cimport``) by ctypes,
+which releases the GIL during the call: two threads then run at ~1.9x one. The factor is
+computed in place on the caller's array (no copy), and the results are bit-identical to SciPy's
+(the same routine on the same numbers: ``tests/test_linalg.py``).
 """
 
 from __future__ import annotations
 
+import ctypes
+
 import numpy as np
 import scipy.sparse as sp
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import cython_lapack
 from scipy.sparse.linalg import splu
 
-__all__ = ["SPDFactor", "NotPositiveDefiniteError"]
+__all__ = ["SPDFactor", "NotPositiveDefiniteError", "cho_factor", "cho_solve", "cho_inverse"]
+
+_INT_P = ctypes.POINTER(ctypes.c_int)
+
+
+def _lapack(name: str, *argtypes):
+    """Return a LAPACK routine of ``scipy.linalg.cython_lapack`` as a ctypes function."""
+    capsule = cython_lapack.__pyx_capi__[name]
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype = ctypes.c_char_p
+    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    address = api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
+    return ctypes.CFUNCTYPE(None, *argtypes)(address)
+
+
+# (uplo, n, a, lda, info) and (uplo, n, nrhs, a, lda, b, ldb, info), Fortran conventions
+_DPOTRF = _lapack("dpotrf", ctypes.c_char_p, _INT_P, ctypes.c_void_p, _INT_P, _INT_P)
+_DPOTRI = _lapack("dpotri", ctypes.c_char_p, _INT_P, ctypes.c_void_p, _INT_P, _INT_P)
+_DPOTRS = _lapack("dpotrs", ctypes.c_char_p, _INT_P, _INT_P, ctypes.c_void_p, _INT_P,
+                  ctypes.c_void_p, _INT_P, _INT_P)
+
+
+def _square_f64(a: np.ndarray, what: str) -> None:
+    if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 2
+            and a.shape[0] == a.shape[1] and a.flags.writeable):
+        raise ValueError(f"`{what}` must be a writeable square float64 array, got "
+                         f"{getattr(a, 'dtype', type(a))} of shape {np.shape(a)}")
+
+
+def cho_factor(a: np.ndarray) -> tuple[np.ndarray, bool]:
+    """Lower Cholesky factor of a symmetric positive-definite matrix, in place, without the GIL.
+
+    LAPACK ``dpotrf`` on ``a``'s own memory (see the module docstring): ``a`` is overwritten.
+    Same result, bit for bit, as ``scipy.linalg.cho_factor(a, lower=True)``.
+
+    Parameters
+    ----------
+    a : ndarray of shape (n, n), float64
+        Symmetric positive definite, C- or Fortran-contiguous, writeable; destroyed.
+
+    Returns
+    -------
+    c : ndarray of shape (n, n)
+        A view of ``a``'s memory whose lower triangle is L (A = L Lᵀ); the strict upper
+        triangle holds what ``a`` held there.
+    lower : bool
+        True (the pair is what :func:`cho_solve` and ``scipy.linalg.cho_solve`` take).
+
+    Raises
+    ------
+    ValueError
+        If ``a`` is not a writeable square float64 array.
+    numpy.linalg.LinAlgError
+        If ``a`` is not positive definite (its leading minor of that order is not).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> c, lower = cho_factor(A.copy())
+    >>> np.tril(c).tolist()
+    [[2.0, 0.0], [1.0, 1.4142135623730951]]
+    """
+    _square_f64(a, "a")
+    if a.flags.f_contiguous:
+        f = a
+    elif a.flags.c_contiguous:  # symmetric: its transpose is the same matrix in Fortran order
+        f = a.T
+    else:
+        raise ValueError("`a` must be C- or Fortran-contiguous")
+    n, info = ctypes.c_int(f.shape[0]), ctypes.c_int(0)
+    _DPOTRF(b"L", ctypes.byref(n), f.ctypes.data, ctypes.byref(n), ctypes.byref(info))
+    if info.value > 0:
+        raise np.linalg.LinAlgError(f"{info.value}-th leading minor of the array is not "
+                                    "positive definite")
+    if info.value < 0:  # pragma: no cover - argument error: a bug here, not bad data
+        raise ValueError(f"dpotrf: illegal argument {-info.value}")
+    return f, True
+
+
+def cho_solve(cf: tuple[np.ndarray, bool], b: np.ndarray) -> np.ndarray:
+    """Solve A x = b from :func:`cho_factor`'s factor, without the GIL (LAPACK ``dpotrs``).
+
+    Bit for bit ``scipy.linalg.cho_solve(cf, b)``.
+
+    Parameters
+    ----------
+    cf : (ndarray of shape (n, n), bool)
+        The factor and ``lower`` (True) from :func:`cho_factor`.
+    b : ndarray of shape (n,) or (n, k)
+        Right-hand sides (not modified).
+
+    Returns
+    -------
+    ndarray, shape of ``b``
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> bool(np.allclose(cho_solve(cho_factor(A.copy()), [1.0, 2.0]), np.linalg.solve(A, [1, 2])))
+    True
+    """
+    c, lower = cf
+    if not lower:
+        raise ValueError("cho_solve takes a lower factor (from cho_factor)")
+    c = c if c.flags.f_contiguous else np.asfortranarray(c)
+    x = np.array(b, dtype=np.float64, order="F", copy=True)
+    x2 = x.reshape(-1, 1, order="F") if x.ndim == 1 else x
+    if x2.ndim != 2 or x2.shape[0] != c.shape[0]:
+        raise ValueError(f"`b` must have {c.shape[0]} rows, got shape {np.shape(b)}")
+    n, k, info = ctypes.c_int(c.shape[0]), ctypes.c_int(x2.shape[1]), ctypes.c_int(0)
+    if k.value:
+        _DPOTRS(b"L", ctypes.byref(n), ctypes.byref(k), c.ctypes.data, ctypes.byref(n),
+                x2.ctypes.data, ctypes.byref(n), ctypes.byref(info))
+    if info.value != 0:  # pragma: no cover - argument error
+        raise ValueError(f"dpotrs: illegal argument {-info.value}")
+    return x
+
+
+def cho_inverse(cf: tuple[np.ndarray, bool]) -> np.ndarray:
+    """A⁻¹ (full, symmetric) from :func:`cho_factor`'s factor, in place (LAPACK ``dpotri``).
+
+    The factor's memory is overwritten by the inverse; the returned array is new. Equals
+    ``scipy.linalg.lapack.dpotri`` on the same factor, symmetrised from its lower triangle.
+
+    Parameters
+    ----------
+    cf : (ndarray of shape (n, n), bool)
+        From :func:`cho_factor`; destroyed.
+
+    Returns
+    -------
+    ndarray of shape (n, n)
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If the factor has a zero on its diagonal.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> A = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> bool(np.allclose(cho_inverse(cho_factor(A.copy())), np.linalg.inv(A)))
+    True
+    """
+    c, lower = cf
+    if not (lower and c.flags.f_contiguous):
+        raise ValueError("cho_inverse takes the Fortran-ordered lower factor of cho_factor")
+    n, info = ctypes.c_int(c.shape[0]), ctypes.c_int(0)
+    _DPOTRI(b"L", ctypes.byref(n), c.ctypes.data, ctypes.byref(n), ctypes.byref(info))
+    if info.value != 0:
+        raise np.linalg.LinAlgError(f"dpotri: the factor is singular (info {info.value})")
+    return np.tril(c) + np.tril(c, -1).T
 
 
 class NotPositiveDefiniteError(np.linalg.LinAlgError):
@@ -70,7 +240,7 @@ class SPDFactor:
             self._dense = None
         else:
             try:
-                self._dense = cho_factor(np.asarray(Q), lower=True, check_finite=False)
+                self._dense = cho_factor(np.array(Q, dtype=np.float64, order="F"))
             except np.linalg.LinAlgError as exc:
                 raise NotPositiveDefiniteError("dense precision is not positive definite") \
                     from exc
@@ -80,5 +250,5 @@ class SPDFactor:
     def solve(self, b: np.ndarray) -> np.ndarray:
         """Return Q⁻¹ b for b of shape (n,) or (n, k)."""
         if self._dense is not None:
-            return cho_solve(self._dense, b, check_finite=False)
+            return cho_solve(self._dense, b)
         return self._lu.solve(np.asarray(b, dtype=float))

@@ -1,10 +1,13 @@
 """The fit type both inference routes return, its one builder, and the convergence gate.
 
-:class:`GPFit` holds the posterior (ArviZ), D and the engine's description; :func:`build_fit`
-is the one place a fit is assembled (NUTS, grid and the test helpers);
-:func:`check_convergence` compares ArviZ's R-hat and ESS with the release thresholds (for grid
-fits: the grid's checks and the importance ESS instead of R-hat) and
-:func:`require_convergence` applies ``on_convergence_failure``. Method: ``docs/inference.md``.
+:class:`GPFit` holds the posterior groups (xarray; ArviZ's ``InferenceData`` of them on
+demand), D and the engine's description; :func:`build_fit` is the one place a fit is assembled
+(NUTS, grid and the test helpers); :func:`check_convergence` compares ArviZ's R-hat and ESS
+with the release thresholds for NUTS fits; grid fits are judged by the grid's checks and the
+importance ESS of their independent draws instead (:func:`grid_convergence`: no Markov chain,
+so R-hat and ArviZ's autocorrelation ESS say nothing there, and ArviZ is not imported on that
+route); :func:`require_convergence` applies ``on_convergence_failure``. Method:
+``docs/inference.md``.
 """
 
 from __future__ import annotations
@@ -12,10 +15,10 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-import arviz as az
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -24,8 +27,11 @@ from synthgeo._errors import ConvergenceError
 from synthgeo.model.restricted_gp import GPPriors
 from synthgeo.model.smoothing import Smoothing
 
+if TYPE_CHECKING:
+    import arviz as az
+
 __all__ = ["GPFit", "Convergence", "check_convergence", "require_convergence",
-           "HYPER_PARAMETERS", "build_fit", "grid_diagnostics_table"]
+           "HYPER_PARAMETERS", "build_fit", "grid_convergence", "grid_diagnostics_table"]
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +76,7 @@ class Convergence:
 
 
 def check_convergence(
-    idata: az.InferenceData,
+    idata,
     var_names: tuple[str, ...] = HYPER_PARAMETERS,
     *,
     max_r_hat: float | None = 1.01,
@@ -80,8 +86,8 @@ def check_convergence(
 
     Parameters
     ----------
-    idata : arviz.InferenceData
-        With ``posterior`` and ``sample_stats`` (``diverging``).
+    idata : arviz.InferenceData or GPFit
+        Anything with ``posterior`` and ``sample_stats`` (``diverging``) groups.
     var_names : tuple of str
         Parameters to check.
     max_r_hat : float or None, default=1.01
@@ -98,6 +104,8 @@ def check_convergence(
     Vehtari, Gelman, Simpson, Carpenter, Bürkner (2021), Rank-normalization, folding, and
     localization: an improved R-hat. Bayesian Analysis 16(2), doi:10.1214/20-BA1221.
     """
+    import arviz as az  # ~1.5 s to import (numba compilation included): only where used
+
     post = idata.posterior[list(var_names)]
     table = pd.DataFrame({
         "r_hat": _flat(az.rhat(post)),
@@ -105,7 +113,8 @@ def check_convergence(
         "ess_tail": _flat(az.ess(post, method="tail")),
     })
     n_chain = idata.posterior.sizes["chain"]
-    div = idata.sample_stats.get("diverging")
+    stats = getattr(idata, "sample_stats", None)
+    div = stats.get("diverging") if stats is not None else None
     n_div = int(div.sum()) if div is not None else 0
     need = min_ess_per_chain * n_chain
     problems = []
@@ -146,10 +155,12 @@ class GPFit:
 
     Attributes
     ----------
-    idata : arviz.InferenceData
-        ``posterior`` with ``sigma2``, ``nugget`` (response units²), ``range`` (effective range,
-        metres), ``phi`` (1/metre), ``beta`` (chain, draw, coef), ``w`` (chain, draw, site);
-        ``sample_stats``; ``constant_data`` with ``scale`` (D) and ``site_index``.
+    groups : dict of str to xarray.Dataset
+        The InferenceData groups: ``posterior`` with ``sigma2``, ``nugget`` (response units²),
+        ``range`` (effective range, metres), ``phi`` (1/metre), ``beta`` (chain, draw, coef),
+        ``w`` (chain, draw, site) where stored; ``sample_stats``; ``constant_data`` with
+        ``scale`` (D) and ``site_index``; ``observed_data``. Read them as :attr:`posterior`,
+        :attr:`sample_stats`, :attr:`constant_data`; :attr:`idata` is ArviZ's InferenceData.
     scale : ndarray of shape (n_sites,)
         Diagonal of D.
     priors : GPPriors
@@ -169,9 +180,12 @@ class GPFit:
     grid : GridPosterior or None
         The grid route's continuous posterior of (range, nugget share)
         (:class:`synthgeo.inference.grid_posterior.GridPosterior`); quantiles of φ come from it.
+    sampler_idata : arviz.InferenceData or None
+        The sampler's own InferenceData (NUTS: nutpie's, its warm-up groups kept), returned
+        by :attr:`idata`; None: :attr:`idata` is built from ``groups`` when first asked for.
     """
 
-    idata: az.InferenceData
+    groups: dict[str, xr.Dataset]
     scale: np.ndarray
     priors: GPPriors
     convergence: Convergence
@@ -180,6 +194,31 @@ class GPFit:
     effect_sampler: Callable[[np.ndarray], np.ndarray] | None = None
     smoothing: Smoothing | None = None
     grid: Any = None
+    sampler_idata: Any = None
+
+    @property
+    def posterior(self) -> xr.Dataset:
+        """The ``posterior`` group (chain, draw, ...)."""
+        return self.groups["posterior"]
+
+    @property
+    def sample_stats(self) -> xr.Dataset | None:
+        """The ``sample_stats`` group (None if the fit has none)."""
+        return self.groups.get("sample_stats")
+
+    @property
+    def constant_data(self) -> xr.Dataset:
+        """The ``constant_data`` group: ``scale`` (D, per site), ``site_index`` (per record)."""
+        return self.groups["constant_data"]
+
+    @cached_property
+    def idata(self) -> az.InferenceData:
+        """ArviZ's InferenceData of :attr:`groups` (built, and ArviZ imported, on first use)."""
+        if self.sampler_idata is not None:
+            return self.sampler_idata
+        import arviz as az
+
+        return az.InferenceData(**self.groups)
 
     def effects(self, flat_index: np.ndarray) -> np.ndarray:
         """Spatial effects w (model scale, before D) for flattened (chain, draw) indices.
@@ -194,7 +233,7 @@ class GPFit:
         ndarray of shape (k, n_sites)
         """
         flat_index = np.asarray(flat_index, dtype=int)
-        post = self.idata.posterior
+        post = self.posterior
         if "w" in post:
             ci, di = np.divmod(flat_index, post.sizes["draw"])
             return post["w"].values[ci, di]
@@ -211,7 +250,7 @@ class GPFit:
         flat_index = np.asarray(flat_index, dtype=int)
         if self.smoothing is None or not self.smoothing.depends_on_nugget:
             return np.broadcast_to(self.scale, (flat_index.size, self.scale.size)).copy()
-        post = self.idata.posterior
+        post = self.posterior
         alpha = (post["nugget"] / post["sigma2"]).values.ravel()[flat_index]
         return np.stack([self.smoothing.scale(float(a)) for a in alpha])
 
@@ -223,13 +262,13 @@ class GPFit:
         """
         if self.grid is not None:
             return np.asarray(self.grid.quantiles("phi_per_m", q))
-        return np.quantile(self.idata.posterior["phi"].values.ravel(), q)
+        return np.quantile(self.posterior["phi"].values.ravel(), q)
 
     def describe(self) -> str:
         """One line naming the engine, for the run summary and the report."""
         e = self.engine
         gp = f"{e.get('gp', 'exact')} GP"
-        post = self.idata.posterior
+        post = self.posterior
         n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
         if e.get("sampler") != "grid":
             return f"NUTS ({e.get('sampler', 'nutpie')}, {gp}): {n_chain} chains x {n_draw} draws"
@@ -319,38 +358,85 @@ def build_fit(
     groups = {"posterior": posterior, "constant_data": const, "observed_data": obs}
     if sample_stats is not None:
         groups["sample_stats"] = sample_stats
-    if base is None:
-        idata = az.InferenceData(**groups)
-    else:
-        idata = base
+    if base is not None:  # the sampler's own InferenceData: its other groups kept
         for name, ds in groups.items():
-            if name in idata.groups():
-                setattr(idata, name, ds)
+            if name in base.groups():
+                setattr(base, name, ds)
             else:
-                idata.add_groups({name: ds})
-    conv = _grid_convergence(idata, engine) if engine.get("sampler") == "grid" else \
-        check_convergence(idata)
+                base.add_groups({name: ds})
+        groups = {name: base[name] for name in base.groups()
+                  if name in ("posterior", "sample_stats", "constant_data", "observed_data")}
+    fit = GPFit(groups=groups, scale=np.asarray(scale, float), priors=priors,
+                convergence=_PENDING, seconds=seconds, engine=engine,
+                effect_sampler=effect_sampler, smoothing=smoothing, grid=grid,
+                sampler_idata=base)
+    conv = (grid_convergence(fit) if engine.get("sampler") == "grid" else
+            check_convergence(fit))
     if not conv.passed:
         log.warning("%s: posterior problems: %s", label, "; ".join(conv.problems))
-    return GPFit(idata=idata, scale=np.asarray(scale, float), priors=priors, convergence=conv,
-                 seconds=seconds, engine=engine, effect_sampler=effect_sampler,
-                 smoothing=smoothing, grid=grid)
+    object.__setattr__(fit, "convergence", conv)  # the one place a fit is assembled
+    return fit
 
 
 #: Grid fits: the importance weights' Kish ESS must be at least this share of the points.
 MIN_IMPORTANCE_ESS_FRACTION = 0.5
 
+#: Placeholder while :func:`build_fit` assembles a fit (replaced before it returns).
+_PENDING = Convergence(table=pd.DataFrame(), n_divergent=0, max_r_hat=float("nan"),
+                       min_ess_bulk=float("nan"), min_ess_tail=float("nan"), passed=False,
+                       problems=["not checked"])
 
-def _grid_convergence(idata: az.InferenceData, engine: dict,
-                      min_ess_per_chain: float = 100.0) -> Convergence:
-    """Grid checks, importance ESS and ArviZ's ESS of the draws; R-hat not checked."""
-    conv = check_convergence(idata, max_r_hat=None, min_ess_per_chain=min_ess_per_chain)
-    problems = list(engine.get("grid_problems", [])) + conv.problems
+
+def grid_convergence(fit: GPFit, min_draws_per_chain: float = 100.0) -> Convergence:
+    """Posterior checks of a grid fit: the grid's own and the importance ESS of its draws.
+
+    The draws are independent (importance resampling from the grid's continuous posterior,
+    no Markov chain), so R-hat is not defined (reported as NaN) and an autocorrelation ESS
+    would only count the draws. What limits their information is the number of distinct
+    (range, nugget) points and their importance weights: the Kish ESS of the weights
+    (``engine["importance_ess"]``) is reported as every parameter's ESS — the ESS of the range
+    and the nugget share, a lower bound for σ², τ² and β, which are drawn afresh at every
+    draw. Checks: the grid's (``engine["grid_problems"]``: cell and edge mass), an importance
+    ESS of at least :data:`MIN_IMPORTANCE_ESS_FRACTION` of the points, and at least
+    ``min_draws_per_chain`` draws per chain (as NUTS fits need ``min_ess_per_chain``; an
+    autocorrelation ESS of independent draws is their number, which is what ArviZ's check
+    came to here before issue 13).
+
+    Parameters
+    ----------
+    fit : GPFit
+        A grid fit (``engine["sampler"] == "grid"``).
+    min_draws_per_chain : float, default=100
+
+    Returns
+    -------
+    Convergence
+
+    Examples
+    --------
+    >>> from synthgeo.testing import fake_fit
+    >>> import dataclasses
+    >>> fit = dataclasses.replace(fake_fit(n_draw=50), engine={
+    ...     "sampler": "grid", "importance_ess": 80.0, "theta_points": 100, "grid_problems": []})
+    >>> grid_convergence(fit).problems
+    ['50 draws per chain < 100: raise `[sampling] draws`']
+    """
+    engine = fit.engine
     ess, points = engine.get("importance_ess"), engine.get("theta_points")
-    if ess is not None and ess < MIN_IMPORTANCE_ESS_FRACTION * points:
+    ess = float("nan") if ess is None else float(ess)
+    names = [n for n in HYPER_PARAMETERS if n in fit.posterior]
+    table = pd.DataFrame({"r_hat": np.nan, "ess_bulk": ess, "ess_tail": ess}, index=names)
+    problems = list(engine.get("grid_problems", []))
+    if points is not None and not ess >= MIN_IMPORTANCE_ESS_FRACTION * points:
         problems.append(f"importance ESS {ess:.0f} < {MIN_IMPORTANCE_ESS_FRACTION} x {points} "
                         "(range, nugget) points: the grid did not resolve the posterior")
-    return replace(conv, passed=not problems, problems=problems)
+    n_draw = fit.posterior.sizes["draw"]
+    if n_draw < min_draws_per_chain:
+        problems.append(f"{n_draw} draws per chain < {min_draws_per_chain:.0f}: raise "
+                        "`[sampling] draws`")
+    return Convergence(table=table, n_divergent=0, max_r_hat=float("nan"),
+                       min_ess_bulk=ess, min_ess_tail=ess, passed=not problems,
+                       problems=problems)
 
 
 def grid_diagnostics_table(fits: dict[str, GPFit]) -> pd.DataFrame | None:
@@ -365,7 +451,7 @@ def grid_diagnostics_table(fits: dict[str, GPFit]) -> pd.DataFrame | None:
         e = fit.engine
         if e.get("sampler") != "grid":
             continue
-        post = fit.idata.posterior
+        post = fit.posterior
         rows.append({
             "model": name, "engine": f"grid, {e['gp']} GP",
             "cells": e["grid_evaluations"], "grids": len(e["grid_stages"]),

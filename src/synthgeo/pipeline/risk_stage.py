@@ -69,7 +69,7 @@ def risk_measures(spec: ReleaseSpec) -> tuple[Measure, ...]:
 
 def _draws(fit: GPFit, ds: xr.Dataset) -> dict[str, np.ndarray]:
     """β (L, p), σ², φ (1/m), τ² (L,) of the posterior draws that made ``ds``'s implicates."""
-    post = fit.idata.posterior
+    post = fit.posterior
     sel = {"chain": xr.DataArray(ds["source_chain"].values, dims="implicate"),
            "draw": xr.DataArray(ds["source_draw"].values, dims="implicate")}
     at = post[["beta", "sigma2", "phi", "nugget"]].sel(sel)

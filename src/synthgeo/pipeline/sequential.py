@@ -267,7 +267,7 @@ def _synth_gaussian(spec, fit, X, X_syn, record_id, seed, at_risk_effect):
                          at_risk_effect=at_risk_effect)
     y = ds["y_synthetic"].values.copy()
     if X_syn is not None:
-        post = fit.idata.posterior
+        post = fit.posterior
         n_draw = post.sizes["draw"]
         flat = implicate_draw_index(post.sizes["chain"], n_draw, L)
         ci, di = np.divmod(flat, n_draw)

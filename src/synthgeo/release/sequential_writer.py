@@ -88,7 +88,7 @@ def _quantiles(v) -> dict:
 def _fit_summary(fit, family: str) -> dict:
     """Posterior summary of one fit (gaussian: GPFit draws; GLMM: the θ grid and β moments)."""
     if family == "gaussian":
-        post = fit.idata.posterior
+        post = fit.posterior
         out = {var: _quantiles(post[var].values) for var in ("sigma2", "nugget", "range", "phi")}
         for c in post["beta"]["coef"].values:
             out[f"beta[{c}]"] = _quantiles(post["beta"].sel(coef=c).values)

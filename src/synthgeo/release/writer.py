@@ -222,7 +222,7 @@ def release_record(
     spec, data = result.spec, result.data
     fits = {}
     for name, fit in result.fits.items():
-        post = fit.idata.posterior
+        post = fit.posterior
         summ = {}
         for var in ("sigma2", "nugget", "range", "phi"):
             v = post[var].values.ravel()

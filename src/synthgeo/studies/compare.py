@@ -141,7 +141,7 @@ def posterior_summary(fits: dict[str, GPFit]) -> pd.DataFrame:
     """
     rows = []
     for model, fit in fits.items():
-        post = fit.idata.posterior
+        post = fit.posterior
         series = {f"beta[{c}]": post["beta"].sel(coef=c).values.ravel()
                   for c in post["coef"].values}
         series.update({"sigma2": post["sigma2"].values.ravel(),

@@ -168,7 +168,7 @@ class ImplicateDraws:
         if at_risk_effect not in ("zero", "kriged"):
             raise ValueError(f"`at_risk_effect` must be 'zero' or 'kriged', got "
                              f"{at_risk_effect!r}")
-        post = fit.idata.posterior
+        post = fit.posterior
         n_draw = post.sizes["draw"]
         flat = implicate_draw_index(post.sizes["chain"], n_draw, n_implicates)
         ci, di = np.divmod(flat, n_draw)
@@ -177,7 +177,7 @@ class ImplicateDraws:
         effect = w * d
         inactive = np.all(d == 0, axis=0)
         if at_risk_effect == "kriged" and inactive.any():
-            const = fit.idata.constant_data
+            const = fit.constant_data
             coords = np.column_stack([const["site_x_m"].values, const["site_y_m"].values])
             kriged = kriged_effects(w, post["phi"].values[ci, di], coords, inactive,
                                     n_neighbors=fit.engine.get("n_neighbors"))
@@ -244,9 +244,9 @@ def implicate_predictive(fit: GPFit, X: np.ndarray, *, n_implicates: int = 100,
     ((5, 4), (5, 4))
     """
     draws = ImplicateDraws.from_fit(fit, n_implicates, at_risk_effect=at_risk_effect)
-    post = fit.idata.posterior
+    post = fit.posterior
     flat = implicate_draw_index(post.sizes["chain"], post.sizes["draw"], n_implicates)
-    mean, sd = draws.predictive(X, fit.idata.constant_data["site_index"].values)
+    mean, sd = draws.predictive(X, fit.constant_data["site_index"].values)
     return flat, mean, sd
 
 
@@ -384,7 +384,7 @@ def draw_implicates(
         warnings.warn(f"only {n_implicates} implicates: Reiter intervals will be unstable",
                       UserWarning, stacklevel=2)
     draws = ImplicateDraws.from_fit(fit, n_implicates, at_risk_effect=at_risk_effect)
-    site_index = fit.idata.constant_data["site_index"].values
+    site_index = fit.constant_data["site_index"].values
     y = np.empty((draws.n_implicates, X.shape[0]))
     for lo, block in implicate_blocks(draws, X, site_index, seed=random_seed, chunk=chunk,
                                       scheduler=scheduler):

@@ -39,7 +39,7 @@ def section_at_risk_map(result) -> Section:
 
 def _w_draws(fit, n_implicates: int) -> tuple[np.ndarray, np.ndarray] | None:
     """Posterior draws of the site effects w, shape (n_draws, n_sites), and of φ; None if absent."""
-    post = getattr(getattr(fit, "idata", None), "posterior", None)
+    post = getattr(fit, "posterior", None)
     if post is None or "phi" not in post:
         return None
     phi = post["phi"].transpose("chain", "draw").values.ravel()
