@@ -104,9 +104,14 @@ def test_the_gil_is_released_during_the_factorisation():
 
 
 def test_keep_freed_memory_sets_glibc_thresholds_unless_the_environment_does():
+    import os
+
     code = ("from synthgeo._allocator import keep_freed_memory as k; print(k())")
+    # without MALLOC_* (dask's Nanny puts MALLOC_TRIM_THRESHOLD_ into this process's
+    # environment when a test starts a LocalCluster)
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout.strip()
+                         check=True, env=clean).stdout.strip()
     if sys.platform.startswith("linux"):
         assert out == "True"
     env_out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +37,14 @@ log = logging.getLogger(__name__)
 
 #: Sampled (hyper-)parameters whose diagnostics gate a release.
 HYPER_PARAMETERS = ("sigma2", "nugget", "range")
+#: :attr:`Convergence.method` of a NUTS fit.
+NUTS_METHOD = ("ArviZ: rank-normalised R-hat and bulk/tail ESS of the Markov chains "
+               "(Vehtari et al. 2021), divergences")
+#: :attr:`Convergence.method` of a grid fit.
+GRID_METHOD = ("grid: independent draws, no Markov chain, so R-hat is undefined (null); ESS = "
+               "Kish ESS of the importance weights of the (range, nugget) points, for every "
+               "parameter (a lower bound for sigma2, nugget and beta); checks: grid cell and "
+               "edge mass, importance ESS, draws per chain")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -55,6 +63,8 @@ class Convergence:
         R-hat ≤ 1.01, bulk and tail ESS ≥ 100 per chain, no divergences.
     problems : list of str
         Human-readable reasons when not passed.
+    method : str
+        What the figures are (ArviZ's diagnostics of NUTS chains, or a grid fit's checks).
     """
 
     table: pd.DataFrame
@@ -64,13 +74,14 @@ class Convergence:
     min_ess_tail: float
     passed: bool
     problems: list[str]
+    method: str = NUTS_METHOD
 
     def to_dict(self) -> dict:
         """JSON-serialisable summary."""
         return {
             "passed": self.passed, "max_r_hat": self.max_r_hat,
             "min_ess_bulk": self.min_ess_bulk, "min_ess_tail": self.min_ess_tail,
-            "n_divergent": self.n_divergent, "problems": self.problems,
+            "n_divergent": self.n_divergent, "problems": self.problems, "method": self.method,
             "per_parameter": self.table.reset_index(names="parameter").to_dict("records"),
         }
 
@@ -374,14 +385,13 @@ def build_fit(
             check_convergence(fit))
     if not conv.passed:
         log.warning("%s: posterior problems: %s", label, "; ".join(conv.problems))
-    object.__setattr__(fit, "convergence", conv)  # the one place a fit is assembled
-    return fit
+    return replace(fit, convergence=conv)
 
 
 #: Grid fits: the importance weights' Kish ESS must be at least this share of the points.
 MIN_IMPORTANCE_ESS_FRACTION = 0.5
 
-#: Placeholder while :func:`build_fit` assembles a fit (replaced before it returns).
+#: Placeholder while :func:`build_fit` checks a fit (replaced before it returns).
 _PENDING = Convergence(table=pd.DataFrame(), n_divergent=0, max_r_hat=float("nan"),
                        min_ess_bulk=float("nan"), min_ess_tail=float("nan"), passed=False,
                        problems=["not checked"])
@@ -436,7 +446,7 @@ def grid_convergence(fit: GPFit, min_draws_per_chain: float = 100.0) -> Converge
                         "`[sampling] draws`")
     return Convergence(table=table, n_divergent=0, max_r_hat=float("nan"),
                        min_ess_bulk=ess, min_ess_tail=ess, passed=not problems,
-                       problems=problems)
+                       problems=problems, method=GRID_METHOD)
 
 
 def grid_diagnostics_table(fits: dict[str, GPFit]) -> pd.DataFrame | None:
