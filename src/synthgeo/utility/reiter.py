@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
 import statsmodels.formula.api as smf
 import xarray as xr
 from scipy import stats
+from statsmodels.regression.linear_model import OLS  # not statsmodels.api: 0.25 s less import
 
 from synthgeo._progress import progress_iter
 from synthgeo.model.transform import FORMULA_NAMESPACE
@@ -327,7 +327,7 @@ def reiter_ols(
             variances.append(fit.bse**2)
             continue
         exog, rows, names = design
-        res = sm.OLS(np.asarray(values, float)[rows], exog).fit()
+        res = OLS(np.asarray(values, float)[rows], exog).fit()
         params.append(pd.Series(res.params, index=names))
         variances.append(pd.Series(res.bse**2, index=names))
     q = pd.DataFrame(params)
