@@ -307,8 +307,6 @@ def test_out_at_the_spec_folder_with_packaged_data_is_refused(capsys, tmp_path):
     (["--draws", "5"], r"`--draws 5` is invalid: .*draws` must be an integer >= 10, got 5"),
     (["--tune", "0", "--draws", "100"], r"^synthgeo: error: `--tune 0` is invalid: .*tune`"),
     (["--chains", "0"], r"`--chains 0` is invalid: .*>= 1"),
-    (["--chains", "1"],
-     r"`--chains 1` is invalid: .*>= 2 when `on_convergence_failure` = \"stop\""),
     (["--seed", "-3"], r"`--seed -3` is invalid: .*non-negative integer"),
 ])
 def test_bad_override(capsys, case, argv, match):

@@ -300,7 +300,7 @@ BAD_VALUES = [
     ("sampling", "draws = 5", r"`\[sampling\] draws`.*>= 10, got 5"),
     ("sampling", "tune = 1e3", r"`\[sampling\] tune`.*got 1000\.0"),
     ("sampling", "chains = true", r"`\[sampling\] chains`.*got True"),
-    ("sampling", "chains = 1",
+    ("sampling", 'sampler = "nutpie"\nchains = 1',
      r"`\[sampling\] chains` must be >= 2 when `on_convergence_failure` = \"stop\".*got 1"),
     ("sampling", "seed = -1",
      r"`\[sampling\] seed` must be a non-negative integer \(or left out: a fresh random "
@@ -351,6 +351,7 @@ def test_bad_path_and_response_types(tmp_path):
     ("model", "gamma = 0"), ("model", "gamma = 2.5"), ("model", "gamma = inf"),
     ("model", "M_m = 250"), ("model", "priors = { beta_mean = -3.0, beta_sd = 10 }"),
     ("sampling", 'chains = 1\non_convergence_failure = "warn"'),
+    ("sampling", "chains = 1"),  # the grid (the default sampler) has no R-hat to compare chains
     ("sampling", "target_accept = 0.95"),
     ("synthesis", "n_implicates = 2"), ("risk", "p = [0.05, 0.1]"),
     ("data", 'x = "lon"\ny = "lat"\ncrs = 4326'), ("data", 'target_crs = "EPSG:32610"'),

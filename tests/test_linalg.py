@@ -57,6 +57,32 @@ def test_bad_input_is_refused():
     cf = cho_factor(np.eye(3) * 4.0)
     with pytest.raises(ValueError, match="3 rows"):
         cho_solve(cf, np.ones(4))
+    with pytest.raises(ValueError, match="real"):
+        cho_solve(cf, np.ones(3) + 1j)
+    for bad in (np.nan, np.inf):  # as SciPy's check_finite: a factor of NaN otherwise
+        a = np.eye(3)
+        a[1, 1] = bad
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            cho_factor(a)
+    # a factor that is not cho_factor's: refused before LAPACK reads or writes past it
+    # (break-it: a (300, 1) factor crashed the interpreter, a float32 one corrupted the heap)
+    c = cf[0]
+    for bad in ((np.ones((3, 1), order="F"), True), (np.ones(4), True),
+                (np.asfortranarray(c.astype(np.float32)), True),
+                (np.asfortranarray(c.astype(">f8")), True), (c.astype(np.int64), True),
+                (np.ascontiguousarray(np.eye(3) + np.eye(3, k=1)), True), (c, False), c):
+        with pytest.raises(ValueError):
+            cho_solve(bad, np.ones(3))
+        with pytest.raises(ValueError):
+            cho_inverse(bad)
+    frozen = np.asfortranarray(np.eye(3))
+    frozen.flags.writeable = False
+    assert cho_solve((frozen, True), np.ones(3)).tolist() == [1.0, 1.0, 1.0]  # only reads
+    with pytest.raises(ValueError, match="writeable"):
+        cho_inverse((frozen, True))  # would write into read-only memory
+    empty = cho_factor(np.empty((0, 0)))  # as SciPy: an empty factor, no LAPACK call
+    assert empty[0].shape == (0, 0) and cho_solve(empty, np.empty(0)).shape == (0,)
+    assert cho_inverse(empty).shape == (0, 0)
 
 
 def _longest_wait(factorise, a: np.ndarray) -> tuple[float, float]:

@@ -19,8 +19,8 @@ below, the results bit for bit the same (they change where memory comes from, no
 
 It is called by the ``synthgeo`` command only (a library should not change the allocator of
 the program that imports it), and does nothing where the C library has no ``mallopt`` (musl,
-macOS, Windows) or where ``MALLOC_MMAP_THRESHOLD_``/``MALLOC_TRIM_THRESHOLD_`` are set in the
-environment (the user's own choice wins).
+macOS, Windows) or where the environment sets malloc's own (``MALLOC_*_`` variables, or
+``glibc.malloc.*`` tunables in ``GLIBC_TUNABLES``): the user's own choice wins, all of it.
 """
 
 from __future__ import annotations
@@ -45,15 +45,16 @@ def keep_freed_memory() -> bool:
     Returns
     -------
     bool
-        False where the C library has no ``mallopt`` or the environment already sets
-        ``MALLOC_MMAP_THRESHOLD_`` or ``MALLOC_TRIM_THRESHOLD_``.
+        False where the C library has no ``mallopt`` or the environment already sets malloc's
+        parameters (a ``MALLOC_*_`` variable, a ``glibc.malloc.*`` tunable).
 
     Examples
     --------
     >>> keep_freed_memory() in (True, False)
     True
     """
-    if {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"} & set(os.environ):
+    if (any(k.startswith("MALLOC_") and k.endswith("_") for k in os.environ)
+            or "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", "")):
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")

@@ -30,8 +30,8 @@ _OVERRIDE_HELP = {
                   "(default: the spec's [sampling] tune; bundled spec: 1000)"),
     "chains": ("N", "NUTS: number of MCMC chains, integer >= 2 (R-hat compares chains; 1 only "
                     "with --on-convergence-failure warn); grid: its independent draws come in "
-                    "this many groups (draws x chains in all) (default: the spec's [sampling] "
-                    "chains; bundled spec: 2)"),
+                    "this many groups (draws x chains in all; no R-hat, 1 allowed) (default: "
+                    "the spec's [sampling] chains; bundled spec: 2)"),
     "seed": ("INT", "random seed, non-negative integer (default: the spec's [sampling] seed; "
                     "bundled spec: 20181); same spec + seed gives byte-identical files"),
     "implicates": ("L", "number L of synthetic data sets per model (Reiter's m), integer >= 2 "
@@ -56,7 +56,8 @@ def add_spec_arguments(p: argparse.ArgumentParser, *, overrides: bool = True) ->
         p.add_argument(f"--{option}", type=int, metavar=metavar, help=text)
     p.add_argument("--on-convergence-failure", choices=["stop", "warn"],
                    help="when a fit fails its checks (grid: largest cell or edge mass, "
-                        "importance ESS, ESS; NUTS: R-hat > 1.01, divergences, low ESS): stop "
+                        "importance ESS, draws per chain; NUTS: R-hat > 1.01, divergences, low "
+                        "ESS): stop "
                         "before writing anything, or warn and go on (default: the spec's "
                         "[sampling] on_convergence_failure; bundled spec: stop)")
     p.add_argument("--scheduler", metavar="ADDRESS",

@@ -145,9 +145,10 @@ class SamplingConfig:
     ``sampler`` {"grid", "nutpie"}, default "grid": independent draws from the conjugate grid
     posterior (:mod:`synthgeo.inference.grid`, ``docs/inference.md``; seconds at N = 150 and
     the only route for ``gp = "nngp"``), or NUTS (nutpie) over the collapsed posterior;
-    ``backend`` {"numba", "jax"} (NUTS only), ``chains`` (>= 2 unless
-    ``on_convergence_failure = "warn"``: R-hat compares chains; the grid arranges its
-    independent draws as chains), ``draws`` (per chain) and ``tune`` (NUTS only), ``seed``
+    ``backend`` {"numba", "jax"} (NUTS only), ``chains`` (NUTS: >= 2 unless
+    ``on_convergence_failure = "warn"``, R-hat compares chains; the grid arranges its
+    independent draws in this many groups and has no R-hat, so 1 is allowed), ``draws``
+    (per chain) and ``tune`` (NUTS only), ``seed``
     (int; default None: a fresh random seed per run. The seed is a key (with it the noise
     draws can be regenerated and stripped): it is written to ``confidential/seed.txt`` only,
     release.json keeps its SHA-256; give one only where reproducibility is asked for, as the
@@ -184,7 +185,7 @@ class SamplingConfig:
                 "sampling", "on_convergence_failure", self.on_convergence_failure,
                 '"stop" or "warn"',
             )
-        if self.chains < 2 and self.on_convergence_failure == "stop":
+        if self.chains < 2 and self.on_convergence_failure == "stop" and self.sampler != "grid":
             raise _err("sampling", "chains", self.chains,
                        ">= 2 when `on_convergence_failure` = \"stop\" (R-hat compares chains); "
                        'use more chains, or "warn" for a preview')

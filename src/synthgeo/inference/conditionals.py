@@ -46,10 +46,13 @@ def _factor(dist_km, idx, d, sigma2: float, nugget: float, phi_km: float, extra=
     K = sigma2 * exponential_correlation(dist_km, phi_km)  # σ²R over sites, (S, S)
     unscaled = bool(np.all(d == 1.0))
     KD = K if unscaled else K * d[None, :]  # σ² R D (the same array when D = I)
-    DKD = KD.copy() if unscaled else d[:, None] * KD
+    # D R D as K ∘ (d dᵀ): exactly symmetric (d_i (K_ij d_j) is not, to rounding), as LAPACK
+    # reads one triangle of it
+    DKD = KD.copy() if unscaled else K * np.outer(d, d)
     Sigma = DKD if one_record_per_site(idx, K.shape[0]) else DKD[np.ix_(idx, idx)]
     Sigma[np.diag_indices(idx.size)] += _noise_var(sigma2, nugget, idx.size, extra)
-    return K, KD, cho_factor(Sigma)  # in place, without the GIL (draws run in threads)
+    # in place, without the GIL (the draws run in threads)
+    return K, KD, cho_factor(Sigma, check_finite=False)
 
 
 def _draw_one(
@@ -74,7 +77,7 @@ def _draw_one(
     prec = np.eye(p) / v_beta + X.T @ SiX
     rhs = priors.beta_mean * np.ones(p) / v_beta + SiX.T @ y
     Lp = np.linalg.cholesky(prec)
-    mean = cho_solve((Lp, True), rhs)
+    mean = cho_solve((np.asfortranarray(Lp), True), rhs)
     beta = mean + solve_triangular(Lp.T, rng.standard_normal(p), lower=False)
     z, e0 = _prior_noise(rng, K.shape[0], y.shape[0], sigma2, nugget, extra)
     w = _w_given_beta(z, e0, y - X @ beta, K, KD, d, idx, cf, sigma2)

@@ -108,7 +108,8 @@ class ExactCovariance:
         K[np.diag_indices(n)] += alpha
         if self.extra is not None:
             K[np.diag_indices(n)] += self.extra
-        cf = cho_factor(K)  # in place, without the GIL: the grid's threads run in parallel
+        # in place, without the GIL: the grid's threads run in parallel
+        cf = cho_factor(K, check_finite=False)
         Z = cho_solve(cf, np.column_stack([self.X, self.y]))
         p = self.X.shape[1]
         return CellStats(

@@ -39,18 +39,17 @@ from scipy.sparse.linalg import splu
 __all__ = ["SPDFactor", "NotPositiveDefiniteError", "cho_factor", "cho_solve", "cho_inverse"]
 
 _INT_P = ctypes.POINTER(ctypes.c_int)
+# private prototypes of the two C-API calls (ctypes.pythonapi's shared attributes untouched)
+_CAPSULE_NAME = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(
+    ("PyCapsule_GetName", ctypes.pythonapi))
+_CAPSULE_POINTER = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
 
 
 def _lapack(name: str, *argtypes):
     """Return a LAPACK routine of ``scipy.linalg.cython_lapack`` as a ctypes function."""
     capsule = cython_lapack.__pyx_capi__[name]
-    api = ctypes.pythonapi
-    api.PyCapsule_GetName.restype = ctypes.c_char_p
-    api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-    address = api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule))
-    return ctypes.CFUNCTYPE(None, *argtypes)(address)
+    return ctypes.CFUNCTYPE(None, *argtypes)(_CAPSULE_POINTER(capsule, _CAPSULE_NAME(capsule)))
 
 
 # (uplo, n, a, lda, info) and (uplo, n, nrhs, a, lda, b, ldb, info), Fortran conventions
@@ -60,36 +59,49 @@ _DPOTRS = _lapack("dpotrs", ctypes.c_char_p, _INT_P, _INT_P, ctypes.c_void_p, _I
                   ctypes.c_void_p, _INT_P, _INT_P)
 
 
-def _square_f64(a: np.ndarray, what: str) -> None:
-    if not (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.ndim == 2
-            and a.shape[0] == a.shape[1] and a.flags.writeable):
-        raise ValueError(f"`{what}` must be a writeable square float64 array, got "
-                         f"{getattr(a, 'dtype', type(a))} of shape {np.shape(a)}")
+def _square_f64(a, what: str, *, writeable: bool = True) -> None:
+    """Refuse anything LAPACK cannot take in place: ValueError naming ``what``."""
+    ok = (isinstance(a, np.ndarray) and a.dtype == np.float64 and a.dtype.isnative
+          and a.ndim == 2 and a.shape[0] == a.shape[1] and (a.flags.writeable or not writeable))
+    if not ok:
+        raise ValueError(f"`{what}` must be a {'writeable ' if writeable else ''}square "
+                         f"float64 array in native byte order, got "
+                         f"{getattr(a, 'dtype', type(a).__name__)} of shape {np.shape(a)}")
 
 
-def cho_factor(a: np.ndarray) -> tuple[np.ndarray, bool]:
+def cho_factor(a: np.ndarray, *, check_finite: bool = True) -> tuple[np.ndarray, bool]:
     """Lower Cholesky factor of a symmetric positive-definite matrix, in place, without the GIL.
 
     LAPACK ``dpotrf`` on ``a``'s own memory (see the module docstring): ``a`` is overwritten.
-    Same result, bit for bit, as ``scipy.linalg.cho_factor(a, lower=True)``.
+    Same result, bit for bit, as ``scipy.linalg.cho_factor(a, lower=True)`` for a symmetric
+    ``a``. LAPACK reads one triangle: the lower one of a Fortran-ordered ``a``, the upper one
+    of a C-ordered ``a`` (its lower one in Fortran's view); both must hold the matrix, as in
+    an exactly symmetric array. A matrix given by one triangle only needs
+    ``scipy.linalg.cho_factor``. Threads calling this at once should limit BLAS to one thread
+    each (``threadpoolctl.threadpool_limits(1)``), as synthgeo's do: OpenBLAS's own threads on
+    top of them oversubscribe the cores.
 
     Parameters
     ----------
     a : ndarray of shape (n, n), float64
         Symmetric positive definite, C- or Fortran-contiguous, writeable; destroyed.
+    check_finite : bool, default=True
+        Refuse NaN and infinite entries (they would give a factor of NaN); synthgeo's own
+        callers build finite matrices and pass False.
 
     Returns
     -------
     c : ndarray of shape (n, n)
-        A view of ``a``'s memory whose lower triangle is L (A = L Lᵀ); the strict upper
-        triangle holds what ``a`` held there.
+        A Fortran-ordered view of ``a``'s memory whose lower triangle is L (A = L Lᵀ); the
+        strict upper triangle holds what ``a`` held there.
     lower : bool
         True (the pair is what :func:`cho_solve` and ``scipy.linalg.cho_solve`` take).
 
     Raises
     ------
     ValueError
-        If ``a`` is not a writeable square float64 array.
+        If ``a`` is not a writeable, contiguous, square float64 array, or (``check_finite``)
+        holds NaN or infinity.
     numpy.linalg.LinAlgError
         If ``a`` is not positive definite (its leading minor of that order is not).
 
@@ -108,6 +120,10 @@ def cho_factor(a: np.ndarray) -> tuple[np.ndarray, bool]:
         f = a.T
     else:
         raise ValueError("`a` must be C- or Fortran-contiguous")
+    if check_finite and not np.isfinite(a).all():
+        raise ValueError("`a` must not contain NaN or infinity")
+    if f.shape[0] == 0:
+        return f, True
     n, info = ctypes.c_int(f.shape[0]), ctypes.c_int(0)
     _DPOTRF(b"L", ctypes.byref(n), f.ctypes.data, ctypes.byref(n), ctypes.byref(info))
     if info.value > 0:
@@ -118,6 +134,20 @@ def cho_factor(a: np.ndarray) -> tuple[np.ndarray, bool]:
     return f, True
 
 
+def _factor_of(cf, *, writeable: bool) -> np.ndarray:
+    """Return the factor of a ``(c, lower)`` pair, checked: Fortran-ordered float64 square."""
+    try:
+        c, lower = cf
+    except (TypeError, ValueError):
+        raise ValueError("expected the (factor, lower) pair that cho_factor returns") from None
+    if lower is not True:
+        raise ValueError("takes a lower factor, the (factor, True) pair of cho_factor")
+    _square_f64(c, "factor", writeable=writeable)
+    if not c.flags.f_contiguous:
+        raise ValueError("the factor must be Fortran-ordered, as cho_factor returns it")
+    return c
+
+
 def cho_solve(cf: tuple[np.ndarray, bool], b: np.ndarray) -> np.ndarray:
     """Solve A x = b from :func:`cho_factor`'s factor, without the GIL (LAPACK ``dpotrs``).
 
@@ -126,13 +156,18 @@ def cho_solve(cf: tuple[np.ndarray, bool], b: np.ndarray) -> np.ndarray:
     Parameters
     ----------
     cf : (ndarray of shape (n, n), bool)
-        The factor and ``lower`` (True) from :func:`cho_factor`.
-    b : ndarray of shape (n,) or (n, k)
+        The factor and ``lower`` (True) from :func:`cho_factor` (Fortran-ordered float64).
+    b : array_like of shape (n,) or (n, k), real
         Right-hand sides (not modified).
 
     Returns
     -------
     ndarray, shape of ``b``
+
+    Raises
+    ------
+    ValueError
+        If ``cf`` is not such a pair, or ``b`` is complex or has another number of rows.
 
     Examples
     --------
@@ -141,16 +176,15 @@ def cho_solve(cf: tuple[np.ndarray, bool], b: np.ndarray) -> np.ndarray:
     >>> bool(np.allclose(cho_solve(cho_factor(A.copy()), [1.0, 2.0]), np.linalg.solve(A, [1, 2])))
     True
     """
-    c, lower = cf
-    if not lower:
-        raise ValueError("cho_solve takes a lower factor (from cho_factor)")
-    c = c if c.flags.f_contiguous else np.asfortranarray(c)
+    c = _factor_of(cf, writeable=False)
+    if np.iscomplexobj(b):
+        raise ValueError("`b` must be real (the factor is of a real matrix)")
     x = np.array(b, dtype=np.float64, order="F", copy=True)
     x2 = x.reshape(-1, 1, order="F") if x.ndim == 1 else x
     if x2.ndim != 2 or x2.shape[0] != c.shape[0]:
         raise ValueError(f"`b` must have {c.shape[0]} rows, got shape {np.shape(b)}")
     n, k, info = ctypes.c_int(c.shape[0]), ctypes.c_int(x2.shape[1]), ctypes.c_int(0)
-    if k.value:
+    if n.value and k.value:
         _DPOTRS(b"L", ctypes.byref(n), ctypes.byref(k), c.ctypes.data, ctypes.byref(n),
                 x2.ctypes.data, ctypes.byref(n), ctypes.byref(info))
     if info.value != 0:  # pragma: no cover - argument error
@@ -167,7 +201,7 @@ def cho_inverse(cf: tuple[np.ndarray, bool]) -> np.ndarray:
     Parameters
     ----------
     cf : (ndarray of shape (n, n), bool)
-        From :func:`cho_factor`; destroyed.
+        From :func:`cho_factor` (Fortran-ordered, writeable float64); destroyed.
 
     Returns
     -------
@@ -175,6 +209,8 @@ def cho_inverse(cf: tuple[np.ndarray, bool]) -> np.ndarray:
 
     Raises
     ------
+    ValueError
+        If ``cf`` is not such a pair.
     numpy.linalg.LinAlgError
         If the factor has a zero on its diagonal.
 
@@ -185,11 +221,10 @@ def cho_inverse(cf: tuple[np.ndarray, bool]) -> np.ndarray:
     >>> bool(np.allclose(cho_inverse(cho_factor(A.copy())), np.linalg.inv(A)))
     True
     """
-    c, lower = cf
-    if not (lower and c.flags.f_contiguous):
-        raise ValueError("cho_inverse takes the Fortran-ordered lower factor of cho_factor")
+    c = _factor_of(cf, writeable=True)
     n, info = ctypes.c_int(c.shape[0]), ctypes.c_int(0)
-    _DPOTRI(b"L", ctypes.byref(n), c.ctypes.data, ctypes.byref(n), ctypes.byref(info))
+    if n.value:
+        _DPOTRI(b"L", ctypes.byref(n), c.ctypes.data, ctypes.byref(n), ctypes.byref(info))
     if info.value != 0:
         raise np.linalg.LinAlgError(f"dpotri: the factor is singular (info {info.value})")
     return np.tril(c) + np.tril(c, -1).T
@@ -240,7 +275,8 @@ class SPDFactor:
             self._dense = None
         else:
             try:
-                self._dense = cho_factor(np.array(Q, dtype=np.float64, order="F"))
+                self._dense = cho_factor(np.array(Q, dtype=np.float64, order="F"),
+                                         check_finite=False)
             except np.linalg.LinAlgError as exc:
                 raise NotPositiveDefiniteError("dense precision is not positive definite") \
                     from exc

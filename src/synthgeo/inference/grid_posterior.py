@@ -249,6 +249,11 @@ def evaluate_cells(model: GridModel, points: np.ndarray) -> CellBatch:
         m = np.linalg.solve(M, V_inv @ mu + st.XtKy)
         Q = st.ytKy + mu @ V_inv @ mu - m @ M @ m
         b_post[i] = b0 + Q / 2.0
+        if not b_post[i] > 0:  # Q ≥ 0 in exact arithmetic: only round-off takes it below -2b
+            raise ValueError(
+                f"the posterior scale of sigma2 is not positive (b + Q/2 = {b_post[i]:.3g}) at "
+                f"range {np.exp(points[i, 0]):.4g} m: the response is numerically constant or "
+                "fitted exactly by the covariates")
         lml[i] = (const - 0.5 * st.logdet - np.log(np.diag(Lm)).sum()
                   - a_post * np.log(b_post[i]))
         m_all[i], Minv_all[i] = m, np.linalg.inv(M)

@@ -299,7 +299,7 @@ def require_convergence(fits: dict[str, GPFit], policy: str) -> None:
     if policy == "stop" and grid:
         raise ConvergenceError(
             f"posterior checks failed ({msg}); nothing was written to release/. The grid "
-            "route's draws are independent: raise `[sampling] draws` for their ESS; grid "
+            "route's draws are independent: raise `[sampling] draws` for too few draws; grid "
             "problems (cell or edge mass, a low importance ESS) need the prior bounds "
             "checked. Or set `on_convergence_failure = \"warn\"` for a preview"
         )

@@ -221,6 +221,10 @@ def _required_columns(spec: ReleaseSpec) -> list[str]:
 #: A released column whose |correlation| with the response, or with its back-transform,
 #: exceeds this is taken to disclose it.
 DISCLOSURE_CORRELATION = 0.9999
+#: A response whose sd is at most this share of its mean absolute value (or of 1, if larger)
+#: is refused as numerically constant: 1e-9 around log $60,000 (11) passed the exact-constant
+#: check and left the σ² posterior's scale b + Q/2 at round-off (break-it, issue 13).
+NEAR_CONSTANT_RELATIVE_SD = 1e-8
 
 
 def response_scale(spec: ReleaseSpec) -> ResponseScale:
@@ -290,6 +294,12 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray,
         )
     if np.ptp(y) == 0:
         raise InputError(f"response `{d.response}` is constant ({float(y[0]):g}): nothing to model")
+    spread, centre = float(np.std(y)), float(np.mean(np.abs(y)))
+    if spread <= NEAR_CONSTANT_RELATIVE_SD * max(centre, 1.0):
+        raise InputError(
+            f"response `{d.response}` is numerically constant (sd {spread:.3g} around a mean "
+            f"absolute value {centre:.6g}, below {NEAR_CONSTANT_RELATIVE_SD:g} of it): nothing "
+            "to model, and the posterior of its variance is not defined in double precision")
     for j, c in enumerate(d.covariates if names is None else names, start=1):
         x = X[:, j]
         if np.ptp(x) == 0:
