@@ -42,9 +42,10 @@ NUTS_METHOD = ("ArviZ: rank-normalised R-hat and bulk/tail ESS of the Markov cha
                "(Vehtari et al. 2021), divergences")
 #: :attr:`Convergence.method` of a grid fit.
 GRID_METHOD = ("grid: independent draws, no Markov chain, so R-hat is undefined (null); ESS = "
-               "Kish ESS of the importance weights of the (range, nugget) points, for every "
-               "parameter (a lower bound for sigma2, nugget and beta); checks: grid cell and "
-               "edge mass, importance ESS, draws per chain")
+               "Kish ESS of the importance weights of the (range, nugget share) points, given "
+               "for every parameter: the ESS of the range and of the nugget share, a lower "
+               "bound for sigma2, nugget (tau2) and beta; checks: grid cell and edge mass, "
+               "importance ESS, draws per chain")
 
 
 @dataclass(frozen=True, kw_only=True)
