@@ -326,8 +326,6 @@ def test_a_start_box_is_clipped_to_the_prior_box():
 
 def test_grid_fit_checks_are_the_grids_own_and_its_draws_importance_ess(gp_fit):
     """No Markov chain: R-hat undefined (NaN), every parameter's ESS the importance ESS."""
-    import dataclasses
-
     from synthgeo.inference.result import grid_convergence
 
     _, _, _, fit = gp_fit
@@ -338,9 +336,8 @@ def test_grid_fit_checks_are_the_grids_own_and_its_draws_importance_ess(gp_fit):
     assert conv.min_ess_bulk == conv.min_ess_tail == pytest.approx(ess)
     assert list(conv.table.index) == ["sigma2", "nugget", "range"]
     # a grid that did not resolve the posterior fails, and says why
-    bad = dataclasses.replace(fit, engine={**fit.engine, "importance_ess": 0.3 * ess,
-                                           "grid_problems": ["grid too coarse: ..."]})
-    conv = grid_convergence(bad)
+    conv = grid_convergence(fit.posterior, {**fit.engine, "importance_ess": 0.3 * ess,
+                                            "grid_problems": ["grid too coarse: ..."]})
     assert not conv.passed
     assert conv.problems[0] == "grid too coarse: ..."
     assert "importance ESS" in conv.problems[1] and "did not resolve" in conv.problems[1]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 from scipy.spatial.distance import cdist
 
@@ -279,6 +277,5 @@ def fake_fit(n_chain: int = 2, n_draw: int = 50, n_site: int = 3, *, nugget: flo
         "constant_data": xr.Dataset({"site_index": ("record", list(site_index)),
                                      "scale": ("site", list(scale))}),
     }
-    fit = GPFit(groups=groups, scale=np.asarray(scale, float), priors=None,
-                convergence=None, seconds={})
-    return dataclasses.replace(fit, convergence=check_convergence(fit))
+    return GPFit(groups=groups, scale=np.asarray(scale, float), priors=None,
+                 convergence=check_convergence(post, groups["sample_stats"]), seconds={})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -88,22 +88,26 @@ class Convergence:
 
 
 def check_convergence(
-    idata,
+    posterior: xr.Dataset,
+    sample_stats: xr.Dataset | None = None,
     var_names: tuple[str, ...] = HYPER_PARAMETERS,
     *,
-    max_r_hat: float | None = 1.01,
+    max_r_hat: float = 1.01,
     min_ess_per_chain: float = 100.0,
 ) -> Convergence:
     """Compare ArviZ's rank-normalised R-hat and bulk/tail ESS with the release thresholds.
 
+    For Markov chains (NUTS); grid fits are checked by :func:`grid_convergence`.
+
     Parameters
     ----------
-    idata : arviz.InferenceData or GPFit
-        Anything with ``posterior`` and ``sample_stats`` (``diverging``) groups.
+    posterior : xarray.Dataset
+        Draws with dims (chain, draw, ...).
+    sample_stats : xarray.Dataset, optional
+        With ``diverging`` (chain, draw); None: no divergences counted.
     var_names : tuple of str
         Parameters to check.
-    max_r_hat : float or None, default=1.01
-        None: R-hat is reported but not checked (independent draws of the grid route).
+    max_r_hat : float, default=1.01
     min_ess_per_chain : float, default=100
         Required bulk and tail ESS per chain (total ≥ this × number of chains).
 
@@ -118,21 +122,18 @@ def check_convergence(
     """
     import arviz as az  # ~1.5 s to import (numba compilation included): only where used
 
-    post = idata.posterior[list(var_names)]
+    post = posterior[list(var_names)]
     table = pd.DataFrame({
         "r_hat": _flat(az.rhat(post)),
         "ess_bulk": _flat(az.ess(post, method="bulk")),
         "ess_tail": _flat(az.ess(post, method="tail")),
     })
-    n_chain = idata.posterior.sizes["chain"]
-    stats = getattr(idata, "sample_stats", None)
-    div = stats.get("diverging") if stats is not None else None
+    n_chain = posterior.sizes["chain"]
+    div = sample_stats.get("diverging") if sample_stats is not None else None
     n_div = int(div.sum()) if div is not None else 0
     need = min_ess_per_chain * n_chain
     problems = []
-    if max_r_hat is None:
-        pass
-    elif n_chain < 2 or table["r_hat"].isna().any():
+    if n_chain < 2 or table["r_hat"].isna().any():
         problems.append("R-hat undefined (needs >= 2 chains)")
     elif table["r_hat"].max() > max_r_hat:
         problems.append(f"R-hat {table['r_hat'].max():.3f} > {max_r_hat} "
@@ -378,27 +379,22 @@ def build_fit(
                 base.add_groups({name: ds})
         groups = {name: base[name] for name in base.groups()
                   if name in ("posterior", "sample_stats", "constant_data", "observed_data")}
-    fit = GPFit(groups=groups, scale=np.asarray(scale, float), priors=priors,
-                convergence=_PENDING, seconds=seconds, engine=engine,
-                effect_sampler=effect_sampler, smoothing=smoothing, grid=grid,
-                sampler_idata=base)
-    conv = (grid_convergence(fit) if engine.get("sampler") == "grid" else
-            check_convergence(fit))
+    conv = (grid_convergence(groups["posterior"], engine) if engine.get("sampler") == "grid"
+            else check_convergence(groups["posterior"], groups.get("sample_stats")))
     if not conv.passed:
         log.warning("%s: posterior problems: %s", label, "; ".join(conv.problems))
-    return replace(fit, convergence=conv)
+    return GPFit(groups=groups, scale=np.asarray(scale, float), priors=priors,
+                 convergence=conv, seconds=seconds, engine=engine,
+                 effect_sampler=effect_sampler, smoothing=smoothing, grid=grid,
+                 sampler_idata=base)
 
 
 #: Grid fits: the importance weights' Kish ESS must be at least this share of the points.
 MIN_IMPORTANCE_ESS_FRACTION = 0.5
 
-#: Placeholder while :func:`build_fit` checks a fit (replaced before it returns).
-_PENDING = Convergence(table=pd.DataFrame(), n_divergent=0, max_r_hat=float("nan"),
-                       min_ess_bulk=float("nan"), min_ess_tail=float("nan"), passed=False,
-                       problems=["not checked"])
 
-
-def grid_convergence(fit: GPFit, min_draws_per_chain: float = 100.0) -> Convergence:
+def grid_convergence(posterior: xr.Dataset, engine: dict,
+                     min_draws_per_chain: float = 100.0) -> Convergence:
     """Posterior checks of a grid fit: the grid's own and the importance ESS of its draws.
 
     The draws are independent (importance resampling from the grid's continuous posterior,
@@ -415,8 +411,11 @@ def grid_convergence(fit: GPFit, min_draws_per_chain: float = 100.0) -> Converge
 
     Parameters
     ----------
-    fit : GPFit
-        A grid fit (``engine["sampler"] == "grid"``).
+    posterior : xarray.Dataset
+        A grid fit's draws, dims (chain, draw, ...).
+    engine : dict
+        Its ``engine`` (:func:`synthgeo.inference.grid.grid_diagnostics`): ``grid_problems``,
+        ``importance_ess``, ``theta_points``.
     min_draws_per_chain : float, default=100
 
     Returns
@@ -426,22 +425,19 @@ def grid_convergence(fit: GPFit, min_draws_per_chain: float = 100.0) -> Converge
     Examples
     --------
     >>> from synthgeo.testing import fake_fit
-    >>> import dataclasses
-    >>> fit = dataclasses.replace(fake_fit(n_draw=50), engine={
-    ...     "sampler": "grid", "importance_ess": 80.0, "theta_points": 100, "grid_problems": []})
-    >>> grid_convergence(fit).problems
+    >>> engine = {"importance_ess": 80.0, "theta_points": 100, "grid_problems": []}
+    >>> grid_convergence(fake_fit(n_draw=50).posterior, engine).problems
     ['50 draws per chain < 100: raise `[sampling] draws`']
     """
-    engine = fit.engine
     ess, points = engine.get("importance_ess"), engine.get("theta_points")
     ess = float("nan") if ess is None else float(ess)
-    names = [n for n in HYPER_PARAMETERS if n in fit.posterior]
+    names = [n for n in HYPER_PARAMETERS if n in posterior]
     table = pd.DataFrame({"r_hat": np.nan, "ess_bulk": ess, "ess_tail": ess}, index=names)
     problems = list(engine.get("grid_problems", []))
     if points is not None and not ess >= MIN_IMPORTANCE_ESS_FRACTION * points:
         problems.append(f"importance ESS {ess:.0f} < {MIN_IMPORTANCE_ESS_FRACTION} x {points} "
                         "(range, nugget) points: the grid did not resolve the posterior")
-    n_draw = fit.posterior.sizes["draw"]
+    n_draw = posterior.sizes["draw"]
     if n_draw < min_draws_per_chain:
         problems.append(f"{n_draw} draws per chain < {min_draws_per_chain:.0f}: raise "
                         "`[sampling] draws`")
