@@ -222,9 +222,12 @@ def _required_columns(spec: ReleaseSpec) -> list[str]:
 #: exceeds this is taken to disclose it.
 DISCLOSURE_CORRELATION = 0.9999
 #: A response whose sd is at most this share of its mean absolute value (or of 1, if larger)
-#: is refused as numerically constant: 1e-9 around log $60,000 (11) passed the exact-constant
-#: check and left the σ² posterior's scale b + Q/2 at round-off (break-it, issue 13).
-NEAR_CONSTANT_RELATIVE_SD = 1e-8
+#: is refused as numerically constant. The fit does not centre the response, and precision is
+#: lost well before the sd reaches round-off (break-it, issue 13, the bundled sales with their
+#: spread scaled down around log $60,000 = 11): relative sd 1.5e-7 moved M by 4 % with every
+#: check passed, 9e-8 left the σ² posterior's scale b + Q/2 at round-off; 4.5e-7 and above gave
+#: the unscaled M. 1e-6 refuses all of those.
+NEAR_CONSTANT_RELATIVE_SD = 1e-6
 
 
 def response_scale(spec: ReleaseSpec) -> ResponseScale:
@@ -299,7 +302,8 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray,
         raise InputError(
             f"response `{d.response}` is numerically constant (sd {spread:.3g} around a mean "
             f"absolute value {centre:.6g}, below {NEAR_CONSTANT_RELATIVE_SD:g} of it): nothing "
-            "to model, and the posterior of its variance is not defined in double precision")
+            "to model, and the fit loses precision there; subtract a constant from it first "
+            "if its spread is real")
     for j, c in enumerate(d.covariates if names is None else names, start=1):
         x = X[:, j]
         if np.ptp(x) == 0:
