@@ -9,7 +9,9 @@ peak RSS while it ran; for the whole process: wall seconds and the kernel's peak
 CPU seconds (user + system: a guide to the wall time on a quiet machine when the machine is
 shared).
 With ``--tracemalloc N`` the N allocation sites holding most memory at the traced peak are
-printed too (Python and NumPy allocations; slower).
+printed too (Python and NumPy allocations; slower). Every run writes a record in
+``benchmarks/results/`` (``_record.py``: command, date, machine, load at start and end, commit,
+figures), from which ``make_performance.py`` makes docs/performance.md.
 
 Cases (data and specs are made in a temporary folder; nothing under the repository changes):
 
@@ -42,6 +44,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from _record import Record  # noqa: E402
+
+#: the time goals so far (issue 22, "Done when"): case -> (wall seconds, peak RSS MiB)
+GOALS = {"lucas": (120, 2048), "run-1e5": (900, 4096), "compare-2930": (None, 2048)}
 SHARED = ROOT.parent / "shared" / "data"
 if not SHARED.is_dir():
     SHARED = Path(os.environ.get("SYNTHGEO_SHARED_DATA", "/work/shared/data"))
@@ -219,6 +227,9 @@ def main() -> None:
         cut = own.index("--")
         own, argv = own[:cut], own[cut + 1:]
     a = ap.parse_args(own)
+    case = (a.case or "command") + ("" if a.implicates == 100 else f"-L{a.implicates}") \
+        + ("-tracemalloc" if a.tracemalloc else "")  # tracing slows the run: its own case
+    rec = Record.start("bench_memory", case=case)
     with tempfile.TemporaryDirectory(prefix="synthgeo-mem-") as tmp:
         if a.case:
             argv = case_argv(a.case, Path(tmp), a.implicates)
@@ -243,6 +254,17 @@ def main() -> None:
     if "top" in prof:
         print(f"traced (tracemalloc) peak {prof['traced_peak_mb']:,.0f} MB; largest sites:")
         print("\n".join(prof["top"]))
+    if prof["rc"] != 0:
+        raise SystemExit(f"synthgeo exited with {prof['rc']}: no record written")
+    goals = GOALS.get(case)  # the goals are for L = 100, untraced
+    goal_wall, goal_rss = goals or (None, None)
+    rec.figure("wall time (process)", round(wall, 1), "s", goal_max=goal_wall)
+    rec.figure("CPU time (user + system)", round(cpu, 1), "s")
+    rec.figure("peak RSS (ru_maxrss)", round(usage.ru_maxrss / 1024), "MiB", goal_max=goal_rss)
+    rec.finish(detail={"synthgeo_argv": argv if not a.case else None, "implicates": a.implicates,
+                       "stages": {k: {"calls": v["calls"], "seconds": round(v["seconds"], 2),
+                                      "peak_mib": round(v["peak_mb"])}
+                                  for k, v in prof["stages"].items()}})
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@ feasible; beyond, its cost is estimated from the measured seconds per grid cell.
 
     python benchmarks/bench_scale.py            # 500, 932, 5,000 and 25,357 records
     python benchmarks/bench_scale.py 932 25357  # a subset of the sizes
+
+The figures are written as a record in ``benchmarks/results/`` (``_record.py``), from which
+``make_performance.py`` makes docs/performance.md.
 """
 
 from __future__ import annotations
@@ -17,6 +20,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 LUCAS = ROOT.parent / "shared" / "data" / "lucas_oh_house_sales.csv"
+sys.path.insert(0, str(HERE))
+
+from _record import Record  # noqa: E402
+
+DEFAULT_SIZES = [500, 932, 5000, 25357]
 
 CHILD = r"""
 import json, resource, sys, time
@@ -49,7 +57,9 @@ EXACT_FEASIBLE = 1000
 
 
 def main() -> None:
-    sizes = [int(a) for a in sys.argv[1:]] or [500, 932, 5000, 25357]
+    sizes = [int(a) for a in sys.argv[1:]] or DEFAULT_SIZES
+    rec = Record.start("bench_scale", case="default" if sizes == DEFAULT_SIZES
+                       else "n" + "-".join(map(str, sizes)))
     rows = []
     for n in sizes:
         for gp in ("exact", "nngp"):
@@ -71,6 +81,10 @@ def main() -> None:
             print(f"{n:>6} {gp:5s}: total {r['total']:.1f} s ({stages}); peak RSS "
                   f"{r['peak_rss_mb']:,.0f} MB; max R-hat {r['max_r_hat']:.4f}; grid cells "
                   f"{r['grid_evaluations']}; at-risk {r['n_at_risk']}", flush=True)
+            rec.figure(f"{n:,} records, {gp}: whole pipeline", round(r["total"], 1), "s")
+            rec.figure(f"{n:,} records, {gp}: peak RSS", round(r["peak_rss_mb"]), "MiB")
+    if rows:
+        rec.finish(detail={"rows": [{"n": n, "gp": gp, **r} for n, gp, r in rows]})
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ of 1 and 2 single-threaded worker processes, and the implicates are checked to b
 On a 2-core machine a LocalCluster measures the dispatch (scatter, tasks, gathering in order),
 not what a real cluster would gain. The fit's grid cells run on the cluster too (:func:`synthgeo.compute.
 map_batches`, ``[compute] scheduler``); the posterior draws and the implicates are checked to be
-identical to the local run's.
+identical to the local run's. The figures are written as a record in ``benchmarks/results/``
+(``_record.py``), from which ``make_performance.py`` makes docs/performance.md.
 
     python benchmarks/bench_workers.py [--n 100000] [--implicates 100] [--workers 1 2]
 """
@@ -24,6 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _record import Record  # noqa: E402
 from simulate_design import SPEC, simulate  # noqa: E402
 
 
@@ -34,6 +36,8 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=10)
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     a = ap.parse_args()
+    rec = Record.start("bench_workers", case="default" if (a.n, a.implicates) == (100_000, 100)
+                       else f"n{a.n}-L{a.implicates}")
     from distributed import LocalCluster
 
     from synthgeo.config import load_spec
@@ -84,6 +88,15 @@ def main() -> None:
     for route, _, tf, tw, ts, same in rows:
         fit_s = "local" if np.isnan(tf) else f"{tf:7.1f}"
         print(f"{route:28s} {fit_s:>7s} {tw:10.1f} {ts:9.1f}  {same}")
+        rec.figure(f"{route}: unrestricted grid fit", round(tf, 1), "s")
+        rec.figure(f"{route}: implicate blocks", round(ts, 1), "s")
+    rec.figure("cluster draws and implicates identical to this process's",
+               "yes" if all(r[5] for r in rows) else "NO", "")
+    rec.finish(detail={"n": a.n, "implicates": a.implicates, "chunk": a.chunk,
+                       "sites": int(data.sites.n_sites),
+                       "rows": [{"route": r[0], "workers": r[1], "fit_s": round(r[2], 2),
+                                 "w_draws_s": round(r[3], 2), "blocks_s": round(r[4], 2),
+                                 "identical": r[5]} for r in rows]})
 
 
 if __name__ == "__main__":
