@@ -144,8 +144,34 @@ def test_record_round_trip_and_page_names_its_record(tmp_path, monkeypatch):
     assert stored["command"].endswith("python benchmarks/bench_job.py --repeat 3")
     page = make.render(make.load_records(tmp_path))
     line = next(ln for ln in page.splitlines() if ln.startswith("| wall time, median"))
-    assert line == (f"| wall time, median of 3 runs | 16.5 s | ≤ 15 s: **not met** | "
-                    f"{path.name} |")
+    assert line.startswith("| wall time, median of 3 runs | 16.5 s | ≤ 15 s: **not met**")
+    assert line.endswith(f" | {path.name} |")
+    assert f"[{path.name}](../benchmarks/results/{path.name})" in page
     (tmp_path / "bad.json").write_text(json.dumps({"benchmark": "x"}))
     with pytest.raises(SystemExit, match=r"bad\.json: record lacks \['case', 'command'"):
         make.load_records(tmp_path)
+
+
+def _hand_record(folder: Path, name: str, load: float, value: float) -> None:
+    rec = {"benchmark": "bench_compare", "case": "cli", "command": "python benchmarks/x.py",
+           "date": "2026-12-02T10:00:00Z", "machine": {"nproc": 2, "memory_gib": 8.0},
+           "load": {"start": [load, 1.0, 1.0], "end": [load, 1.0, 1.0]},
+           "git": {"commit": "a" * 40, "dirty": False},
+           "figures": [{"name": "wall", "value": value, "unit": "s", "goal": {"max": 10,
+                                                                           "unit": "s"}},
+                       {"name": "faults", "value": 53018, "unit": ""}]}
+    (folder / name).write_text(json.dumps(rec))
+
+
+def test_goal_column_says_met_and_flags_a_busy_machine(tmp_path):
+    make = _module("make_performance")
+    _hand_record(tmp_path, "quiet.json", load=1.5, value=7.8)
+    page = make.render(make.load_records(tmp_path))
+    assert "| wall | 7.8 s | ≤ 10 s: met | quiet.json |" in page
+    assert "| faults | 53,018 |  | quiet.json |" in page
+    assert "load average 1.50 → 1.50" in page and "commit `aaaaaaa`" in page
+    (tmp_path / "quiet.json").unlink()
+    _hand_record(tmp_path, "busy.json", load=7.0, value=74.9)
+    page = make.render(make.load_records(tmp_path))
+    assert ("| wall | 74.9 s | ≤ 10 s: **not met** (measured at a load above the CPU count) | "
+            "busy.json |") in page
