@@ -17,8 +17,10 @@ from synthgeo.locations.policy_checks import bias_table, cap_suggestions
 
 LOOSE = dict(max_suppressed_share=1.0, max_unit_suppressed_share=1.0)
 # the merge machinery without issue 12's width bound (every group formed around an outlier is
-# wider than r_max, so under the default bound of 1 · r_max no such merge succeeds)
-UNBOUNDED = dict(group_diameter_ratio=1e6)
+# wider than r_max, so under the default bound of 1 · r_max no such merge succeeds), and the
+# generalisation without issue 23's bound on every disposal (a record labelled generalise has no
+# cell within r_max of it holding k exact points)
+UNBOUNDED = dict(group_diameter_ratio=1e6, disposal_bound_ratio=1e6)
 
 
 #: A local metre CRS centred on the test points (no area of use): coordinates near (0, 0) are
@@ -82,7 +84,8 @@ def test_merge_publishes_the_group_at_its_centroid():
 def test_generalise_publishes_the_smallest_quadtree_cell_with_k():
     core = cluster(6)
     xy = np.vstack([core, [[300.0, 0.0]]])  # ι = 2.9: generalise
-    res = run(xy)
+    # the cell is wider than r_max (issue 23's bound suppresses the record: tested below)
+    res = run(xy, disposal_bound_ratio=1e6)
     assert res.label[6] == "generalise" and res.disposal[6] == "generalised"
     origin = np.floor(xy.min(0))
     size = 1.0
@@ -326,7 +329,8 @@ def test_chain_wider_than_r_max_fails_the_merge_and_generalises():
     # records are generalised (label stays "merge": ι says so; the disposal says what happened)
     # (a cluster 400 m off gives the generalised cells the second subject they need)
     xy = np.vstack([_line([0, 140, 290, 450]), cluster(6, at=(225.0, 400.0), spread=5.0)])
-    res = run(xy, k=2)
+    # (cells beyond r_max allowed here: issue 23's bound on them is tested below)
+    res = run(xy, k=2, disposal_bound_ratio=1e6)
     assert res.passes[0]["space"]["merge"] == 4
     assert res.label[:4].tolist() == ["merge"] * 4
     assert (res.disposal[:4] == "generalised").all() and len(res.groups) == 0

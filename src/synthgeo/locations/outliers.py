@@ -181,11 +181,12 @@ def _axes(points: geopandas.GeoDataFrame, prep: Any, policy: OutlierPolicy,
     subj = prep.subject if prep.subject is not None else np.arange(n, dtype=np.int64)
     own = prep.subject is not None
     axes = [Axis("space", prep.coords_m, policy.r_max_m, subj, policy.k, has_subjects=own,
-                 max_diameter=policy.group_diameter_bound_m)]
+                 max_diameter=policy.group_diameter_bound_m, max_radius=policy.disposal_bound_m)]
     if time:
         t = times_s(points[time], prep.record_id, time)
         axes.append(Axis("time", t, policy.r_max_time_s, subj, policy.k, has_subjects=own,
-                         max_diameter=policy.group_diameter_ratio * policy.r_max_time_s))
+                         max_diameter=policy.group_diameter_ratio * policy.r_max_time_s,
+                         max_radius=policy.disposal_bound_ratio * policy.r_max_time_s))
     return axes
 
 
@@ -222,7 +223,6 @@ def _dispose(axes: list[Axis], labs: list[np.ndarray], run: _Run) -> None:
         gen_q = np.union1d(np.flatnonzero(active & (lab == GENERALISE)),
                            np.union1d(short, too_wide))
         failed = ax.generalise(gen_q.astype(np.int64), active)
-        ax.label[failed] = SUPPRESS
         run.suppressed[failed] = True
     for ax in axes:
         ax.regroup(~run.suppressed)
@@ -303,9 +303,12 @@ def _result(points: geopandas.GeoDataFrame, policy: OutlierPolicy, prep: Any, ax
     overall, units = checks.suppression_caps(
         suppressed, unit_values, max_share=policy.max_suppressed_share,
         max_unit_share=policy.max_unit_suppressed_share, other=moved)
+    # under the bound no disposal places a record whose (k−1)-th nearest other lies beyond
+    # 2 · bound (a cell's or a group's members lie within twice its radius of each other)
+    placeable = min(policy.generalise_ratio, 2 * policy.disposal_bound_ratio)
     suggestions = {ax.name: checks.cap_suggestions(
         run.first_dist[ax.name], unit_values, k=policy.k, r_max=ax.r_max,
-        generalise_ratio=policy.generalise_ratio, max_share=policy.max_suppressed_share,
+        generalise_ratio=placeable, max_share=policy.max_suppressed_share,
         max_unit_share=policy.max_unit_suppressed_share) for ax in axes}
     if attributes is None:
         skip = {prep.id_column, subject, unit, time, points.geometry.name}
@@ -332,6 +335,7 @@ def _result(points: geopandas.GeoDataFrame, policy: OutlierPolicy, prep: Any, ax
                                              int(active.sum())),
         failures=failures, advice=advice, crs_wkt=prep.crs_wkt,
         n_merges_too_wide={ax.name: ax.n_too_wide for ax in axes},
+        n_unplaced={ax.name: ax.n_unplaced for ax in axes},
         **_published(axes, run),
     )
 

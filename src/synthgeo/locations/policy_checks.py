@@ -116,8 +116,11 @@ def cap_suggestions(
     """First-pass estimates of the largest k and the smallest r_max that meet both caps.
 
     A record is suppressed in the first pass when d_i > generalise_ratio · r_max, d_i the
-    distance to its (k−1)-th nearest other subject. ``distances[:, j]`` holds the distance to
-    the (j+1)-th, so every smaller threshold k' = j + 2 comes for free. Later passes can move
+    distance to its (k−1)-th nearest other subject (the driver passes the smaller of
+    ``generalise_ratio`` and 2 · ``disposal_bound_ratio``: no disposal within the bound places
+    a record farther than twice the bound from its k − 1 nearest, docs/locations.md).
+    ``distances[:, j]`` holds the distance to the (j+1)-th, so every smaller threshold
+    k' = j + 2 comes for free. Later passes can move
     the outcome, so these are estimates for the message, not guarantees.
 
     Parameters
