@@ -302,18 +302,21 @@ class OutlierResult:
                 f"r_max_{u}": r_max, f"bound_{u}": float(self.policy.disposal_bound_ratio * r_max),
                 "within_r_max": bool(radius <= r_max * (1 + 1e-12))}
 
-    def widest_disposal_line(self) -> str:
-        """One line for the terminal and the report: the widest disposal in space against r_max.
+    def widest_disposal_line(self, axis: str = "space") -> str:
+        """One line for the terminal and the report: the widest disposal against r_max.
 
-        E.g. "widest disposal: cell 4,096 m (2,896 m from the truth at most; r_max 4,200 m)".
+        E.g. "widest disposal: cell 4,096 m (2,896 m from the truth at most; r_max 4,200 m)";
+        on "time", "widest disposal in time: interval 3,600 s (1,800 s from ...)".
         """
-        w = self.widest_disposal("space")
-        if w["kind"] == "none":
-            return "widest disposal: none (no released location moved)"
-        what = (f"cell {w['cell_m']:,.0f} m" if w["kind"] == "cell" else "merge group")
-        return (f"widest disposal: {what} ({w['radius_m']:,.0f} m from the truth at most; "
-                f"r_max {w['r_max_m']:,.0f} m" + ("" if w["within_r_max"] else
-                                                    ": WIDER than r_max") + ")")
+        w = self.widest_disposal(axis)
+        u, head = ("m", "widest disposal") if axis == "space" else ("s", "widest disposal in time")
+        if w is None or w["kind"] == "none":
+            return f"{head}: none (no released {'location' if u == 'm' else 'time'} moved)"
+        cell = "cell" if u == "m" else "interval"
+        what = (f"{cell} {w[f'cell_{u}']:,.0f} {u}" if w["kind"] == "cell" else "merge group")
+        return (f"{head}: {what} ({w[f'radius_{u}']:,.0f} {u} from the truth at most; "
+                f"r_max{'' if u == 'm' else '_time'} {w[f'r_max_{u}']:,.0f} {u}"
+                + ("" if w["within_r_max"] else ": WIDER than r_max") + ")")
 
     def record(self) -> dict[str, Any]:
         """Every number of the outcome, JSON-ready (no per-record values)."""
