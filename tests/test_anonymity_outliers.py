@@ -436,6 +436,17 @@ def test_the_rural_65_km_case_fails_instead_of_publishing_wide_cells():
     assert v["status"] == "FAIL"  # ... but never a PASS with a cell wider than the bound
     assert v["widest_disposal"]["cell_m"] == 65536.0 and not v["widest_disposal"]["within_r_max"]
     assert "a cell 65,536 m wide is published up to 46,341 m from the truth" in v["reasons"][0]
+    # the report's verdict rows and policy table state it
+    from synthgeo.locations.diagnostics import report_tables
+    from synthgeo.release.report._locations import locations_for_report
+
+    rows = dict(zip(*report_tables(wide)["overview"][["item", "value"]].T.to_numpy()))
+    assert rows["widest disposal released (largest distance true → published)"] == \
+        "cell 65,536 m: 46,341 m, r_max 4,200 m — WIDER than r_max"
+    assert locations_for_report(wide)["policy"]["widest disposal"] == \
+        "cell 65,536 m (46,341 m from the truth at most; r_max 4,200 m: WIDER than r_max)"
+    assert locations_for_report(loc)["policy"]["widest disposal"] == \
+        "none (no released location moved)"
     # with fewer scattered records the suppressions fit within the cap: a PASS within r_max
     xy, few = rural_case(n_rural=30)
     ok = location_diagnostics(few, radius_m=100.0, k=5, policy=policy, treatment="apply")
