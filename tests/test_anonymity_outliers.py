@@ -458,3 +458,23 @@ def test_the_rural_65_km_case_fails_instead_of_publishing_wide_cells():
 def test_disposal_bound_ratio_is_validated():
     with pytest.raises(SpecError, match="disposal_bound_ratio` must be a positive number"):
         OutlierPolicy(k=5, r_max_m=100.0, disposal_bound_ratio=0)
+
+
+def test_a_group_whose_centroid_moves_beyond_r_max_is_dissolved():
+    # the internal step behind the bound on merges: {0, 0, 190, 190} (groups may be 3 r_max
+    # wide) has its centroid at 95 m, within r_max = 100 m of every member; when one record at
+    # 190 leaves, the centroid of {0, 0, 190} is 63.3 m and the other record at 190 lies 126.7 m
+    # from it: the group is dissolved and its members published as they are (classified again)
+    from synthgeo.locations._axis import MERGED, POINT, Axis
+
+    xy = _line([0.0, 0.0, 190.0, 190.0])
+    ax = Axis("space", xy, 100.0, np.arange(4), 2, max_diameter=300.0)
+    ax.status[:] = MERGED
+    ax.edges.append((np.array([0, 0, 0]), np.array([1, 2, 3])))
+    ax.regroup(np.ones(4, dtype=bool))
+    np.testing.assert_allclose(ax.published[:, 0], 95.0)
+    assert ax.n_dissolved == 0
+    active = np.array([True, True, True, False])
+    ax.regroup(active)
+    assert (ax.status[:3] == POINT).all() and ax.n_dissolved == 1
+    np.testing.assert_array_equal(ax.published[:3], xy[:3])
