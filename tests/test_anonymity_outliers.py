@@ -426,6 +426,14 @@ def test_the_rural_65_km_case_fails_instead_of_publishing_wide_cells():
     assert res.n_unplaced["space"] == 78 and res.overall["n_suppressed"] == 86
     assert not res.overall["passes"] and res.refused
     assert loc.verdict.status == "FAIL" and "1.69% (86 of 5100)" in loc.verdict.reasons[0]
+    # the advice allows for the bound (the smallest cell holding k around each record): even
+    # k = 2 fails at 4.2 km (1.06 %), and r_max needs about 9.9 km (12 km passes, below)
+    assert "even k = 2 would not pass" in res.advice and "to about 9,852 m" in res.advice
+    wider = apply_outlier_policy(pts, OutlierPolicy(k=5, r_max_m=12_000.0), on_failure="report")
+    assert not wider.refused and wider.overall["n_suppressed"] == 30
+    w = wider.widest_disposal()
+    assert (w["kind"], w["cell_m"], w["n_moved"]) == ("cell", 16384.0, 6)
+    assert w["radius_m"] == pytest.approx(8192 * np.sqrt(2)) and w["within_r_max"]
     # lifting the bound reproduces the cells: the verdict still fails on them
     wide = location_diagnostics(pts, radius_m=100.0, k=5, treatment="apply", policy=OutlierPolicy(
         k=5, r_max_m=4200.0, disposal_bound_ratio=1e6))

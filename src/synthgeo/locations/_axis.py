@@ -165,6 +165,23 @@ class Axis:
             out[sel] = base + (~own).astype(np.int64)
         return out
 
+    def smallest_cell_radius(self, k_values: range) -> np.ndarray:
+        """Radius of the smallest cell holding ≥ k' subjects around each record, exact points.
+
+        For the first-pass estimate of the r_max that would meet the caps (every record at its
+        true location). Returns shape (n_records, len(k_values)); inf where no cell of the
+        ladder holds k'.
+        """
+        n = len(self.true)
+        out = np.full((n, len(k_values)), np.inf)
+        everyone, nobody = np.arange(n), np.zeros(n, dtype=bool)
+        radii = cell_radius(self.sizes, self.true.shape[1])
+        for lev in range(len(self.sizes) - 1, -1, -1):  # largest first: smaller overwrite
+            count = self.cell_counts(everyone, np.full(n, lev), ~nobody, nobody)
+            for j, kk in enumerate(k_values):
+                out[count >= kk, j] = radii[lev]
+        return out
+
     def _keys(self, pts: np.ndarray, size: float) -> np.ndarray:
         """One int64 key per point for its cell of side `size` (1-D or 2-D)."""
         ij = np.floor((pts - self.origin) / size).astype(np.int64)

@@ -172,6 +172,7 @@ class _Run:
     passes: list[dict[str, Any]] = field(default_factory=list)
     converged: bool = False
     first_dist: dict[str, np.ndarray] = field(default_factory=dict)
+    first_cells: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _axes(points: geopandas.GeoDataFrame, prep: Any, policy: OutlierPolicy,
@@ -231,6 +232,8 @@ def _dispose(axes: list[Axis], labs: list[np.ndarray], run: _Run) -> None:
 def _fixed_point(axes: list[Axis], policy: OutlierPolicy, n: int) -> _Run:
     """Classify and dispose until a pass disposes nothing, within ``policy.max_passes``."""
     run = _Run(suppressed=np.zeros(n, dtype=bool), flagged=np.zeros(n, dtype=np.int64))
+    # for the advice: the smallest cell holding k' subjects around each record (first pass)
+    run.first_cells = {ax.name: ax.smallest_cell_radius(range(2, policy.k + 1)) for ax in axes}
     for p in range(1, policy.max_passes + 1):
         active = ~run.suppressed
         labs = _classify(axes, active, policy, run, first=p == 1)
@@ -303,12 +306,10 @@ def _result(points: geopandas.GeoDataFrame, policy: OutlierPolicy, prep: Any, ax
     overall, units = checks.suppression_caps(
         suppressed, unit_values, max_share=policy.max_suppressed_share,
         max_unit_share=policy.max_unit_suppressed_share, other=moved)
-    # under the bound no disposal places a record whose (k−1)-th nearest other lies beyond
-    # 2 · bound (a cell's or a group's members lie within twice its radius of each other)
-    placeable = min(policy.generalise_ratio, 2 * policy.disposal_bound_ratio)
     suggestions = {ax.name: checks.cap_suggestions(
         run.first_dist[ax.name], unit_values, k=policy.k, r_max=ax.r_max,
-        generalise_ratio=placeable, max_share=policy.max_suppressed_share,
+        generalise_ratio=policy.generalise_ratio, cell_radius=run.first_cells[ax.name],
+        bound_ratio=policy.disposal_bound_ratio, max_share=policy.max_suppressed_share,
         max_unit_share=policy.max_unit_suppressed_share) for ax in axes}
     if attributes is None:
         skip = {prep.id_column, subject, unit, time, points.geometry.name}
