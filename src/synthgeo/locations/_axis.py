@@ -176,10 +176,16 @@ class Axis:
         out = np.full((n, len(k_values)), np.inf)
         everyone, nobody = np.arange(n), np.zeros(n, dtype=bool)
         radii = cell_radius(self.sizes, self.true.shape[1])
-        for lev in range(len(self.sizes) - 1, -1, -1):  # largest first: smaller overwrite
-            count = self.cell_counts(everyone, np.full(n, lev), ~nobody, nobody)
+        for lev in range(len(self.sizes)):  # smallest first; stop once every record has k
+            if self.subject_arg is None:  # every record its own subject: a plain count
+                codes = pd.factorize(self._keys(self.true, self.sizes[lev]))[0]
+                count = np.bincount(codes)[codes]
+            else:
+                count = self.cell_counts(everyone, np.full(n, lev), ~nobody, nobody)
             for j, kk in enumerate(k_values):
-                out[count >= kk, j] = radii[lev]
+                out[np.isinf(out[:, j]) & (count >= kk), j] = radii[lev]
+            if np.isfinite(out).all():
+                break
         return out
 
     def _keys(self, pts: np.ndarray, size: float) -> np.ndarray:
