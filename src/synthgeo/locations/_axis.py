@@ -8,7 +8,8 @@ whole record by the driver in :mod:`synthgeo.locations.outliers`).
 
 r_max bounds every disposal (docs/locations.md, "The bound on every disposal"): a disposal's
 *radius* — the largest distance from a record's true location to the point published for it
-that the disposal allows — is at most r_max. A cell of side s in n dimensions has radius
+that the disposal allows — is at most the bound (``disposal_bound_ratio`` · r_max; r_max itself
+in the spec and on the command line). A cell of side s in n dimensions has radius
 s·√n / 2 (its half-diagonal: a record in a corner is that far from the published centre); a
 merge group's radius is the largest distance from a member's true location to the centroid.
 """

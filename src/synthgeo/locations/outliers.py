@@ -128,9 +128,13 @@ def apply_outlier_policy(
     ``policy.group_diameter_ratio`` · r_max (r_max_time on the time axis) fails, and the record
     is generalised instead. Generalise: the smallest cell of a quadtree of sides 2^j m (time:
     nested bins 1 s … 52 weeks) holding ≥ k subjects, counting exact points, group centroids
-    and already generalised cells inside it. Merged members stay exempt while their group keeps
-    ≥ k active subjects, cells while they hold ≥ k; otherwise they are classified again. A
-    record that cannot be merged or generalised is suppressed.
+    and already generalised cells inside it. r_max bounds every disposal (docs/locations.md,
+    "The bound on every disposal"): only cells whose half-diagonal is ≤ r_max are tried, and a
+    merge that puts a member beyond r_max of its group's centroid fails;
+    ``policy.disposal_bound_ratio`` scales the bound (default 1). Merged members stay exempt
+    while their group keeps ≥ k active subjects, cells while they hold ≥ k; otherwise they are
+    classified again. A record that cannot be merged or generalised within the bound is
+    suppressed, and counts against the caps.
 
     Examples
     --------
