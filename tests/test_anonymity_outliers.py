@@ -17,8 +17,10 @@ from synthgeo.locations.policy_checks import bias_table, cap_suggestions
 
 LOOSE = dict(max_suppressed_share=1.0, max_unit_suppressed_share=1.0)
 # the merge machinery without issue 12's width bound (every group formed around an outlier is
-# wider than r_max, so under the default bound of 1 · r_max no such merge succeeds)
-UNBOUNDED = dict(group_diameter_ratio=1e6)
+# wider than r_max, so under the default bound of 1 · r_max no such merge succeeds), and the
+# generalisation without issue 23's bound on every disposal (a record labelled generalise has no
+# cell within r_max of it holding k exact points)
+UNBOUNDED = dict(group_diameter_ratio=1e6, disposal_bound_ratio=1e6)
 
 
 #: A local metre CRS centred on the test points (no area of use): coordinates near (0, 0) are
@@ -82,7 +84,8 @@ def test_merge_publishes_the_group_at_its_centroid():
 def test_generalise_publishes_the_smallest_quadtree_cell_with_k():
     core = cluster(6)
     xy = np.vstack([core, [[300.0, 0.0]]])  # ι = 2.9: generalise
-    res = run(xy)
+    # the cell is wider than r_max (issue 23's bound suppresses the record: tested below)
+    res = run(xy, disposal_bound_ratio=1e6)
     assert res.label[6] == "generalise" and res.disposal[6] == "generalised"
     origin = np.floor(xy.min(0))
     size = 1.0
@@ -326,7 +329,8 @@ def test_chain_wider_than_r_max_fails_the_merge_and_generalises():
     # records are generalised (label stays "merge": ι says so; the disposal says what happened)
     # (a cluster 400 m off gives the generalised cells the second subject they need)
     xy = np.vstack([_line([0, 140, 290, 450]), cluster(6, at=(225.0, 400.0), spread=5.0)])
-    res = run(xy, k=2)
+    # (cells beyond r_max allowed here: issue 23's bound on them is tested below)
+    res = run(xy, k=2, disposal_bound_ratio=1e6)
     assert res.passes[0]["space"]["merge"] == 4
     assert res.label[:4].tolist() == ["merge"] * 4
     assert (res.disposal[:4] == "generalised").all() and len(res.groups) == 0
@@ -339,3 +343,146 @@ def test_chain_wider_than_r_max_fails_the_merge_and_generalises():
 def test_group_diameter_ratio_is_validated():
     with pytest.raises(SpecError, match="group_diameter_ratio` must be a positive number"):
         OutlierPolicy(k=5, r_max_m=100.0, group_diameter_ratio=0)
+
+
+# --- issue 23: r_max bounds every disposal (a cell's half-diagonal, a group's radius) ---------
+
+
+def test_generalisation_is_bounded_by_r_max():
+    # a record 110 m east of a cluster of six (spread 10 m): its 4th nearest other lies 100-120
+    # m off (ι 1.0-1.2 at r_max 100: merge), the merge fails (any group of five holding it is
+    # wider than 1 · r_max), so it is generalised. The quadtree's origin is the floor of the
+    # smallest coordinates, (-10, -9): the 64 m cell holding (110, 0) holds it alone, the 128 m
+    # cell holds all seven. Its half-diagonal 64·√2 = 90.5 m <= 100 m: published.
+    xy = np.vstack([cluster(6), [[110.0, 0.0]]])
+    res = run(xy)
+    assert res.label[6] == "merge" and res.disposal[6] == "generalised"
+    assert res.cell_size_m[6] == 128.0
+    np.testing.assert_allclose(res.published_m[6], [-10 + 64.0, -9 + 64.0])
+    w = res.record()["widest_disposal"]["space"]
+    assert (w["kind"], w["cell_m"], w["n_moved"]) == ("cell", 128.0, 1)
+    assert w["radius_m"] == pytest.approx(64 * np.sqrt(2)) and w["within_r_max"]
+    assert res.record()["n_unplaced"] == {"space": 0, "time": 0}
+    # at r_max = 80 m the 128 m cell's half-diagonal (90.5 m) is too wide and the 64 m cell
+    # holds one record: it cannot be placed within r_max, so it is suppressed and counted
+    tight = run(xy, r_max=80.0)
+    assert tight.label_space[6] == "merge" and tight.disposal[6] == "suppressed"
+    assert tight.label[6] == "suppress" and np.isnan(tight.published_m[6]).all()
+    assert tight.n_unplaced == {"space": 1} and tight.overall["n_suppressed"] == 1
+    assert tight.widest_disposal()["kind"] == "none"
+    # the same layout without the bound publishes the 128 m cell, wider than r_max
+    loose = run(xy, r_max=80.0, disposal_bound_ratio=1e6)
+    assert loose.cell_size_m[6] == 128.0 and not loose.widest_disposal()["within_r_max"]
+
+
+@pytest.mark.parametrize("d, merged", [(120.0, True), (125.0, True), (130.0, False)])
+def test_merge_is_bounded_by_r_max_from_the_centroid(d, merged):
+    # five records at one spot and one d m off (ι = d / 100: merge); groups may be 2 r_max
+    # wide, so the diameter d passes. Its group of five (four from the spot) has its centroid
+    # d/5 from the spot, so
+    # the outlier moves 4d/5: 96 m and 100 m (inclusive) pass, 104 m is beyond r_max and the
+    # merge is refused; no cell within r_max holds five (the 128 m cell holding the outlier
+    # holds it alone), so it is suppressed
+    xy = np.vstack([np.zeros((5, 2)), [[d, 0.0]], cluster(6, at=(-5000, 0))])
+    res = run(xy, group_diameter_ratio=2.0)
+    assert res.label_space[5] == "merge"
+    if merged:
+        assert res.disposal[5] == "merged" and (res.disposal[:6] == "merged").sum() == 5
+        np.testing.assert_allclose(res.published_m[5], [d / 5, 0.0])
+        w = res.widest_disposal()
+        assert w["kind"] == "merge group" and w["radius_m"] == pytest.approx(4 * d / 5)
+        assert w["within_r_max"]
+    else:
+        assert res.disposal[5] == "suppressed" and (res.disposal[:5] == "none").all()
+        assert res.n_merges_too_wide == {"space": 1} and res.n_unplaced == {"space": 1}
+        assert len(res.groups) == 0
+
+
+def rural_case(n_rural=100):
+    """Issue 23's case: ten towns of 500 (sd 1.5 km) and `n_rural` scattered records in a
+    120 km square on the British National Grid; k = 5, r_max = 4.2 km. Unbounded, 78 records
+    were generalised to cells of 8,192-65,536 m (25 of 65,536 m), published a median 10.3 km
+    and up to 32.8 km from the truth, with 0.16 % suppressed: a PASS."""
+    rng = np.random.default_rng(2)
+    towns = rng.uniform(0, 120_000.0, (10, 2))
+    xy = np.vstack([t + rng.normal(0, 1500.0, (500, 2)) for t in towns]
+                   + [rng.uniform(0, 120_000.0, (n_rural, 2))]) + [400_000.0, 300_000.0]
+    return xy, geopandas.GeoDataFrame(geometry=geopandas.points_from_xy(*xy.T), crs=27700)
+
+
+def test_the_rural_65_km_case_fails_instead_of_publishing_wide_cells():
+    from synthgeo.locations.diagnostics import location_diagnostics
+
+    xy, pts = rural_case()
+    policy = OutlierPolicy(k=5, r_max_m=4200.0)
+    loc = location_diagnostics(pts, radius_m=100.0, k=5, policy=policy, treatment="apply")
+    res = loc.outliers
+    # no released record lies in a cell or group reaching beyond r_max of it
+    size = res.cell_size_m[~res.suppressed]
+    assert not (size * np.sqrt(2) / 2 > 4200.0).any()
+    assert (res.groups["max_displacement"] <= 4200.0).all() if len(res.groups) else True
+    assert res.widest_disposal()["within_r_max"]
+    # the records that cannot be placed within r_max are suppressed and breach the 1 % cap
+    assert res.n_unplaced["space"] == 78 and res.overall["n_suppressed"] == 86
+    assert not res.overall["passes"] and res.refused
+    assert loc.verdict.status == "FAIL" and "1.69% (86 of 5100)" in loc.verdict.reasons[0]
+    # the advice allows for the bound (the smallest cell holding k around each record): even
+    # k = 2 fails at 4.2 km (1.06 %), and r_max needs about 9.9 km (12 km passes, below)
+    assert "even k = 2 would not pass" in res.advice and "to about 9,852 m" in res.advice
+    wider = apply_outlier_policy(pts, OutlierPolicy(k=5, r_max_m=12_000.0), on_failure="report")
+    assert not wider.refused and wider.overall["n_suppressed"] == 30
+    w = wider.widest_disposal()
+    assert (w["kind"], w["cell_m"], w["n_moved"]) == ("cell", 16384.0, 6)
+    assert w["radius_m"] == pytest.approx(8192 * np.sqrt(2)) and w["within_r_max"]
+    # lifting the bound reproduces the issue's cells: the verdict still fails on them
+    wide = location_diagnostics(pts, radius_m=100.0, k=5, treatment="apply", policy=OutlierPolicy(
+        k=5, r_max_m=4200.0, disposal_bound_ratio=1e6))
+    cells = wide.outliers.cell_size_m
+    assert np.nanmax(cells) == 65536.0 and (cells == 65536.0).sum() == 25
+    assert not wide.outliers.refused  # 0.16 % suppressed: within the cap ...
+    v = wide.verdict.to_dict()
+    assert v["status"] == "FAIL"  # ... but never a PASS with a cell wider than the bound
+    assert v["widest_disposal"]["cell_m"] == 65536.0 and not v["widest_disposal"]["within_r_max"]
+    assert "a cell 65,536 m wide is published up to 46,341 m from the truth" in v["reasons"][0]
+    # the report's verdict rows and policy table state it
+    from synthgeo.locations.diagnostics import report_tables
+    from synthgeo.release.report._locations import locations_for_report
+
+    rows = dict(zip(*report_tables(wide)["overview"][["item", "value"]].T.to_numpy()))
+    assert rows["widest disposal released (largest distance true → published)"] == \
+        "cell 65,536 m: 46,341 m, r_max 4,200 m — WIDER than r_max"
+    assert locations_for_report(wide)["policy"]["widest disposal"] == \
+        "cell 65,536 m (46,341 m from the truth at most; r_max 4,200 m: WIDER than r_max)"
+    assert locations_for_report(loc)["policy"]["widest disposal"] == \
+        "none (no released location moved)"
+    # with fewer scattered records the suppressions fit within the cap: a PASS within r_max
+    xy, few = rural_case(n_rural=30)
+    ok = location_diagnostics(few, radius_m=100.0, k=5, policy=policy, treatment="apply")
+    assert ok.verdict.status == "PASS" and ok.outliers.overall["passes"]
+    assert ok.outliers.overall["n_suppressed"] > 0
+    assert ok.verdict.details["widest_disposal"]["within_r_max"]
+
+
+def test_disposal_bound_ratio_is_validated():
+    with pytest.raises(SpecError, match="disposal_bound_ratio` must be a positive number"):
+        OutlierPolicy(k=5, r_max_m=100.0, disposal_bound_ratio=0)
+
+
+def test_a_group_whose_centroid_moves_beyond_r_max_is_dissolved():
+    # the internal step behind the bound on merges: {0, 0, 190, 190} (groups may be 3 r_max
+    # wide) has its centroid at 95 m, within r_max = 100 m of every member; when one record at
+    # 190 leaves, the centroid of {0, 0, 190} is 63.3 m and the other record at 190 lies 126.7 m
+    # from it: the group is dissolved and its members published as they are (classified again)
+    from synthgeo.locations._axis import MERGED, POINT, Axis
+
+    xy = _line([0.0, 0.0, 190.0, 190.0])
+    ax = Axis("space", xy, 100.0, np.arange(4), 2, max_diameter=300.0)
+    ax.status[:] = MERGED
+    ax.edges.append((np.array([0, 0, 0]), np.array([1, 2, 3])))
+    ax.regroup(np.ones(4, dtype=bool))
+    np.testing.assert_allclose(ax.published[:, 0], 95.0)
+    assert ax.n_dissolved == 0
+    active = np.array([True, True, True, False])
+    ax.regroup(active)
+    assert (ax.status[:3] == POINT).all() and ax.n_dissolved == 1
+    np.testing.assert_array_equal(ax.published[:3], xy[:3])

@@ -20,7 +20,10 @@ def add_parser(sub, common) -> None:
                     "subject) / --r-max-m. ok (<= 1), merge (<= --merge-ratio: published at "
                     "the centroid of a group of >= K nearest records), generalise (<= "
                     "--generalise-ratio: the smallest quadtree cell holding >= K records), "
-                    "suppress. Re-classifies after disposals to a fixed point (at most "
+                    "suppress. R bounds every disposal: no cell's half-diagonal and no merged "
+                    "member's distance to its group centroid exceeds it, and a record that "
+                    "cannot be placed within R is suppressed (counted against the caps). "
+                    "Re-classifies after disposals to a fixed point (at most "
                     "--max-passes passes), then checks the global and per-unit suppression "
                     "caps, merged-group extent, the hole in published unit totals, and "
                     "compares suppressed with retained records (bias statement). With "
@@ -33,7 +36,8 @@ def add_parser(sub, common) -> None:
                    help="anonymity threshold, integer >= 2 (e.g. 5); no default")
     p.add_argument("--r-max-m", type=float, required=True, metavar="R",
                    help="r_max in metres: the largest generalisation the release can tolerate; "
-                        "no default")
+                        "it bounds every disposal (a cell's half-diagonal, a merged record's "
+                        "distance to its group centroid); no default")
     p.add_argument("--unit-col", metavar="COL",
                    help="administrative unit column (per-unit cap, per-unit shares, hole "
                         "check); default: none")
@@ -57,7 +61,8 @@ def add_parser(sub, common) -> None:
                    help="widest merge group allowed (largest distance between two members' "
                         "true locations), as a multiple of --r-max-m (of --r-max-time in time); "
                         "a wider merge, chained or not, fails and the record is generalised "
-                        "(default: 1, so a record labelled merge is generalised in practice)")
+                        "(default: 1, so a record labelled merge is generalised in practice; "
+                        "a member more than r_max from the group centroid fails it too)")
     p.add_argument("--max-passes", type=int, default=5, metavar="N",
                    help="classification passes allowed to reach a fixed point, the "
                         "confirming pass included (default: 5)")
@@ -113,8 +118,19 @@ def _print_tables(res, args, say) -> None:
         for axis, n in res.n_merges_too_wide.items():
             if n:
                 say(f"merges refused ({axis}): {n:,} would have made a group wider than "
-                    f"{res.policy.group_diameter_ratio:g} × r_max; those records went on "
-                    "to be generalised (or suppressed where no cell held k)")
+                    f"{res.policy.group_diameter_ratio:g} × r_max (or put a member beyond "
+                    "r_max of its centroid); those records went on to be generalised (or "
+                    "suppressed where no cell within r_max held k)")
+        for axis, n in res.n_unplaced.items():
+            if n:
+                cell, bound = (("cell", "r_max") if axis == "space" else
+                               ("time bin", "r_max_time"))
+                say(f"not placed within {bound} ({axis}): {n:,} record(s) had no {cell} "
+                    f"within {bound} of them holding k; suppressed and counted against the "
+                    "caps")
+        say(res.widest_disposal_line())
+        if res.time_column:
+            say(res.widest_disposal_line("time"))
         g = res.groups
         if len(g):
             for axis, part in g.groupby("axis"):

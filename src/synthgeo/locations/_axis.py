@@ -5,6 +5,13 @@ isolation ratio from the (k−1)-th nearest other subject, and three disposals �
 microaggregation to a group centroid (merge), the smallest dyadic cell holding ≥ k records
 (generalise; a quadtree in 2-D, nested time bins in 1-D) and removal (suppress, decided for the
 whole record by the driver in :mod:`synthgeo.locations.outliers`).
+
+r_max bounds every disposal (docs/locations.md, "The bound on every disposal"): a disposal's
+*radius* — the largest distance from a record's true location to the point published for it
+that the disposal allows — is at most the bound (``disposal_bound_ratio`` · r_max; r_max itself
+in the spec and on the command line). A cell of side s in n dimensions has radius
+s·√n / 2 (its half-diagonal: a record in a corner is that far from the published centre); a
+merge group's radius is the largest distance from a member's true location to the centroid.
 """
 
 from __future__ import annotations
@@ -25,6 +32,20 @@ POINT, MERGED, GENERALISED = 0, 1, 2
 # 1 week, 4 weeks, 52 weeks; each divides the next, all aligned to 1970-01-01T00:00Z
 TIME_LADDER_S = (1, 60, 300, 900, 1800, 3600, 10800, 21600, 43200, 86400, 604800, 2419200,
                  31449600)
+
+
+def cell_radius(size: np.ndarray | float, n_dims: int) -> np.ndarray:
+    """Radius of a cell of side `size` in `n_dims` dimensions: its half-diagonal, size·√n / 2.
+
+    The largest distance from a location inside the cell to the published centre (metres or
+    seconds; docs/locations.md, "The bound on every disposal").
+
+    Examples
+    --------
+    >>> round(float(cell_radius(4096.0, 2)), 1)
+    2896.3
+    """
+    return np.asarray(size, dtype=np.float64) * (np.sqrt(n_dims) / 2.0)
 
 
 def classify(ratio: np.ndarray, merge_ratio: float, generalise_ratio: float) -> np.ndarray:
@@ -60,9 +81,12 @@ class Axis:
     """Mutable state of one axis during the fixed-point iteration (internal)."""
 
     def __init__(self, name: str, coords: np.ndarray, r_max: float, subject: np.ndarray,
-                 k: int, *, has_subjects: bool = True, max_diameter: float | None = None) -> None:
+                 k: int, *, has_subjects: bool = True, max_diameter: float | None = None,
+                 max_radius: float | None = None) -> None:
         self.name = name
         self.max_diameter = float(r_max if max_diameter is None else max_diameter)
+        # the bound on every disposal: largest distance from a record to its published point
+        self.max_radius = float(r_max if max_radius is None else max_radius)
         self.true = np.asarray(coords, dtype=np.float64)
         if self.true.ndim == 1:
             self.true = self.true[:, None]
@@ -75,6 +99,9 @@ class Axis:
         self.published = self.true.copy()
         self.status = np.full(n, POINT, dtype=np.int8)
         self.sizes, self.origin = cell_ladder(self.true, "space" if name == "space" else "time")
+        # levels whose cells lie within r_max of every location inside them (the bound)
+        self.n_levels = int(np.sum(cell_radius(self.sizes, self.true.shape[1])
+                                   <= self.max_radius * (1 + 1e-12)))
         self.level = np.full(n, -1, dtype=np.int64)
         self.cell = np.zeros_like(self.true, dtype=np.int64)
         self.edges: list[tuple[np.ndarray, np.ndarray]] = []
@@ -82,6 +109,8 @@ class Axis:
         self.first_distance = np.full(n, np.nan)
         self.label = np.zeros(n, dtype=np.int8)
         self.n_too_wide = 0  # merges refused because the group would be too wide
+        self.n_unplaced = 0  # generalisations failed: no cell within r_max held k (suppressed)
+        self.n_dissolved = 0  # merge groups dissolved: a member left, the centroid moved too far
 
     # -- isolation and validity -----------------------------------------------------------------
     def isolation(self, query: np.ndarray, active: np.ndarray) -> np.ndarray:
@@ -137,6 +166,29 @@ class Axis:
             out[sel] = base + (~own).astype(np.int64)
         return out
 
+    def smallest_cell_radius(self, k_values: range) -> np.ndarray:
+        """Radius of the smallest cell holding ≥ k' subjects around each record, exact points.
+
+        For the first-pass estimate of the r_max that would meet the caps (every record at its
+        true location). Returns shape (n_records, len(k_values)); inf where no cell of the
+        ladder holds k'.
+        """
+        n = len(self.true)
+        out = np.full((n, len(k_values)), np.inf)
+        everyone, nobody = np.arange(n), np.zeros(n, dtype=bool)
+        radii = cell_radius(self.sizes, self.true.shape[1])
+        for lev in range(len(self.sizes)):  # smallest first; stop once every record has k
+            if self.subject_arg is None:  # every record its own subject: a plain count
+                codes = pd.factorize(self._keys(self.true, self.sizes[lev]))[0]
+                count = np.bincount(codes)[codes]
+            else:
+                count = self.cell_counts(everyone, np.full(n, lev), ~nobody, nobody)
+            for j, kk in enumerate(k_values):
+                out[np.isinf(out[:, j]) & (count >= kk), j] = radii[lev]
+            if np.isfinite(out).all():
+                break
+        return out
+
     def _keys(self, pts: np.ndarray, size: float) -> np.ndarray:
         """One int64 key per point for its cell of side `size` (1-D or 2-D)."""
         ij = np.floor((pts - self.origin) / size).astype(np.int64)
@@ -152,8 +204,9 @@ class Axis:
         Queries are taken least isolated first. A query's group joins every existing group that
         shares a member with it (chained merges); the merge is accepted only when the united
         group's diameter (largest distance between two members' true locations) is at most
-        `max_diameter`, so no group, chained or not, is wider (docs/locations.md, "Outlier
-        policy"). Accepted members are published at the centroid by :meth:`regroup`. Returns
+        `max_diameter` and every member's true location lies within r_max of the united group's
+        centroid, so no group, chained or not, is wider (docs/locations.md, "The bound on every
+        disposal"). Accepted members are published at the centroid by :meth:`regroup`. Returns
         the query records not merged, to generalise instead: those with fewer than k−1 other
         subjects, and those whose group would be too wide (counted in ``n_too_wide``).
         """
@@ -162,7 +215,7 @@ class Axis:
         dist, nb = nearest_other_subjects(self.published, self.k - 1, subject=self.subject_arg,
                                           query=query, candidates=candidates)
         groups = _Groups(self.true, np.flatnonzero(active & (self.status == MERGED)),
-                         self.component)
+                         self.component, max_radius=self.max_radius)
         accepted = np.zeros(len(query), dtype=bool)
         for r in np.argsort(dist[:, -1], kind="stable"):
             if (nb[r] >= 0).all():
@@ -196,21 +249,32 @@ class Axis:
         np.add.at(sums, c, self.true[idx])
         counts = np.bincount(c, minlength=n).astype(np.float64)
         self.published[idx] = sums[c] / counts[c][:, None]
-        alone = idx[counts[c] == 1]  # lost every partner (suppressed or generalised): a point
-        self.status[alone] = POINT
-        self.published[alone] = self.true[alone]
+        alone = counts[c] == 1  # lost every partner (suppressed or generalised): a point
+        # a group that lost members has a new centroid, possibly beyond r_max of a member (only
+        # when group_diameter_ratio > 1; the diameter itself cannot grow): dissolved, its
+        # members classified again from their true locations in the next pass
+        shift = np.sqrt(((self.true[idx] - self.published[idx]) ** 2).sum(axis=1))
+        widest = np.zeros(n)
+        np.maximum.at(widest, c, shift)
+        wide = widest[c] > self.max_radius * (1 + 1e-12)
+        self.n_dissolved += len(np.unique(c[wide & ~alone]))
+        loose = idx[alone | wide]
+        self.status[loose] = POINT
+        self.published[loose] = self.true[loose]
 
     def generalise(self, query: np.ndarray, active: np.ndarray) -> np.ndarray:
-        """Publish each query record as the smallest cell holding ≥ k subjects.
+        """Publish each query record as the smallest cell holding ≥ k subjects, within r_max.
 
-        Returns the query records for which even the largest cell holds fewer (to suppress).
+        Only cells whose radius (half-diagonal, :func:`cell_radius`) is at most r_max are
+        tried. Returns the query records for which none of them holds k (to suppress; counted
+        in ``n_unplaced``).
         """
         if len(query) == 0:
             return query
         movers = np.zeros(len(self.true), dtype=bool)
         movers[query] = True
         found = np.full(len(query), -1, dtype=np.int64)
-        for lev in range(len(self.sizes)):
+        for lev in range(self.n_levels):
             todo = np.flatnonzero(found < 0)
             if not todo.size:
                 break
@@ -225,6 +289,7 @@ class Axis:
         self.level[q] = lev
         self.cell[q] = cell
         self.published[q] = self.origin + (cell + 0.5) * size
+        self.n_unplaced += int((~ok).sum())
         return query[~ok]
 
     def cells_valid(self, active: np.ndarray) -> np.ndarray:
@@ -288,10 +353,15 @@ class _Groups:
         Records already in a merge group (active, merged).
     component : ndarray of int, shape (n_records,)
         Their group labels (from :meth:`Axis.regroup`).
+    max_radius : float
+        Largest distance allowed from a member's true location to its group's centroid
+        (r_max).
     """
 
-    def __init__(self, true: np.ndarray, members: np.ndarray, component: np.ndarray) -> None:
+    def __init__(self, true: np.ndarray, members: np.ndarray, component: np.ndarray, *,
+                 max_radius: float) -> None:
         self.true = true
+        self.max_radius = float(max_radius)
         self.of = np.full(len(true), -1, dtype=np.int64)  # group of each record (−1: none)
         self.joined = np.zeros(len(true), dtype=bool)  # in a group united in this step
         self.members: dict[int, np.ndarray] = {}
@@ -311,8 +381,9 @@ class _Groups:
     def join(self, records: np.ndarray, max_diameter: float) -> bool:
         """Unite `records` and the groups they touch if the result is at most `max_diameter` wide.
 
-        Returns whether the union was made. The diameter of a union is the largest of its parts'
-        diameters and of the distances between members of different parts.
+        Returns whether the union was made: its diameter is at most `max_diameter` and every
+        member lies within ``max_radius`` of its centroid. The diameter of a union is the
+        largest of its parts' diameters and of the distances between members of different parts.
         """
         touched = np.unique(self.of[records][self.of[records] >= 0])
         loose = np.unique(records[self.of[records] < 0])
@@ -326,9 +397,13 @@ class _Groups:
                 widest = max(widest, float(cdist(self.true[parts[a]], self.true[rest]).max()))
         if widest > max_diameter:
             return False
+        union = np.concatenate(parts)
+        pts = self.true[union]
+        if np.sqrt(((pts - pts.mean(axis=0)) ** 2).sum(axis=1)).max() > \
+                self.max_radius * (1 + 1e-12):
+            return False
         for g in touched:
             del self.members[g], self.diameter[g]
-        union = np.concatenate(parts)
         self._store(union, widest)
         self.joined[union] = True
         return True

@@ -260,6 +260,14 @@ def _treatment_rows(locations: LocationDiagnostics) -> list[tuple[str, str]]:
     if v is not None:
         rows.append(("location verdict", v.status + ("" if v.passed else
                                                      " — " + "; ".join(v.reasons))))
+        w = d.get("widest_disposal")
+        if w is not None:  # the bound on every disposal (docs/locations.md)
+            rows.append(("widest disposal released (largest distance true → published)",
+                         "none (no released location moved)" if w["kind"] == "none" else
+                         (f"cell {w['cell_m']:,.0f} m" if w["kind"] == "cell" else
+                          "merge group") + f": {w['radius_m']:,.0f} m, r_max "
+                         f"{w['r_max_m']:,.0f} m" + ("" if w["within_r_max"] else
+                                                     " — WIDER than r_max")))
     a = t.spatial_k_after
     if t.treatment == "apply":
         rows.append((f"spatial k after the treatment: below k = {a['k']} / median",

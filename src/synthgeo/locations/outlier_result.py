@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
-from synthgeo.locations._axis import LABELS
+from synthgeo.locations._axis import LABELS, cell_radius
 from synthgeo.locations._inputs import as_columns, check_columns
 from synthgeo.locations.policy import OutlierPolicy
 from synthgeo.locations.policy_checks import bias_statement
@@ -39,7 +39,9 @@ class OutlierResult:
     label : ndarray of str, shape (n_records,)
         Worst verdict over passes and axes: "ok", "merge", "generalise", "suppress".
     label_space, label_time : ndarray of str, shape (n_records,)
-        Verdict per axis (``label_time`` None without a time column).
+        Verdict per axis from ι (``label_time`` None without a time column). A record that
+        could not be placed within the bound keeps its label here; its disposal is
+        "suppressed" and :attr:`label` says "suppress".
     flagged_in_pass : ndarray of int, shape (n_records,)
         Pass in which the record was first labelled other than ok (0: never).
     disposal, disposal_time : ndarray of str, shape (n_records,)
@@ -87,6 +89,9 @@ class OutlierResult:
         Per axis, merges refused because the group would have been wider than the policy
         allows (``group_diameter_ratio`` · r_max, r_max_time on the time axis); those records
         were generalised instead.
+    n_unplaced : dict of str to int
+        Per axis, generalisations that failed because no cell within the bound on every
+        disposal held k subjects (those records were suppressed).
     """
 
     policy: OutlierPolicy
@@ -124,6 +129,7 @@ class OutlierResult:
     advice: str = ""
     crs_wkt: str = ""
     n_merges_too_wide: dict[str, int] = field(default_factory=dict)
+    n_unplaced: dict[str, int] = field(default_factory=dict)
 
     @property
     def suppressed(self) -> np.ndarray:
@@ -239,6 +245,79 @@ class OutlierResult:
         t = self.policy.r_max_time_s
         return None if t is None else self.policy.group_diameter_ratio * t
 
+    def widest_disposal(self, axis: str = "space") -> dict[str, Any] | None:
+        """Return the widest disposal of the released records on `axis`, against the bound.
+
+        A disposal's radius is the largest distance from a record's true location to the point
+        published for it that the disposal allows (docs/locations.md, "The bound on every
+        disposal"): a generalised cell's half-diagonal (side · √2 / 2 in space, half the
+        interval in time), wherever the record lies in it; a merge group's largest distance
+        from a member's true location to the centroid.
+
+        Parameters
+        ----------
+        axis : {"space", "time"}, default="space"
+
+        Returns
+        -------
+        dict or None
+            None on "time" without a time column. Otherwise (``u`` = ``m`` in space, ``s`` in
+            time): ``kind`` ("cell", "merge group" or "none": nothing moved),
+            ``radius_<u>`` (0 when nothing moved), ``cell_<u>`` (the widest cell's side or
+            interval, None unless kind is "cell"), ``n_moved`` (released records merged or
+            generalised), ``r_max_<u>``, ``bound_<u>`` (``disposal_bound_ratio`` · r_max) and
+            ``within_r_max`` (radius ≤ r_max).
+
+        Examples
+        --------
+        >>> import geopandas, numpy as np
+        >>> from synthgeo.locations import apply_outlier_policy
+        >>> xy = np.array([[0, 0], [10, 0], [0, 10], [10, 10], [5, 5], [5000, 5000]], float)
+        >>> pts = geopandas.GeoDataFrame(geometry=geopandas.points_from_xy(*(xy + 5e5).T),
+        ...                              crs=32610)
+        >>> res = apply_outlier_policy(pts, OutlierPolicy(k=3, r_max_m=100,
+        ...                            max_suppressed_share=0.5), on_failure="report")
+        >>> res.widest_disposal()["kind"], res.widest_disposal()["within_r_max"]
+        ('none', True)
+        """
+        if axis == "space":
+            u, size, r_max, dims = "m", self.cell_size_m, float(self.policy.r_max_m), 2
+        elif axis == "time":
+            if self.time_interval_s is None:
+                return None
+            u, size, r_max, dims = "s", self.time_interval_s, self.policy.r_max_time_s, 1
+        else:
+            raise ValueError(f'`axis` must be "space" or "time", got {axis!r}')
+        disp = self.disposal if axis == "space" else self.disposal_time
+        cells = np.where(np.isnan(size), -np.inf, size)
+        cell_r = float(cell_radius(cells.max(), dims)) if np.isfinite(cells).any() else -np.inf
+        g = self.groups[self.groups["axis"] == axis] if len(self.groups) else self.groups
+        group_r = float(g["max_displacement"].max()) if len(g) else -np.inf
+        kind = ("none" if max(cell_r, group_r) == -np.inf else
+                "cell" if cell_r >= group_r else "merge group")
+        radius = max(cell_r, group_r, 0.0)
+        return {"kind": kind, f"radius_{u}": radius,
+                f"cell_{u}": float(cells.max()) if kind == "cell" else None,
+                "n_moved": int(np.isin(disp, ("merged", "generalised")).sum()),
+                f"r_max_{u}": r_max, f"bound_{u}": float(self.policy.disposal_bound_ratio * r_max),
+                "within_r_max": bool(radius <= r_max * (1 + 1e-12))}
+
+    def widest_disposal_line(self, axis: str = "space") -> str:
+        """One line for the terminal and the report: the widest disposal against r_max.
+
+        E.g. "widest disposal: cell 4,096 m (2,896 m from the truth at most; r_max 4,200 m)";
+        on "time", "widest disposal in time: interval 3,600 s (1,800 s from ...)".
+        """
+        w = self.widest_disposal(axis)
+        u, head = ("m", "widest disposal") if axis == "space" else ("s", "widest disposal in time")
+        if w is None or w["kind"] == "none":
+            return f"{head}: none (no released {'location' if u == 'm' else 'time'} moved)"
+        cell = "cell" if u == "m" else "interval"
+        what = (f"{cell} {w[f'cell_{u}']:,.0f} {u}" if w["kind"] == "cell" else "merge group")
+        return (f"{head}: {what} ({w[f'radius_{u}']:,.0f} {u} from the truth at most; "
+                f"r_max{'' if u == 'm' else '_time'} {w[f'r_max_{u}']:,.0f} {u}"
+                + ("" if w["within_r_max"] else ": WIDER than r_max") + ")")
+
     def record(self) -> dict[str, Any]:
         """Every number of the outcome, JSON-ready (no per-record values)."""
         groups = self.groups
@@ -275,6 +354,8 @@ class OutlierResult:
             "suggestions": self.suggestions,
             "hole_check": self.hole,
             "group_extent": ext,
+            "widest_disposal": {axis: self.widest_disposal(axis) for axis in ("space", "time")},
+            "n_unplaced": {axis: int(self.n_unplaced.get(axis, 0)) for axis in ("space", "time")},
             "generalised_cells_m": {"n": int(len(cells)),
                                     "sizes": {str(int(s)): int((cells == s).sum())
                                               for s in np.unique(cells)}},

@@ -128,9 +128,13 @@ def apply_outlier_policy(
     ``policy.group_diameter_ratio`` · r_max (r_max_time on the time axis) fails, and the record
     is generalised instead. Generalise: the smallest cell of a quadtree of sides 2^j m (time:
     nested bins 1 s … 52 weeks) holding ≥ k subjects, counting exact points, group centroids
-    and already generalised cells inside it. Merged members stay exempt while their group keeps
-    ≥ k active subjects, cells while they hold ≥ k; otherwise they are classified again. A
-    record that cannot be merged or generalised is suppressed.
+    and already generalised cells inside it. r_max bounds every disposal (docs/locations.md,
+    "The bound on every disposal"): only cells whose half-diagonal is ≤ r_max are tried, and a
+    merge that puts a member beyond r_max of its group's centroid fails;
+    ``policy.disposal_bound_ratio`` scales the bound (default 1). Merged members stay exempt
+    while their group keeps ≥ k active subjects, cells while they hold ≥ k; otherwise they are
+    classified again. A record that cannot be merged or generalised within the bound is
+    suppressed, and counts against the caps.
 
     Examples
     --------
@@ -172,6 +176,7 @@ class _Run:
     passes: list[dict[str, Any]] = field(default_factory=list)
     converged: bool = False
     first_dist: dict[str, np.ndarray] = field(default_factory=dict)
+    first_cells: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _axes(points: geopandas.GeoDataFrame, prep: Any, policy: OutlierPolicy,
@@ -181,11 +186,12 @@ def _axes(points: geopandas.GeoDataFrame, prep: Any, policy: OutlierPolicy,
     subj = prep.subject if prep.subject is not None else np.arange(n, dtype=np.int64)
     own = prep.subject is not None
     axes = [Axis("space", prep.coords_m, policy.r_max_m, subj, policy.k, has_subjects=own,
-                 max_diameter=policy.group_diameter_bound_m)]
+                 max_diameter=policy.group_diameter_bound_m, max_radius=policy.disposal_bound_m)]
     if time:
         t = times_s(points[time], prep.record_id, time)
         axes.append(Axis("time", t, policy.r_max_time_s, subj, policy.k, has_subjects=own,
-                         max_diameter=policy.group_diameter_ratio * policy.r_max_time_s))
+                         max_diameter=policy.group_diameter_ratio * policy.r_max_time_s,
+                         max_radius=policy.disposal_bound_ratio * policy.r_max_time_s))
     return axes
 
 
@@ -222,7 +228,6 @@ def _dispose(axes: list[Axis], labs: list[np.ndarray], run: _Run) -> None:
         gen_q = np.union1d(np.flatnonzero(active & (lab == GENERALISE)),
                            np.union1d(short, too_wide))
         failed = ax.generalise(gen_q.astype(np.int64), active)
-        ax.label[failed] = SUPPRESS
         run.suppressed[failed] = True
     for ax in axes:
         ax.regroup(~run.suppressed)
@@ -231,6 +236,8 @@ def _dispose(axes: list[Axis], labs: list[np.ndarray], run: _Run) -> None:
 def _fixed_point(axes: list[Axis], policy: OutlierPolicy, n: int) -> _Run:
     """Classify and dispose until a pass disposes nothing, within ``policy.max_passes``."""
     run = _Run(suppressed=np.zeros(n, dtype=bool), flagged=np.zeros(n, dtype=np.int64))
+    # for the advice: the smallest cell holding k' subjects around each record (first pass)
+    run.first_cells = {ax.name: ax.smallest_cell_radius(range(2, policy.k + 1)) for ax in axes}
     for p in range(1, policy.max_passes + 1):
         active = ~run.suppressed
         labs = _classify(axes, active, policy, run, first=p == 1)
@@ -305,7 +312,8 @@ def _result(points: geopandas.GeoDataFrame, policy: OutlierPolicy, prep: Any, ax
         max_unit_share=policy.max_unit_suppressed_share, other=moved)
     suggestions = {ax.name: checks.cap_suggestions(
         run.first_dist[ax.name], unit_values, k=policy.k, r_max=ax.r_max,
-        generalise_ratio=policy.generalise_ratio, max_share=policy.max_suppressed_share,
+        generalise_ratio=policy.generalise_ratio, cell_radius=run.first_cells[ax.name],
+        bound_ratio=policy.disposal_bound_ratio, max_share=policy.max_suppressed_share,
         max_unit_share=policy.max_unit_suppressed_share) for ax in axes}
     if attributes is None:
         skip = {prep.id_column, subject, unit, time, points.geometry.name}
@@ -332,6 +340,7 @@ def _result(points: geopandas.GeoDataFrame, policy: OutlierPolicy, prep: Any, ax
                                              int(active.sum())),
         failures=failures, advice=advice, crs_wkt=prep.crs_wkt,
         n_merges_too_wide={ax.name: ax.n_too_wide for ax in axes},
+        n_unplaced={ax.name: ax.n_unplaced for ax in axes},
         **_published(axes, run),
     )
 

@@ -64,7 +64,7 @@ def check_policy(*, prefix: str = "`", **values: Any) -> None:
 
     Keys (any subset): ``k``, ``r_max_m``, ``merge_ratio``, ``generalise_ratio``,
     ``max_suppressed_share``, ``max_unit_suppressed_share``, ``r_max_time``, ``max_passes``,
-    ``group_diameter_ratio``.
+    ``group_diameter_ratio``, ``disposal_bound_ratio``.
 
     Raises
     ------
@@ -100,6 +100,11 @@ def check_policy(*, prefix: str = "`", **values: Any) -> None:
                                                  and values["group_diameter_ratio"] > 0):
         raise bad("group_diameter_ratio", "a positive number (the widest merge group allowed, "
                                           "a multiple of r_max; default 1)")
+    if "disposal_bound_ratio" in values and not (_number(values["disposal_bound_ratio"])
+                                                 and values["disposal_bound_ratio"] > 0):
+        raise bad("disposal_bound_ratio", "a positive number (the largest distance from a "
+                                          "record to its published point, a multiple of "
+                                          "r_max; default 1)")
     if "max_passes" in values:
         mp = values["max_passes"]
         if isinstance(mp, bool) or not isinstance(mp, int) or not 1 <= mp <= 100:
@@ -136,6 +141,15 @@ class OutlierPolicy:
         generalised instead. With the default 1 (a group wider than r_max is k-anonymous in
         name only) no record labelled merge can be merged in the first pass: its (k−1)-th
         nearest other subject lies beyond r_max, so every group of k holding it is wider.
+    disposal_bound_ratio : float, default=1
+        The bound on every disposal, as a multiple of r_max (of r_max_time on the time axis):
+        the largest distance from a record's true location to the point published for it that
+        a disposal may allow — a cell's half-diagonal, a merge group's largest member-to-centroid
+        distance (docs/locations.md, "The bound on every disposal"). A record that cannot be
+        placed within it is suppressed. r_max is the largest generalisation the release can
+        tolerate, so the spec and the command line fix this at 1; a larger value (the API only)
+        studies the disposals beyond r_max, and the location verdict then fails on any disposal
+        wider than r_max.
 
     Raises
     ------
@@ -152,6 +166,7 @@ class OutlierPolicy:
     r_max_time: str | datetime.timedelta | None = None
     max_passes: int = 5
     group_diameter_ratio: float = 1.0
+    disposal_bound_ratio: float = 1.0
 
     def __post_init__(self) -> None:
         """Validate every value (SpecError names the key)."""
@@ -160,12 +175,21 @@ class OutlierPolicy:
                      max_suppressed_share=self.max_suppressed_share,
                      max_unit_suppressed_share=self.max_unit_suppressed_share,
                      r_max_time=self.r_max_time, max_passes=self.max_passes,
-                     group_diameter_ratio=self.group_diameter_ratio)
+                     group_diameter_ratio=self.group_diameter_ratio,
+                     disposal_bound_ratio=self.disposal_bound_ratio)
 
     @property
     def group_diameter_bound_m(self) -> float:
         """Widest merge group allowed in space, metres (group_diameter_ratio · r_max_m)."""
         return float(self.group_diameter_ratio * self.r_max_m)
+
+    @property
+    def disposal_bound_m(self) -> float:
+        """Largest distance from a record to its published point in space, metres.
+
+        ``disposal_bound_ratio`` · r_max_m (docs/locations.md, "The bound on every disposal").
+        """
+        return float(self.disposal_bound_ratio * self.r_max_m)
 
     @property
     def r_max_time_s(self) -> float | None:
@@ -180,4 +204,5 @@ class OutlierPolicy:
                 "max_unit_suppressed_share": self.max_unit_suppressed_share,
                 "r_max_time": None if self.r_max_time is None else str(self.r_max_time),
                 "r_max_time_s": self.r_max_time_s, "max_passes": self.max_passes,
-                "group_diameter_ratio": self.group_diameter_ratio}
+                "group_diameter_ratio": self.group_diameter_ratio,
+                "disposal_bound_ratio": self.disposal_bound_ratio}

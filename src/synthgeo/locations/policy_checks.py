@@ -112,12 +112,18 @@ def hole_check(units: pd.DataFrame | None, unit_column: str | None) -> dict[str,
 def cap_suggestions(
     distances: np.ndarray, unit: np.ndarray | None, *, k: int, r_max: float,
     generalise_ratio: float, max_share: float, max_unit_share: float,
+    cell_radius: np.ndarray | None = None, bound_ratio: float = 1.0,
 ) -> dict[str, Any]:
     """First-pass estimates of the largest k and the smallest r_max that meet both caps.
 
     A record is suppressed in the first pass when d_i > generalise_ratio · r_max, d_i the
-    distance to its (k−1)-th nearest other subject. ``distances[:, j]`` holds the distance to
-    the (j+1)-th, so every smaller threshold k' = j + 2 comes for free. Later passes can move
+    distance to its (k−1)-th nearest other subject. With `cell_radius` (the bound on every
+    disposal, docs/locations.md) a record flagged at all (d_i > r_max) is kept only when the
+    smallest cell holding k subjects around it has a radius ≤ bound_ratio · r_max: the
+    smallest r_max keeping it is min(d_i, max(d_i / generalise_ratio, radius / bound_ratio))
+    (merges are ignored: with the default group bound they cannot place a flagged record).
+    ``distances[:, j]`` holds the distance to the (j+1)-th, so every smaller threshold
+    k' = j + 2 comes for free. Later passes can move
     the outcome, so these are estimates for the message, not guarantees.
 
     Parameters
@@ -129,6 +135,11 @@ def cap_suggestions(
     k : int
     r_max : float
     generalise_ratio, max_share, max_unit_share : float
+    cell_radius : ndarray of shape (n_records, k − 1), optional
+        Radius (half-diagonal) of the smallest quadtree cell holding ≥ j + 2 subjects around
+        each record, all at their true locations (``Axis.smallest_cell_radius``).
+    bound_ratio : float, default=1
+        ``disposal_bound_ratio``: a cell is allowed when its radius ≤ bound_ratio · r_max.
 
     Returns
     -------
@@ -137,6 +148,9 @@ def cap_suggestions(
         ``r_max_min_passing`` (smallest r_max meeting both caps at this k; inf if none).
     """
     n = len(distances)
+    needed = distances / generalise_ratio  # the smallest r_max keeping each record
+    if cell_radius is not None:
+        needed = np.minimum(distances, np.maximum(needed, cell_radius / bound_ratio))
     codes = None if unit is None else pd.factorize(pd.Series(unit, dtype=object),
                                                    use_na_sentinel=False)[0]
 
@@ -152,10 +166,10 @@ def cap_suggestions(
 
     k_ok = None
     for kk in range(k, 1, -1):
-        if passes(distances[:, kk - 2] > generalise_ratio * r_max):
+        if passes(needed[:, kk - 2] > r_max):
             k_ok = kk
             break
-    d = distances[:, -1] / generalise_ratio if n else np.zeros(0)
+    d = needed[:, -1] if n else np.zeros(0)
 
     def min_r(values: np.ndarray, cap: float) -> float:
         allowed = int(np.floor(cap * len(values) + 1e-9))

@@ -7,8 +7,9 @@ disposals: merged records at their group's centroid, generalised records at thei
 suppressed records withheld (their count, per unit when a unit column is given, is reported and
 the totals are checked: released + withheld = read, overall and per unit). Spatial k is measured
 again on the released geometry. The verdict is FAIL when the policy refuses (a cap breached, no
-fixed point) or the totals do not add up; the hole check (one unit with suppressions) is a
-warning for the board.
+fixed point), a released disposal is wider than r_max (docs/locations.md, "The bound on every
+disposal") or the totals do not add up; the hole check (one unit with suppressions) is a
+warning for the board. The verdict states the widest disposal released.
 """
 
 from __future__ import annotations
@@ -134,7 +135,8 @@ class LocationVerdict:
         Why it fails (empty on PASS), or why it was not assessed.
     details : dict
         Numbers behind it: records, released, withheld (per unit), moved, labelled not ok and
-        released exactly, spatial k before and after, totals check, hole flag.
+        released exactly, spatial k before and after, totals check, hole flag, and the widest
+        disposal released (``widest_disposal``: kind, radius and cell in metres, r_max).
     """
 
     status: str
@@ -167,6 +169,11 @@ class LocationVerdict:
                 f"{d.get('n_moved', 0):,} moved, {d.get('n_withheld', 0):,} withheld; "
                 f"{d.get('n_exact_flagged', 0):,} labelled merge/generalise/suppress released "
                 "exactly")
+        w = d.get("widest_disposal")
+        if w and w.get("kind") not in (None, "none"):
+            what = f"cell {w['cell_m']:,.0f} m" if w["kind"] == "cell" else "merge group"
+            body += (f"; widest disposal {what}, {w['radius_m']:,.0f} m from the truth at most "
+                     f"(r_max {w['r_max_m']:,.0f} m)")
         return head + ": " + body + ("" if self.passed else " — " + "; ".join(self.reasons))
 
 
@@ -267,6 +274,15 @@ def _spatial_k_after(points: geopandas.GeoDataFrame, released: np.ndarray,
     return {key: s.get(key) for key in _K_KEYS}
 
 
+def _widest_released(outliers: OutlierResult, treated: LocationTreatment) -> dict[str, Any]:
+    """Return the widest disposal the release publishes (none moved under treatment "none")."""
+    w = outliers.widest_disposal("space")
+    if treated.treatment == "apply":
+        return w
+    return {**w, "kind": "none", "radius_m": 0.0, "cell_m": None, "n_moved": 0,
+            "within_r_max": True}
+
+
 def location_verdict(outliers: OutlierResult | None, treated: LocationTreatment | None,
                      spatial_k: SpatialKResult | None = None) -> LocationVerdict:
     """Judge the released locations (see the module notes for the rules).
@@ -309,6 +325,14 @@ def location_verdict(outliers: OutlierResult | None, treated: LocationTreatment 
                        "disposals of its last pass were applied, but they are not a policy "
                        "the board can approve, and records it labelled ok before that pass "
                        "are released exactly; change the policy first")
+    widest = _widest_released(outliers, treated)
+    if not widest["within_r_max"]:
+        what = (f"a cell {widest['cell_m']:,.0f} m wide" if widest["kind"] == "cell"
+                else "a merge group")
+        reasons.append(f"{what} is published up to {widest['radius_m']:,.0f} m from the truth, "
+                       f"beyond r_max = {widest['r_max_m']:,.0f} m, the largest generalisation "
+                       "the release tolerates; keep `disposal_bound_ratio` at 1 so that records "
+                       "that cannot be placed within r_max are suppressed")
     if not treated.totals["consistent"]:
         reasons.append("released + withheld records do not add up to the records read")
     before = None if spatial_k is None else spatial_k.summary()
@@ -321,6 +345,7 @@ def location_verdict(outliers: OutlierResult | None, treated: LocationTreatment 
         "policy_refused": outliers.refused, "hole_flag": bool(outliers.hole.get("flag")),
         "spatial_k_before": None if before is None else {k: before.get(k) for k in _K_KEYS},
         "spatial_k_after": treated.spatial_k_after,
+        "widest_disposal": widest,
     }
     return LocationVerdict(status="FAIL" if reasons else "PASS", treatment=treated.treatment,
                            reasons=tuple(reasons), details=details)

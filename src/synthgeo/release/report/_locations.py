@@ -50,7 +50,9 @@ def locations_for_report(locations: Any) -> Any:
     policy = {"k": pol.k, "r_max_m": pol.r_max_m,
               "max_suppressed_share": pol.max_suppressed_share,
               "max_unit_suppressed_share": pol.max_unit_suppressed_share,
-              "outcome": "passes" if not ol.refused else "would refuse"}
+              "outcome": "passes" if not ol.refused else "would refuse",
+              # the bound on every disposal (issue 23): what the policy publishes at most
+              "widest disposal": ol.widest_disposal_line().split(": ", 1)[1]}
     return {
         "spatial_k": sk.spatial_k, "radius_m": sk.radius_m, "k": sk.k,
         "k_max": getattr(sk, "k_max", None),
@@ -103,7 +105,9 @@ def section_locations(locations: Any) -> Section | None:
         - ``worst_offenders`` : DataFrame (the first 20 rows are shown);
         - ``outlier_policy`` : DataFrame or mapping of label to count (ok / merge / generalise
           / suppress), or ``outlier_labels`` : array-like of labels per record (counted);
-        - ``policy`` : mapping of policy parameters (k, r_max_m, caps) and their outcome;
+        - ``policy`` : mapping of policy parameters (k, r_max_m, caps) and their outcome (with
+          the widest disposal: a cell's half-diagonal or a merge group's largest
+          member-to-centroid distance, against r_max);
         - ``bias_statement`` : str and ``bias`` : DataFrame — the records the policy suppresses
           (or would) against the others (standardised mean differences).
 
