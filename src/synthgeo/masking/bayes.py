@@ -41,7 +41,8 @@ from synthgeo._errors import SpecError
 from synthgeo.masking.areal import AreaPartition
 from synthgeo.masking.verify import HouseholdIndex
 
-__all__ = ["MethodAwareAttacker", "DonutLaw", "ArealLaw", "PRIORS"]
+__all__ = ["MethodAwareAttacker", "DonutLaw", "ArealLaw", "PRIORS", "mask_law", "attack_all",
+           "guess_floor"]
 
 PRIORS = ("known cases", "households")
 _REL = 1e-9  # scores within this relative tolerance are ties
@@ -348,3 +349,61 @@ def _expected_hit(scores: np.ndarray, own: np.ndarray) -> np.ndarray:
     n_tie = tie.sum(axis=1)
     hit = np.where((own_s >= best * (1 - _REL)) & (best > 0), 1.0 / n_tie, 0.0)
     return np.where(best > 0, hit, 1.0 / scores.shape[1])
+
+
+def mask_law(method: str, index: HouseholdIndex, k: int, *, verified: bool = False,
+             extent: tuple[float, float, float, float] | None = None,
+             random_seed: int = 0) -> DonutLaw | ArealLaw:
+    """Rebuild the published law of a mask from the household layer, as the attacker would.
+
+    Parameters
+    ----------
+    method : {"donut", "areal"}
+    index : HouseholdIndex
+        The household layer.
+    k : int
+    verified : bool, default=False
+        Donut only: the mask was verified.
+    extent : tuple of 4 floats, optional
+        Areal only: the partition's root rectangle (recorded with the mask).
+    random_seed : int, default=0
+        Seed of the acceptance simulations (verified donut).
+
+    Returns
+    -------
+    DonutLaw or ArealLaw
+    """
+    from synthgeo.masking.areal import household_partition
+    from synthgeo.masking.donut import INNER_RATIO
+
+    if method == "areal":
+        return ArealLaw(index, household_partition(index.xy, k, weights=index.weights,
+                                                   extent=extent))
+    return DonutLaw(index, k, verified=verified, inner=INNER_RATIO, random_seed=random_seed)
+
+
+def attack_all(xy: np.ndarray, masked: np.ndarray, law: DonutLaw | ArealLaw, *,
+               known_share: float, random_seed: Any,
+               households_masks: int | None = None) -> dict[str, np.ndarray]:
+    """Success per mask of the naive and the method-aware attackers; (n_masks,) each.
+
+    Returns ``{"naive": ..., "aware_known_cases": ..., "aware_households": ...}``; the two
+    known-case attackers attack the same known cases (same seed). ``aware_households`` is
+    measured on the first `households_masks` masks (default all) and has that length.
+    """
+    from synthgeo.masking.attacker import NearestHouseholdAttacker
+
+    seed = np.random.default_rng(random_seed).integers(2**63)
+    naive = NearestHouseholdAttacker(known_share=known_share).success(
+        xy, masked, random_seed=np.random.default_rng(seed))
+    cases = MethodAwareAttacker(known_share=known_share).success(
+        xy, masked, law=law, random_seed=np.random.default_rng(seed))
+    sub = masked if households_masks is None else masked[:households_masks]
+    households = MethodAwareAttacker(known_share=known_share, prior="households").success(
+        xy, sub, law=law)
+    return {"naive": naive, "aware_known_cases": cases, "aware_households": households}
+
+
+def guess_floor(k: int, n_known: int) -> float:
+    """Return the larger random-guess floor: 1/k (households) or 1/n_known (known cases)."""
+    return max(1.0 / k, 1.0 / n_known)
