@@ -34,9 +34,9 @@ def test_choose_k_chorley(tmp_path, capsys):
     assert main(["choose-k", *INPUTS, *SOURCE, "--replicates", "20", "--out", str(out),
                  "--progress", "always"]) == 0
     cap = capsys.readouterr()
-    assert "No k on the grid meets both targets" in cap.out
+    assert "No method and k on the grid meets both targets" in cap.out
     assert "aggregated counts" in cap.out and "secure enclave" in cap.out
-    assert " k  attacker  detection  median_disp_m" in cap.out
+    assert "method  k  naive  aware  aware_hh  floor  stronger  detection  median_disp_m" in cap.out
     assert "4 cases within 2000 m vs 1.07 expected" in cap.out
     assert "choose-k" in cap.err  # the progress bar, on stderr
     assert sorted(files(out)) == ["choose_k.json", "choose_k.png", "sweep.csv"]
@@ -49,10 +49,16 @@ def test_choose_k_chorley(tmp_path, capsys):
                                                                                      413600]
     assert rec["targets"] == {"max_attacker_success": 0.05, "min_detection_rate": 0.8,
                               "rule": rec["targets"]["rule"]}
-    assert [r["k"] for r in rec["sweep"]] == [5, 10, 15, 20, 30, 50]
+    assert [r["k"] for r in rec["sweep"]] == [5, 10, 15, 20, 30, 50] * 2
+    assert [r["method"] for r in rec["sweep"]] == ["donut"] * 6 + ["areal"] * 6
     assert rec["alternatives"] and rec["urbanicity"]["n_dense"] == 31
+    assert rec["chosen_method"] is None and "method_aware" in rec["attacker"]
     table = pd.read_csv(out / "sweep.csv")
-    assert table["k"].tolist() == [5, 10, 15, 20, 30, 50]
+    assert table["k"].tolist() == [5, 10, 15, 20, 30, 50] * 2
+    # both attackers per method and k; the verdict uses the stronger, never below the floor
+    assert (table["attacker_success"] >= table[["attacker_success_naive",
+                                                "attacker_success_aware"]].max(axis=1)).all()
+    assert (table["guess_floor"] == [max(1 / k, 1 / 17) for k in table["k"]]).all()
 
     # same inputs and seed: byte-identical table and figure; refuse an existing folder
     again = tmp_path / "ck2"

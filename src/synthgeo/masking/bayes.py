@@ -13,9 +13,9 @@ true household is among them, else 0. Two priors:
     :class:`~synthgeo.masking.NearestHouseholdAttacker`) and links each of their masked points to
     one of them; random-guess floor 1/n_known.
 ``"households"``
-    Any household in the layer may be the case's (uniform prior, weights as prior mass; the
-    case's own address is a candidate whether or not it is in the layer); floor 1/k for the
-    areal mask, which the attacker cannot beat.
+    Any household in the layer may be the case's (uniform prior over households: a point
+    holding w households is w candidates; the case's own address is a candidate whether or
+    not it is in the layer); for the areal mask 1/(households in the area) <= 1/k.
 
 Likelihoods (docs/locations.md, "The method-aware attacker"):
 
@@ -327,16 +327,16 @@ class MethodAwareAttacker:
         own_s = law.scores(flat, xy[case], r_true[case], acc_true[case])
         owner = np.repeat(np.arange(len(flat)), [len(c) for c in cands])
         cat = np.concatenate(cands) if len(cands) else np.zeros(0, np.int64)
-        # a household at the case's own location is the case's own address, scored once
-        other = np.hypot(*(idx.xy[cat] - xy[case[owner]]).T) > _TOUCH_M
-        owner, cat = owner[other], cat[other]
-        s = law.scores(flat[owner], idx.xy[cat], law._hh_r[cat],
-                       law.household_acceptance(cat)) * w[cat]
+        s = law.scores(flat[owner], idx.xy[cat], law._hh_r[cat], law.household_acceptance(cat))
         own_o = own_s[owner]
+        # households at the case's location cannot be told from it: the same score
+        at_own = np.hypot(*(idx.xy[cat] - xy[case[owner]]).T) <= _TOUCH_M
+        s[at_own] = own_o[at_own]
         better = np.bincount(owner, weights=s > own_o * (1 + _REL), minlength=len(flat))
-        tied = np.bincount(owner, weights=np.abs(s - own_o) <= own_o * _REL,
-                           minlength=len(flat))
-        hits = np.where((own_s > 0) & (better == 0), 1.0 / (1.0 + tied), 0.0)
+        # a point holding w households is w tied candidates; the own one is the case itself
+        tied = np.bincount(owner, weights=w[cat] * (np.abs(s - own_o) <= own_o * _REL),
+                           minlength=len(flat)) - own_in_layer[case]
+        hits = np.where((own_s > 0) & (better == 0), 1.0 / (1.0 + np.maximum(tied, 0)), 0.0)
         return hits.reshape(n_masks, n).mean(axis=1)
 
 

@@ -250,6 +250,7 @@ def choose_k(
     max_verify_redraws: int = 100,
     methods: Sequence[str] = METHODS,
     households_masks: int = 20,
+    method_aware: bool = True,
     max_site_records: int | None = DEFAULT_MAX_SITE_RECORDS,
 ) -> ChooseKResult:
     """Sweep methods and k, score replicate masks for privacy and utility, choose both.
@@ -305,6 +306,10 @@ def choose_k(
         Masks per row on which the method-aware attacker with a uniform prior over all
         households is measured (it scores every household near each point; the known-case
         attackers use all masks).
+    method_aware : bool, default=True
+        Score the method-aware attacker (:class:`~synthgeo.masking.bayes.MethodAwareAttacker`,
+        both priors) beside `attacker`, and base the verdicts on the stronger. False scores
+        `attacker` alone, which understates the risk: only to reproduce an earlier sweep.
     max_site_records : int or None, default=10
         Records at one location share one draw; more than this at one site are refused
         (:mod:`synthgeo.masking.sites`).
@@ -350,7 +355,7 @@ def choose_k(
     max_att = _check_share(max_attacker_success, "max_attacker_success")
     min_det = _check_share(min_detection_rate, "min_detection_rate")
     methods = _check_methods(methods)
-    aware = attacker is None or isinstance(attacker, NearestHouseholdAttacker)
+    aware = bool(method_aware)
     attacker = NearestHouseholdAttacker() if attacker is None else attacker
     if not (hasattr(attacker, "success") and hasattr(attacker, "to_dict")):
         raise TypeError(f"`attacker` must have `success` and `to_dict` methods (see "
