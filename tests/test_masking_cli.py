@@ -66,7 +66,7 @@ def test_choose_k_chorley(tmp_path, capsys):
                  str(again)]) == 0
     cap = capsys.readouterr()
     assert "choose-k" not in cap.err and "%|" not in cap.err  # --quiet: no progress bar
-    assert "No k on the grid" in cap.out  # the finding is the result: always printed
+    assert "No method and k on the grid" in cap.out  # the finding is the result: always printed
     a, b = files(out), files(again)
     assert a["sweep.csv"] == b["sweep.csv"] and a["choose_k.png"] == b["choose_k.png"]
     ra, rb = (json.loads(x["choose_k.json"]) for x in (a, b))
