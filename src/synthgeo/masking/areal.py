@@ -1,7 +1,7 @@
 """Areal masking to k households: a partition built from the household layer alone.
 
-The household layer is cut into rectangles by recursive weighted-median splits along the longer
-side (a k-d partition: every cell holding at least 2k households is split in two halves each
+The household layer is cut into rectangles by recursive equal-weight splits along the longer
+side (a k-d partition: every cell holding at least 2k households is cut into strips each
 holding at least k), so that every area holds between k and about 2k households. A case is
 published at a point drawn uniformly within the area that contains it (within area ∩ study
 region when a region is given). The area is a function of the household layer and k only, and
@@ -52,8 +52,11 @@ class AreaPartition:
     households: np.ndarray = field(repr=False)
     k: int
     _axis: np.ndarray = field(repr=False)
-    _split: np.ndarray = field(repr=False)
-    _left: np.ndarray = field(repr=False)
+    _first: np.ndarray = field(repr=False)
+    _q: np.ndarray = field(repr=False)
+    _bstart: np.ndarray = field(repr=False)
+    _bnd: np.ndarray = field(repr=False)
+    _box: np.ndarray = field(repr=False)
     _leaf: np.ndarray = field(repr=False)
 
     @property
@@ -71,22 +74,33 @@ class AreaPartition:
         out = ((xy[:, 0] < root[0]) | (xy[:, 0] > root[2]) | (xy[:, 1] < root[1])
                | (xy[:, 1] > root[3]))
         node = np.zeros(len(xy), dtype=np.int64)
+        # boundaries as sorted keys "node + position within the node's extent" (as in the build)
+        owner = np.repeat(np.arange(len(self._q)), np.maximum(self._q - 1, 0))
+        vert = self._axis[owner] == 1
+        lo = np.where(vert, self._box[owner, 1], self._box[owner, 0])
+        span = np.where(vert, self._box[owner, 3] - self._box[owner, 1],
+                        self._box[owner, 2] - self._box[owner, 0])
+        keys = owner + 0.5 * (self._bnd - lo) / np.maximum(span, 1e-300)
         while True:
-            inner = self._left[node] >= 0
-            if not inner.any():
+            i = np.flatnonzero(self._first[node] >= 0)
+            if not len(i):
                 break
-            i = np.flatnonzero(inner)
             n = node[i]
-            right = xy[i, self._axis[n]] >= self._split[n]
-            node[i] = self._left[n] + right
+            v = self._axis[n] == 1
+            coord = np.where(v, xy[i, 1], xy[i, 0])
+            lo_n = np.where(v, self._box[n, 1], self._box[n, 0])
+            span_n = np.where(v, self._box[n, 3] - self._box[n, 1],
+                              self._box[n, 2] - self._box[n, 0])
+            key = n + 0.5 * np.clip((coord - lo_n) / np.maximum(span_n, 1e-300), 0, 1)
+            j = np.searchsorted(keys, key, side="right") - self._bstart[n]
+            node[i] = self._first[n] + np.clip(j, 0, self._q[n] - 1)
         area = self._leaf[node]
         area[out] = -1
         return area
 
     @property
     def _root(self) -> np.ndarray:
-        b = self.bounds
-        return np.array([b[:, 0].min(), b[:, 1].min(), b[:, 2].max(), b[:, 3].max()])
+        return self._box[0]
 
     def polygons(self) -> np.ndarray:
         """Return the areas as shapely boxes, shape (n_areas,)."""
@@ -117,11 +131,11 @@ def household_partition(households_xy: np.ndarray, k: int, *,
 
     Notes
     -----
-    Level by level, every cell holding >= 2k households is split along its longer side at the
-    weighted median of the households' coordinates: the lower half takes the households whose
-    cumulative weight is <= half the cell's,
-    and the split line lies midway between the two halves. A split that would leave either half
-    below k (large weights) is not made. One sort per level.
+    Level by level, every cell holding W >= 2k households is cut along its longer side into q
+    strips of equal weight (q = floor(W/k) when W < 9k, else floor(sqrt(W/k)), so that a few
+    levels reach areas of k to 2k households), the cut lines midway between the neighbouring
+    households of two strips. Where weights make a strip lighter than k the cell is halved
+    instead, and left whole if even a half would be. One sort per level.
 
     Examples
     --------
@@ -138,8 +152,10 @@ def household_partition(households_xy: np.ndarray, k: int, *,
         pad = PAD * max(float((hi - lo).max()), 1.0)
         extent = (lo[0] - pad, lo[1] - pad, hi[0] + pad, hi[1] + pad)
     boxes = [np.asarray(extent, dtype=float)[None]]
-    axis_l, split_l, left_l = [np.zeros(1, np.int64)], [np.zeros(1)], [np.full(1, -1)]
-    n_nodes = 1
+    axis_l, first_l, q_l = [np.zeros(1, np.int64)], [np.full(1, -1)], [np.zeros(1, np.int64)]
+    bnd_l: list[np.ndarray] = []
+    bstart_l = [np.zeros(1, np.int64)]
+    n_nodes, n_bnd = 1, 0
     cell = np.zeros(len(hxy), dtype=np.int64)
     frontier = np.array([0])
     while len(frontier):
@@ -160,47 +176,86 @@ def household_partition(households_xy: np.ndarray, k: int, *,
         # one float sort on "cell + position within the cell" (in [c, c + 0.5])
         order = np.argsort(c + 0.5 * (coord - lo_c) / np.maximum(span, 1e-300))
         pts, c, coord = pts[order], c[order], coord[order]
-        cw = np.cumsum(w[pts])
+        wp = w[pts]
+        cw = np.cumsum(wp)
         seg = np.concatenate([[0], np.cumsum(np.bincount(c, minlength=n_nodes))])
-        before = np.concatenate([[0.0], cw])[seg[c]]
-        lower = (cw - before) <= tot[c] / 2 + 1e-9
-        wl = np.bincount(c, weights=w[pts] * lower, minlength=n_nodes)
-        ok = is_cand & (wl >= k - 1e-9) & (tot - wl >= k - 1e-9)
+        mid = cw - wp / 2 - np.concatenate([[0.0], cw])[seg[c]]  # weight before + half its own
+        ratio = tot / k
+        q = np.where(ratio < 9, np.floor(ratio + 1e-9), np.floor(np.sqrt(ratio))).astype(np.int64)
+        q = np.maximum(q, 2)
+        part, ok = _parts(mid, c, wp, tot, q, k, n_nodes)
+        if not ok[cand].all():  # heavy weights: try halves where equal parts fail
+            q = np.where(ok, q, 2)
+            part, ok = _parts(mid, c, wp, tot, q, k, n_nodes)
+        ok &= is_cand
         split_cells = np.flatnonzero(ok)
         if not len(split_cells):
             break
-        # households are sorted by cell then coordinate: the lower half is a prefix of its cell
-        first = seg[split_cells]
-        n_low = np.bincount(c, weights=lower, minlength=n_nodes)[split_cells].astype(np.int64)
-        s = (coord[first + n_low - 1] + coord[first + n_low]) / 2
-        a = ax[split_cells]
-        child = n_nodes + 2 * np.arange(len(split_cells))
-        lb, rb = box[split_cells].copy(), box[split_cells].copy()
-        lb[np.arange(len(s)), 2 + a] = s
-        rb[np.arange(len(s)), a] = s
-        new_box = np.empty((2 * len(s), 4))
-        new_box[0::2], new_box[1::2] = lb, rb
+        keep = ok[c]
+        c, coord, part, pts = c[keep], coord[keep], part[keep], pts[keep]
+        qs = q[split_cells]
+        offset = np.zeros(n_nodes, np.int64)
+        offset[split_cells] = np.concatenate([[0], np.cumsum(qs)[:-1]])
+        gpart = offset[c] + part  # parts are contiguous runs of the sorted households
+        start = np.concatenate([[0], np.cumsum(np.bincount(gpart, minlength=int(qs.sum())))])
+        # boundaries between consecutive parts of a cell: midway between the two households
+        inner = np.ones(int(qs.sum()), dtype=bool)
+        inner[np.cumsum(qs) - 1] = False  # the last part of each cell has no upper boundary
+        g = np.flatnonzero(inner)
+        b = (coord[start[g + 1] - 1] + coord[start[g + 1]]) / 2
+        owner = np.repeat(split_cells, qs)
+        a = ax[owner]
+        lower = np.where(a == 1, box[owner, 1], box[owner, 0])
+        upper = np.where(a == 1, box[owner, 3], box[owner, 2])
+        lo_e = lower.copy()
+        hi_e = upper.copy()
+        hi_e[g] = b
+        lo_e[g + 1] = b
+        child_box = box[owner].copy()
+        rows = np.arange(len(owner))
+        child_box[rows, a] = lo_e
+        child_box[rows, 2 + a] = hi_e
         axis = np.concatenate(axis_l)
-        split = np.concatenate(split_l)
-        left = np.concatenate(left_l)
-        axis[split_cells], split[split_cells], left[split_cells] = a, s, child
-        axis_l, split_l = [axis, np.zeros(2 * len(s), np.int64)], [split, np.zeros(2 * len(s))]
-        left_l = [left, np.full(2 * len(s), -1)]
-        boxes.append(new_box)
-        moved = ok[cell[pts]]
-        p, cc = pts[moved], cell[pts[moved]]
-        pos = np.searchsorted(split_cells, cc)
-        cell[p] = child[pos] + (~lower[moved]).astype(np.int64)
-        frontier = np.arange(n_nodes, n_nodes + 2 * len(s))
-        n_nodes += 2 * len(s)
-    axis, split, left = (np.concatenate(v) for v in (axis_l, split_l, left_l))
+        first = np.concatenate(first_l)
+        qq = np.concatenate(q_l)
+        bstart = np.concatenate(bstart_l)
+        first_child = n_nodes + np.concatenate([[0], np.cumsum(qs)[:-1]])
+        axis[split_cells], first[split_cells], qq[split_cells] = ax[split_cells], first_child, qs
+        bstart[split_cells] = n_bnd + np.concatenate([[0], np.cumsum(qs - 1)[:-1]])
+        n_new = int(qs.sum())
+        axis_l = [axis, np.zeros(n_new, np.int64)]
+        first_l = [first, np.full(n_new, -1)]
+        q_l = [qq, np.zeros(n_new, np.int64)]
+        bstart_l = [bstart, np.zeros(n_new, np.int64)]
+        bnd_l.append(b)
+        n_bnd += len(b)
+        boxes.append(child_box)
+        cell[pts] = n_nodes + gpart
+        frontier = np.arange(n_nodes, n_nodes + n_new)
+        n_nodes += n_new
+    axis, first, qq, bstart = (np.concatenate(v) for v in (axis_l, first_l, q_l, bstart_l))
+    bnd = np.concatenate(bnd_l) if bnd_l else np.zeros(0)
     box = np.concatenate(boxes)
-    leaves = np.flatnonzero(left < 0)
+    leaves = np.flatnonzero(first < 0)
     leaf = np.full(n_nodes, -1, dtype=np.int64)
     leaf[leaves] = np.arange(len(leaves))
     tot = np.bincount(cell, weights=w, minlength=n_nodes)
     return AreaPartition(bounds=box[leaves], households=tot[leaves], k=int(k), _axis=axis,
-                         _split=split, _left=left, _leaf=leaf)
+                         _first=first, _q=qq, _bstart=bstart, _bnd=bnd, _box=box, _leaf=leaf)
+
+
+def _parts(mid: np.ndarray, c: np.ndarray, wp: np.ndarray, tot: np.ndarray, q: np.ndarray,
+           k: int, n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Assign each sorted household to one of its cell's q equal-weight parts.
+
+    Returns the part per household and, per cell, whether all its parts hold >= k.
+    """
+    part = np.minimum(np.floor(mid / tot[c] * q[c]).astype(np.int64), q[c] - 1)
+    qmax = int(q.max())
+    wpart = np.bincount(c * qmax + part, weights=wp, minlength=n_nodes * qmax).reshape(-1, qmax)
+    used = np.arange(qmax)[None, :] < q[:, None]
+    ok = np.where(used, wpart >= k - 1e-9, True).all(axis=1)
+    return part, ok
 
 
 def draw_in_areas(bounds: np.ndarray, rng: np.random.Generator, *,
