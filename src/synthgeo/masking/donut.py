@@ -56,7 +56,8 @@ class DonutMask:
         One row per case, in case order: the case id column and the masked Point, in the cases'
         CRS (metres). This is the publishable layer.
     r_k_m : ndarray of shape (n_cases,)
-        Distance in metres from each true location to its k-th nearest household (confidential).
+        Distance in metres from each true location to its k-th nearest household (confidential;
+        NaN for the areal mask, which does not use it).
     displacement_m : ndarray of shape (n_cases,)
         Distance in metres between each true and masked location (confidential).
     k : int
@@ -367,16 +368,19 @@ def mask_to_k(
             raise TypeError(f"`{name}` must be a non-negative int, got {v!r}")
     seed = resolve_seed(random_seed)
     xy = prep["xy"]
-    index = HouseholdIndex(prep["households_xy"], prep["weights"])
-    r_k = _kth_distance(xy, prep["households_xy"], np.array([k]), prep["weights"],
-                        tree=index.tree)[:, 0]
+    if method not in ("donut", "areal"):
+        raise SpecError(f"`method` must be 'donut' or 'areal', got {method!r}")
+    if method == "areal":  # no r_k: the areas come from the household layer alone
+        index, r_k = None, np.full(len(xy), np.nan)
+    else:
+        index = HouseholdIndex(prep["households_xy"], prep["weights"])
+        r_k = _kth_distance(xy, prep["households_xy"], np.array([k]), prep["weights"],
+                            tree=index.tree)[:, 0]
     if (zero := r_k == 0).any():
         warnings.warn(f"{int(zero.sum())} case(s) have at least k = {k} households at their exact "
                       f"location (r_k = 0), e.g. ids {prep['ids'][zero][:_N_SHOW].tolist()}: they "
                       "are published at that location, anonymous only among its households",
                       UserWarning, stacklevel=2)
-    if method not in ("donut", "areal"):
-        raise SpecError(f"`method` must be 'donut' or 'areal', got {method!r}")
     first, inverse, counts = site_index(xy)
     largest = check_site_sizes(counts, max_site_records, prep["ids"], first)
     sxy, s_r, s_ids = xy[first], r_k[first], prep["ids"][first]  # one draw per site
@@ -403,8 +407,8 @@ def mask_to_k(
             vk = index.verified_k(sxy, masked)
     masked, vk = masked[:, inverse], vk[:, inverse]
     dist = np.hypot(*(masked[0] - xy).T)[None]
-    logger.info("masked %d cases (%d sites) to k = %d by %s (median r_k %.0f m, %d redraws)",
-                len(xy), len(first), k, method, float(np.median(r_k)), n_redraws)
+    logger.info("masked %d cases (%d sites) to k = %d by %s (%d redraws)", len(xy), len(first),
+                k, method, n_redraws)
     id_column = (cases.attrs.get("id_column") if isinstance(cases, geopandas.GeoDataFrame)
                  else None) or "record"
     crs = pyproj.CRS.from_user_input(prep["crs"])
