@@ -132,13 +132,14 @@ def test_unreachable_annulus_is_widened_and_the_bound_refuses():
 def test_attacker_only_sweep(layout):
     cases, hh, _, _ = layout
     res = choose_k(cases, hh, utility=None, k_grid=(5, 20, 100, 300), n_replicates=10,
-                   max_attacker_success=0.8, random_seed=2, progressbar=False)
+                   max_attacker_success=0.8, random_seed=2, progressbar=False,
+                   methods=("donut",), method_aware=False)
     t = res.table
     assert t["detection_rate"].isna().all() and t["meets_detection_target"].all()
     assert res.utility == {"attacker_only": True}
     assert t["attacker_success"].iloc[1] > 0.8 >= t["attacker_success"].iloc[2]
     assert res.chosen_k == 100 and res.finding.startswith("Attacker only (no utility test): "
-                                                          "k = 100 is the smallest k")
+                                                          "donut mask: k = 100 is the smallest k")
     assert (t["verified_k_share_below_k"] > 0).all()
     ver = choose_k(cases, hh, utility=None, k_grid=(5,), n_replicates=5, random_seed=2,
                    progressbar=False, verify=True)
