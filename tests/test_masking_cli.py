@@ -208,3 +208,24 @@ def test_write_mask_refuses_foreign_folder(tmp_path):
     with pytest.raises(synthgeo.SpecError, match="file_format"):
         write_mask(m, tmp_path / "y", file_format="shp")
     assert not (tmp_path / "y").exists()
+
+
+def test_mask_areal_reports_both_attackers_and_the_floor(tmp_path, capsys):
+    out = tmp_path / "areal"
+    assert main(["mask", *INPUTS, "--k", "20", "--method", "areal", "--seed", "123456789012",
+                 "--out", str(out)]) == 0
+    cap = capsys.readouterr()
+    assert "attacker success on this mask: naive" in cap.out
+    assert "method-aware over all households" in cap.out and "random-guess floor" in cap.out
+    assert "areal mask:" in cap.out and "households in the case's area" in cap.out
+    side = json.loads((out / "mask.json").read_text())
+    ev = side["evaluation"]
+    both = ev["attackers"]
+    assert ev["attacker_success"] == max(both[n]["success"] for n in
+                                         ("naive", "aware_known_cases", "aware_households"))
+    assert both["aware_households"]["success"] <= 1 / 20
+    assert both["floor"] == pytest.approx(1 / 17)
+    assert side["method"] == "areal" and ev["verified_k"]["min"] >= 20
+    public = json.loads((out / "release" / "masking.json").read_text())
+    assert public["method"].startswith("areal mask to k households")
+    assert "co_located_records" in public
