@@ -24,8 +24,8 @@ Likelihoods (docs/locations.md, "The method-aware attacker"):
   donut density on the annulus widened by WIDEN**s, p_s(h) the probability that a draw at
   scale s passes verification and π_s(h) that the published draw comes from scale s (after
   WIDEN_AFTER failures at each smaller scale), both estimated by simulating draws around h
-  (six scales); the redraws at the study region's edge are not modelled, so the attacker is
-  a lower bound on a fully Bayes one;
+  (100 draws per scale, up to six scales); the redraws at the study region's edge are not
+  modelled, so the attacker is a lower bound on a fully Bayes one;
 * areal: 1[m in area(h)] / |area(h)|: every household of the area scores the same.
 """
 
@@ -48,6 +48,7 @@ PRIORS = ("known cases", "households")
 _REL = 1e-9  # scores within this relative tolerance are ties
 _TOUCH_M = 1e-6
 _SCALES = 6  # annulus scales WIDEN**0 .. WIDEN**5 modelled for a verified donut
+_NEGLIGIBLE = 1e-4  # a scale reached with less probability than this is not simulated
 
 
 class DonutLaw:
@@ -63,8 +64,9 @@ class DonutLaw:
         Whether the mask was verified (redrawn until its verified k reached k).
     inner : float
         Inner radius as a share of r_k (the published 0.5).
-    n_draws : int, default=200
-        Simulated draws per candidate for the acceptance probability of a verified mask.
+    n_draws : int, default=100
+        Simulated draws per candidate and scale for the acceptance probability of a verified
+        mask (scales reached with probability below 1e-4 are not simulated).
     random_seed : int, default=0
         Seed of those simulations.
     """
@@ -72,7 +74,7 @@ class DonutLaw:
     name = "donut"
 
     def __init__(self, index: HouseholdIndex, k: int, *, verified: bool, inner: float,
-                 n_draws: int = 200, random_seed: int = 0) -> None:
+                 n_draws: int = 100, random_seed: int = 0) -> None:
         from synthgeo.masking.donut import _kth_distance
 
         self.index, self.k, self.verified, self.inner = index, int(k), bool(verified), inner
@@ -104,15 +106,19 @@ class DonutLaw:
         rng = np.random.default_rng(self.seed)
         left = np.ones(len(xy))  # P(reaching scale s)
         for s in range(_SCALES):
-            u = rng.random((self.n_draws, len(xy)))
-            a = 2 * np.pi * rng.random((self.n_draws, len(xy)))
-            d = r * WIDEN**s * np.sqrt(self.inner**2 + u * (1 - self.inner**2))
-            m = xy + np.stack([d * np.cos(a), d * np.sin(a)], axis=-1)
-            p = np.maximum((self.index.verified_k(xy, m) >= self.k - 1e-9).mean(axis=0),
+            i = np.flatnonzero(left > _NEGLIGIBLE)  # scales a case almost never reaches: 0
+            if not len(i):
+                break
+            u = rng.random((self.n_draws, len(i)))
+            a = 2 * np.pi * rng.random((self.n_draws, len(i)))
+            d = r[i] * WIDEN**s * np.sqrt(self.inner**2 + u * (1 - self.inner**2))
+            m = xy[i] + np.stack([d * np.cos(a), d * np.sin(a)], axis=-1)
+            p = np.maximum((self.index.verified_k(xy[i], m) >= self.k - 1e-9).mean(axis=0),
                            1.0 / self.n_draws)
-            stay = 1.0 - (1.0 - p) ** WIDEN_AFTER if s < _SCALES - 1 else np.ones(len(xy))
-            out[:, s] = left * stay / p
-            left = left * (1.0 - stay)
+            stay = 1.0 - (1.0 - p) ** WIDEN_AFTER if s < _SCALES - 1 else np.ones(len(i))
+            out[i, s] = left[i] * stay / p
+            left[i] = left[i] * (1.0 - stay)
+            left[np.setdiff1d(np.arange(len(xy)), i)] = 0.0
         return out
 
     def scores(self, m: np.ndarray, h: np.ndarray, r: np.ndarray, acc: np.ndarray) -> np.ndarray:
@@ -219,6 +225,10 @@ class MethodAwareAttacker:
         that with the same seed both attack the same cases).
     prior : {"known cases", "households"}, default="known cases"
         Candidate set and prior (module docstring).
+    max_points : int or None, default=500
+        ``"households"`` prior against a donut: attack a random sample of at most this many
+        cases per mask (it scores every household near each point, and for a verified donut
+        simulates each one's acceptance); None attacks all.
 
     Examples
     --------
@@ -235,6 +245,7 @@ class MethodAwareAttacker:
 
     known_share: float = 0.3
     prior: str = "known cases"
+    max_points: int | None = 500
 
     def __post_init__(self) -> None:  # noqa: D105
         s = self.known_share
@@ -281,7 +292,7 @@ class MethodAwareAttacker:
         if xy.shape != (n, 2):
             raise ValueError(f"expected true_xy_m of shape ({n}, 2), got {xy.shape}")
         if self.prior == "households":
-            return self._households(xy, masked, law)
+            return self._households(xy, masked, law, random_seed)
         rng = np.random.default_rng(random_seed)
         n_known = self.n_known(n)
         known = np.argsort(rng.random((n_masks, n)), axis=1)[:, :n_known]
@@ -298,20 +309,40 @@ class MethodAwareAttacker:
             return out
         r_true = law.r_k(xy)
         acc = law.acceptance(xy, r_true)
+        from scipy.spatial import cKDTree
+
+        from synthgeo.masking.verify import WIDEN
+
+        # only known households within the widest modelled annulus can score > 0
+        reach = float(r_true.max()) * (WIDEN ** (_SCALES - 1) if law.verified else 1.0) \
+            * (1 + 1e-9) + _TOUCH_M
         out = np.empty(n_masks)
         for r in range(n_masks):
             kk = known[r]
             m = masked[r, kk]
-            mi = np.repeat(m, n_known, axis=0)
-            hj = np.tile(xy[kk], (n_known, 1))
-            s = law.scores(mi, hj, np.tile(r_true[kk], n_known),
-                           np.tile(acc[kk], (n_known, 1))).reshape(n_known, n_known)
-            out[r] = _expected_hit(s, np.arange(n_known)).mean()
+            lists = cKDTree(xy[kk]).query_ball_point(m, reach)
+            i = np.repeat(np.arange(n_known), [len(v) for v in lists])
+            j = np.concatenate([np.asarray(v, dtype=np.int64) for v in lists])
+            s = law.scores(m[i], xy[kk][j], r_true[kk][j], acc[kk][j])
+            own = np.zeros(n_known)
+            own[i[i == j]] = s[i == j]
+            o = own[i]
+            better = np.bincount(i, weights=s > o * (1 + _REL), minlength=n_known)
+            tied = np.bincount(i, weights=(s == o) | (np.abs(s - o) <= o * _REL),
+                               minlength=n_known)
+            seen = np.bincount(i, weights=s > 0, minlength=n_known) > 0
+            hit = np.where((own > 0) & (better == 0), 1.0 / np.maximum(tied, 1), 0.0)
+            out[r] = np.where(seen, hit, 1.0 / n_known).mean()  # nothing fits: a guess
         return out
 
-    def _households(self, xy: np.ndarray, masked: np.ndarray, law: Any) -> np.ndarray:
+    def _households(self, xy: np.ndarray, masked: np.ndarray, law: Any,
+                    random_seed: Any) -> np.ndarray:
         n_masks, n = masked.shape[:2]
         idx = law.index
+        if isinstance(law, DonutLaw) and self.max_points is not None and n > self.max_points:
+            pick = np.sort(np.random.default_rng(random_seed).choice(n, self.max_points,
+                                                                     replace=False))
+            xy, masked, n = xy[pick], masked[:, pick], self.max_points
         own_in_layer = idx.own(xy)
         if isinstance(law, ArealLaw):
             size = law.households_in_area[law.partition.locate(xy)] + (1 - own_in_layer)
@@ -327,6 +358,10 @@ class MethodAwareAttacker:
         own_s = law.scores(flat, xy[case], r_true[case], acc_true[case])
         owner = np.repeat(np.arange(len(flat)), [len(c) for c in cands])
         cat = np.concatenate(cands) if len(cands) else np.zeros(0, np.int64)
+        if law.verified:  # simulate acceptance only for candidates the point can come from
+            support = law.scores(flat[owner], idx.xy[cat], law._hh_r[cat],
+                                 np.ones((len(cat), _SCALES))) > 0
+            owner, cat = owner[support], cat[support]
         s = law.scores(flat[owner], idx.xy[cat], law._hh_r[cat], law.household_acceptance(cat))
         own_o = own_s[owner]
         # households at the case's location cannot be told from it: the same score
@@ -338,17 +373,6 @@ class MethodAwareAttacker:
                            minlength=len(flat)) - own_in_layer[case]
         hits = np.where((own_s > 0) & (better == 0), 1.0 / (1.0 + np.maximum(tied, 0)), 0.0)
         return hits.reshape(n_masks, n).mean(axis=1)
-
-
-def _expected_hit(scores: np.ndarray, own: np.ndarray) -> np.ndarray:
-    """Row-wise 1[own among the best] / #best; a row of zeros is a uniform guess."""
-    best = scores.max(axis=1)
-    own_s = scores[np.arange(len(scores)), own]
-    with np.errstate(invalid="ignore"):
-        tie = scores >= best[:, None] * (1 - _REL)
-    n_tie = tie.sum(axis=1)
-    hit = np.where((own_s >= best * (1 - _REL)) & (best > 0), 1.0 / n_tie, 0.0)
-    return np.where(best > 0, hit, 1.0 / scores.shape[1])
 
 
 def mask_law(method: str, index: HouseholdIndex, k: int, *, verified: bool = False,
@@ -384,12 +408,14 @@ def mask_law(method: str, index: HouseholdIndex, k: int, *, verified: bool = Fal
 
 def attack_all(xy: np.ndarray, masked: np.ndarray, law: DonutLaw | ArealLaw, *,
                known_share: float, random_seed: Any,
-               households_masks: int | None = None) -> dict[str, np.ndarray]:
-    """Success per mask of the naive and the method-aware attackers; (n_masks,) each.
+               households_masks: int | None = None,
+               aware_masks: int | None = None) -> dict[str, np.ndarray]:
+    """Success per mask of the naive and the method-aware attackers.
 
-    Returns ``{"naive": ..., "aware_known_cases": ..., "aware_households": ...}``; the two
-    known-case attackers attack the same known cases (same seed). ``aware_households`` is
-    measured on the first `households_masks` masks (default all) and has that length.
+    Returns ``{"naive": ..., "aware_known_cases": ..., "aware_households": ...}``, arrays over
+    masks: the naive attacker on all, the method-aware known-case attacker on the first
+    `aware_masks` (default all; the same known cases as the naive one's first masks: same
+    seed) and the household-prior attacker on the first `households_masks` (default all).
     """
     from synthgeo.masking.attacker import NearestHouseholdAttacker
 
@@ -397,10 +423,10 @@ def attack_all(xy: np.ndarray, masked: np.ndarray, law: DonutLaw | ArealLaw, *,
     naive = NearestHouseholdAttacker(known_share=known_share).success(
         xy, masked, random_seed=np.random.default_rng(seed))
     cases = MethodAwareAttacker(known_share=known_share).success(
-        xy, masked, law=law, random_seed=np.random.default_rng(seed))
+        xy, masked[:aware_masks], law=law, random_seed=np.random.default_rng(seed))
     sub = masked if households_masks is None else masked[:households_masks]
     households = MethodAwareAttacker(known_share=known_share, prior="households").success(
-        xy, sub, law=law)
+        xy, sub, law=law, random_seed=np.random.default_rng([seed, 1]))
     return {"naive": naive, "aware_known_cases": cases, "aware_households": households}
 
 

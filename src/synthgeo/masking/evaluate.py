@@ -19,6 +19,10 @@ from synthgeo.masking.verify import HouseholdIndex, summarise_verified_k, verifi
 
 __all__ = ["MaskEvaluation", "evaluate_mask"]
 
+#: Random choices of known cases the method-aware attacker is averaged over (it scores every
+#: known case near each point, so fewer than the naive attacker's `n_attacks`).
+_AWARE_ATTACKS = 50
+
 
 @dataclass(frozen=True, kw_only=True)
 class MaskEvaluation:
@@ -83,7 +87,8 @@ def _both_attackers(xy: np.ndarray, copies: np.ndarray, mask: DonutMask, hxy: np
     law = mask_law(mask.method, index, mask.k, verified=mask.verified, random_seed=seed % 2**32,
                    extent=None if extent is None else tuple(extent))
     res = attack_all(xy, copies, law, known_share=naive.known_share,
-                     random_seed=np.random.default_rng([seed, 3]), households_masks=1)
+                     random_seed=np.random.default_rng([seed, 3]), households_masks=1,
+                     aware_masks=_AWARE_ATTACKS)
     out: dict[str, Any] = {}
     for name, v in res.items():
         out[name] = {"success": float(v.mean()),
@@ -120,7 +125,9 @@ def evaluate_mask(
         E.g. :class:`~synthgeo.masking.ExcessNearSource`; its verdict on the mask and on the
         truth are reported.
     n_attacks : int, default=200
-        The attacker's known cases are random: success is averaged over this many choices.
+        The attacker's known cases are random: success is averaged over this many choices
+        (the method-aware attacker over the first 50 of them, the household-prior one over one
+        attack: it does not depend on the known cases).
     random_seed : int or numpy.random.Generator, optional
         Seed of the choices of known cases.
     households : geopandas.GeoDataFrame or geopandas.GeoSeries, optional

@@ -190,7 +190,7 @@ def _sweep_k(ctx: dict[str, Any], j: int, k: int, bar, method: str = "donut") ->
             take = max(0, ctx["households_masks"] - sum(len(a) for a in aware_hh))
             if take:
                 aware_hh.append(MethodAwareAttacker(prior="households").success(
-                    xy, masked[:take], law=law))
+                    xy, masked[:take], law=law, random_seed=np.random.default_rng([seed, 4, b])))
         if ctx["utility"] is not None:
             passes[start:start + size] = np.asarray(ctx["utility"].passes(masked), dtype=bool)
         dist[start:start + size] = d
