@@ -34,9 +34,9 @@ def test_choose_k_chorley(tmp_path, capsys):
     assert main(["choose-k", *INPUTS, *SOURCE, "--replicates", "20", "--out", str(out),
                  "--progress", "always"]) == 0
     cap = capsys.readouterr()
-    assert "No k on the grid meets both targets" in cap.out
+    assert "No method and k on the grid meets both targets" in cap.out
     assert "aggregated counts" in cap.out and "secure enclave" in cap.out
-    assert " k  attacker  detection  median_disp_m" in cap.out
+    assert "method  k  naive  aware  aware_hh  floor  stronger  detection  median_disp_m" in cap.out
     assert "4 cases within 2000 m vs 1.07 expected" in cap.out
     assert "choose-k" in cap.err  # the progress bar, on stderr
     assert sorted(files(out)) == ["choose_k.json", "choose_k.png", "sweep.csv"]
@@ -49,10 +49,16 @@ def test_choose_k_chorley(tmp_path, capsys):
                                                                                      413600]
     assert rec["targets"] == {"max_attacker_success": 0.05, "min_detection_rate": 0.8,
                               "rule": rec["targets"]["rule"]}
-    assert [r["k"] for r in rec["sweep"]] == [5, 10, 15, 20, 30, 50]
+    assert [r["k"] for r in rec["sweep"]] == [5, 10, 15, 20, 30, 50] * 2
+    assert [r["method"] for r in rec["sweep"]] == ["donut"] * 6 + ["areal"] * 6
     assert rec["alternatives"] and rec["urbanicity"]["n_dense"] == 31
+    assert rec["chosen_method"] is None and "method_aware" in rec["attacker"]
     table = pd.read_csv(out / "sweep.csv")
-    assert table["k"].tolist() == [5, 10, 15, 20, 30, 50]
+    assert table["k"].tolist() == [5, 10, 15, 20, 30, 50] * 2
+    # both attackers per method and k; the verdict uses the stronger, never below the floor
+    assert (table["attacker_success"] >= table[["attacker_success_naive",
+                                                "attacker_success_aware"]].max(axis=1)).all()
+    assert np.allclose(table["guess_floor"], [max(1 / k, 1 / 17) for k in table["k"]])
 
     # same inputs and seed: byte-identical table and figure; refuse an existing folder
     again = tmp_path / "ck2"
@@ -60,7 +66,7 @@ def test_choose_k_chorley(tmp_path, capsys):
                  str(again)]) == 0
     cap = capsys.readouterr()
     assert "choose-k" not in cap.err and "%|" not in cap.err  # --quiet: no progress bar
-    assert "No k on the grid" in cap.out  # the finding is the result: always printed
+    assert "No method and k on the grid" in cap.out  # the finding is the result: always printed
     a, b = files(out), files(again)
     assert a["sweep.csv"] == b["sweep.csv"] and a["choose_k.png"] == b["choose_k.png"]
     ra, rb = (json.loads(x["choose_k.json"]) for x in (a, b))
@@ -202,3 +208,24 @@ def test_write_mask_refuses_foreign_folder(tmp_path):
     with pytest.raises(synthgeo.SpecError, match="file_format"):
         write_mask(m, tmp_path / "y", file_format="shp")
     assert not (tmp_path / "y").exists()
+
+
+def test_mask_areal_reports_both_attackers_and_the_floor(tmp_path, capsys):
+    out = tmp_path / "areal"
+    assert main(["mask", *INPUTS, "--k", "20", "--method", "areal", "--seed", "123456789012",
+                 "--out", str(out)]) == 0
+    cap = capsys.readouterr()
+    assert "attacker success on this mask: naive" in cap.out
+    assert "method-aware over all households" in cap.out and "random-guess floor" in cap.out
+    assert "areal mask:" in cap.out and "households in the case's area" in cap.out
+    side = json.loads((out / "mask.json").read_text())
+    ev = side["evaluation"]
+    both = ev["attackers"]
+    assert ev["attacker_success"] == max(both[n]["success"] for n in
+                                         ("naive", "aware_known_cases", "aware_households"))
+    assert both["aware_households"]["success"] <= 1 / 20
+    assert both["floor"] == pytest.approx(1 / 17)
+    assert side["method"] == "areal" and ev["verified_k"]["min"] >= 20
+    public = json.loads((out / "release" / "masking.json").read_text())
+    assert public["method"].startswith("areal mask to k households")
+    assert "co_located_records" in public

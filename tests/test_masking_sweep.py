@@ -62,7 +62,7 @@ def test_chosen_k_is_the_smallest_meeting_both(clustered):
     cases, hh, test = clustered
     res = choose_k(cases, hh, utility=test, k_grid=(400, 5, 20, 100, 200), n_replicates=60,
                    max_attacker_success=0.4, min_detection_rate=0.9, random_seed=3,
-                   progressbar=False)
+                   progressbar=False, methods=("donut",), method_aware=False)
     t = res.table
     assert t["k"].tolist() == [5, 20, 100, 200, 400]  # sorted
     assert t["meets_both"].sum() >= 2  # several k meet both: the choice is the smallest
@@ -85,7 +85,7 @@ def test_chosen_k_is_the_smallest_meeting_both(clustered):
     assert rec["targets"]["max_attacker_success"] == 0.4
     assert rec["utility"]["passes_on_true_locations"] is True
     fig = plot_choose_k(res)
-    assert fig.axes[0].get_title().startswith(f"Chosen k = {res.chosen_k}")
+    assert fig.axes[0].get_title().startswith(f"Chosen: donut mask, k = {res.chosen_k}")
 
 
 def test_no_k_works_on_a_tiny_case_set():
@@ -98,13 +98,13 @@ def test_no_k_works_on_a_tiny_case_set():
                    progressbar=False)
     assert res.chosen_k is None
     assert res.alternatives == ALTERNATIVES
-    assert "No k on the grid meets both targets" in res.finding
+    assert "No method and k on the grid meets both targets" in res.finding
     assert "aggregated counts" in res.finding and "secure enclave" in res.finding
     assert res.attacker["n_known"] == 2 and res.attacker["baseline"] == 0.5
     assert any("below the success of a random guess" in n for n in res.notes)
     assert not res.table["meets_attacker_target"].any()
     assert res.to_record()["chosen_k"] is None
-    assert plot_choose_k(res).axes[0].get_title().startswith("No k on the grid")
+    assert plot_choose_k(res).axes[0].get_title().startswith("No method and k on the grid")
 
 
 def test_deterministic_by_seed(clustered):
@@ -193,7 +193,7 @@ def test_chorley_sweep(chorley):
     cases, hh, region = chorley
     test = ExcessNearSource.from_households(hh, source_xy_m=INCINERATOR_M, radius_m=2000)
     res = choose_k(cases, hh, utility=test, region=region, n_replicates=40, random_seed=1,
-                   progressbar=False)
+                   progressbar=False, methods=("donut",))
     t = res.table
     assert len(cases) == 58 and res.attacker["n_known"] == 17
     assert res.chosen_k is None  # 17 known cases: even the random guess (1/17) beats 5%
@@ -209,11 +209,17 @@ def test_weights_equal_repeated_households(clustered):
     kw = dict(utility=test, n_replicates=15, random_seed=4, progressbar=False)
     unit = choose_k(cases, hh, k_grid=(5,), **kw).table
     double = choose_k(cases, hh, k_grid=(10,), weights=np.full(len(hh), 2.0), **kw).table
-    # (the dense/sparse split differs: it uses the 10th household, i.e. another neighbour)
-    # (the verified k counts households, two per point now, plus the true one: it differs)
-    split = ["k", "median_displacement_dense_m", "median_displacement_sparse_m",
-             "verified_k_median", "verified_k_share_below_k"]
-    pd.testing.assert_frame_equal(unit.drop(columns=split), double.drop(columns=split))
+    # the same draws, the same known-case attacks and the same areas; what counts households
+    # differs (the verified k, the attacker over all households: two per point now; the
+    # floor 1/k) and so does the dense/sparse split (the 10th household is another neighbour)
+    same = ["method", "attacker_success_naive", "attacker_success_aware", "detection_rate",
+            "agreement_rate", "median_displacement_m", "median_r_k_m", "redraw_share"]
+    pd.testing.assert_frame_equal(unit[same], double[same])
+    # two households per point: against the areal mask the attacker over all households
+    # succeeds about half as often (the same areas hold twice the households)
+    ratio = (double["attacker_success_aware_households"]
+             / unit["attacker_success_aware_households"])
+    assert list(unit["method"]) == ["donut", "areal"] and 0.4 < ratio.iloc[1] < 0.6
 
 
 def test_close_call_note():

@@ -51,10 +51,22 @@ def test_verified_k_counts_households_at_least_as_close_as_the_truth():
     # masked 3 m off the line at x = 0: no household but its own within 3 m -> 1
     assert verified_k(true, np.array([[0.0, 3.0]]), hh).tolist() == [1.0]
     # (n_masks, n_cases) in, the same shape out. Masked to (-20, 0), 20 m from the truth:
-    # -20 (0 m), -30 and -10 (10 m) are closer, -40 is exactly as close (20 m): a tie the
-    # attacker cannot break, counted -> 1 + 4 = 5
+    # -20 (0 m), -30 and -10 (10 m) are closer, -40 is exactly as close (20 m): a tie, outside
+    # the circle of radius 20·cos(π/64) inscribed in MaskMyPy's 64-gon, not counted -> 1 + 3
     out = verified_k(true, np.array([[[25.0, 0.0]], [[-20.0, 0.0]]]), hh)
-    assert out.shape == (2, 1) and out[:, 0].tolist() == [5.0, 5.0]
+    assert out.shape == (2, 1) and out[:, 0].tolist() == [5.0, 4.0]
+
+
+def test_verified_k_counts_within_the_circle_inscribed_in_maskmypys_64_gon():
+    # a household 0.1 % inside the circle of radius 100 m but outside the inscribed circle
+    # (radius 100·cos(π/64) = 99.88 m) is not counted: MaskMyPy's 64-gon may miss it
+    true = np.array([[0.0, 0.0]])
+    masked = np.array([[100.0, 0.0]])
+    angle = np.pi / 64  # on the bisector of a 64-gon edge starting at angle 0: outside it
+    hh = np.array([[100.0 + 99.9 * np.cos(np.pi - angle), 99.9 * np.sin(np.pi - angle)]])
+    assert verified_k(true, masked, hh).tolist() == [1.0]
+    hh_in = np.array([[100.0 - 99.8, 0.0]])
+    assert verified_k(true, masked, hh_in).tolist() == [2.0]
 
 
 def test_verified_k_without_the_own_household_and_with_weights():
@@ -120,13 +132,14 @@ def test_unreachable_annulus_is_widened_and_the_bound_refuses():
 def test_attacker_only_sweep(layout):
     cases, hh, _, _ = layout
     res = choose_k(cases, hh, utility=None, k_grid=(5, 20, 100, 300), n_replicates=10,
-                   max_attacker_success=0.8, random_seed=2, progressbar=False)
+                   max_attacker_success=0.8, random_seed=2, progressbar=False,
+                   methods=("donut",), method_aware=False)
     t = res.table
     assert t["detection_rate"].isna().all() and t["meets_detection_target"].all()
     assert res.utility == {"attacker_only": True}
     assert t["attacker_success"].iloc[1] > 0.8 >= t["attacker_success"].iloc[2]
     assert res.chosen_k == 100 and res.finding.startswith("Attacker only (no utility test): "
-                                                          "k = 100 is the smallest k")
+                                                          "donut mask: k = 100 is the smallest k")
     assert (t["verified_k_share_below_k"] > 0).all()
     ver = choose_k(cases, hh, utility=None, k_grid=(5,), n_replicates=5, random_seed=2,
                    progressbar=False, verify=True)

@@ -30,7 +30,7 @@ def test_choosing_k_notebook_runs(tmp_path, monkeypatch):
     assert not [o for o in outputs if o.output_type == "error"]
     text = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     assert "58 cases, 978 households" in text
-    assert "No k on the grid meets both targets" in text and "chosen k: None" in text
+    assert "No method and k on the grid meets both targets" in text and "chosen k: None" in text
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == 2  # the two curves against k, and the map
     assert os.environ.get("SYNTHGEO_NB_REPLICATES") == "10"

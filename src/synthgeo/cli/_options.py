@@ -101,6 +101,11 @@ MASKING: dict[str, tuple[str, dict[str, Any]]] = {
              "the true locations show no excess (the sweep then measures how often masking "
              "keeps that finding, i.e. shows no spurious excess), and say so (default: off: "
              "refuse a test that does not pass on the true locations)")),
+    "max_site_records": ("--max-site-records", dict(
+        type=int, default=10, metavar="N",
+        help="records at one exact location share one published point; a site with more than "
+             "N records is refused, since its stack of identical points can name an "
+             "institution (default: 10; release such a site as a count instead)")),
 }
 
 

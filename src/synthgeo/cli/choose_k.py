@@ -21,11 +21,13 @@ def add_parser(sub, common) -> None:
     """Register ``synthgeo choose-k``."""
     p = sub.add_parser(
         "choose-k", parents=[common],
-        help="choose k for donut masking from simulated attacks and a utility test",
-        description="For each k on the grid, draw many replicate donut masks and measure the "
-                    "attacker's success and how often the utility test (excess cases within "
+        help="choose the masking method and k from simulated attacks and a utility test",
+        description="For each method (donut, areal) and k on the grid, draw many replicate "
+                    "masks and measure the success of the naive and the method-aware attacker "
+                    "(verdicts use the stronger, never below the random-guess floor) and how "
+                    "often the utility test (excess cases within "
                     "R metres of a source) still detects what it detects on the true locations. "
-                    "Prints the sweep table and the smallest k meeting both targets, or the "
+                    "Prints the sweep table and the method and k meeting both targets, or the "
                     "finding that none does with the two alternatives; every row gives the "
                     "verified k of the masks (households at least as close to the masked point "
                     "as the true location). --attacker-only sweeps without a utility test. "
@@ -34,7 +36,11 @@ def add_parser(sub, common) -> None:
     )
     add_input_args(p)
     add_utility_args(p, required=False)
-    add(p, MASKING, ["attacker_only", "preregistered", "verify", "max_verify_redraws"])
+    add(p, MASKING, ["attacker_only", "preregistered", "verify", "max_verify_redraws",
+                     "max_site_records"])
+    p.add_argument("--methods", default="donut,areal", metavar="M,M",
+                   help="masking methods to compare: donut, areal or both (default: "
+                        "donut,areal); the recommendation names the method and k")
     add_attacker_args(p)
     p.add_argument("--k-grid", default="5,10,15,20,30,50", metavar="K,K,...",
                    help="values of k (households) to try (default: 5,10,15,20,30,50)")
@@ -98,13 +104,18 @@ def run(args: argparse.Namespace, say) -> int:
                       region=inputs.region, random_seed=args.seed,
                       progressbar=getattr(args, "progressbar", False),
                       preregistered=args.preregistered, verify=args.verify,
-                      max_verify_redraws=args.max_verify_redraws)
+                      max_verify_redraws=args.max_verify_redraws,
+                      methods=[m.strip() for m in args.methods.split(",")],
+                      max_site_records=args.max_site_records)
     seconds = time.perf_counter() - t0
     record = {**provenance("choose-k", inputs=inputs.provenance), "seconds": round(seconds, 2)}
     written = write_choose_k(result, out, record=record, overwrite=args.overwrite,
                              inputs=input_files(args))
     t = result.table
-    cols = {"k": "k", "attacker_success": "attacker", "detection_rate": "detection",
+    cols = {"method": "method", "k": "k", "attacker_success_naive": "naive",
+            "attacker_success_aware": "aware", "attacker_success_aware_households": "aware_hh",
+            "guess_floor": "floor", "attacker_success": "stronger",
+            "detection_rate": "detection",
             "median_displacement_m": "median_disp_m", "median_displacement_dense_m": "dense_m",
             "median_displacement_sparse_m": "sparse_m", "verified_k_median": "verified_k",
             "verified_k_share_below_k": "below_k", "meets_both": "both_targets"}
@@ -124,9 +135,12 @@ def run(args: argparse.Namespace, say) -> int:
             f"{result.attacker.get('n_known')} cases")
     with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
         say("\n" + t[list(cols)].rename(columns=cols).to_string(index=False))
-    say("(dense/sparse: cases above/below the median household density; verified_k: median "
-        "households at least as close to the masked point as the true location, below_k: "
-        "share of cases under k" + (", verified masks" if args.verify else "") + ")")
+    say("(naive: nearest known case household; aware: method-aware Bayes attacker knowing the "
+        "same cases, aware_hh: the same over all households (uniform prior); stronger: the "
+        "largest, which verdicts use with floor = max(1/k, 1/known cases); dense/sparse: cases "
+        "above/below the median household density; verified_k: median households at least as "
+        "close to the masked point as the true location (areal: households in the area), "
+        "below_k: share of cases under k" + (", verified masks" if args.verify else "") + ")")
     for note in result.notes:
         say(f"note: {note}")
     print(result.finding)

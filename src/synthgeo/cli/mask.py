@@ -55,7 +55,12 @@ def add_parser(sub, common) -> None:
                         "point; only new cases are masked (default: none)")
     add_utility_args(p, required=False)
     add_attacker_args(p)
-    add(p, MASKING, ["verify", "max_verify_redraws"])
+    add(p, MASKING, ["verify", "max_verify_redraws", "max_site_records"])
+    p.add_argument("--method", choices=["donut", "areal"], default="donut",
+                   help="donut: move each case by 0.5 r_k..r_k; areal: publish it uniformly "
+                        "within its area of a partition of the household layer into areas of "
+                        ">= k households, which a method-aware attacker cannot narrow below "
+                        "1/k (default: donut)")
     p.add_argument("--n-attacks", type=int, default=200, metavar="N",
                    help="random choices of the attacker's known cases averaged over when "
                         "scoring the written mask (default: 200)")
@@ -88,7 +93,9 @@ def run(args: argparse.Namespace, say) -> int:
         "households": {k: prov["households"][k] for k in ("sha256", "query", "weight_column")},
         "region": None if prov["region"] is None else prov["region"]["sha256"],
         "coordinates": {k: prov["coordinates"][k] for k in ("x", "y", "crs", "coord_unit_m")},
-        "k": args.k, "method": "donut-1" + ("-verified" if args.verify else ""),
+        "k": args.k, "method": ("areal-1" if args.method == "areal" else
+                                "donut-1" + ("-verified" if args.verify else "")),
+        "max_site_records": args.max_site_records,
         "reuse": None if previous is None else previous[1].get("inputs_key"),
     }
     key = inputs_key(params)
@@ -104,7 +111,8 @@ def run(args: argparse.Namespace, say) -> int:
     seed = resolve_seed(args.seed)
     mask = mask_to_k(inputs.cases, inputs.households, k=args.k, weights=inputs.weights,
                      region=inputs.region, random_seed=seed, verify=args.verify,
-                     max_verify_redraws=args.max_verify_redraws)
+                     max_verify_redraws=args.max_verify_redraws, method=args.method,
+                     max_site_records=args.max_site_records)
     reused = None
     if previous is not None:
         layer, side = previous
@@ -169,26 +177,42 @@ def _summary(say, side: dict) -> None:
     say(f"{side['n_cases']} cases masked to k = {side['k']} households ({side['n_redraws']} "
         f"redraws outside the region, {side.get('n_reused', 0)} carried over from an earlier "
         f"mask); CRS {side['crs']}")
+    if side.get("largest_site", 1) > 1:
+        say(f"co-located records: up to {side['largest_site']} at one location, published at "
+            "one shared point per location")
     if ev:
         say(f"displacement: median {ev['median_displacement_m']:.0f} m (min "
             f"{ev['min_displacement_m']:.0f}, max {ev['max_displacement_m']:.0f})")
-        say(f"attacker success on this mask: {ev['attacker_success']:.3f} (± "
-            f"{ev['attacker_success_se']:.3f} MC s.e.; attacker knows {att.get('n_known')} "
-            f"cases; random-guess baseline {att.get('baseline', float('nan')):.3f})")
-        if ev["attacker_success"] > DEFAULT_MAX_SUCCESS:  # a verified k is no protection here
+        both = ev.get("attackers")
+        if both:
+            say(f"attacker success on this mask: naive {both['naive']['success']:.3f}, "
+                f"method-aware {both['aware_known_cases']['success']:.3f} (both know "
+                f"{att.get('n_known')} cases), method-aware over all households "
+                f"{both['aware_households']['success']:.3f}; the stronger "
+                f"{ev['attacker_success']:.3f}, random-guess floor max(1/k, 1/n_known) = "
+                f"{both['floor']:.3f}")
+        else:
+            say(f"attacker success on this mask: {ev['attacker_success']:.3f} (± "
+                f"{ev['attacker_success_se']:.3f} MC s.e.; attacker knows {att.get('n_known')} "
+                f"cases; random-guess baseline {att.get('baseline', float('nan')):.3f})")
+        if max(ev["attacker_success"], (both or {}).get("floor", 0.0)) > DEFAULT_MAX_SUCCESS:
             say(f"warning: attacker success {ev['attacker_success']:.3f} is above "
                 f"{DEFAULT_MAX_SUCCESS:g} (choose-k's default target): whatever k says, this "
                 "mask does not protect these cases against that attacker (too few households "
                 "around them, or k too small); see `synthgeo choose-k`")
         vk = ev.get("verified_k")
         if vk:
-            say(f"verified k (households at least as close to the masked point as the true "
-                f"location): median {vk['median']:.0f}, min {vk['min']:.0f}, "
+            what = ("households in the case's area" if side.get("method") == "areal" else
+                    "households at least as close to the masked point as the true location")
+            say(f"verified k ({what}): median {vk['median']:.0f}, min {vk['min']:.0f}, "
                 f"{vk['n_below_k']} of {vk['n']} cases below k = {vk['k']}"
                 + ("" if vk["n_below_k"] else " (verified mask)" if side.get("verification")
                    else ""))
         ver = side.get("verification")
-        if ver:
+        if ver and ver.get("method") == "areal":
+            say(f"areal mask: {ver['n_areas']} areas, at least "
+                f"{ver['min_households_in_area']:g} households each")
+        elif ver:
             say(f"verified mask: {ver['n_redraws']} redraws in {ver['rounds']} rounds (bound "
                 f"{ver['max_redraws']}), {ver['n_widened']} annuli widened (up to "
                 f"x{ver['max_annulus_scale']:.2f})")

@@ -1,29 +1,36 @@
-"""Rare-disease point releases: donut geomasking to k and choosing k from evidence.
+"""Rare-disease point releases: donut and areal masking to k, choosing method and k from evidence.
 
-docs/locations.md, "Donut geomasking and choosing k". :func:`mask_to_k` masks a case layer;
-:func:`choose_k` sweeps k over replicate masks, scoring an attacker model
-(:class:`NearestHouseholdAttacker`) and a utility test (:class:`ExcessNearSource`, or your own),
-and picks the smallest k meeting both targets; :func:`plot_choose_k` draws the two curves;
+docs/locations.md, "Donut geomasking and choosing k". :func:`mask_to_k` masks a case layer
+(donut, or areal: uniform within an area of >= k households); :func:`choose_k` sweeps methods
+and k over replicate masks, scoring the naive and the method-aware attacker
+(:class:`NearestHouseholdAttacker`, :class:`MethodAwareAttacker`) and a utility test
+(:class:`ExcessNearSource`, or your own), and picks the method and smallest k meeting both
+targets against the stronger attacker; :func:`plot_choose_k` draws the two curves;
 :func:`write_mask`/:func:`read_mask` store a mask once for reuse.
 """
 
+from synthgeo.masking.areal import AreaPartition, household_partition
 from synthgeo.masking.attacker import Attacker, NearestHouseholdAttacker
+from synthgeo.masking.bayes import MethodAwareAttacker, mask_law
 from synthgeo.masking.detection import ExcessNearSource, FunctionUtility, UtilityTest
 from synthgeo.masking.donut import INNER_RATIO, DonutMask, kth_household_distance, mask_to_k
 from synthgeo.masking.evaluate import MaskEvaluation, evaluate_mask
 from synthgeo.masking.plot import plot_choose_k
+from synthgeo.masking.sites import DEFAULT_MAX_SITE_RECORDS
 from synthgeo.masking.store import read_mask, reuse_previous_mask, write_choose_k, write_mask
 from synthgeo.masking.sweep import (
     ALTERNATIVES,
     DEFAULT_K_GRID,
+    METHODS,
     ChooseKResult,
     choose_k,
     smallest_k_meeting,
 )
 
 __all__ = [
-    "ALTERNATIVES", "DEFAULT_K_GRID", "INNER_RATIO",
-    "Attacker", "NearestHouseholdAttacker",
+    "ALTERNATIVES", "DEFAULT_K_GRID", "INNER_RATIO", "METHODS", "DEFAULT_MAX_SITE_RECORDS",
+    "Attacker", "NearestHouseholdAttacker", "MethodAwareAttacker", "mask_law",
+    "AreaPartition", "household_partition",
     "UtilityTest", "ExcessNearSource", "FunctionUtility",
     "DonutMask", "kth_household_distance", "mask_to_k",
     "ChooseKResult", "choose_k", "smallest_k_meeting", "plot_choose_k",

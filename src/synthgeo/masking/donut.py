@@ -21,7 +21,7 @@ import pyproj
 from scipy.spatial import cKDTree
 from shapely.geometry.base import BaseGeometry
 
-from synthgeo._errors import InputError
+from synthgeo._errors import InputError, SpecError
 from synthgeo.masking._validate import (
     check_cases_in_region,
     check_k,
@@ -33,6 +33,8 @@ from synthgeo.masking._validate import (
     resolve_seed,
     same_crs,
 )
+from synthgeo.masking.areal import PAD, draw_in_areas, household_partition
+from synthgeo.masking.sites import DEFAULT_MAX_SITE_RECORDS, check_site_sizes, site_index
 from synthgeo.masking.verify import HouseholdIndex, redraw_until_verified
 
 __all__ = ["INNER_RATIO", "DonutMask", "kth_household_distance", "mask_to_k"]
@@ -54,7 +56,8 @@ class DonutMask:
         One row per case, in case order: the case id column and the masked Point, in the cases'
         CRS (metres). This is the publishable layer.
     r_k_m : ndarray of shape (n_cases,)
-        Distance in metres from each true location to its k-th nearest household (confidential).
+        Distance in metres from each true location to its k-th nearest household (confidential;
+        NaN for the areal mask, which does not use it).
     displacement_m : ndarray of shape (n_cases,)
         Distance in metres between each true and masked location (confidential).
     k : int
@@ -75,7 +78,12 @@ class DonutMask:
     verification : dict or None
         For a verified mask (``verify=True``): redraws, rounds, the bound, cases whose annulus
         was widened and the largest widening (see :class:`synthgeo.masking.verify.Verification`);
-        None when not verified.
+        for the areal mask the partition (areas, fewest households in an area); None when not
+        verified.
+    method : {"donut", "areal"}, default="donut"
+        The masking method (see :func:`mask_to_k`).
+    largest_site : int, default=1
+        Most records at one true location (they share one published point).
     """
 
     masked: geopandas.GeoDataFrame
@@ -88,6 +96,8 @@ class DonutMask:
     n_reused: int = 0
     verified_k: np.ndarray | None = field(default=None, repr=False)
     verification: dict[str, Any] | None = None
+    method: str = "donut"
+    largest_site: int = 1
 
     @property
     def verified(self) -> bool:
@@ -249,8 +259,10 @@ def mask_to_k(
     max_redraws: int = 1000,
     verify: bool = False,
     max_verify_redraws: int = 100,
+    method: str = "donut",
+    max_site_records: int | None = DEFAULT_MAX_SITE_RECORDS,
 ) -> DonutMask:
-    """Donut-mask case locations to k households.
+    """Mask case locations to k households: donut (default) or areal.
 
     Parameters
     ----------
@@ -281,6 +293,18 @@ def mask_to_k(
         :mod:`synthgeo.masking.verify`). The verified k is measured either way.
     max_verify_redraws : int, default=100
         Rounds of verification redraws before refusing.
+    method : {"donut", "areal"}, default="donut"
+        ``"areal"``: publish each case at a point uniform in its area of a partition of the
+        household layer into rectangles of at least k households each
+        (:mod:`synthgeo.masking.areal`); a method-aware attacker then succeeds with probability
+        at most 1/k under a uniform prior over households. Always verified by construction
+        (`verify` and the redraw bound do not apply); ``verified_k`` is then the households in
+        the case's area.
+    max_site_records : int or None, default=10
+        Records at one exact location share one mask draw (so that averaging their masks
+        reveals nothing); more than this many at one site are refused, since their stack of
+        identical points can name an institution. None accepts any stack
+        (:mod:`synthgeo.masking.sites`).
 
     Returns
     -------
@@ -297,7 +321,10 @@ def mask_to_k(
         region; an annulus that stays outside the region after `max_redraws` rounds; with
         `verify`, a case whose verified k stays below k after `max_verify_redraws` rounds.
     SpecError
-        If `k` < 1 or exceeds the household total, or the seed is negative.
+        If `k` < 1 or exceeds the household total, the seed is negative or `method` unknown.
+    InputError
+        A site holding more than `max_site_records` records; for ``"areal"``, a case outside
+        the padded extent of the household layer (and region).
 
     Warns
     -----
@@ -341,32 +368,47 @@ def mask_to_k(
             raise TypeError(f"`{name}` must be a non-negative int, got {v!r}")
     seed = resolve_seed(random_seed)
     xy = prep["xy"]
-    index = HouseholdIndex(prep["households_xy"], prep["weights"])
-    r_k = _kth_distance(xy, prep["households_xy"], np.array([k]), prep["weights"],
-                        tree=index.tree)[:, 0]
+    if method not in ("donut", "areal"):
+        raise SpecError(f"`method` must be 'donut' or 'areal', got {method!r}")
+    if method == "areal":  # no r_k: the areas come from the household layer alone
+        index, r_k = None, np.full(len(xy), np.nan)
+    else:
+        index = HouseholdIndex(prep["households_xy"], prep["weights"])
+        r_k = _kth_distance(xy, prep["households_xy"], np.array([k]), prep["weights"],
+                            tree=index.tree)[:, 0]
     if (zero := r_k == 0).any():
         warnings.warn(f"{int(zero.sum())} case(s) have at least k = {k} households at their exact "
                       f"location (r_k = 0), e.g. ids {prep['ids'][zero][:_N_SHOW].tolist()}: they "
                       "are published at that location, anonymous only among its households",
                       UserWarning, stacklevel=2)
+    first, inverse, counts = site_index(xy)
+    largest = check_site_sizes(counts, max_site_records, prep["ids"], first)
+    sxy, s_r, s_ids = xy[first], r_k[first], prep["ids"][first]  # one draw per site
     rng = np.random.default_rng(seed)
-    masked, dist, n_redraws = _draw_donut(xy, r_k, 1, rng, prep["region"], max_redraws,
-                                          prep["ids"])
     verification = None
-    if verify:
-        def draw(case, scale):
-            pts, d, nr = _draw_donut(xy[case], r_k[case] * scale, 1, rng, prep["region"],
-                                     max_redraws, prep["ids"][case])
-            return pts[0], d[0], nr
-
-        verification = redraw_until_verified(masked, dist, xy, k=k, index=index, draw=draw,
-                                             max_redraws=max_verify_redraws, ids=prep["ids"])
-        vk = verification.verified_k
-        n_redraws += verification.n_region_redraws
+    if method == "areal":
+        masked, vk, verification = _mask_areal(sxy, prep, k, rng, max_redraws, s_ids)
+        n_redraws = 0
     else:
-        vk = index.verified_k(xy, masked)
-    logger.info("masked %d cases to k = %d (median r_k %.0f m, %d redraws)", len(xy), k,
-                float(np.median(r_k)), n_redraws)
+        masked, dist, n_redraws = _draw_donut(sxy, s_r, 1, rng, prep["region"], max_redraws,
+                                              s_ids)
+        if verify:
+            def draw(case, scale):
+                pts, d, nr = _draw_donut(sxy[case], s_r[case] * scale, 1, rng, prep["region"],
+                                         max_redraws, s_ids[case])
+                return pts[0], d[0], nr
+
+            ver = redraw_until_verified(masked, dist, sxy, k=k, index=index, draw=draw,
+                                        max_redraws=max_verify_redraws, ids=s_ids)
+            vk = ver.verified_k
+            n_redraws += ver.n_region_redraws
+            verification = ver.to_dict(k, max_verify_redraws)
+        else:
+            vk = index.verified_k(sxy, masked)
+    masked, vk = masked[:, inverse], vk[:, inverse]
+    dist = np.hypot(*(masked[0] - xy).T)[None]
+    logger.info("masked %d cases (%d sites) to k = %d by %s (%d redraws)", len(xy), len(first),
+                k, method, n_redraws)
     id_column = (cases.attrs.get("id_column") if isinstance(cases, geopandas.GeoDataFrame)
                  else None) or "record"
     crs = pyproj.CRS.from_user_input(prep["crs"])
@@ -377,5 +419,38 @@ def mask_to_k(
     layer.attrs["id_column"] = id_column
     return DonutMask(masked=layer, r_k_m=r_k, displacement_m=dist[0], k=k, random_seed=seed,
                      n_redraws=n_redraws, id_column=id_column, verified_k=vk[0],
-                     verification=None if verification is None else
-                     verification.to_dict(k, max_verify_redraws))
+                     verification=verification, method=method, largest_site=largest)
+
+
+def _mask_areal(sxy: np.ndarray, prep: dict[str, Any], k: int, rng: np.random.Generator,
+                max_redraws: int, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Publish each site uniformly in its area.
+
+    Returns points (1, n_sites, 2), households in the area (1, n_sites), the partition summary.
+    """
+    partition = household_partition(prep["households_xy"], k, weights=prep["weights"],
+                                    extent=_extent(prep))
+    area = partition.locate(sxy)
+    if (out := area < 0).any():
+        raise InputError(f"{int(out.sum())} case(s) (e.g. ids {ids[out][:_N_SHOW].tolist()}) lie "
+                         "outside the household layer's extent: the areal mask needs households "
+                         "around every case; give a household layer (or region) covering them")
+    pts = draw_in_areas(partition.bounds[area], rng, region=prep["region"],
+                        max_redraws=max_redraws)
+    info = {"k": int(k), "method": "areal", "n_areas": partition.n_areas,
+            "min_households_in_area": float(partition.households.min()),
+            "median_households_in_area": float(np.median(partition.households)),
+            "extent": list(_extent(prep))}
+    return pts[None], partition.households[area][None], info
+
+
+def _extent(prep: dict[str, Any]) -> tuple[float, float, float, float]:
+    """Root rectangle of the areal partition: the padded household extent, with the region."""
+    hxy = prep["households_xy"]
+    lo, hi = hxy.min(axis=0), hxy.max(axis=0)
+    pad = PAD * max(float((hi - lo).max()), 1.0)
+    lo, hi = lo - pad, hi + pad
+    if prep["region"] is not None:
+        b = prep["region"].bounds
+        lo, hi = np.minimum(lo, b[:2]), np.maximum(hi, b[2:])
+    return float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])

@@ -12,11 +12,16 @@ import numpy as np
 from synthgeo._errors import InputError, SpecError
 from synthgeo.masking._validate import layer_xy, record_ids, resolve_seed
 from synthgeo.masking.attacker import Attacker, NearestHouseholdAttacker
+from synthgeo.masking.bayes import attack_all, guess_floor, mask_law
 from synthgeo.masking.detection import UtilityTest
 from synthgeo.masking.donut import DonutMask
-from synthgeo.masking.verify import summarise_verified_k, verified_k
+from synthgeo.masking.verify import HouseholdIndex, summarise_verified_k, verified_k
 
 __all__ = ["MaskEvaluation", "evaluate_mask"]
+
+#: Random choices of known cases the method-aware attacker is averaged over (it scores every
+#: known case near each point, so fewer than the naive attacker's `n_attacks`).
+_AWARE_ATTACKS = 50
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,7 +31,9 @@ class MaskEvaluation:
     Attributes
     ----------
     attacker_success : float
-        Mean attacker success over `n_attacks` random choices of the known cases.
+        Success of the stronger attacker: the naive one's mean over `n_attacks` random choices
+        of the known cases, or, when the household layer was given, the largest of it and the
+        method-aware attacker's two priors (:mod:`synthgeo.masking.bayes`).
     attacker_success_se : float
         Its Monte Carlo standard error (sd / √n_attacks).
     n_attacks : int
@@ -41,7 +48,12 @@ class MaskEvaluation:
     verified_k : dict or None
         Distribution of the verified k of the masked points (households at least as close to
         the masked point as the true location, own counted once; see
-        :func:`synthgeo.masking.verify.summarise_verified_k`); None when not measured.
+        :func:`synthgeo.masking.verify.summarise_verified_k`; for the areal mask, households in
+        the case's area); None when not measured.
+    attackers : dict or None
+        Mean success (and s.e.) of each attacker: ``naive``, ``aware_known_cases``,
+        ``aware_households``, the ``stronger`` one's name and the random-guess ``floor``
+        max(1/k, 1/n_known); None without the household layer.
     """
 
     attacker_success: float
@@ -53,6 +65,7 @@ class MaskEvaluation:
     min_displacement_m: float
     max_displacement_m: float
     verified_k: dict[str, Any] | None = None
+    attackers: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return the evaluation as a JSON-ready dict."""
@@ -62,7 +75,29 @@ class MaskEvaluation:
                 "median_displacement_m": self.median_displacement_m,
                 "min_displacement_m": self.min_displacement_m,
                 "max_displacement_m": self.max_displacement_m,
-                "verified_k": self.verified_k}
+                "verified_k": self.verified_k, "attackers": self.attackers}
+
+
+def _both_attackers(xy: np.ndarray, copies: np.ndarray, mask: DonutMask, hxy: np.ndarray,
+                    weights: np.ndarray | None, naive: NearestHouseholdAttacker,
+                    seed: int) -> dict[str, Any]:
+    """Naive and method-aware attackers on the released mask, the stronger and the floor."""
+    index = HouseholdIndex(hxy, weights)
+    extent = (mask.verification or {}).get("extent")
+    law = mask_law(mask.method, index, mask.k, verified=mask.verified, random_seed=seed % 2**32,
+                   extent=None if extent is None else tuple(extent))
+    res = attack_all(xy, copies, law, known_share=naive.known_share,
+                     random_seed=np.random.default_rng([seed, 3]), households_masks=1,
+                     aware_masks=_AWARE_ATTACKS)
+    out: dict[str, Any] = {}
+    for name, v in res.items():
+        out[name] = {"success": float(v.mean()),
+                     "se": float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else 0.0}
+    out["stronger"] = max(res, key=lambda n: out[n]["success"])
+    n_known = naive.n_known(len(xy))
+    out["floor"] = guess_floor(mask.k, n_known)
+    out["law"] = law.to_dict()
+    return out
 
 
 def evaluate_mask(
@@ -90,7 +125,9 @@ def evaluate_mask(
         E.g. :class:`~synthgeo.masking.ExcessNearSource`; its verdict on the mask and on the
         truth are reported.
     n_attacks : int, default=200
-        The attacker's known cases are random: success is averaged over this many choices.
+        The attacker's known cases are random: success is averaged over this many choices
+        (the method-aware attacker over the first 50 of them, the household-prior one over one
+        attack: it does not depend on the known cases).
     random_seed : int or numpy.random.Generator, optional
         Seed of the choices of known cases.
     households : geopandas.GeoDataFrame or geopandas.GeoSeries, optional
@@ -138,16 +175,23 @@ def evaluate_mask(
                         expected=float(utility.expected(len(xy))))
     d = np.hypot(*(mxy - xy).T)
     vk = mask.verified_k
+    attackers = None
+    se = float(success.std(ddof=1) / np.sqrt(len(success))) if len(success) > 1 else float("nan")
+    stronger = float(success.mean())
     if households is not None:
         hxy, hcrs = layer_xy(households, "households")
         if not crs.equals(hcrs, ignore_axis_order=True):
             raise InputError(f"`cases` is in {crs.name!r} but `households` in {hcrs.name!r}")
-        vk = verified_k(xy, mxy, hxy, weights=weights)
+        if mask.method == "donut":
+            vk = verified_k(xy, mxy, hxy, weights=weights)
+        if isinstance(attacker, NearestHouseholdAttacker):
+            attackers = _both_attackers(xy, copies, mask, hxy, weights, attacker, seed)
+            name = attackers["stronger"]
+            stronger = attackers[name]["success"]
+            se = attackers[name]["se"]
     return MaskEvaluation(
         verified_k=None if vk is None else summarise_verified_k(vk, mask.k),
-        attacker_success=float(success.mean()),
-        attacker_success_se=float(success.std(ddof=1) / np.sqrt(len(success)))
-        if len(success) > 1 else float("nan"),
+        attacker_success=stronger, attacker_success_se=se, attackers=attackers,
         n_attacks=int(n_attacks), attacker=att, utility=util,
         median_displacement_m=float(np.median(d)), min_displacement_m=float(d.min()),
         max_displacement_m=float(d.max()),

@@ -26,9 +26,11 @@ def plot_choose_k(result: ChooseKResult, *, ax: Any = None) -> Figure:
     Returns
     -------
     matplotlib.figure.Figure
-        Attacker success (red) and detection rate (blue) per k with 95% Monte Carlo intervals
-        (±1.96 SE), the target regions shaded in the curves' colours (attacker ≤ target,
-        detection ≥ target), the k meeting both shaded green, the chosen k as a dashed line.
+        Per method (donut solid, areal dashed): the stronger attacker's success (red, with 95%
+        Monte Carlo intervals ±1.96 SE), the naive attacker's (orange) and the detection rate
+        (blue); the random-guess floor max(1/k, 1/n_known) (grey dotted); the target regions
+        shaded in the curves' colours, the k meeting both targets (some method) shaded green,
+        the chosen k as a dashed line.
         The x axis is logarithmic, labelled with k and the median displacement in metres.
 
     Raises
@@ -39,12 +41,14 @@ def plot_choose_k(result: ChooseKResult, *, ax: Any = None) -> Figure:
     if not isinstance(result, ChooseKResult):
         raise TypeError(f"`result` must be a ChooseKResult, got {type(result).__name__}")
     t = result.table
+    if "method" not in t:
+        t = t.assign(method="donut")
     if ax is None:
-        fig = Figure(figsize=(7.0, 4.5), layout="constrained")
+        fig = Figure(figsize=(7.5, 5.0), layout="constrained")
         ax = fig.add_subplot()
     else:
         fig = ax.figure
-    k = t["k"].to_numpy(dtype=float)
+    k = np.unique(t["k"].to_numpy(dtype=float))
     max_att, min_det = result.max_attacker_success, result.min_detection_rate
     ax.axhspan(0.0, max_att, color="tab:red", alpha=0.12, lw=0,
                label=f"attacker target (≤ {max_att:.0%})")
@@ -54,37 +58,52 @@ def plot_choose_k(result: ChooseKResult, *, ax: Any = None) -> Figure:
     if not attacker_only:
         ax.axhspan(min_det, 1.0, color="tab:blue", alpha=0.12, lw=0,
                    label=f"{'no-excess' if kept else 'detection'} target (≥ {min_det:.0%})")
-    # the acceptable band: k meeting both targets, each spanning halfway (in log k) to neighbours
+    # the acceptable band: k meeting both targets (any method), halfway (in log k) to neighbours
     edges = np.sqrt(k[:-1] * k[1:]) if len(k) > 1 else np.array([])
     lo = np.concatenate([[k[0] / 1.15], edges])
     hi = np.concatenate([edges, [k[-1] * 1.15]])
+    good = set(t.loc[t["meets_both"], "k"].astype(float))
     first = True
-    for i in np.flatnonzero(t["meets_both"].to_numpy()):
+    for i in np.flatnonzero([kk in good for kk in k]):
         ax.axvspan(lo[i], hi[i], color="tab:green", alpha=0.18, lw=0,
-                   label="k meeting both targets" if first else None)
+                   label="k meeting both targets (some method)" if first else None)
         first = False
     z = 1.96
-    ax.errorbar(k, t["attacker_success"], yerr=z * t["attacker_success_se"].fillna(0.0),
-                color="tab:red", marker="o", capsize=3, label="attacker success")
-    if kept:
-        ax.plot(k, t["agreement_rate"], color="tab:blue", marker="s",
-                label="masks showing no excess either (agreement)")
-    elif not attacker_only:
-        ax.errorbar(k, t["detection_rate"], yerr=z * t["detection_rate_se"], color="tab:blue",
-                    marker="s", capsize=3, label="detection rate (utility test passes)")
+    styles = {"donut": ("-", "o"), "areal": ("--", "D")}
+    for method, sub in t.groupby("method", sort=False):
+        ls, mk = styles.get(method, ("-.", "^"))
+        kk = sub["k"].to_numpy(dtype=float)
+        ax.errorbar(kk, sub["attacker_success"], yerr=z * sub["attacker_success_se"].fillna(0.0),
+                    color="tab:red", ls=ls, marker=mk, capsize=3,
+                    label=f"{method}: stronger attacker")
+        if "attacker_success_naive" in sub:
+            ax.plot(kk, sub["attacker_success_naive"], color="tab:orange", ls=ls, marker=mk,
+                    ms=4, lw=1, label=f"{method}: naive attacker")
+        if "guess_floor" in sub and method == t["method"].iloc[0]:
+            ax.plot(kk, sub["guess_floor"], color="grey", ls=":", lw=1,
+                    label="random-guess floor max(1/k, 1/n_known)")
+        if kept:
+            ax.plot(kk, sub["agreement_rate"], color="tab:blue", ls=ls, marker=mk,
+                    label=f"{method}: masks showing no excess either")
+        elif not attacker_only:
+            ax.errorbar(kk, sub["detection_rate"], yerr=z * sub["detection_rate_se"],
+                        color="tab:blue", ls=ls, marker=mk, capsize=3,
+                        label=f"{method}: detection rate")
     if result.chosen_k is not None:
+        method = getattr(result, "chosen_method", None) or "donut"
         ax.axvline(result.chosen_k, color="black", ls="--", lw=1,
-                   label=f"chosen k = {result.chosen_k}")
-        title = f"Chosen k = {result.chosen_k}"
+                   label=f"chosen: {method}, k = {result.chosen_k}")
+        title = f"Chosen: {method} mask, k = {result.chosen_k}"
     else:
-        title = "No k on the grid meets both targets"
+        title = "No method and k on the grid meets the targets"
     ax.set_xscale("log")
     ax.set_xlim(lo[0], hi[-1])
     ax.xaxis.set_major_locator(FixedLocator(k))
     ax.xaxis.set_minor_locator(NullLocator())
-    disp = t["median_displacement_m"].to_numpy()
+    first_m = t[t["method"] == t["method"].iloc[0]]
+    disp = first_m.set_index("k")["median_displacement_m"].reindex(k.astype(int)).to_numpy()
     ax.set_xticklabels([f"{int(kk)}\n{d:.0f} m" for kk, d in zip(k, disp, strict=True)])
-    ax.set_xlabel("k (households), and median displacement")
+    ax.set_xlabel(f"k (households), and median displacement ({t['method'].iloc[0]})")
     ax.set_ylabel("share")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title(f"{title} ({result.n_cases} cases, {result.n_replicates} masks per k)")

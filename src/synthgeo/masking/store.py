@@ -34,6 +34,16 @@ __all__ = ["MASK_SIDECAR", "CHOOSE_K_RECORD", "inputs_key", "write_mask", "read_
 MASK_SIDECAR = "mask.json"
 CHOOSE_K_RECORD = "choose_k.json"
 _LAYER = {"parquet": "masked.parquet", "gpkg": "masked.gpkg"}
+#: How masking.json describes each method (public: the method is assumed known).
+METHOD_TEXT = {
+    "donut": "donut geomask to k households: each point moved in a uniform random direction by "
+             "a distance uniform in area between 0.5 r_k and r_k, r_k the distance to its k-th "
+             "nearest household (Hampton et al. 2010, doi:10.1093/aje/kwq248)",
+    "areal": "areal mask to k households: each point published uniformly at random within its "
+             "area, the areas a partition of the household layer into rectangles of at least k "
+             "households by recursive median splits (after Kounadi & Leitner 2016, "
+             "doi:10.1016/j.compenvurbsys.2016.01.004)",
+}
 _FIXED_DATE = "2000-01-01T00:00:00.000Z"  # GeoPackage timestamps, for byte-identical files
 
 
@@ -126,14 +136,13 @@ def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any
         table.to_csv(rel / "masked.csv", index=False, float_format="%.3f")
         public = {
             "synthgeo_masked_points": 1,
-            "method": "donut geomask to k households: each point moved in a uniform random "
-                      "direction by a distance uniform in area between 0.5 r_k and r_k, r_k "
-                      "the distance to its k-th nearest household (Hampton et al. 2010, "
-                      "doi:10.1093/aje/kwq248)",
+            "method": METHOD_TEXT[mask.method],
             "k": mask.k, "n_points": len(layer), "id_column": mask.id_column,
-            **({"verified": "each point redrawn until at least k households are as close to "
-                            "it as the true location (verified k >= k); an annulus widened "
-                            "after repeated failures"} if mask.verified else {}),
+            **({"verified": "each point redrawn until at least k households (counted within "
+                            "cos(pi/64) of the distance) are as close to it as the true "
+                            "location (verified k >= k); an annulus widened after repeated "
+                            "failures"} if mask.verified and mask.method == "donut" else {}),
+            "co_located_records": "records at one location share one published point",
             "crs": crs.name, "crs_wkt": crs.to_wkt(), "units": "metres",
             "files": [name, "masked.csv"],
         }
@@ -143,7 +152,8 @@ def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any
             "confidential": "holds the seed, the key of the mask: never publish this file",
             **(record or {}),
             "k": mask.k, "random_seed": mask.random_seed, "n_cases": len(layer),
-            "n_redraws": mask.n_redraws, "n_reused": mask.n_reused,
+            "n_redraws": mask.n_redraws, "n_reused": mask.n_reused, "method": mask.method,
+            "largest_site": mask.largest_site,
             "verification": mask.verification,
             "id_column": mask.id_column, "crs": crs.name, "crs_wkt": crs.to_wkt(),
             "layer": f"release/{name}",
@@ -253,7 +263,8 @@ def reuse_previous_mask(mask: DonutMask, previous: geopandas.GeoDataFrame,
                      random_seed=mask.random_seed, n_redraws=mask.n_redraws,
                      id_column=col, n_reused=int(found.sum()),
                      verified_k=None if found.any() else mask.verified_k,
-                     verification=mask.verification)
+                     verification=mask.verification, method=mask.method,
+                     largest_site=mask.largest_site)
 
 
 def write_choose_k(result: ChooseKResult, out: str | os.PathLike, *,

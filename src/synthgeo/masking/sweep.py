@@ -22,9 +22,12 @@ from tqdm import tqdm
 
 from synthgeo._errors import SpecError
 from synthgeo.masking._validate import check_k, resolve_seed
+from synthgeo.masking.areal import draw_in_areas, household_partition
 from synthgeo.masking.attacker import Attacker, NearestHouseholdAttacker
+from synthgeo.masking.bayes import MethodAwareAttacker, guess_floor, mask_law
 from synthgeo.masking.detection import FunctionUtility, UtilityTest
-from synthgeo.masking.donut import _draw_donut, _kth_distance, _prepare
+from synthgeo.masking.donut import _draw_donut, _extent, _kth_distance, _prepare
+from synthgeo.masking.sites import DEFAULT_MAX_SITE_RECORDS, check_site_sizes, site_index
 from synthgeo.masking.sweep_result import (
     ALTERNATIVES,
     ChooseKResult,
@@ -41,6 +44,8 @@ logger = logging.getLogger(__name__)
 #: The spec's k grid.
 DEFAULT_K_GRID: tuple[int, ...] = (5, 10, 15, 20, 30, 50)
 _TOL = 1e-12  # as sweep_result's
+#: Masking methods choose-k compares by default.
+METHODS: tuple[str, ...] = ("donut", "areal")
 _POINTS_PER_BATCH = 2_000_000  # masked points held at once (n_masks × n_cases)
 
 
@@ -59,6 +64,16 @@ def _check_grid(k_grid: Any, total: float) -> np.ndarray:
     if len(set(ks)) != len(ks):
         raise SpecError(f"`k_grid` = {list(k_grid)!r} repeats a value")
     return np.array(sorted(ks))
+
+
+def _check_methods(methods: Any) -> tuple[str, ...]:
+    if isinstance(methods, str):
+        methods = (methods,)
+    methods = tuple(methods)
+    bad = [m for m in methods if m not in METHODS]
+    if bad or not methods or len(set(methods)) != len(methods):
+        raise SpecError(f"`methods` must be distinct values among {METHODS}, got {methods!r}")
+    return methods
 
 
 def _as_utility(utility: Any) -> UtilityTest:
@@ -113,33 +128,69 @@ def _urbanicity(xy: np.ndarray, hxy: np.ndarray, w: np.ndarray | None, total: fl
     }
 
 
-def _sweep_k(ctx: dict[str, Any], j: int, k: int, bar) -> dict[str, Any]:
-    """Draw, score and summarise the replicate masks of one k (one table row)."""
+def _draw_method(ctx: dict[str, Any], method: str, j: int, k: int, size: int, b: int,
+                 part: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int, int]:
+    """Draw `size` masks of every site by `method`.
+
+    Returns points (size, n_sites, 2), displacements, verified k (size, n_sites), region
+    redraws and verification redraws.
+    """
+    sxy, sids = ctx["sxy"], ctx["sids"]
+    rng = np.random.default_rng([ctx["seed"], 0, b])  # the same streams for every k: common
+    if method == "areal":                              # random numbers
+        area = ctx["areas"][k]
+        bounds = np.broadcast_to(part.bounds[area], (size, len(sxy), 4)).reshape(-1, 4)
+        pts = draw_in_areas(bounds, rng, region=ctx["region"],
+                            max_redraws=ctx["max_redraws"]).reshape(size, len(sxy), 2)
+        d = np.hypot(*(pts - sxy).transpose(2, 0, 1))
+        vk = np.broadcast_to(part.households[area], (size, len(sxy)))
+        return pts, d, vk, 0, 0
+    r_k = ctx["r_all"][ctx["first"], j]
+    masked, d, nr = _draw_donut(sxy, r_k, size, rng, ctx["region"], ctx["max_redraws"], sids)
+    if not ctx["verify"]:
+        return masked, d, ctx["index"].verified_k(sxy, masked, ctx["own"]), nr, 0
+
+    def draw(case, scale, rng=rng, r_k=r_k):
+        pts, dd, nrr = _draw_donut(sxy[case], r_k[case] * scale, 1, rng, ctx["region"],
+                                   ctx["max_redraws"], sids[case])
+        return pts[0], dd[0], nrr
+
+    v = redraw_until_verified(masked, d, sxy, k=k, index=ctx["index"], draw=draw,
+                              max_redraws=ctx["max_verify_redraws"], ids=sids)
+    return masked, d, v.verified_k, nr + v.n_region_redraws, v.n_redraws
+
+
+def _sweep_k(ctx: dict[str, Any], j: int, k: int, bar, method: str = "donut") -> dict[str, Any]:
+    """Draw, score and summarise the replicate masks of one method and k (one table row)."""
     xy, n, R, seed, starts, batch = (ctx[key] for key in ("xy", "n", "R", "seed", "starts",
                                                            "batch"))
+    inv = ctx["inverse"]
     success, passes = np.empty(R), np.zeros(R, dtype=bool)
+    aware, aware_hh = np.full(R, np.nan), []
     dist, vk = np.empty((R, n)), np.empty((R, n))
     n_redraws = n_verify = 0
+    part = None
+    if method == "areal":
+        part = household_partition(ctx["households_xy"], k, weights=ctx["weights"],
+                                   extent=ctx["extent"])
+        ctx.setdefault("areas", {})[k] = part.locate(ctx["sxy"])
+    law = (mask_law(method, ctx["index"], k, verified=ctx["verify"], extent=ctx["extent"],
+                    random_seed=seed % 2**32) if ctx["aware"] else None)
     for b, start in enumerate(starts):
         size = min(batch, R - start)
-        rng = np.random.default_rng([seed, 0, b])  # the same streams for every k: common
-        r_k = ctx["r_all"][:, j]                  # random numbers
-        masked, d, nr = _draw_donut(xy, r_k, size, rng, ctx["region"], ctx["max_redraws"],
-                                    ctx["ids"])
-        if ctx["verify"]:
-            def draw(case, scale, rng=rng, r_k=r_k):
-                pts, dd, nrr = _draw_donut(xy[case], r_k[case] * scale, 1, rng, ctx["region"],
-                                           ctx["max_redraws"], ctx["ids"][case])
-                return pts[0], dd[0], nrr
-
-            v = redraw_until_verified(masked, d, xy, k=k, index=ctx["index"], draw=draw,
-                                      max_redraws=ctx["max_verify_redraws"], ids=ctx["ids"])
-            vk[start:start + size], n_verify, nr = (v.verified_k, n_verify + v.n_redraws,
-                                                    nr + v.n_region_redraws)
-        else:
-            vk[start:start + size] = ctx["index"].verified_k(xy, masked, ctx["own"])
+        masked, d, v, nr, nv = _draw_method(ctx, method, j, k, size, b, part)
+        masked, d, v = masked[:, inv], d[:, inv], v[:, inv]  # co-located records share a draw
+        vk[start:start + size], n_verify = v, n_verify + nv
         success[start:start + size] = ctx["attacker"].success(
             xy, masked, random_seed=np.random.default_rng([seed, 1, b]))
+        if law is not None:
+            aware[start:start + size] = MethodAwareAttacker(
+                known_share=ctx["known_share"]).success(
+                xy, masked, law=law, random_seed=np.random.default_rng([seed, 1, b]))
+            take = max(0, ctx["households_masks"] - sum(len(a) for a in aware_hh))
+            if take:
+                aware_hh.append(MethodAwareAttacker(prior="households").success(
+                    xy, masked[:take], law=law, random_seed=np.random.default_rng([seed, 4, b])))
         if ctx["utility"] is not None:
             passes[start:start + size] = np.asarray(ctx["utility"].passes(masked), dtype=bool)
         dist[start:start + size] = d
@@ -149,10 +200,20 @@ def _sweep_k(ctx: dict[str, Any], j: int, k: int, bar) -> dict[str, Any]:
     p = float(passes.mean()) if ctx["utility"] is not None else float("nan")
     agree = (float((passes == ctx["truth_passes"]).mean()) if ctx["utility"] is not None
              else float("nan"))
+    hh = np.concatenate(aware_hh) if aware_hh else np.array([np.nan])
+    runs = {"naive": success, "aware": aware, "aware_households": hh}
+    means = {name: float(np.mean(v)) for name, v in runs.items()}
+    ses = {name: float(np.std(v, ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")
+           for name, v in runs.items()}
+    stronger = max((name for name in runs if np.isfinite(means[name])), key=means.get)
     return {
-        "k": int(k), "attacker_success": float(success.mean()),
-        "attacker_success_se": float(success.std(ddof=1) / np.sqrt(R)) if R > 1
-        else float("nan"),
+        "method": method, "k": int(k), "attacker_success": means[stronger],
+        "attacker_success_se": ses[stronger], "stronger_attacker": stronger,
+        "attacker_success_naive": means["naive"], "attacker_success_naive_se": ses["naive"],
+        "attacker_success_aware": means["aware"], "attacker_success_aware_se": ses["aware"],
+        "attacker_success_aware_households": means["aware_households"],
+        "attacker_success_aware_households_se": ses["aware_households"],
+        "guess_floor": guess_floor(k, ctx["n_known"]),
         "detection_rate": p, "detection_rate_se": float(np.sqrt(p * (1 - p) / R)),
         "agreement_rate": agree,
         "median_displacement_m": float(np.median(dist)),
@@ -187,8 +248,12 @@ def choose_k(
     preregistered: bool = False,
     verify: bool = False,
     max_verify_redraws: int = 100,
+    methods: Sequence[str] = METHODS,
+    households_masks: int = 20,
+    method_aware: bool = True,
+    max_site_records: int | None = DEFAULT_MAX_SITE_RECORDS,
 ) -> ChooseKResult:
-    """Sweep k, score replicate donut masks for privacy and utility, and choose k.
+    """Sweep methods and k, score replicate masks for privacy and utility, choose both.
 
     Parameters
     ----------
@@ -235,6 +300,19 @@ def choose_k(
         (see :func:`~synthgeo.masking.mask_to_k`).
     max_verify_redraws : int, default=100
         With `verify`: redraw rounds before refusing.
+    methods : sequence of {"donut", "areal"}, default=("donut", "areal")
+        Masking methods to sweep (see :func:`~synthgeo.masking.mask_to_k`).
+    households_masks : int, default=20
+        Masks per row on which the method-aware attacker with a uniform prior over all
+        households is measured (it scores every household near each point; the known-case
+        attackers use all masks).
+    method_aware : bool, default=True
+        Score the method-aware attacker (:class:`~synthgeo.masking.bayes.MethodAwareAttacker`,
+        both priors) beside `attacker`, and base the verdicts on the stronger. False scores
+        `attacker` alone, which understates the risk: only to reproduce an earlier sweep.
+    max_site_records : int or None, default=10
+        Records at one location share one draw; more than this at one site are refused
+        (:mod:`synthgeo.masking.sites`).
 
     Returns
     -------
@@ -276,6 +354,8 @@ def choose_k(
         raise SpecError(f"`n_replicates` must be a positive integer, got {n_replicates!r}")
     max_att = _check_share(max_attacker_success, "max_attacker_success")
     min_det = _check_share(min_detection_rate, "min_detection_rate")
+    methods = _check_methods(methods)
+    aware = bool(method_aware)
     attacker = NearestHouseholdAttacker() if attacker is None else attacker
     if not (hasattr(attacker, "success") and hasattr(attacker, "to_dict")):
         raise TypeError(f"`attacker` must have `success` and `to_dict` methods (see "
@@ -284,12 +364,21 @@ def choose_k(
     ctx = _context(prep, ks, int(n_replicates), attacker, utility, preregistered,
                    resolve_seed(random_seed), urbanicity_k, verify=verify,
                    max_redraws=max_redraws, max_verify_redraws=max_verify_redraws)
-    with tqdm(total=len(ks) * len(ctx["starts"]), desc="choose-k", unit="batch",
-              disable=not progressbar, leave=False) as bar:
-        rows = [_sweep_k(ctx, j, k, bar) for j, k in enumerate(ks)]
+    first, inverse, counts = site_index(ctx["xy"])
+    ctx.update(first=first, inverse=inverse, sxy=ctx["xy"][first], sids=ctx["ids"][first],
+               own=ctx["own"][first], households_xy=prep["households_xy"],
+               weights=prep["weights"], extent=_extent(prep), aware=aware,
+               known_share=getattr(attacker, "known_share", 0.3),
+               households_masks=int(households_masks), largest_site=check_site_sizes(
+                   counts, max_site_records, ctx["ids"], first))
+    ctx["n_known"] = MethodAwareAttacker(known_share=ctx["known_share"]).n_known(ctx["n"])
+    with tqdm(total=len(methods) * len(ks) * len(ctx["starts"]), desc="choose-k",
+              unit="batch", disable=not progressbar, leave=False) as bar:
+        rows = [_sweep_k(ctx, j, k, bar, method) for method in methods
+                for j, k in enumerate(ks)]
     for row in rows:
-        logger.info("k = %d: attacker %.3f, detection %.3f", row["k"], row["attacker_success"],
-                    row["detection_rate"])
+        logger.info("%s k = %d: attacker %.3f (%s), detection %.3f", row["method"], row["k"],
+                    row["attacker_success"], row["stronger_attacker"], row["detection_rate"])
     return _result(pd.DataFrame(rows), ctx, max_att, min_det)
 
 
@@ -314,37 +403,97 @@ def _context(prep, ks, n_replicates, attacker, utility, preregistered, seed, urb
 
 def _result(table: pd.DataFrame, ctx: dict[str, Any], max_att: float,
             min_det: float) -> ChooseKResult:
-    """Targets, the choice, the finding and the notes."""
+    """Targets, the choice of method and k, the finding and the notes."""
     attacker_only = ctx["utility"] is None
-    table["meets_attacker_target"] = table["attacker_success"] <= max_att + _TOL
+    # the stronger attacker's success, and never below a random guess (max(1/k, 1/n_known))
+    risk = np.maximum(table["attacker_success"], table["guess_floor"])
+    table["meets_attacker_target"] = risk <= max_att + _TOL
     table["meets_detection_target"] = (True if attacker_only else
                                        table["agreement_rate"] >= min_det - _TOL)
     table["meets_both"] = table["meets_attacker_target"] & table["meets_detection_target"]
-    chosen = smallest_k_meeting(table.assign(detection_rate=table["agreement_rate"].fillna(1.0)),
-                                max_attacker_success=max_att, min_detection_rate=min_det)
+    method, chosen = _choose(table)
     attacker, n = ctx["attacker"], ctx["n"]
     att = attacker.to_dict()
-    extra = _notes(table, chosen, max_att, min_det) if not attacker_only else []
+    sub = table[table["method"] == (method or table["method"].iloc[0])]
+    extra = _notes(sub, chosen, max_att, min_det) if not attacker_only else []
     if isinstance(attacker, NearestHouseholdAttacker):
         att.update(n_known=attacker.n_known(n), baseline=attacker.baseline(n))
         if att["baseline"] > max_att:
             extra.insert(0, f"the attacker target {max_att} is below the success of a random "
                             f"guess among the {att['n_known']} known households "
-                            f"(1/{att['n_known']} = {att['baseline']:.3f}): no mask can be "
-                            "expected to meet it with this many cases and this known share")
+                            f"(1/{att['n_known']} = {att['baseline']:.3f}): no mask can meet "
+                            "it with this many cases and this known share")
+    if ctx["aware"]:
+        att["method_aware"] = {**MethodAwareAttacker(known_share=ctx["known_share"]).to_dict(),
+                               "priors": "known cases (all masks); households (first "
+                                         f"{ctx['households_masks']} masks per row)",
+                               "reference": "docs/locations.md, 'The method-aware attacker'"}
+        att["verdicts_use"] = "the stronger of the naive and method-aware attackers, never " \
+                              "below the random-guess floor max(1/k, 1/n_known)"
+    if ctx["largest_site"] > 1:
+        extra.append(f"co-located records: up to {ctx['largest_site']} at one location, masked "
+                     "with one shared draw per location")
     if "note" in ctx["truth"]:
         extra.insert(0, ctx["truth"]["note"])
     measure = (None if attacker_only else "detection" if ctx["truth_passes"]
                else "no-excess agreement")
-    text = finding(table, chosen, max_att, min_det, measure=measure)
+    text = _finding(table, method, chosen, max_att, min_det, measure)
     if attacker_only:
         text = "Attacker only (no utility test): " + text
     utility = {"attacker_only": True} if attacker_only else {**ctx["utility"].to_dict(),
                                                              **ctx["truth"]}
     return ChooseKResult(
-        table=table, chosen_k=chosen, finding=text,
+        table=table, chosen_k=chosen, chosen_method=method, finding=text,
         alternatives=() if chosen is not None else ALTERNATIVES, notes=tuple(extra),
         max_attacker_success=max_att, min_detection_rate=min_det, n_cases=n,
         n_replicates=ctx["R"], random_seed=ctx["seed"], attacker=att, utility=utility,
         urbanicity=ctx["urban"], verified=ctx["verify"],
     )
+
+
+def _choose(table: pd.DataFrame) -> tuple[str | None, int | None]:
+    """Choose the method and k.
+
+    Per method the smallest k meeting both targets; across methods the one keeping the most
+    utility (agreement rate), then the smaller k, then the method listed first.
+    """
+    best = None
+    for order, (method, sub) in enumerate(table.groupby("method", sort=False)):
+        ok = sub[sub["meets_both"]]
+        if not len(ok):
+            continue
+        row = ok.loc[ok["k"].idxmin()]
+        util = row["agreement_rate"] if np.isfinite(row["agreement_rate"]) else 1.0
+        key = (-util, int(row["k"]), order)
+        if best is None or key < best[0]:
+            best = (key, method, int(row["k"]))
+    return (None, None) if best is None else (best[1], best[2])
+
+
+def _finding(table: pd.DataFrame, method: str | None, chosen: int | None, max_att: float,
+             min_det: float, measure: str | None) -> str:
+    """Return the conclusion in words, over methods."""
+    if method is not None:
+        sub = table[table["method"] == method]
+        row = sub.set_index("k").loc[chosen]
+        others = [m for m in table["method"].unique() if m != method]
+        return (f"{method} mask: " + finding(sub, chosen, max_att, min_det, measure=measure)
+                + f"; against the stronger attacker ({row.stronger_attacker}), random-guess "
+                f"floor {row.guess_floor:.3f}"
+                + (f" (also swept: {', '.join(others)})" if others else ""))
+    whys = []
+    for m, sub in table.groupby("method", sort=False):
+        floor = float(sub["guess_floor"].min())
+        if floor > max_att + _TOL:
+            whys.append(f"{m}: the random-guess floor max(1/k, 1/n_known) is at least "
+                        f"{floor:.3f}, above the target")
+            continue
+        text = finding(sub, None, max_att, min_det, measure=measure)
+        whys.append(f"{m}: " + text.split(": ", 1)[1].split(". Do not release")[0])
+    col = measure is not None
+    targets = f"attacker success <= {max_att:.0%}" + (
+        f" and {measure} >= {min_det:.0%}" if col else "")
+    return (f"No method and k on the grid meets {'both targets' if col else 'the attacker target'}"
+            f" ({targets}, against the stronger of the naive and method-aware attackers): "
+            + "; ".join(whys) + f". Do not release masked points; release {ALTERNATIVES[0]}, "
+            f"or {ALTERNATIVES[1]}.")

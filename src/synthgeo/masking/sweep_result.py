@@ -39,7 +39,8 @@ class ChooseKResult:
         redrawn because they left the region, per draw), ``meets_attacker_target``,
         ``meets_detection_target``, ``meets_both``.
     chosen_k : int or None
-        Smallest k meeting both targets; None when no k on the grid does.
+        Smallest k meeting both targets with the chosen method; None when no method and k on
+        the grid do.
     finding : str
         The conclusion in words (names the alternatives when no k works).
     alternatives : tuple of str
@@ -56,6 +57,8 @@ class ChooseKResult:
         without one); the dense/sparse split.
     verified : bool, default=False
         Whether the masks were verified (each case redrawn until its verified k reached k).
+    chosen_method : str or None
+        The method of the choice ("donut" or "areal"); None when none meets both targets.
     """
 
     table: pd.DataFrame
@@ -72,6 +75,7 @@ class ChooseKResult:
     utility: dict[str, Any] = field(repr=False)
     urbanicity: dict[str, Any] = field(repr=False)
     verified: bool = False
+    chosen_method: str | None = None
 
     def to_dataframe(self) -> pd.DataFrame:
         """Return the sweep table (a copy), one row per k."""
@@ -82,7 +86,12 @@ class ChooseKResult:
         return {
             "n_cases": self.n_cases, "n_replicates": self.n_replicates,
             "random_seed": self.random_seed,
-            "mask": {"method": "donut", "annulus": f"[{INNER_RATIO}·r_k, r_k], uniform in area",
+            "mask": {"methods": sorted(set(self.table["method"])) if "method" in self.table
+                     else ["donut"],
+                     "annulus": f"[{INNER_RATIO}·r_k, r_k], uniform in area",
+                     "areal": "uniform within an area of a k-d partition of the household "
+                              "layer into areas of >= k households (Kounadi & Leitner 2016, "
+                              "doi:10.1016/j.compenvurbsys.2016.01.004)",
                      "verified": self.verified,
                      "r_k": "distance to the k-th nearest household (own household counted "
                             "when in the layer; population-weighted when weights are given)",
@@ -91,10 +100,14 @@ class ChooseKResult:
             "attacker": self.attacker, "utility": self.utility,
             "targets": {"max_attacker_success": self.max_attacker_success,
                         "min_detection_rate": self.min_detection_rate,
-                        "rule": "smallest k with attacker_success <= max and detection_rate "
-                                ">= min, targets set before the sweep"},
+                        "rule": "per method the smallest k with max(attacker_success, "
+                                "guess_floor) <= max and detection_rate >= min, "
+                                "attacker_success the stronger of the naive and method-aware "
+                                "attackers; across methods the higher detection rate, then "
+                                "the smaller k; targets set before the sweep"},
             "urbanicity": self.urbanicity,
             "sweep": _records(self.table),
+            "chosen_method": self.chosen_method,
             "chosen_k": self.chosen_k, "finding": self.finding,
             "alternatives": list(self.alternatives), "notes": list(self.notes),
         }

@@ -9,9 +9,10 @@ measure (the annulus [0.5 r_k, r_k] holds about k/4 to k households around the m
 :func:`mask_to_k` can redraw a case until its verified k reaches k (``verify=True``), bounded;
 a case that fails :data:`WIDEN_AFTER` times in a row has its annulus widened by :data:`WIDEN`.
 
-Ties: households exactly as far from the masked point as the true location (e.g. on a rounded
-grid) count, the attacker cannot tell them apart; one household at the true location is taken
-to be the case's own (counted once, as the "plus one"). With weights (households per point),
+Households are counted within d·cos(π/64) of the masked point (d the displacement): the circle
+inscribed in MaskMyPy 1.1's 64-gon, so that a peer's count is never below ours; households
+exactly as far as the true location (ties) are therefore not counted. One household at the true
+location is taken to be the case's own (the "plus one"). With weights (households per point),
 weights are summed instead of points counted.
 """
 
@@ -25,10 +26,14 @@ from scipy.spatial import cKDTree
 
 from synthgeo._errors import InputError
 
-__all__ = ["HouseholdIndex", "verified_k", "summarise_verified_k", "redraw_until_verified",
-           "Verification", "WIDEN", "WIDEN_AFTER"]
+__all__ = ["INSCRIBED", "HouseholdIndex", "verified_k", "summarise_verified_k",
+           "redraw_until_verified", "Verification", "WIDEN", "WIDEN_AFTER"]
 
-_SLACK = 1e-9  # relative: a household at the true location's distance counts despite rounding
+#: Households are counted within d·cos(π/64) of the masked point, d = |true − masked|: the circle
+#: inscribed in every 64-sided polygon inscribed in the circle of radius d, so that the verified
+#: k never exceeds MaskMyPy 1.1's count (1 + addresses in ``buffer(d)``, a 64-gon) nor the count
+#: in the full circle (docs/locations.md, "Verified k").
+INSCRIBED = float(np.cos(np.pi / 64))
 _TOUCH_M = 1e-6  # a household this close to the true location is at it (metres)
 _THREADED = 20_000  # query batches at least this large use all cores
 
@@ -71,11 +76,13 @@ class HouseholdIndex:
         flat_m = masked_xy.reshape(-1, 2)
         flat_t = np.broadcast_to(true_xy, masked_xy.shape).reshape(-1, 2)
         d = np.hypot(*(flat_m - flat_t).T)
-        at_least_as_close = self._count(flat_m, d * (1 + _SLACK) + _TOUCH_M)
+        radius = d * INSCRIBED + _TOUCH_M
+        closer = self._count(flat_m, radius)
         if own is None:
             own = self.own(true_xy)
         own_flat = np.broadcast_to(own, masked_xy.shape[:-1]).reshape(-1)
-        k = at_least_as_close - own_flat + 1.0
+        # the own household (at distance d) is inside the counting circle only when d ≈ 0
+        k = closer - own_flat * (d <= radius) + 1.0
         return k.reshape(masked_xy.shape[:-1])
 
 
@@ -97,10 +104,11 @@ def verified_k(true_xy: np.ndarray, masked_xy: np.ndarray, households_xy: np.nda
     Returns
     -------
     ndarray of shape (n_cases,) or (n_masks, n_cases)
-        K_i = 1 + #{households h : |h − m_i| ≤ |x_i − m_i|} − [a household lies at x_i]
-        (weights summed when given): 1 + the households strictly closer to the masked point
-        than the true location, ties included (Allshouse et al. 2010,
-        doi:10.1080/10106049.2010.496496; docs/locations.md).
+        K_i = 1 + #{households h ≠ own : |h − m_i| ≤ c·|x_i − m_i|}, c = cos(π/64) ≈ 0.9988
+        (weights summed when given): 1 + the households closer to the masked point than the
+        true location (Allshouse et al. 2010, doi:10.1080/10106049.2010.496496), counted in
+        the circle inscribed in the 64-gon that MaskMyPy 1.1 buffers with, so that neither its
+        count nor the full circle's is ever below ours (docs/locations.md).
 
     Raises
     ------
