@@ -134,7 +134,7 @@ def accuracy(args) -> None:
     """Nested Laplace vs an importance-sampling brute force on N = 30 records (exact GP)."""
     from synthgeo.inference.glmm import fit_glmm
     from synthgeo.inference.laplace import LaplaceGLMM
-    from synthgeo.inference.theta_grid import ThetaGridSettings
+    from synthgeo.inference.quadrature import ThetaGridSettings
     from synthgeo.model.families import get_family
     from synthgeo.model.glmm_priors import GLMMPriors
     from synthgeo.model.kernels import make_sites

@@ -7,7 +7,7 @@ import pytest
 
 from synthgeo.inference.glmm import fit_glmm
 from synthgeo.inference.laplace import LaplaceGLMM
-from synthgeo.inference.theta_grid import ThetaGridSettings, explore_grid
+from synthgeo.inference.quadrature import ThetaGridSettings, explore_grid
 from synthgeo.model.families import Bernoulli, Poisson, get_family
 from synthgeo.model.glmm_priors import GLMMPriors
 from synthgeo.model.kernels import make_sites
@@ -116,7 +116,7 @@ def test_smoothing_removes_or_scales_the_at_risk_sites():
 
 
 def test_the_laplace_model_offers_the_quadrature_interface():
-    from synthgeo.inference.theta_grid import LogPosterior
+    from synthgeo.inference.quadrature import LogPosterior
 
     m, _ = _model("poisson", covariance="exact")
     assert isinstance(m, LogPosterior)

@@ -4,10 +4,10 @@ Inference (docs/inference.md, "Families beyond Gaussian"): the latent Gaussian f
 is handled by the Laplace approximation of :mod:`synthgeo.inference.laplace` (Newton, sparse or
 dense factorisation, latent NNGP of Datta et al. 2016 / Finley et al. 2019 or the exact GP), the
 hyper-parameters θ = (logit_range, log σ² [, log τ²])
-(:class:`~synthgeo.model.glmm_priors.GLMMPriors`) by numerical integration over a grid
-(:mod:`synthgeo.inference.theta_grid`, the "grid" strategy of Rue, Martino & Chopin 2009,
-doi:10.1111/j.1467-9868.2008.00700.x). Each posterior draw is a grid point drawn by weight and a
-draw of (β, w) from the Gaussian approximation at that point.
+(:class:`~synthgeo.model.glmm_priors.GLMMPriors`) by numerical integration over a lattice
+(:func:`synthgeo.inference.quadrature.explore_grid`, the "grid" strategy of Rue, Martino &
+Chopin 2009, doi:10.1111/j.1467-9868.2008.00700.x). Each posterior draw is a lattice point
+drawn by weight and a draw of (β, w) from the Gaussian approximation at that point.
 
 Synthesis (the paper's partially synthetic release, Quick, Holan & Wikle 2018, for these
 families)::
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from synthgeo.inference.laplace import LaplaceGLMM
-from synthgeo.inference.theta_grid import ThetaGrid, ThetaGridSettings, explore_grid
+from synthgeo.inference.quadrature import ThetaGrid, ThetaGridSettings, explore_grid
 from synthgeo.model.families import Family
 from synthgeo.model.glmm_priors import GLMMPriors
 from synthgeo.model.kernels import Sites
