@@ -1,12 +1,13 @@
-"""The checks every input gets after it is read: a file's records or a GeoDataFrame's in memory.
+"""Steps 3–9 of the input pass: the checks every input gets after it is read.
 
-:func:`check_points` is called by :func:`synthgeo.io.points.load_points` (a file, after reading
-and `query`) and by :func:`synthgeo.io.read.check_points_frame` (a GeoDataFrame handed over in
-memory), so both get the same refusals (docs/locations.md, "Units and plausibility"): columns,
-ids and numbers (:mod:`synthgeo.io.columns`), the unit of the coordinates
-(:mod:`synthgeo.io.units`), plausibility for the CRS (:mod:`synthgeo.io.plausibility`),
-duplicate rows, projection to a CRS in metres (:mod:`synthgeo.io.crs`) and the small-extent
-rule. Only the words differ (:class:`synthgeo.io.origin.Origin`).
+:func:`check_points` runs them in the order of the :mod:`synthgeo.io` package docstring for a
+file's records (:func:`synthgeo.io.points.load_points`, after reading and `query`) and for a
+GeoDataFrame handed over in memory (:func:`synthgeo.io.read.check_points_frame`), so both get
+the same refusals (docs/locations.md, "Units and plausibility"): columns, ids and numbers and
+the coordinates (:mod:`synthgeo.io.columns`), the unit (:mod:`synthgeo.io.units`),
+plausibility for the CRS (:mod:`synthgeo.io.plausibility`), duplicate rows, projection to a CRS
+in metres (:mod:`synthgeo.io.crs`) and the small-extent rule. Only the words differ
+(:class:`synthgeo.io.origin.Origin`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from synthgeo.io.crs import coordinates_m, describe, metric_problem, note_zone_s
 from synthgeo.io.notices import note
 from synthgeo.io.origin import Origin
 from synthgeo.io.plausibility import check_extent, check_origin, check_ranges
-from synthgeo.io.units import CoordinateUnit, check_unit_names, geometry_unit, to_crs_units
+from synthgeo.io.units import settle_unit
 
 __all__ = ["check_points", "check_records"]
 
@@ -70,10 +71,20 @@ def check_records(frame: pd.DataFrame, origin: Origin, *, columns: Sequence[str 
             frame[column] = values
 
 
-def _build(frame: pd.DataFrame, xy: np.ndarray, source_crs: pyproj.CRS, *, id_column: str | None,
-           drop_duplicates: bool, origin: Origin,
-           notes: list) -> tuple[geopandas.GeoDataFrame, int]:
-    """Build the layer in the source CRS, exact duplicate rows reported (and dropped if asked)."""
+def _geometry_in(frame: pd.DataFrame, xy: np.ndarray, source_crs: pyproj.CRS) -> np.ndarray:
+    """Take a GeoDataFrame's points back to `source_crs` (a frame read_points projected)."""
+    if not isinstance(frame, geopandas.GeoDataFrame):
+        return xy
+    crs = pyproj.CRS.from_user_input(frame.crs)
+    if crs.equals(source_crs, ignore_axis_order=True):
+        return xy
+    to_source = pyproj.Transformer.from_crs(crs, source_crs, always_xy=True)
+    return np.column_stack(to_source.transform(xy[:, 0], xy[:, 1], errcheck=False))
+
+
+def _duplicates(frame: pd.DataFrame, xy: np.ndarray, *, id_column: str | None,
+                drop_duplicates: bool, origin: Origin, notes: list) -> np.ndarray:
+    """Flag exact duplicate rows and report them (coded warning ``exact_duplicates``)."""
     duplicated = duplicate_rows(frame, xy, id_column)
     n_duplicates = int(duplicated.sum())
     if n_duplicates:
@@ -83,42 +94,16 @@ def _build(frame: pd.DataFrame, xy: np.ndarray, source_crs: pyproj.CRS, *, id_co
              "value but the id as an earlier row, e.g. "
              f"{where(frame, duplicated, id_column, origin)}): {action}",
              stacklevel=5)
-    if isinstance(frame, geopandas.GeoDataFrame):  # a layer: its own geometry, its own unit
-        gdf = frame
-    else:
-        points = geopandas.points_from_xy(xy[:, 0], xy[:, 1], crs=source_crs)
-        gdf = geopandas.GeoDataFrame(frame, geometry=points, crs=source_crs)
-    if drop_duplicates and n_duplicates:
-        gdf = gdf.loc[~duplicated]
-    return gdf, n_duplicates
+    return duplicated
 
 
-def _source_xy(frame: pd.DataFrame, x: str | None, y: str | None, id_column: str | None,
-               source_crs: pyproj.CRS, unit: CoordinateUnit,
-               origin: Origin) -> tuple[np.ndarray, CoordinateUnit | None]:
-    """Return x/y in the unit of `source_crs`, and the unit of x/y columns built into a geometry.
-
-    x/y are a CSV's columns rescaled, or a geometry's coordinates. A GeoDataFrame in memory may
-    hold its geometry in another CRS than the one its coordinates were given in (a frame
-    :func:`synthgeo.read_points` projected): its points are taken back to `source_crs`. An
-    `x`/`y` column the geometry was built from must state a unit that agrees with it
-    (:func:`synthgeo.io.units.geometry_unit`); its unit is returned (None: no such column).
-    """
-    xy = to_crs_units(coordinates(frame, x, y, id_column, origin), unit)
-    if not isinstance(frame, geopandas.GeoDataFrame):
-        return xy, None
-    crs = pyproj.CRS.from_user_input(frame.crs)
-    if not crs.equals(source_crs, ignore_axis_order=True):
-        to_source = pyproj.Transformer.from_crs(crs, source_crs, always_xy=True)
-        xy = np.column_stack(to_source.transform(xy[:, 0], xy[:, 1], errcheck=False))
-    found = []
-    for j, column in enumerate((x, y)):
-        if origin.in_memory and column is not None:
-            values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
-            if (built_from := geometry_unit(values, xy[:, j], source_crs)) is not None:
-                check_unit_names([column], source_crs, built_from, origin)
-                found.append(built_from)
-    return xy, (found[0] if found and all(u == found[0] for u in found) else None)
+def _layer(frame: pd.DataFrame, xy: np.ndarray, source_crs: pyproj.CRS
+           ) -> geopandas.GeoDataFrame:
+    """Return the records as Points in `source_crs`: a CSV's columns, or a layer's geometry."""
+    if isinstance(frame, geopandas.GeoDataFrame):
+        return frame
+    points = geopandas.points_from_xy(xy[:, 0], xy[:, 1], crs=source_crs)
+    return geopandas.GeoDataFrame(frame, geometry=points, crs=source_crs)
 
 
 def check_points(
@@ -126,7 +111,7 @@ def check_points(
     *,
     origin: Origin,
     source_crs: pyproj.CRS,
-    unit: CoordinateUnit,
+    coord_unit_m: float | None = None,
     x: str | None = None,
     y: str | None = None,
     numeric_columns: Sequence[str] = (),
@@ -142,11 +127,10 @@ def check_points(
 ) -> geopandas.GeoDataFrame:
     """Validate records read from a file or handed over in memory; project them to metres.
 
-    The checks every input gets, in order (docs/locations.md, "Units and plausibility"):
-    columns, ids and numbers (:func:`check_records`); coordinates (finite numbers, or non-empty
-    Point geometries); for a GeoDataFrame, the unit stated by the name of a `x`/`y` column the
-    geometry was built from; plausibility for `source_crs` (lon/lat range, projected bounds,
-    area of use); exact duplicate rows; `min_records`; projection; the small-extent rule.
+    The input pass after reading, one step after another in the order of the
+    :mod:`synthgeo.io` package docstring, each step's checks in their own module: columns, ids
+    and numbers; coordinates; units; plausibility for the CRS; duplicates and the record count;
+    projection to metres; the extent (docs/locations.md, "Units and plausibility").
 
     Parameters
     ----------
@@ -158,8 +142,9 @@ def check_points(
     source_crs : pyproj.CRS
         CRS the coordinates were given in (for a GeoDataFrame projected by
         :func:`synthgeo.read_points`: the file's).
-    unit : CoordinateUnit
-        Unit of the coordinates (of a CSV's x/y columns; the CRS's for a geometry).
+    coord_unit_m : float, optional
+        Metres per unit of a CSV's x/y columns (default: the CRS's unit); refused for a
+        geometry.
     x, y : str, optional
         A CSV's coordinate columns; for a GeoDataFrame, the location columns released with it.
     numeric_columns, required_columns : sequence of str, default=()
@@ -183,8 +168,8 @@ def check_points(
     -------
     geopandas.GeoDataFrame
         Index 0..N-1, in a CRS in metres; ``attrs``: ``source_crs``, ``n_duplicates``,
-        ``id_column``, ``coordinate_unit`` (`unit`; for a GeoDataFrame whose geometry was built
-        from its `x`/`y` columns, theirs: ``x_km`` beside a geometry in metres is in
+        ``id_column``, ``coordinate_unit`` (the x/y's; for a GeoDataFrame whose geometry was
+        built from its `x`/`y` columns, theirs: ``x_km`` beside a geometry in metres is in
         kilometres), ``extent`` and ``warnings``.
 
     Raises
@@ -196,29 +181,40 @@ def check_points(
     --------
     >>> import geopandas, pyproj
     >>> from synthgeo.io.origin import Origin
-    >>> from synthgeo.io.units import coordinate_unit
     >>> crs = pyproj.CRS("EPSG:4326")
     >>> gdf = geopandas.GeoDataFrame(
     ...     {"price": [1.0, 2.0, 3.0]},
     ...     geometry=geopandas.points_from_xy([-121.5, -121.4, -121.3], [38.5, 38.6, 38.7]),
     ...     crs=crs)
-    >>> out = check_points(gdf, origin=Origin.memory(), source_crs=crs,
-    ...                    unit=coordinate_unit(crs, None), min_records=3)
+    >>> out = check_points(gdf, origin=Origin.memory(), source_crs=crs, min_records=3)
     >>> out.crs.name, out.attrs["extent"]["n_distinct"]
     ('WGS 84 / UTM zone 10N', 3)
     """
+    notes: list[dict[str, str]] = []
+    is_table = not isinstance(frame, geopandas.GeoDataFrame)
+    # 3. columns, ids, numbers (columns.py)
     check_records(frame, origin, columns=[id_column, x, y, *required_columns, *numeric_columns],
                   numeric_columns=numeric_columns, id_column=id_column)
-    notes: list[dict[str, str]] = []
-    xy, columns_unit = _source_xy(frame, x, y, id_column, source_crs, unit, origin)
-    is_csv = not isinstance(frame, geopandas.GeoDataFrame)
-    labels = (f"column `{x}`", f"column `{y}`") if is_csv else ("geometry", "geometry")
+    # 4. coordinates: finite numbers, or non-empty Points (columns.py), in the source CRS
+    xy = _geometry_in(frame, coordinates(frame, x, y, id_column, origin), source_crs)
+    # 5. units: the unit in effect, names stating another, swapped axes (units.py)
+    unit, columns_unit, xy = settle_unit(frame, xy, x=x, y=y, crs=source_crs,
+                                         coord_unit_m=coord_unit_m, is_table=is_table,
+                                         origin=origin)
+    unit_words = _unit_words(unit, source_crs)
+    # 6. plausible for the CRS: lon/lat range, 0/0, projected bounds, area of use, a
+    #    CRS origin off its area (plausibility.py); the study area will be checked here
+    labels = (f"column `{x}`", f"column `{y}`") if is_table else ("geometry", "geometry")
     check_ranges(xy, source_crs, frame, labels=labels, id_column=id_column, origin=origin,
                  notes=notes)
-    check_origin(xy, source_crs, unit_words=_unit_words(unit, source_crs),
+    check_origin(xy, source_crs, unit_words=unit_words,
                  accept_small_extent=accept_small_extent, origin=origin, notes=notes)
-    gdf, n_duplicates = _build(frame, xy, source_crs, id_column=id_column,
-                               drop_duplicates=drop_duplicates, origin=origin, notes=notes)
+    # 7. exact duplicate rows (columns.py), then the number of records
+    duplicated = _duplicates(frame, xy, id_column=id_column, drop_duplicates=drop_duplicates,
+                             origin=origin, notes=notes)
+    gdf = _layer(frame, xy, source_crs)
+    if drop_duplicates and duplicated.any():
+        gdf = gdf.loc[~duplicated]
     if len(gdf) < min_records:
         raise InputError(f"only {len(gdf)} record(s) {too_few}; `min_records` = {min_records} "
                          "are needed")
@@ -226,13 +222,15 @@ def check_points(
     if id_column is None:
         id_column = "record"
         gdf.insert(0, id_column, np.arange(len(gdf)))
+    # 8. projection to a CRS in metres (crs.py)
     gdf = _to_metres(gdf, target, local=local, keep_metric=keep_metric, source_crs=source_crs,
                      notes=notes)
-    extent = check_extent(coordinates_m(gdf), unit_words=_unit_words(unit, source_crs),
+    # 9. the extent in metres (plausibility.py); a land/sea test will come after it
+    extent = check_extent(coordinates_m(gdf), unit_words=unit_words,
                           accept_small_extent=accept_small_extent, origin=origin, notes=notes)
     logger.info("%d points from %s in %s", len(gdf), origin.name,
                 describe(pyproj.CRS(gdf.crs)))
-    gdf.attrs.update(source_crs=source_crs.to_wkt(), n_duplicates=n_duplicates,
+    gdf.attrs.update(source_crs=source_crs.to_wkt(), n_duplicates=int(duplicated.sum()),
                      id_column=id_column, coordinate_unit=(columns_unit or unit).to_dict(),
                      extent=extent, warnings=notes)
     return gdf

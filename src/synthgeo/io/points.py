@@ -2,12 +2,12 @@
 
 :func:`load_points` is the door every file goes through (every command and the spec): it reads
 CSV (separator, decimal mark, encoding), GeoPackage, shapefile, GeoJSON or GeoParquet
-(:mod:`synthgeo.io.files`), settles the unit of a CSV's coordinates (:mod:`synthgeo.io.units`)
-and filters rows; :func:`synthgeo.io.checks.check_points`, the checks a GeoDataFrame handed over
-in memory gets too, does the rest (columns, plausibility, projection). A layer without a CRS is
-refused (EPSG:4326 is never assumed) and Web Mercator is never used for distances. Warnings that
-survive are kept, coded, in ``attrs["warnings"]`` for the release record and the report
-(:mod:`synthgeo.io.notices`).
+(:mod:`synthgeo.io.files`) and filters rows (steps 1–2 of the input pass, :mod:`synthgeo.io`);
+:func:`synthgeo.io.checks.check_points`, the checks a GeoDataFrame handed over in memory gets
+too, does the rest (columns, units, plausibility, duplicates, projection, extent). A layer
+without a CRS is refused (EPSG:4326 is never assumed) and Web Mercator is never used for
+distances. Warnings that survive are kept, coded, in ``attrs["warnings"]`` for the release
+record and the report (:mod:`synthgeo.io.notices`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from pathlib import Path
 
 import geopandas
 import pandas as pd
-import pyproj
 
 from synthgeo._errors import InputError
 from synthgeo.io.checks import check_points
@@ -27,34 +26,21 @@ from synthgeo.io.crs import check_projected, coordinates_m, metric_problem, pars
 from synthgeo.io.files import CsvOptions, read_table
 from synthgeo.io.origin import Origin
 from synthgeo.io.provenance import file_sha256
-from synthgeo.io.units import CoordinateUnit, check_axis_names, check_unit_names, coordinate_unit
+from synthgeo.io.units import check_coord_unit_m
 
 __all__ = ["load_points", "check_projected", "coordinates_m", "metric_problem"]
 
 logger = logging.getLogger(__name__)
 
 
-def _check_arguments(numeric_columns, required_columns, min_records) -> None:
+def _check_arguments(numeric_columns, required_columns, min_records, coord_unit_m) -> None:
     for name, cols in (("numeric_columns", numeric_columns),
                        ("required_columns", required_columns)):
         if isinstance(cols, str):
             raise TypeError(f"`{name}` must be a list of column names, got the string {cols!r}")
     if isinstance(min_records, bool) or not isinstance(min_records, int) or min_records < 1:
         raise InputError(f"`min_records` must be a positive integer, got {min_records!r}")
-
-
-def _unit(is_csv: bool, source_crs: pyproj.CRS, coord_unit_m: float | None,
-          columns: list[str], origin: Origin) -> CoordinateUnit:
-    """Return the coordinates' unit; refuse `coord_unit_m` on a layer, contradicting names."""
-    unit = coordinate_unit(source_crs, coord_unit_m)
-    if not is_csv:
-        if unit.scale_to_crs != 1.0:
-            raise InputError(f"`coord_unit_m` = {coord_unit_m!r} applies to CSV x/y columns only;"
-                             f" {origin.name} has a geometry whose CRS defines its unit")
-        return unit
-    check_unit_names(columns, source_crs, unit, origin)
-    check_axis_names(*columns)
-    return unit
+    check_coord_unit_m(coord_unit_m)
 
 
 def _query(frame: pd.DataFrame, query: str | None, n_read: int) -> pd.DataFrame:
@@ -184,7 +170,7 @@ def load_points(
     >>> len(gdf), gdf.attrs["coordinate_unit"]["name"], float(gdf.geometry.x.iloc[0])
     (1036, 'kilometre', 353200.0)
     """
-    _check_arguments(numeric_columns, required_columns, min_records)
+    _check_arguments(numeric_columns, required_columns, min_records, coord_unit_m)
     target, local = parse_target(target_crs)
     options = CsvOptions(sep=sep, decimal=decimal, encoding=encoding)
     path = Path(path)
@@ -194,12 +180,11 @@ def load_points(
     origin = Origin.file(path)
     frame, source_crs = read_table(path, x=x, y=y, crs=crs, csv_options=options,
                                    id_column=id_column)
-    is_csv = not isinstance(frame, geopandas.GeoDataFrame)
-    unit = _unit(is_csv, source_crs, coord_unit_m, [x, y], origin)
     n_read = len(frame)
     logger.info("read %d rows from %s", n_read, path)
     frame = _query(frame, query, n_read)
-    gdf = check_points(frame, origin=origin, source_crs=source_crs, unit=unit, x=x, y=y,
+    gdf = check_points(frame, origin=origin, source_crs=source_crs, coord_unit_m=coord_unit_m,
+                       x=x, y=y,
                        numeric_columns=numeric_columns, required_columns=required_columns,
                        id_column=id_column, target=target, local=local,
                        drop_duplicates=drop_duplicates, min_records=min_records,

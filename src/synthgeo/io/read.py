@@ -25,7 +25,6 @@ from synthgeo.io.checks import check_points, check_records
 from synthgeo.io.origin import Origin
 from synthgeo.io.paths import PACKAGE_PREFIX, resolve_input
 from synthgeo.io.provenance import frame_sha256
-from synthgeo.io.units import coordinate_unit
 
 __all__ = ["read_points", "check_points_frame", "read_options", "READ_KEYS"]
 
@@ -240,8 +239,7 @@ def check_points_frame(
         gdf.attrs.update(_file_provenance(points), id_column=id_column)
         return gdf
     source_crs, unit = _given_in(points)
-    gdf = check_points(gdf, origin=origin, source_crs=source_crs,
-                       unit=coordinate_unit(source_crs, None), x=x, y=y,
+    gdf = check_points(gdf, origin=origin, source_crs=source_crs, x=x, y=y,
                        numeric_columns=numeric_columns, required_columns=required_columns,
                        id_column=id_column, target=target, local=local, keep_metric=True,
                        min_records=min_records, accept_small_extent=accept_small_extent,

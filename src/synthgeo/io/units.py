@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pyproj
 
 from synthgeo._errors import InputError
@@ -25,7 +26,8 @@ from synthgeo.io.crs import describe, unit_m, unit_name
 from synthgeo.io.origin import Origin
 
 __all__ = ["CoordinateUnit", "coordinate_unit", "check_unit_names", "check_axis_names",
-           "stated_unit", "check_coord_unit_m", "to_crs_units", "geometry_unit", "OPTION"]
+           "stated_unit", "check_coord_unit_m", "to_crs_units", "geometry_unit", "settle_unit",
+           "OPTION"]
 
 #: How the option is spelt in the spec and on the command line (for messages).
 OPTION = "`coord_unit_m` ([data] coord_unit_m, or --coord-unit-m)"
@@ -317,3 +319,63 @@ def geometry_unit(values: np.ndarray, coords: np.ndarray,
 def to_crs_units(xy: np.ndarray, unit: CoordinateUnit) -> np.ndarray:
     """x/y values in the CRS's own unit (multiplied by ``unit.scale_to_crs`` when not 1)."""
     return xy if unit.scale_to_crs == 1.0 else xy * unit.scale_to_crs
+
+
+def settle_unit(frame: pd.DataFrame, xy: np.ndarray, *, x: str | None, y: str | None,
+                crs: pyproj.CRS, coord_unit_m: float | None, is_table: bool,
+                origin: Origin) -> tuple[CoordinateUnit, CoordinateUnit | None, np.ndarray]:
+    """Settle the coordinates' unit and refuse names that contradict it (the units step).
+
+    A CSV's x/y columns are read in :func:`coordinate_unit` (``coord_unit_m``, else the CRS's);
+    their names must not state another unit (:func:`check_unit_names`) nor say that x and y are
+    swapped (:func:`check_axis_names`). A geometry is in its CRS's unit (``coord_unit_m`` is
+    refused for it); for a GeoDataFrame in memory, an `x`/`y` column the geometry was built from
+    must state a unit that agrees (:func:`geometry_unit`).
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame or geopandas.GeoDataFrame
+        The records (for the values of a GeoDataFrame's `x`/`y` columns).
+    xy : ndarray of shape (n_records, 2)
+        The coordinates as read: a CSV's columns, or the geometry's in `crs`.
+    x, y : str, optional
+        A CSV's coordinate columns; for a GeoDataFrame, the location columns released with it.
+    crs : pyproj.CRS
+        The CRS the coordinates are given in.
+    coord_unit_m : float, optional
+        Metres per unit of a CSV's x/y columns.
+    is_table : bool
+        True for a CSV's table (coordinates in columns), False for a geometry.
+    origin : Origin
+
+    Returns
+    -------
+    unit : CoordinateUnit
+        The unit the coordinates are read in.
+    columns_unit : CoordinateUnit or None
+        The unit of the `x`/`y` columns a GeoDataFrame's geometry was built from (None: none).
+    xy : ndarray of shape (n_records, 2)
+        The coordinates in the CRS's own unit (:func:`to_crs_units`).
+
+    Raises
+    ------
+    InputError
+        As :func:`coordinate_unit`, :func:`check_unit_names` and :func:`check_axis_names`;
+        `coord_unit_m` with a geometry.
+    """
+    unit = coordinate_unit(crs, coord_unit_m)
+    if is_table:
+        check_unit_names([x, y], crs, unit, origin)
+        check_axis_names(x, y)
+        return unit, None, to_crs_units(xy, unit)
+    if unit.scale_to_crs != 1.0:
+        raise InputError(f"`coord_unit_m` = {coord_unit_m!r} applies to CSV x/y columns only; "
+                         f"{origin.name} has a geometry whose CRS defines its unit")
+    found = []
+    for j, column in enumerate((x, y)):
+        if origin.in_memory and column is not None:
+            values = pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=float)
+            if (built_from := geometry_unit(values, xy[:, j], crs)) is not None:
+                check_unit_names([column], crs, built_from, origin)
+                found.append(built_from)
+    return unit, (found[0] if found and all(u == found[0] for u in found) else None), xy
