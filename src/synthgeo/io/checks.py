@@ -21,54 +21,16 @@ import pandas as pd
 import pyproj
 
 from synthgeo._errors import InputError
-from synthgeo.io.columns import (
-    as_numbers,
-    check_columns,
-    check_ids,
-    coordinates,
-    duplicate_rows,
-    where,
-)
+from synthgeo.io.columns import check_records, coordinates, duplicate_rows, where
 from synthgeo.io.crs import coordinates_m, describe, metric_problem, note_zone_span, project
 from synthgeo.io.notices import note
 from synthgeo.io.origin import Origin
 from synthgeo.io.plausibility import check_extent, check_origin, check_ranges
 from synthgeo.io.units import settle_unit
 
-__all__ = ["check_points", "check_records"]
+__all__ = ["check_points", "check_records"]  # check_records (columns.py): for pipeline.data
 
 logger = logging.getLogger(__name__)
-
-
-def check_records(frame: pd.DataFrame, origin: Origin, *, columns: Sequence[str | None],
-                  numeric_columns: Sequence[str], id_column: str | None) -> None:
-    """Check the table's columns, ids and numbers; convert numeric text columns in place.
-
-    Parameters
-    ----------
-    frame : pandas.DataFrame or geopandas.GeoDataFrame
-        The records as read (a working copy: numeric columns held as text are converted).
-    origin : Origin
-        A file or a GeoDataFrame in memory (for the messages).
-    columns : sequence of str or None
-        Columns that must exist (None entries are skipped).
-    numeric_columns : sequence of str
-        Columns that must hold finite numbers; integer columns stay integer.
-    id_column : str, optional
-        Must hold unique, non-missing ids; when None, no column may be called ``record``.
-
-    Raises
-    ------
-    InputError
-        Repeated or missing columns; repeated or missing ids; text, NaN or inf in a numeric
-        column.
-    """
-    check_columns(frame, [c for c in columns if c is not None], origin)
-    check_ids(frame, id_column, origin)
-    for column in numeric_columns:
-        values = as_numbers(frame, column, id_column, "numeric", origin)
-        if not pd.api.types.is_numeric_dtype(frame[column]):  # keep int columns int
-            frame[column] = values
 
 
 def _geometry_in(frame: pd.DataFrame, xy: np.ndarray, source_crs: pyproj.CRS) -> np.ndarray:

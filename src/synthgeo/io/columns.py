@@ -8,6 +8,7 @@ the records' :class:`~synthgeo.io.origin.Origin` (a file, or a GeoDataFrame in m
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import geopandas
@@ -17,7 +18,7 @@ import pandas as pd
 from synthgeo._errors import InputError
 from synthgeo.io.origin import Origin
 
-__all__ = ["where", "check_columns", "as_numbers", "check_ids", "coordinates",
+__all__ = ["where", "check_columns", "as_numbers", "check_ids", "check_records", "coordinates",
            "duplicate_rows", "N_SHOW"]
 
 N_SHOW = 5  # how many offending ids an error message lists
@@ -91,6 +92,37 @@ def check_ids(frame: pd.DataFrame, id_column: str | None, origin: Origin) -> Non
     if (repeated := ids.duplicated(keep=False)).any():
         shown = ids[repeated].unique()[:N_SHOW].tolist()
         raise InputError(f"id column `{id_column}` is not unique: {shown} appear twice or more")
+
+
+def check_records(frame: pd.DataFrame, origin: Origin, *, columns: Sequence[str | None],
+                  numeric_columns: Sequence[str], id_column: str | None) -> None:
+    """Check the table's columns, ids and numbers; convert numeric text columns in place.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame or geopandas.GeoDataFrame
+        The records as read (a working copy: numeric columns held as text are converted).
+    origin : Origin
+        A file or a GeoDataFrame in memory (for the messages).
+    columns : sequence of str or None
+        Columns that must exist (None entries are skipped).
+    numeric_columns : sequence of str
+        Columns that must hold finite numbers; integer columns stay integer.
+    id_column : str, optional
+        Must hold unique, non-missing ids; when None, no column may be called ``record``.
+
+    Raises
+    ------
+    InputError
+        Repeated or missing columns; repeated or missing ids; text, NaN or inf in a numeric
+        column.
+    """
+    check_columns(frame, [c for c in columns if c is not None], origin)
+    check_ids(frame, id_column, origin)
+    for column in numeric_columns:
+        values = as_numbers(frame, column, id_column, "numeric", origin)
+        if not pd.api.types.is_numeric_dtype(frame[column]):  # keep int columns int
+            frame[column] = values
 
 
 def coordinates(frame: pd.DataFrame, x: str | None, y: str | None, id_column: str | None,

@@ -21,7 +21,8 @@ import pyproj
 from synthgeo._errors import InputError
 from synthgeo.io import crs as crs_mod
 from synthgeo.io import points as _points
-from synthgeo.io.checks import check_points, check_records
+from synthgeo.io.checks import check_points
+from synthgeo.io.columns import check_records
 from synthgeo.io.origin import Origin
 from synthgeo.io.paths import PACKAGE_PREFIX, resolve_input
 from synthgeo.io.provenance import frame_sha256
