@@ -1,13 +1,9 @@
-"""Steps 3–9 of the input pass: the checks every input gets after it is read.
+"""Steps 3–9 of the input pass (the :mod:`synthgeo.io` package docstring): one per module.
 
-:func:`check_points` runs them in the order of the :mod:`synthgeo.io` package docstring for a
-file's records (:func:`synthgeo.io.points.load_points`, after reading and `query`) and for a
-GeoDataFrame handed over in memory (:func:`synthgeo.io.read.check_points_frame`), so both get
-the same refusals (docs/locations.md, "Units and plausibility"): columns, ids and numbers and
-the coordinates (:mod:`synthgeo.io.columns`), the unit (:mod:`synthgeo.io.units`),
-plausibility for the CRS (:mod:`synthgeo.io.plausibility`), duplicate rows, projection to a CRS
-in metres (:mod:`synthgeo.io.crs`) and the small-extent rule. Only the words differ
-(:class:`synthgeo.io.origin.Origin`).
+:func:`check_points` runs them for a file's records (:func:`synthgeo.io.points.load_points`,
+after reading and `query`) and for a GeoDataFrame handed over in memory
+(:func:`synthgeo.io.read.check_points_frame`): the same refusals, only the words differ
+(:class:`synthgeo.io.origin.Origin`; docs/locations.md, "Units and plausibility").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Where records come from, as messages name it: a file, or a GeoDataFrame handed over in memory.
 
-Both go through the same checks (:func:`synthgeo.io.points.check_points`); only the words
+Both go through the same checks (:func:`synthgeo.io.checks.check_points`); only the words
 differ. A message about a file names the file and the spec/command-line option that fixes it
 (``coord_unit_m``, ``query``, ``drop_duplicates``); a message about a frame in memory names
 "the GeoDataFrame" and what to change in it (its CRS, its geometry, its rows), because the
