@@ -212,6 +212,12 @@ class DataConfig:
                                                        transform=self.transform)]
 
     @property
+    def response_transform(self) -> Literal["log"] | None:
+        """``transform`` of the first response: ``[data] transform`` or its ``[[data.responses]]``
+        entry's (one home: a single gaussian entry is ``[data] response`` + ``transform``)."""
+        return self.response_configs[0].transform
+
+    @property
     def sequential(self) -> bool:
         """Return whether the run takes the several-responses / GLMM route.
 

@@ -35,7 +35,7 @@ from synthgeo._errors import RiskError
 from synthgeo.config import ReleaseSpec
 from synthgeo.inference.result import GPFit
 from synthgeo.io.points import coordinates_m
-from synthgeo.model.transform import ResponseScale
+from synthgeo.pipeline.data import response_scale
 from synthgeo.risk.attributable import ATTACKS, AttributableSummary, attributable_summary
 from synthgeo.risk.baselines import baseline_public
 from synthgeo.risk.joint import JointCount, joint_count, unique_on
@@ -306,8 +306,7 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
         When a target fails and ``[risk] on_risk_failure = "stop"`` (nothing is written).
     """
     measures = risk_measures(spec)
-    g = ResponseScale(transform=spec.data.transform,
-                      back_transform=spec.data.back_transform).g_name
+    g = response_scale(spec).g_name
     loo = loo_predictive(spec, data, fits["unrestricted"], implicates["unrestricted"])
     records = {m: score_model(data, implicates[m], loo, measures, g) for m in _MODELS}
     mask = np.asarray(at_risk, bool)
