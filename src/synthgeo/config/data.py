@@ -213,8 +213,11 @@ class DataConfig:
 
     @property
     def response_transform(self) -> Literal["log"] | None:
-        """``transform`` of the first response: ``[data] transform`` or its ``[[data.responses]]``
-        entry's (one home: a single gaussian entry is ``[data] response`` + ``transform``)."""
+        """Return the first response's ``transform`` (``[data]``'s or its entry's).
+
+        One home: a single gaussian ``[[data.responses]]`` entry is ``[data] response`` and
+        ``transform``.
+        """
         return self.response_configs[0].transform
 
     @property
