@@ -33,7 +33,7 @@ from synthgeo.release.schema import validate_release_record
 from synthgeo.risk.verdict import RiskVerdict
 
 __all__ = ["check_output_dir", "id_map_sha256", "input_paths", "write_release", "release_frames",
-           "release_record", "sequential_frames", "sequential_record", "write_result",
+           "release_record", "sequential_record", "write_result",
            "EMPTY_REVIEW"]
 
 #: ``verdicts.risk`` of a release whose risk was not judged (no risk stage, or a route that
@@ -72,46 +72,67 @@ def _release_base(result: ReleaseResult) -> ReleasedRecords:
     return released_records(result.spec, result.data, result.locations, run_seed(result))
 
 
-def _implicate_frame(base: pd.DataFrame, response: str, implicate: int,
-                     values: np.ndarray) -> pd.DataFrame:
-    """``implicate``, the base columns and the synthetic response of one implicate."""
+def _implicate_frame(base: pd.DataFrame, implicate: int,
+                     columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """``implicate``, the base columns and the synthetic response(s) of one implicate."""
     f = base.copy()
     f.insert(0, "implicate", int(implicate))
-    f[response] = values
+    for name, values in columns.items():
+        f[name] = values
     return f
 
 
-def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
+def _released_columns(result, model: str, rows: np.ndarray) -> tuple[np.ndarray, dict]:
+    """Implicate numbers and each response's released values (L, n_released) of one model.
+
+    On the column's own scale: exp of the model scale under ``transform = "log"``, a yes/no
+    column in its input form (:func:`~synthgeo.pipeline.responses.released_values`).
+    """
+    if isinstance(result, SequentialResult):
+        return np.arange(1, result.spec.synthesis.n_implicates + 1), {
+            r.name: np.asarray(released_values(r.config, r.synthetic[model],
+                                               result.data.gdf[r.name]))[:, rows]
+            for r in result.responses}
+    ys = result.implicates[model]["y_synthetic"]
+    return ys["implicate"].values, {
+        result.spec.data.response: response_scale(result.spec).to_released(ys.values[:, rows])}
+
+
+def release_frames(result, records: ReleasedRecords | None = None
+                   ) -> dict[str, geopandas.GeoDataFrame]:
     """Long-form publishable implicates per model (whitelisted columns only), in memory.
 
     The long frame repeats every record's geometry L times: for small releases and
     analysis; :func:`write_release` writes the same rows implicate by implicate instead.
+
+    Parameters
+    ----------
+    result : ReleaseResult or SequentialResult
+    records : ReleasedRecords, optional
+        :func:`_release_base` of `result`, when the caller has it.
 
     Returns
     -------
     dict of str to geopandas.GeoDataFrame
         Columns ``implicate``, the id column, the location (original coordinate columns for a
         CSV input, and the geometry in the input's CRS), covariates, and the synthetic response
-        under the response's name, on the column's own scale (exp of the model scale under
-        ``[data] transform = "log"``). Rows ordered by implicate, then released record: under
-        ``[data] release_ids = "pseudonymous"`` (default) the id column holds 1..n in a random
-        record order (:mod:`synthgeo.release.records`), else the confidential ids. Under
+        under the response's name (every response, in order, for several), on the column's
+        own scale (exp of the model scale under ``transform = "log"``). Rows ordered by
+        implicate, then released record: under ``[data] release_ids = "pseudonymous"``
+        (default) the id column holds 1..n in a random record order
+        (:mod:`synthgeo.release.records`), else the confidential ids. Under
         ``[anonymity] treatment = "apply"`` the location is the published one (group centroid,
         cell centre; also ``location_disposal``, ``location_cell_m``) and withheld records are
         left out.
     """
-    rec = _release_base(result)
-    base, geom = rec.base, rec.geometry
-    response = result.spec.data.response
+    rec = records or _release_base(result)
     frames = {}
-    released = response_scale(result.spec).to_released  # exp under `[data] transform = "log"`
     for name in MODELS:
-        ys = result.implicates[name]["y_synthetic"]
-        long = pd.concat([_implicate_frame(base, response, imp, released(ys.values[j][rec.rows]))
-                          for j, imp in enumerate(ys["implicate"].values)], ignore_index=True)
+        imps, columns = _released_columns(result, name, rec.rows)
+        long = pd.concat([_implicate_frame(rec.base, imp, {c: v[j] for c, v in columns.items()})
+                          for j, imp in enumerate(imps)], ignore_index=True)
         frames[name] = geopandas.GeoDataFrame(
-            long, geometry=np.tile(geom.values, ys.sizes["implicate"]), crs=geom.crs
-        )
+            long, geometry=np.tile(rec.geometry.values, len(imps)), crs=rec.geometry.crs)
     return frames
 
 
@@ -129,7 +150,7 @@ def _write_implicates_parquet(path: Path, base: pd.DataFrame, geom: geopandas.Ge
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    first = geopandas.GeoDataFrame(_implicate_frame(base, response, imps[0], values[0]),
+    first = geopandas.GeoDataFrame(_implicate_frame(base, imps[0], {response: values[0]}),
                                    geometry=geom.values, crs=geom.crs)
     buf = io.BytesIO()
     first.to_parquet(buf, index=False)
@@ -153,15 +174,13 @@ def _write_implicates(folder: Path, result: ReleaseResult, model: str,
     """
     base, geom = released_base.base, released_base.geometry
     response = result.spec.data.response
-    ys = result.implicates[model]["y_synthetic"]
-    # on the column's own scale (exp of the model scale under `[data] transform = "log"`)
-    values = response_scale(result.spec).to_released(ys.values[:, released_base.rows])
-    _write_implicates_parquet(folder / parquet_name, base, geom, response,
-                              ys["implicate"].values, values)
+    imps, columns = _released_columns(result, model, released_base.rows)
+    values = columns[response]  # on the column's own scale
+    _write_implicates_parquet(folder / parquet_name, base, geom, response, imps, values)
     if csv_folder is None:
         return
     n_impl = result.spec.synthesis.n_implicates
-    for imp, text in zip(ys["implicate"].values, _csv_texts(base, response, values)):
+    for imp, text in zip(imps, _csv_texts(base, response, values)):
         with open(csv_folder / csv_name(int(imp), n_impl), "w", encoding="utf-8",
                   newline="") as fh:
             fh.write(text)
@@ -452,45 +471,6 @@ def _write_common_confidential(result, conf: Path, rec: ReleasedRecords) -> None
         result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
 
 
-def sequential_frames(result: SequentialResult, records: ReleasedRecords | None = None
-                      ) -> dict[str, geopandas.GeoDataFrame]:
-    """Long-form implicates per model: implicate, id, location, covariates, every response.
-
-    Parameters
-    ----------
-    result : SequentialResult
-    records : ReleasedRecords, optional
-        :func:`~synthgeo.release.records.released_records` of `result`, when the caller has it.
-
-    Returns
-    -------
-    dict of str to geopandas.GeoDataFrame
-        ``"restricted"`` (released) and ``"unrestricted"`` (confidential); rows ordered by
-        implicate, then released record (pseudonymous ids 1..n in a random record order
-        unless ``[data] release_ids = "original"``: :mod:`synthgeo.release.records`); under
-        ``[anonymity] treatment = "apply"`` the published locations, withheld records left out.
-    """
-    spec = result.spec
-    rec = records or released_records(spec, result.data, result.locations, run_seed(result))
-    base, geom, rows = rec.base, rec.geometry, rec.rows
-    frames = {}
-    L = spec.synthesis.n_implicates
-    for model in MODELS:
-        parts = []
-        for ell in range(L):
-            f = base.copy()
-            f.insert(0, "implicate", ell + 1)
-            for r in result.responses:
-                vals = released_values(r.config, r.synthetic[model][ell],
-                                       result.data.gdf[r.name])
-                f[r.name] = np.asarray(vals)[rows]
-            parts.append(f)
-        long = pd.concat(parts, ignore_index=True)
-        frames[model] = geopandas.GeoDataFrame(long, geometry=np.tile(geom.values, L),
-                                               crs=geom.crs)
-    return frames
-
-
 def sequential_record(result: SequentialResult, *, seconds: dict,
                       release_files: list | None = None) -> dict[str, Any]:
     """Return the release record (``release.json``) of a sequential release (schema-valid).
@@ -604,7 +584,7 @@ def _write_sequential_files(result: SequentialResult, tmp: Path) -> None:
     (rel / "csv").mkdir(parents=True)
     conf.mkdir()
     rec = released_records(result.spec, result.data, result.locations, run_seed(result))
-    frames = sequential_frames(result, rec)
+    frames = release_frames(result, rec)
     pub = frames["restricted"]
     pub.to_parquet(rel / "implicates.parquet", index=False)
     L = result.spec.synthesis.n_implicates
