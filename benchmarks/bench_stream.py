@@ -20,7 +20,7 @@ import dask.array as da
 import numpy as np
 
 from synthgeo.synthesis.implicates import ImplicateDraws
-from synthgeo.synthesis.stream import stream_release
+from synthgeo.pipeline.stream import stream_release
 
 
 def _w_block(block, seed, block_info=None):

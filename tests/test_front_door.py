@@ -210,6 +210,29 @@ def test_notebook_job_from_a_geodataframe_in_memory(homes, tmp_path):
     assert "confidential file" not in readme and "80 confidential records" in readme
 
 
+def test_one_log_response_given_as_data_responses_is_released_in_its_own_units(homes, tmp_path):
+    """`responses=[{"name": "price", "transform": "log"}]` is `[data] transform = "log"`.
+
+    Issue 22: one gaussian `[[data.responses]]` entry went down the single-response route,
+    which read only `[data] transform`, and released log-dollars under the dollar column's name.
+    """
+    from synthgeo.api import spec_for_points
+    from synthgeo.pipeline import run_release
+
+    pts = homes.assign(price=np.exp(homes["log_price"])).drop(columns="log_price")
+    common = dict(covariates=["sqft"], id="sale", implicates=4, seed=2,
+                  sampling=sg.SamplingConfig(sampler="grid"), risk=sg.RiskConfig(eps=[20_000.0]))
+    as_entry = sg.synthesize(pts, responses=[{"name": "price", "transform": "log"}], **common)
+    spec = spec_for_points(pts, response="price", **common)
+    as_key = sg.Release(result=run_release(spec.replace("data", transform="log"), points=pts))
+    a, b = as_entry.write(tmp_path / "entry"), as_key.write(tmp_path / "key")
+    released = pd.read_parquet(a / "release" / "implicates.parquet")["price"]
+    assert released.mean() > 1_000.0  # dollars, not log-dollars (~12)
+    assert _sha256s(a / "release") == _sha256s(b / "release")
+    assert _sha256s(a / "confidential") == _sha256s(b / "confidential")
+    assert as_entry.result.spec.formula == "log(price) ~ sqft"
+
+
 def test_in_memory_data_get_the_plausibility_checks(homes):
     from synthgeo.api import spec_for_points
     from synthgeo.pipeline.data import prepare_data

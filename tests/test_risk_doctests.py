@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 MODULES = [
-    "synthgeo.model.transform", "synthgeo.risk.measure", "synthgeo.risk.predictive",
+    "synthgeo.model.transform", "synthgeo.config.measure", "synthgeo.risk.predictive",
     "synthgeo.risk.rao_blackwell", "synthgeo.risk.loo", "synthgeo.risk.baselines",
     "synthgeo.risk.records", "synthgeo.risk.attributable", "synthgeo.risk.verdict",
     "synthgeo.risk.joint", "synthgeo.risk.selection", "synthgeo.risk.neighbours",

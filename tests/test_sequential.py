@@ -262,13 +262,13 @@ def test_single_gaussian_release_files_are_byte_identical_to_before(tmp_path):
 @pytest.fixture(scope="module")
 def two_gaussian():
     """log_price, then a second response that is log_price plus small noise (β ≈ 1)."""
-    from synthgeo.pipeline.sequential import run_sequential
+    from synthgeo.pipeline import run_release
 
     pts = _points()
     rng = np.random.default_rng(5)
     pts["lp2"] = pts["log_price"] + 0.01 * rng.standard_normal(len(pts))
     spec = _spec([{"name": "log_price"}, {"name": "lp2"}])
-    return _quiet(run_sequential, spec, points=pts, fitter=fake_fitter(n_draws=150))
+    return _quiet(run_release, spec, points=pts, fitter=fake_fitter(n_draws=150))
 
 
 def test_later_response_is_drawn_from_the_earlier_synthetic_values(two_gaussian):
@@ -355,11 +355,9 @@ def test_joint_risk_and_correlations(two_gaussian):
 
 
 def test_sequential_writer_whitelist_and_record(two_gaussian, tmp_path):
-    from synthgeo.release.report._sequential import render_sequential_report
-    from synthgeo.release.sequential_writer import write_sequential
+    from synthgeo.release.writer import write_result
 
-    out = write_sequential(two_gaussian, tmp_path / "o",
-                           report_html=render_sequential_report(two_gaussian))
+    out = write_result(two_gaussian, tmp_path / "o")
     pub = pd.read_parquet(out / "release" / "implicates.parquet")
     assert set(pub.columns) == {"implicate", "id", "sqft_living", "log_price", "lp2", "geometry"}
     readme = (out / "release" / "README.md").read_text(encoding="utf-8")  # new-user finding:
@@ -411,7 +409,7 @@ def test_bernoulli_response_with_text_covariate_and_dropped_records(tmp_path):
 
 
 def _run(spec, pts):
-    from synthgeo.pipeline.result import Release
+    from synthgeo.api import Release
     from synthgeo.pipeline.run import run_release
 
     return Release(result=run_release(spec, points=pts))
@@ -478,18 +476,18 @@ def test_keys_the_sequential_route_does_not_apply_are_refused():
     """[risk.targets] and the risk-based at-risk rule are not silently skipped (issue 11 x 15)."""
     from synthgeo._errors import SpecError
     from synthgeo.config import RiskTarget
-    from synthgeo.pipeline.sequential import run_sequential
+    from synthgeo.pipeline import run_release
 
     spec = _spec([{"name": "log_price"}, {"name": "price_usd", "transform": "log"}]).replace(
         "risk", targets=[RiskTarget(measure="rel:0.1", max_share_above=0.01,
                                     record_threshold=0.05)])
     with pytest.raises(SpecError, match=r"\[risk.targets\]: applied on the single-response"):
-        run_sequential(spec, points=_points(), fitter=fake_fitter(n_draws=150))
+        run_release(spec, points=_points(), fitter=fake_fitter(n_draws=150))
 
 
 def test_gaussian_responses_get_baselines_and_attributable_risk(two_gaussian):
     """Issue 15 x 11: release vs LOO / public baselines for each gaussian response."""
-    from synthgeo.release.sequential_writer import sequential_record
+    from synthgeo.release.writer import sequential_record
 
     for r in two_gaussian.responses:
         t = r.attributable
@@ -552,7 +550,7 @@ def test_synthesize_with_several_responses_writes_what_the_spec_route_writes(tmp
 def test_sequential_report_opens_with_key_figures_for_every_response(two_gaussian):
     """Every response's figures beside their baselines, both models, the worse ones marked."""
     from synthgeo.release.report._overview import sequential_key_figures
-    from synthgeo.release.report._sequential import render_sequential_report
+    from synthgeo.release.report import render_report
 
     kf = sequential_key_figures(two_gaussian)
     items = kf["item"].tolist()
@@ -566,7 +564,7 @@ def test_sequential_report_opens_with_key_figures_for_every_response(two_gaussia
     worse = kf["value"].str.contains("restricted model worse")
     assert (kf.loc[worse, "status"] == "warn").all()
     assert any(i.startswith("joint risk") for i in items)
-    html = render_sequential_report(two_gaussian)
+    html = render_report(two_gaussian)
     assert html.index("table-key-figures") < html.rindex("Responses: rates by area")  # not the nav
 
 

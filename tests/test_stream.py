@@ -14,7 +14,7 @@ from synthgeo.model.smoothing import Smoothing
 from synthgeo.risk.within_eps import within_eps_risk
 from synthgeo.synthesis.implicates import (ImplicateDraws, draw_implicates, implicate_blocks,
                                            implicate_seeds)
-from synthgeo.synthesis.stream import stream_release
+from synthgeo.pipeline.stream import stream_release
 
 CFG = SamplingConfig(sampler="grid", chains=2, draws=50, seed=3, on_convergence_failure="warn")
 FAST = GridSettings(n_coarse=6, n_fine=6, max_stages=2)

@@ -51,7 +51,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "UtilityConfig": ("synthgeo.config", "UtilityConfig"),
     "AnonymityConfig": ("synthgeo.config", "AnonymityConfig"),
     "OutlierPolicy": ("synthgeo.locations.policy", "OutlierPolicy"),
-    "Release": ("synthgeo.pipeline.result", "Release"),
+    "Release": ("synthgeo.api", "Release"),
 }
 
 __all__ = [
@@ -80,7 +80,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the names __getattr__ provides
-    from synthgeo.api import compare, run, show_versions, synthesize
+    from synthgeo.api import Release, compare, run, show_versions, synthesize
     from synthgeo.config import (
         AnonymityConfig,
         DataConfig,
@@ -98,4 +98,3 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names __getattr__ provides
     from synthgeo.locations.spatial_k import measure_spatial_k as spatial_k
     from synthgeo.masking.donut import mask_to_k as mask
     from synthgeo.masking.sweep import choose_k
-    from synthgeo.pipeline.result import Release

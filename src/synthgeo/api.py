@@ -11,9 +11,14 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import geopandas
+import numpy as np
+import pandas as pd
+import xarray as xr
 
 from synthgeo.config import (
     AnonymityConfig,
@@ -26,9 +31,129 @@ from synthgeo.config import (
     UtilityConfig,
 )
 from synthgeo.io.read import read_options
-from synthgeo.pipeline import Fitter, Release, as_spec, run_release
+from synthgeo.pipeline import MODELS, Fitter, ReleaseResult, ReleaseRisk, as_spec, run_release
 
-__all__ = ["synthesize", "run", "compare", "show_versions", "spec_for_points"]
+if TYPE_CHECKING:
+    import arviz
+
+__all__ = ["Release", "synthesize", "run", "compare", "show_versions", "spec_for_points"]
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Release:
+    """A finished release job, from :func:`synthgeo.synthesize` or :func:`synthgeo.run`.
+
+    Nothing is written until :meth:`write`.
+
+    Attributes
+    ----------
+    result : ReleaseResult or SequentialResult
+        The pipeline's full record (prepared data, fits, at-risk rule, location diagnostics).
+    implicates : xarray.Dataset
+        Variables ``unrestricted`` and ``restricted``, dims (``implicate``, ``record``):
+        synthetic responses on the model scale; coord ``at_risk`` (record).
+    posterior : dict of str to arviz.InferenceData
+        ``"unrestricted"`` and ``"restricted"`` fits (``posterior``: ``beta``, ``sigma2``,
+        ``nugget``, ``range`` in metres, ``phi`` per metre, ``w``).
+    risk : ReleaseRisk
+        ``risk.to_dataframe()`` per record, ``risk.summary``, ``risk["restricted"]``.
+    reiter : pandas.DataFrame
+        Reiter (2003) combining-rules table (``q_bar``, ``b_m``, ``u_bar``, ``T_p``), both models
+        beside the confidential fit, with CI overlap.
+
+    Examples
+    --------
+    See :func:`synthgeo.synthesize`.
+    """
+
+    result: ReleaseResult
+
+    def _single(self, what: str) -> None:
+        """Refuse a single-response view of a sequential release (``[[data.responses]]``)."""
+        if self.result.spec.data.sequential:
+            raise AttributeError(
+                f"`Release.{what}` describes one gaussian response; this release has "
+                "`[[data.responses]]`: use `release.result.responses` (per response: fits, "
+                "synthetic, risk_summary, utility) and `release.result.joint_risk`")
+
+    @property
+    def spec(self) -> ReleaseSpec:
+        """The spec as run (every section, defaults filled in)."""
+        return self.result.spec
+
+    @property
+    def M_m(self) -> float:  # noqa: N802
+        """Distance M of the at-risk rule, metres."""
+        return self.result.M_m
+
+    @property
+    def at_risk(self) -> np.ndarray:
+        """Bool per record: no other record within M (docs/model.md)."""
+        self._single("at_risk")
+        return np.asarray(self.result.at_risk.at_risk, bool)
+
+    @property
+    def implicates(self) -> xr.Dataset:
+        """Both models' implicates, dims (implicate, record), model scale."""
+        self._single("implicates")
+        r = self.result
+        ds = xr.Dataset({name: r.implicates[name]["y_synthetic"].drop_vars(
+            ["source_chain", "source_draw"], errors="ignore") for name in MODELS})
+        ds = ds.assign_coords(at_risk=("record", self.at_risk))
+        ds.attrs.update(response=r.spec.data.response, back_transform=r.spec.data.back_transform,
+                        released_model="restricted", M_m=float(r.M_m))
+        return ds
+
+    @property
+    def posterior(self) -> dict[str, arviz.InferenceData]:
+        """Posterior of each model as ArviZ InferenceData."""
+        self._single("posterior")
+        return {name: fit.idata for name, fit in self.result.fits.items()}
+
+    @property
+    def risk(self) -> ReleaseRisk:
+        """Disclosure risk of both models (see :class:`ReleaseRisk`)."""
+        self._single("risk")
+        return ReleaseRisk(result=self.result)
+
+    @property
+    def reiter(self) -> pd.DataFrame:
+        """Reiter (2003) table of the analyst's model for both models and the truth."""
+        self._single("reiter")
+        return self.result.utility
+
+    @property
+    def seconds(self) -> dict[str, float]:
+        """Wall time per stage, seconds."""
+        return dict(self.result.seconds)
+
+    def write(self, out: str | os.PathLike, *, overwrite: bool = False,
+              progressbar: bool = False) -> Path:
+        """Write exactly what ``synthgeo run`` writes: release/, confidential/, records, report.
+
+        Parameters
+        ----------
+        out : path
+            New output folder (atomic: all or nothing).
+        overwrite : bool, default=False
+            Replace an earlier synthgeo output folder.
+        progressbar : bool, default=False
+            Progress bar while the report is drawn.
+
+        Returns
+        -------
+        Path
+            The folder.
+
+        Raises
+        ------
+        synthgeo.SpecError
+            If `out` exists without `overwrite`, is not an earlier output, or holds an input.
+        """
+        from synthgeo.release.writer import write_result
+
+        return write_result(self.result, out, overwrite=overwrite, progressbar=progressbar)
+
 
 Progress = Callable[[str], None] | None
 
@@ -152,7 +277,7 @@ def synthesize(
         {"gaussian", "bernoulli", "poisson"}, ``transform``, ``exposure``, ``positive``);
         each later one is fitted with the earlier ones as covariates and drawn from their
         synthetic values (docs/model.md). The result's ``.result`` is then a
-        :class:`~synthgeo.pipeline.sequential.SequentialResult`.
+        :class:`~synthgeo.pipeline.responses.SequentialResult`.
     missing : {"refuse", "drop"}, default="refuse"
         ``[data] missing``: a record with a missing response or covariate is refused, or
         dropped (not released; counted).

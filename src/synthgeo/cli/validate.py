@@ -30,7 +30,7 @@ def run(args: argparse.Namespace, say) -> int:
         f"CRS {data.gdf.crs.name}; response {spec.data.response!r}, covariates "
         f"{spec.data.covariates}; analyst's model {spec.formula!r}")
     if spec.data.sequential:  # [[data.responses]]: each response's family and formula
-        from synthgeo.pipeline.sequential import response_formula
+        from synthgeo.pipeline.responses import response_formula
 
         for j, rc in enumerate(spec.data.response_configs):
             say(f"  response {j + 1}: {rc.name!r} ({rc.family}); analyst's model "

@@ -212,6 +212,15 @@ class DataConfig:
                                                        transform=self.transform)]
 
     @property
+    def response_transform(self) -> Literal["log"] | None:
+        """Return the first response's ``transform`` (``[data]``'s or its entry's).
+
+        One home: a single gaussian ``[[data.responses]]`` entry is ``[data] response`` and
+        ``transform``.
+        """
+        return self.response_configs[0].transform
+
+    @property
     def sequential(self) -> bool:
         """Return whether the run takes the several-responses / GLMM route.
 

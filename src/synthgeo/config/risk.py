@@ -34,7 +34,7 @@ class RiskTarget:
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
-        from synthgeo.risk.measure import Measure
+        from synthgeo.config.measure import Measure
 
         try:
             Measure.parse(self.measure)
@@ -88,7 +88,7 @@ class RiskConfig:
         tables = [_sub_table(t, RiskTarget, "risk", "targets", "tables of target keys")
                   for t in raw]
         object.__setattr__(self, "targets", tables)
-        from synthgeo.risk.measure import Measure, measures_from
+        from synthgeo.config.measure import Measure, measures_from
 
         scored = {m.key for m in measures_from(eps=self.eps, p=self.p)}
         for t in self.targets:

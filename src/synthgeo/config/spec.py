@@ -90,7 +90,7 @@ class ReleaseSpec:
             return self.utility.formula
         rhs = " + ".join(self.data.covariates) or "1"
         lhs = self.data.response
-        if self.data.transform == "log":  # the released column is on the original scale
+        if self.data.response_transform == "log":  # the released column is on the original scale
             lhs = f"log({lhs})"
         return f"{lhs} ~ {rhs}"
 

@@ -167,7 +167,9 @@ def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame, *,
     id_col = gdf.attrs["id_column"]
     first = d.response_configs[0]
     if d.responses:  # [[data.responses]]: each response's own scale (pipeline.design)
-        raw = y = response_values(gdf, first)
+        y = response_values(gdf, first)
+        raw = (gdf[first.name].to_numpy(dtype=float) if first.transform == "log"
+               else y)  # the analyst's column as given (dollars under "log")
         for later in d.response_configs[1:]:  # refused now, not after the earlier fits
             response_values(gdf, later)
         gaussian = first.family == "gaussian" and first.transform is None
@@ -233,8 +235,8 @@ NEAR_CONSTANT_RELATIVE_SD = 1e-6
 def response_scale(spec: ReleaseSpec) -> ResponseScale:
     """Return the response's scales (model, released, person's) of the spec.
 
-    From ``[data] transform`` and ``back_transform``
-    (:class:`synthgeo.model.transform.ResponseScale`).
+    From the first response's ``transform`` (``[data] transform`` or its ``[[data.responses]]``
+    entry) and ``[data] back_transform`` (:class:`synthgeo.model.transform.ResponseScale`).
 
     Examples
     --------
@@ -242,7 +244,8 @@ def response_scale(spec: ReleaseSpec) -> ResponseScale:
     >>> response_scale(load_spec(bundled_spec_path())).g_name
     'exp'
     """
-    return ResponseScale(transform=spec.data.transform, back_transform=spec.data.back_transform)
+    return ResponseScale(transform=spec.data.response_transform,
+                         back_transform=spec.data.back_transform)
 
 
 def _back_transformed(spec: ReleaseSpec, y: np.ndarray) -> np.ndarray:

@@ -43,6 +43,9 @@ __all__ = ["cumulative_verdict", "PreviousRelease", "load_previous", "Cumulative
            "cumulative_risk"]
 
 IMPLICATES = "release/implicates.parquet"
+#: The map from released to confidential ids, under ``confidential/`` (written by
+#: :mod:`synthgeo.release.records`; read back here to link an earlier release's records).
+ID_MAP_FILE = "release_ids.csv"
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -231,7 +234,6 @@ def _confidential_index(folder: Path, wide: pd.DataFrame, id_column: str,
     them as numbers would change them).
     """
     from synthgeo.io.files import keep_id_text
-    from synthgeo.release.records import ID_MAP_FILE
 
     path = folder / "confidential" / ID_MAP_FILE
     if not path.is_file():

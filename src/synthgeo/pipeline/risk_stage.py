@@ -35,7 +35,7 @@ from synthgeo._errors import RiskError
 from synthgeo.config import ReleaseSpec
 from synthgeo.inference.result import GPFit
 from synthgeo.io.points import coordinates_m
-from synthgeo.model.transform import ResponseScale
+from synthgeo.pipeline.data import response_scale
 from synthgeo.risk.attributable import ATTACKS, AttributableSummary, attributable_summary
 from synthgeo.risk.baselines import baseline_public
 from synthgeo.risk.joint import JointCount, joint_count, unique_on
@@ -279,7 +279,8 @@ def gate_cumulative(spec: ReleaseSpec, scores: RiskScores, verdict: RiskVerdict)
 
 def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                        implicates: dict[str, xr.Dataset], at_risk: np.ndarray,
-                       locations=None) -> RiskScores:
+                       locations=None, *, own_X: np.ndarray | None = None,
+                       g: str | None = None) -> RiskScores:
     """Score both models against both baselines, judge the targets, apply the gate.
 
     Parameters
@@ -295,6 +296,12 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
         The at-risk records (a group of the table).
     locations : LocationDiagnostics, optional
         Spatial k of the released locations (the joint count); None: no record below k.
+    own_X : ndarray of shape (n_records, p), optional
+        A later response of several: the covariates the attacker holds, the earlier responses'
+        released values in place of their confidential ones (:func:`loo_predictive`); also the
+        public baseline's regressors. Default: ``data.X``.
+    g : {"exp", "identity"}, optional
+        The response's map to the person's scale (default: the first response's).
 
     Returns
     -------
@@ -306,10 +313,11 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
         When a target fails and ``[risk] on_risk_failure = "stop"`` (nothing is written).
     """
     measures = risk_measures(spec)
-    g = ResponseScale(transform=spec.data.transform,
-                      back_transform=spec.data.back_transform).g_name
-    loo = loo_predictive(spec, data, fits["unrestricted"], implicates["unrestricted"])
-    records = {m: score_model(data, implicates[m], loo, measures, g) for m in _MODELS}
+    g = g or response_scale(spec).g_name
+    loo = loo_predictive(spec, data, fits["unrestricted"], implicates["unrestricted"],
+                         own_X=own_X)
+    public = data if own_X is None else dataclasses.replace(data, X=own_X)
+    records = {m: score_model(public, implicates[m], loo, measures, g) for m in _MODELS}
     mask = np.asarray(at_risk, bool)
     summary = attributable_summary(records, groups={"at_risk": mask, "other": ~mask})
     below, unique = _identifiable(spec, data, locations)

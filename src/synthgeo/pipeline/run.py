@@ -17,12 +17,13 @@ from functools import partial
 
 import geopandas
 import numpy as np
+import pandas as pd
 from scipy.special import logit
 
 from synthgeo._errors import SpecError
 from synthgeo._progress import progress_iter
 from synthgeo._seed import resolve_seed
-from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec, load_spec
+from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec, ResponseConfig, load_spec
 from synthgeo.inference.result import GPFit, require_convergence
 from synthgeo.io.notices import note
 from synthgeo.io.points import coordinates_m
@@ -35,15 +36,16 @@ from synthgeo.model.at_risk import AtRiskResult, continuous_weights, find_at_ris
 from synthgeo.model.kernels import M_FROM_RHO0, Sites
 from synthgeo.model.restricted_gp import GPPriors, default_priors
 from synthgeo.model.smoothing import Smoothing
+from synthgeo.pipeline import responses
 from synthgeo.pipeline.at_risk_rule import risk_rule, run_neighbour_check, score_unrestricted
-from synthgeo.pipeline.data import PreparedData, prepare_data, response_scale
+from synthgeo.pipeline.data import PreparedData, check_formula_names, prepare_data
 from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult
 from synthgeo.pipeline.risk_stage import gate_cumulative, score_release_risk
 from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
 from synthgeo.synthesis.implicates import draw_implicates
-from synthgeo.utility.reiter import compare_to_confidential
+from synthgeo.utility.glm import response_correlations
 
 __all__ = ["Fitter", "run_release", "restricted_smoothing", "as_spec", "make_fitter"]
 
@@ -233,26 +235,124 @@ def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed):
                            scheduler=spec.compute.scheduler)  # [compute]: where blocks run
 
 
-def _synthesize(spec: ReleaseSpec, data: PreparedData, fits: dict[str, GPFit], seeds,
-                progressbar: bool, drawn: dict | None = None) -> dict:
-    """``y_synthetic`` (implicate, record) per model, one spawned seed each.
+def _refuse_on_several(spec: ReleaseSpec, previous) -> None:
+    """Refuse what is not applied yet to several responses (a silent skip would mislead).
 
-    ``drawn``: implicates already made with the same fit and seed (the unrestricted model's,
-    when the at-risk rule scored them), reused rather than drawn again.
+    ``[[data.responses]]`` with several responses or a yes/no / count one; issue 22 phase 2
+    applies them there or names the statistical obstacle.
     """
-    drawn = drawn or {}
-    return {
-        name: drawn[name] if name in drawn else _draw(spec, data, fits[name], name, seeds[i])
-        for i, name in progress_iter(enumerate(MODELS), enabled=progressbar, desc="synthesis",
-                                     total=len(MODELS), unit="model")
-    }
+    m = spec.model
+    unused = [key for key, on in (
+        ("[risk.targets]", bool(spec.risk.targets)),
+        ('[model] at_risk = "risk" | "both"', m.at_risk != "spatial"),
+        ('[model] at_risk_nugget = "marginal"', m.at_risk_nugget != "shared"),
+    ) if on]
+    if unused:
+        raise SpecError(
+            f"{', '.join(unused)}: applied on the single-response route only, not yet with "
+            "[[data.responses]] (several responses or a yes/no / count response); remove them "
+            "or release one gaussian response"
+        )
+    if previous is not None:
+        raise SpecError(
+            "--previous (repeated releases) is applied on the single-response route only, "
+            "not yet with [[data.responses]] (several responses or a yes/no / count "
+            "response); leave it out or release one gaussian response")
+
+
+@dataclasses.dataclass
+class _Drawn:
+    """One response fitted and synthesised (the per-response stage's output)."""
+
+    config: ResponseConfig
+    data: PreparedData  # its y, and X with the earlier responses
+    fits: dict
+    at_risk: AtRiskResult
+    sensitivity: dict
+    choice: AtRiskChoice
+    implicates: dict | None  # gaussian: each model's draw_implicates Dataset
+    synthetic: dict  # each model's (L, n_records) model-scale values
+    seconds: dict
+
+
+def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, streams,
+                  X_syn: dict, *, fitter, say, progressbar: bool, several: bool) -> _Drawn:
+    """Fit unrestricted → at-risk set → fit restricted → synthesise, for one response.
+
+    ``streams``: the response's four seed streams (two fits, two models' synthesis).
+    """
+    sec: dict[str, float] = {}
+    fit_seed = [int(s.generate_state(1)[0]) for s in streams[:2]]
+    gaussian = rc.family == "gaussian"
+    if gaussian:
+        fit = make_fitter(spec, data_j, progressbar=progressbar, fitter=fitter)
+    else:
+        fit = responses.glmm_fitter(spec, data_j, rc)
+    if not several:
+        say("fitting the unrestricted model")
+    with _timed(sec, "fit_unrestricted"):
+        fits = {"unrestricted": (fit(random_seed=fit_seed[0], label="unrestricted")
+                                 if gaussian else fit())}
+    with _timed(sec, "at_risk"):
+        drawn = ({} if spec.model.at_risk == "spatial" else  # the risk rule scores them
+                 {"unrestricted": _draw(spec, data_j, fits["unrestricted"], "unrestricted",
+                                        streams[2])})
+        phi_of = fits["unrestricted"] if gaussian else responses.PhiOfGLMM(fits["unrestricted"])
+        at_risk, sens, phi_hat, choice = _at_risk(spec, data_j, phi_of,
+                                                  streams[2] if gaussian else None,
+                                                  implicates=drawn.get("unrestricted"))
+    say(f"M = {at_risk.radius_m:,.0f} m: {at_risk.n_at_risk} at-risk records"
+        + ("" if choice.rule == "spatial" else
+           f' (at_risk = "{choice.rule}": {int(choice.spatial.sum())} by location, '
+           f"{int(choice.by_risk.sum())} by risk)"))
+    if not several:
+        say("fitting the restricted model")
+    with _timed(sec, "fit_restricted"):
+        subject = data_j.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
+        smoothing = restricted_smoothing(spec, coordinates_m(data_j.gdf), data_j.sites, at_risk,
+                                         phi_hat, subject=subject)
+        if gaussian:  # several responses: no reuse of the unrestricted posterior (phase 1)
+            fits["restricted"] = fit(
+                scale=smoothing, random_seed=fit_seed[1], label="restricted",
+                **_warm_start(spec, fitter, fits["unrestricted"], None if several else smoothing))
+        elif np.any(np.asarray(smoothing.a) > 0) and smoothing.gamma != 0:
+            fits["restricted"] = fit(scale=smoothing)
+        else:  # no site is smoothed: the restricted model is the unrestricted one (D = I)
+            say("no at-risk site: the restricted fit is the unrestricted one")
+            fits["restricted"] = fits["unrestricted"]
+    if gaussian:
+        require_convergence(fits, spec.sampling.on_convergence_failure)
+    if not several:
+        say(f"drawing {spec.synthesis.n_implicates} implicates per model")
+    with _timed(sec, "synthesize"):
+        implicates = None
+        if gaussian:
+            implicates = {
+                m: drawn[m] if m in drawn else _draw(spec, data_j, fits[m], m, streams[2 + i])
+                for i, m in progress_iter(enumerate(MODELS), enabled=progressbar,
+                                          desc="synthesis", total=len(MODELS), unit="model")}
+            if X_syn["restricted"] is not None:  # a later response: given the earlier ones
+                implicates = {m: responses.shift_to_earlier(ds, fits[m], data_j.X, X_syn[m])
+                              for m, ds in implicates.items()}
+            synthetic = {m: ds["y_synthetic"].values for m, ds in implicates.items()}
+        else:
+            synthetic = {m: responses.draw_discrete(spec, fits[m], data_j.X, X_syn[m],
+                                                    streams[2 + i])
+                         for i, m in enumerate(MODELS)}
+    return _Drawn(config=rc, data=data_j, fits=fits, at_risk=at_risk, sensitivity=sens,
+                  choice=choice, implicates=implicates, synthetic=synthetic, seconds=sec)
 
 
 def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                 points: geopandas.GeoDataFrame | None = None, progress=None,
                 progressbar: bool = False, fitter: Fitter | None = None,
-                previous: str | os.PathLike | None = None) -> ReleaseResult:
-    """Fit both models, synthesise, score risk and utility (writes nothing).
+                previous: str | os.PathLike | None = None):
+    """Fit both models, synthesise, score risk and utility (writes nothing): every release.
+
+    One route: data → locations → per response (fit unrestricted, at-risk set, fit
+    restricted, synthesise) → risk → utility → result. A single gaussian response is a
+    sequence of one; ``[[data.responses]]`` with several responses or a yes/no / count one is
+    synthesised in sequence (:mod:`synthgeo.pipeline.responses`, docs/model.md).
 
     Parameters
     ----------
@@ -262,11 +362,12 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         The records, already in memory (see :func:`synthgeo.synthesize`); default: read the
         spec's ``[data] path``.
     fitter : callable, optional
-        Replaces the spec's inference engine (see :data:`Fitter`): called as
+        Replaces the spec's gaussian inference engine (see :data:`Fitter`): called as
         ``fitter(y, X, sites, priors=..., coef_names=..., config=..., scale=...,
         random_seed=..., label=...)`` and returning a
         :class:`~synthgeo.inference.result.GPFit`. Default: the engine
-        ``[sampling] sampler`` and ``[model] gp`` name.
+        ``[sampling] sampler`` and ``[model] gp`` name. Yes/no and count responses always use
+        the nested Laplace GLMM.
     progress : callable, optional
         ``progress(message: str)`` called at each stage (the CLI prints it).
     progressbar : bool, default=False
@@ -274,11 +375,13 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     previous : path, optional
         An earlier release of the same records (its ``synthgeo run`` folder): its files are
         verified against its release.json before fitting, records linked by id, and the pooled
-        implicates scored (:mod:`synthgeo.pipeline.previous`).
+        implicates scored (:mod:`synthgeo.pipeline.previous`). One gaussian response only.
 
     Returns
     -------
-    ReleaseResult
+    ReleaseResult or SequentialResult
+        One gaussian response: :class:`ReleaseResult`; several responses or a yes/no / count
+        one: :class:`~synthgeo.pipeline.responses.SequentialResult` (a result per response).
 
     Raises
     ------
@@ -286,7 +389,9 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         Bad input data, or an earlier release (``previous``) whose files do not match its
         release.json.
     synthgeo.SpecError
-        A bad spec, or an engine the spec cannot use.
+        A bad spec, an engine the spec cannot use, or a key not applied yet to several
+        responses (``[risk.targets]``, ``at_risk = "risk" | "both"``, the marginal nugget,
+        ``previous``).
     synthgeo.ConvergenceError
         When a fit fails the convergence thresholds and ``on_convergence_failure = "stop"``.
     synthgeo.RiskError
@@ -294,19 +399,18 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         ``[risk] on_risk_failure = "stop"`` (raised before anything is written).
     """
     spec, say, seconds = as_spec(spec), progress or log.info, {}
-    if spec.data.sequential:  # [[data.responses]]: several responses or a GLMM family
-        from synthgeo.pipeline.sequential import run_sequential
-
-        if previous is not None:  # not applied there yet: refuse, never skip silently
-            raise SpecError(
-                "--previous (repeated releases) is applied on the single-response route only, "
-                "not yet with [[data.responses]] (several responses or a yes/no / count "
-                "response); leave it out or release one gaussian response")
-
-        return run_sequential(spec, points=points, progress=say, fitter=fitter)
+    several = spec.data.sequential  # [[data.responses]]: several responses or a GLMM family
+    if several:
+        _refuse_on_several(spec, previous)
     with _timed(seconds, "load"):
         data = prepare_data(spec, points)
-    say(f"loaded {data.n_records} records at {data.sites.n_sites} sites ({data.gdf.crs.name})")
+    formulas = [responses.response_formula(spec, rc, j == 0) if several else spec.formula
+                for j, rc in enumerate(spec.data.response_configs)]
+    for rc, formula in zip(spec.data.response_configs, formulas) if several else ():
+        check_formula_names(formula, [rc.name, *spec.data.covariates])
+    say(f"loaded {data.n_records} records at {data.sites.n_sites} sites ({data.gdf.crs.name})"
+        + (f"; dropped {data.missing['n_dropped']} with a missing value" if data.missing
+           else ""))
     earlier = None if previous is None else load_previous(  # before fitting
         previous, spec, frame_sha256=data.gdf.attrs.get("frame_sha256"))
     if earlier is not None and len(earlier.chain()) > 1:
@@ -318,53 +422,61 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         locations = _locations(spec, data)
     say(_locations_message(spec, locations))
     seed = resolve_seed(spec.sampling.seed)  # a key: kept in confidential/ only
-    seeds = np.random.SeedSequence(seed).spawn(4)
-    fit_seed = [int(s.generate_state(1)[0]) for s in seeds[:2]]
-    fit, fits = make_fitter(spec, data, progressbar=progressbar, fitter=fitter), {}
+    root = np.random.SeedSequence(seed)
     locations = enforce_verdict(locations, spec.anonymity.on_location_failure)  # before fitting
-    say("fitting the unrestricted model")
-    with _timed(seconds, "fit_unrestricted"):
-        fits["unrestricted"] = fit(random_seed=fit_seed[0], label="unrestricted")
-    with _timed(seconds, "at_risk"):
-        drawn = ({} if spec.model.at_risk == "spatial" else  # the risk rule scores them
-                 {"unrestricted": _draw(spec, data, fits["unrestricted"], "unrestricted",
-                                        seeds[2])})
-        at_risk, sens, phi_hat, choice = _at_risk(spec, data, fits["unrestricted"], seeds[2],
-                                                  implicates=drawn.get("unrestricted"))
-    say(f"M = {at_risk.radius_m:,.0f} m: {at_risk.n_at_risk} at-risk records"
-        + ("" if choice.rule == "spatial" else
-           f' (at_risk = "{choice.rule}": {int(choice.spatial.sum())} by location, '
-           f"{int(choice.by_risk.sum())} by risk)"))
-    locations = locations.with_at_risk(at_risk.at_risk)
-    say("fitting the restricted model")
-    with _timed(seconds, "fit_restricted"):
-        subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
-        smoothing = restricted_smoothing(spec, coordinates_m(data.gdf), data.sites, at_risk,
-                                         phi_hat, subject=subject)
-        fits["restricted"] = fit(scale=smoothing, random_seed=fit_seed[1], label="restricted",
-                                 **_warm_start(spec, fitter, fits["unrestricted"], smoothing))
-    require_convergence(fits, spec.sampling.on_convergence_failure)
-    say(f"drawing {spec.synthesis.n_implicates} implicates per model")
-    with _timed(seconds, "synthesize"):
-        implicates = _synthesize(spec, data, fits, seeds[2:], progressbar, drawn=drawn)
+    configs = spec.data.response_configs
+    drawn: list[_Drawn] = []
+    conf: dict = {}  # the earlier responses, confidential (model scale), by name
+    syn: dict = {m: [] for m in MODELS}  # each model's chain conditions on its own draws
+    for j, rc in enumerate(configs):
+        # response 1 takes the spec's first four streams; each later one a fresh child's
+        streams = root.spawn(4) if j == 0 else root.spawn(1)[0].spawn(4)
+        data_j, X_syn = responses.response_design(data, rc, conf, syn,
+                                                 spec.synthesis.n_implicates)
+        if several:
+            say(f"response {j + 1}/{len(configs)}: `{rc.name}` ({rc.family}), fitting both "
+                "models")
+        drawn.append(_fit_and_draw(spec, data_j, rc, streams, X_syn, fitter=fitter, say=say,
+                                   progressbar=progressbar, several=several))
+        conf[rc.name] = data_j.y
+        for m in MODELS:
+            syn[m].append(drawn[-1].synthetic[m])
+    if not several:
+        return _one_response(spec, data, drawn[0], locations, earlier, seconds, seed, say,
+                             progressbar)
+    return _several_responses(spec, data, drawn, formulas, locations, seconds, seed,
+                              progressbar)
+
+
+def _within_eps(spec: ReleaseSpec, d: _Drawn, progressbar: bool) -> tuple[dict, pd.DataFrame]:
+    """Within-ε risk of both models' implicates of a gaussian response, and its summary."""
+    g = responses.response_scale_of(spec, d.config).g_name
+    risk = {m: within_eps_risk(ds["y_synthetic"], d.data.y, eps=spec.risk.eps, p=spec.risk.p,
+                               transform=g)
+            for m, ds in progress_iter(d.implicates.items(), enabled=progressbar, desc="risk",
+                                       total=len(d.implicates), unit="model")}
+    return risk, summarise_risk(risk["unrestricted"], risk["restricted"], d.at_risk.at_risk)
+
+
+def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
+                  progressbar) -> ReleaseResult:
+    """Risk and utility of one gaussian response: targets, neighbour check, pooled risk."""
+    seconds.update(d.seconds)
+    locations = locations.with_at_risk(d.at_risk.at_risk)
     with _timed(seconds, "risk"):
-        risk = {name: within_eps_risk(ds["y_synthetic"], data.y, eps=spec.risk.eps,
-                                      p=spec.risk.p, transform=response_scale(spec).g_name)
-                for name, ds in progress_iter(implicates.items(), enabled=progressbar,
-                                              desc="risk", total=len(implicates), unit="model")}
-        summary = summarise_risk(risk["unrestricted"], risk["restricted"], at_risk.at_risk)
+        risk, summary = _within_eps(spec, d, progressbar)
     say("scoring risk against the leave-one-out and public baselines")
     with _timed(seconds, "risk_baselines"):  # raises RiskError under on_risk_failure = "stop"
-        scores = score_release_risk(spec, data, fits, implicates, at_risk.at_risk, locations)
+        scores = score_release_risk(spec, data, d.fits, d.implicates, d.at_risk.at_risk,
+                                    locations)
     say(scores.verdict_line())
     with _timed(seconds, "neighbour_check"):
-        neighbours = run_neighbour_check(spec, data, implicates, at_risk, choice)
+        neighbours = run_neighbour_check(spec, data, d.implicates, d.at_risk, d.choice)
     cumulative = None
     if earlier is not None:
         with _timed(seconds, "cumulative_risk"):
             cumulative = cumulative_risk(earlier, spec, data.y, data.record_id,
-                                         implicates["restricted"]["y_synthetic"].values,
-                                         at_risk.at_risk)
+                                         d.synthetic["restricted"], d.at_risk.at_risk)
         say(f"cumulative risk over {cumulative.n_implicates_pooled} pooled implicates of "
             f"{cumulative.n_linked} linked records ({cumulative.n_new} new)")
         if spec.risk.targets:  # the board's targets on the pooled figures too (item 9)
@@ -373,15 +485,57 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
             say(f"cumulative risk verdict (pooled implicates): {verdict.status}")
             scores = gate_cumulative(spec, scores, verdict)
     with _timed(seconds, "utility"):
-        released = response_scale(spec).to_released  # the analyst's scale (dollars: "log")
-        utility = compare_to_confidential(
-            spec.formula,
-            {k: v["y_synthetic"].copy(data=released(v["y_synthetic"].values))
-             for k, v in implicates.items()}, data.frame,
-            response=spec.data.response, truth=data.frame[spec.data.response].to_numpy(),
-            alpha=spec.utility.alpha, progressbar=progressbar)
+        utility = responses.response_utility(spec, d.config, d.synthetic, data.y, data.frame,
+                                   spec.formula,
+                                   truth=data.frame[spec.data.response].to_numpy(),
+                                   progressbar=progressbar)
     return ReleaseResult(
-        spec=spec, data=data, fits=fits, at_risk=at_risk, at_risk_sensitivity=sens,
-        implicates=implicates, risk=risk, risk_summary=summary, utility=utility,
+        spec=spec, data=data, fits=d.fits, at_risk=d.at_risk, at_risk_sensitivity=d.sensitivity,
+        implicates=d.implicates, risk=risk, risk_summary=summary, utility=utility,
         seconds=seconds, locations=locations, neighbour_check=neighbours, cumulative=cumulative,
         risk_scores=scores, seed=seed)
+
+
+def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], locations,
+                       seconds, seed, progressbar):
+    """Risk and utility of each response in turn, the joint risk and the correlations."""
+    frame = data.frame.drop(columns=[spec.data.response])  # covariates, released unchanged
+    results = []
+    for j, (d, formula) in enumerate(zip(drawn, formulas)):
+        rc, sec, y = d.config, d.seconds, d.data.y
+        attributable = None
+        with _timed(sec, "risk"):
+            if rc.family == "gaussian":
+                risk, summary = _within_eps(spec, d, progressbar)
+                per, matches = responses.gaussian_risk_frame(spec, rc, risk, d.synthetic, y)
+                summary = summary.assign(response=rc.name)
+                # the attacker holds the earlier responses' released values, not their truth
+                own_X = None if j == 0 else d.data.X.copy()
+                if own_X is not None:
+                    own_X[:, data.X.shape[1]:] = np.column_stack(
+                        [e.synthetic["restricted"].mean(axis=0) for e in drawn[:j]])
+                attributable = score_release_risk(
+                    spec, d.data, d.fits, d.implicates, d.at_risk.at_risk, locations,
+                    own_X=own_X, g=responses.response_scale_of(spec, rc).g_name,
+                ).table.assign(response=rc.name)
+            else:
+                per, summary, matches = responses.discrete_risk_tables(
+                    spec, rc, d.synthetic, y, d.at_risk, frame)
+        with _timed(sec, "utility"):
+            utility = responses.response_utility(spec, rc, d.synthetic, y, frame, formula,
+                                                progressbar=progressbar)
+        per.insert(0, "at_risk", d.at_risk.at_risk)
+        per.insert(0, data.id_column, data.record_id)
+        results.append(responses.ResponseResult(
+            config=rc, coef_names=d.data.coef_names, y=y, fits=d.fits, at_risk=d.at_risk,
+            at_risk_sensitivity=d.sensitivity, synthetic=d.synthetic, risk_per_record=per,
+            risk_summary=summary, utility=utility, formula=formula, matches=matches,
+            seconds=sec, attributable=attributable))
+        for k, v in sec.items():  # totals over responses; per response in ResponseResult
+            seconds[k] = seconds.get(k, 0.0) + v
+    joint, joint_per = responses.joint_risk(data, results) if len(results) > 1 else (None, None)
+    correlations = response_correlations(
+        {r.name: r.y for r in results}, {r.name: r.synthetic["restricted"] for r in results})
+    return responses.SequentialResult(
+        spec=spec, data=data, responses=results, joint_risk=joint, joint_per_record=joint_per,
+        correlations=correlations, seconds=seconds, locations=locations, seed=seed)

@@ -120,8 +120,8 @@ def readme_context(result) -> dict[str, Any]:
         "version": package_versions()["synthgeo"], "n": data.n_records, "L": L,
         "from_file": bool(data.gdf.attrs.get("sha256")),  # else handed over in memory
         "response": d.response,
-        "log_scale": d.transform is None and d.back_transform == "exp",
-        "log_model": d.transform == "log",
+        "log_scale": d.response_transform is None and d.back_transform == "exp",
+        "log_model": d.response_transform == "log",
         "id_column": data.id_column, "loc_cols": [c for c in (d.x, d.y) if c],
         "pseudonymous_ids": getattr(d, "release_ids", "original") == "pseudonymous",
         "covariates": list(d.covariates), "crs_label": _crs_label(data),

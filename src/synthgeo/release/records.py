@@ -25,10 +25,10 @@ import geopandas
 import numpy as np
 import pandas as pd
 
+from synthgeo.pipeline.previous import ID_MAP_FILE  # the layout --previous reads back
+
 __all__ = ["ReleasedRecords", "released_records", "ID_MAP_FILE", "RELEASE_IDS_SPAWN_KEY"]
 
-#: The map from released to confidential ids, under ``confidential/``.
-ID_MAP_FILE = "release_ids.csv"
 #: Spawn key of the row permutation's stream under the run's seed (independent of the
 #: synthesis streams, which are spawned from the same seed in order).
 RELEASE_IDS_SPAWN_KEY = 0x1D5

@@ -26,13 +26,15 @@ from synthgeo.io.jsonable import dumps, jsonable
 from synthgeo.io.provenance import file_sha256, provenance
 from synthgeo.pipeline import MODELS, ReleaseResult, risk_per_record
 from synthgeo.pipeline.data import response_scale
-from synthgeo.release.readme import csv_name, data_user_readme
+from synthgeo.pipeline.responses import SequentialResult, released_values
+from synthgeo.release.readme import csv_name, data_user_readme, disposal_counts
 from synthgeo.release.records import ID_MAP_FILE, ReleasedRecords, released_records
 from synthgeo.release.schema import validate_release_record
 from synthgeo.risk.verdict import RiskVerdict
 
 __all__ = ["check_output_dir", "id_map_sha256", "input_paths", "write_release", "release_frames",
-           "release_record", "EMPTY_REVIEW"]
+           "release_record", "sequential_record", "write_result",
+           "EMPTY_REVIEW"]
 
 #: ``verdicts.risk`` of a release whose risk was not judged (no risk stage, or a route that
 #: applies no ``[risk.targets]``): never PASS.
@@ -70,46 +72,67 @@ def _release_base(result: ReleaseResult) -> ReleasedRecords:
     return released_records(result.spec, result.data, result.locations, run_seed(result))
 
 
-def _implicate_frame(base: pd.DataFrame, response: str, implicate: int,
-                     values: np.ndarray) -> pd.DataFrame:
-    """``implicate``, the base columns and the synthetic response of one implicate."""
+def _implicate_frame(base: pd.DataFrame, implicate: int,
+                     columns: dict[str, np.ndarray]) -> pd.DataFrame:
+    """``implicate``, the base columns and the synthetic response(s) of one implicate."""
     f = base.copy()
     f.insert(0, "implicate", int(implicate))
-    f[response] = values
+    for name, values in columns.items():
+        f[name] = values
     return f
 
 
-def release_frames(result: ReleaseResult) -> dict[str, geopandas.GeoDataFrame]:
+def _released_columns(result, model: str, rows: np.ndarray) -> tuple[np.ndarray, dict]:
+    """Implicate numbers and each response's released values (L, n_released) of one model.
+
+    On the column's own scale: exp of the model scale under ``transform = "log"``, a yes/no
+    column in its input form (:func:`~synthgeo.pipeline.responses.released_values`).
+    """
+    if isinstance(result, SequentialResult):
+        return np.arange(1, result.spec.synthesis.n_implicates + 1), {
+            r.name: np.asarray(released_values(r.config, r.synthetic[model],
+                                               result.data.gdf[r.name]))[:, rows]
+            for r in result.responses}
+    ys = result.implicates[model]["y_synthetic"]
+    return ys["implicate"].values, {
+        result.spec.data.response: response_scale(result.spec).to_released(ys.values[:, rows])}
+
+
+def release_frames(result, records: ReleasedRecords | None = None
+                   ) -> dict[str, geopandas.GeoDataFrame]:
     """Long-form publishable implicates per model (whitelisted columns only), in memory.
 
     The long frame repeats every record's geometry L times: for small releases and
     analysis; :func:`write_release` writes the same rows implicate by implicate instead.
+
+    Parameters
+    ----------
+    result : ReleaseResult or SequentialResult
+    records : ReleasedRecords, optional
+        :func:`_release_base` of `result`, when the caller has it.
 
     Returns
     -------
     dict of str to geopandas.GeoDataFrame
         Columns ``implicate``, the id column, the location (original coordinate columns for a
         CSV input, and the geometry in the input's CRS), covariates, and the synthetic response
-        under the response's name, on the column's own scale (exp of the model scale under
-        ``[data] transform = "log"``). Rows ordered by implicate, then released record: under
-        ``[data] release_ids = "pseudonymous"`` (default) the id column holds 1..n in a random
-        record order (:mod:`synthgeo.release.records`), else the confidential ids. Under
+        under the response's name (every response, in order, for several), on the column's
+        own scale (exp of the model scale under ``transform = "log"``). Rows ordered by
+        implicate, then released record: under ``[data] release_ids = "pseudonymous"``
+        (default) the id column holds 1..n in a random record order
+        (:mod:`synthgeo.release.records`), else the confidential ids. Under
         ``[anonymity] treatment = "apply"`` the location is the published one (group centroid,
         cell centre; also ``location_disposal``, ``location_cell_m``) and withheld records are
         left out.
     """
-    rec = _release_base(result)
-    base, geom = rec.base, rec.geometry
-    response = result.spec.data.response
+    rec = records or _release_base(result)
     frames = {}
-    released = response_scale(result.spec).to_released  # exp under `[data] transform = "log"`
     for name in MODELS:
-        ys = result.implicates[name]["y_synthetic"]
-        long = pd.concat([_implicate_frame(base, response, imp, released(ys.values[j][rec.rows]))
-                          for j, imp in enumerate(ys["implicate"].values)], ignore_index=True)
+        imps, columns = _released_columns(result, name, rec.rows)
+        long = pd.concat([_implicate_frame(rec.base, imp, {c: v[j] for c, v in columns.items()})
+                          for j, imp in enumerate(imps)], ignore_index=True)
         frames[name] = geopandas.GeoDataFrame(
-            long, geometry=np.tile(geom.values, ys.sizes["implicate"]), crs=geom.crs
-        )
+            long, geometry=np.tile(rec.geometry.values, len(imps)), crs=rec.geometry.crs)
     return frames
 
 
@@ -127,7 +150,7 @@ def _write_implicates_parquet(path: Path, base: pd.DataFrame, geom: geopandas.Ge
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    first = geopandas.GeoDataFrame(_implicate_frame(base, response, imps[0], values[0]),
+    first = geopandas.GeoDataFrame(_implicate_frame(base, imps[0], {response: values[0]}),
                                    geometry=geom.values, crs=geom.crs)
     buf = io.BytesIO()
     first.to_parquet(buf, index=False)
@@ -151,15 +174,13 @@ def _write_implicates(folder: Path, result: ReleaseResult, model: str,
     """
     base, geom = released_base.base, released_base.geometry
     response = result.spec.data.response
-    ys = result.implicates[model]["y_synthetic"]
-    # on the column's own scale (exp of the model scale under `[data] transform = "log"`)
-    values = response_scale(result.spec).to_released(ys.values[:, released_base.rows])
-    _write_implicates_parquet(folder / parquet_name, base, geom, response,
-                              ys["implicate"].values, values)
+    imps, columns = _released_columns(result, model, released_base.rows)
+    values = columns[response]  # on the column's own scale
+    _write_implicates_parquet(folder / parquet_name, base, geom, response, imps, values)
     if csv_folder is None:
         return
     n_impl = result.spec.synthesis.n_implicates
-    for imp, text in zip(ys["implicate"].values, _csv_texts(base, response, values)):
+    for imp, text in zip(imps, _csv_texts(base, response, values)):
         with open(csv_folder / csv_name(int(imp), n_impl), "w", encoding="utf-8",
                   newline="") as fh:
             fh.write(text)
@@ -220,39 +241,10 @@ def release_record(
         is all null, for the board (see :data:`EMPTY_REVIEW`).
     """
     spec, data = result.spec, result.data
-    fits = {}
-    for name, fit in result.fits.items():
-        post = fit.posterior
-        summ = {}
-        for var in ("sigma2", "nugget", "range", "phi"):
-            v = post[var].values.ravel()
-            summ[var] = {"mean": v.mean(), "sd": v.std(ddof=1), "q05": np.quantile(v, 0.05),
-                         "median": np.median(v), "q95": np.quantile(v, 0.95)}
-        beta = post["beta"]
-        for c in beta["coef"].values:
-            v = beta.sel(coef=c).values.ravel()
-            summ[f"beta[{c}]"] = {"mean": v.mean(), "sd": v.std(ddof=1),
-                                  "q05": np.quantile(v, 0.05), "median": np.median(v),
-                                  "q95": np.quantile(v, 0.95)}
-        fits[name] = {"posterior_summary": summ, "convergence": fit.convergence.to_dict(),
-                      "seconds": fit.seconds, "engine": fit.engine,
-                      "n_sites_smoothed": int(np.sum(fit.scale < 1))}
-    prov = provenance(None, points=data.gdf)
-    spec_dict = spec.to_dict()
-    spec_dict["sampling"]["seed"] = None  # a key: in confidential/seed.txt only
+    fits = {name: _fit_summary(fit, "gaussian", engine=True)
+            for name, fit in result.fits.items()}
     rec = {
-        "synthgeo_release_record": 1,
-        "classification": CLASSIFICATION,
-        "created_at": prov["created_at"],
-        "spec": spec_dict,
-        "input": prov["input"],
-        "versions": prov["versions"],
-        "seed_sha256": _seed_hash(result),
-        "release_ids_sha256": None,  # the writer fills it in (confidential/release_ids.csv)
-        "crs": prov["crs"],
-        "n_records": data.n_records, "n_sites": data.sites.n_sites,
-        "n_implicates": spec.synthesis.n_implicates,
-        "released_model": "restricted",
+        **_record_header(result),
         "at_risk": {"rule": _at_risk_rule_text(spec),
                     "rho0": spec.model.rho0, "M_m": result.M_m,
                     "M_source": "spec M_m" if spec.model.M_m else (
@@ -310,10 +302,49 @@ def _at_risk_rule_text(spec) -> str:
             "both": f"{spatial}, or {by_risk}"}[spec.model.at_risk]
 
 
-def _seed_hash(result: ReleaseResult) -> str | None:
-    """SHA-256 of the run's seed (the seed itself is written to ``confidential/`` only)."""
-    seed = run_seed(result)
-    return None if seed is None else seed_sha256(seed)
+def _record_header(result) -> dict[str, Any]:
+    """Return the keys every release record opens with: provenance, spec (no seed), counts."""
+    spec, data = result.spec, result.data
+    prov = provenance(None, points=data.gdf)
+    spec_dict = spec.to_dict()
+    spec_dict["sampling"]["seed"] = None  # a key: in confidential/seed.txt only
+    seed = run_seed(result)  # the seed itself is written to confidential/ only
+    return {
+        "synthgeo_release_record": 1, "classification": CLASSIFICATION,
+        "created_at": prov["created_at"], "spec": spec_dict,
+        "input": prov["input"], "versions": prov["versions"],
+        "seed_sha256": None if seed is None else seed_sha256(seed),
+        "release_ids_sha256": None,  # the writer fills it in (confidential/release_ids.csv)
+        "crs": prov["crs"], "n_records": data.n_records, "n_sites": data.sites.n_sites,
+        "n_implicates": spec.synthesis.n_implicates, "released_model": "restricted",
+    }
+
+
+def _quantiles(v) -> dict:
+    v = np.asarray(v, float).ravel()
+    return {"mean": v.mean(), "sd": v.std(ddof=1) if v.size > 1 else 0.0,
+            "q05": np.quantile(v, 0.05), "median": np.median(v), "q95": np.quantile(v, 0.95)}
+
+
+def _fit_summary(fit, family: str, *, engine: bool = False) -> dict:
+    """Posterior summary of one fit (gaussian: GPFit draws; GLMM: the θ grid and β moments).
+
+    ``engine``: a gaussian fit's engine record too (the single-response record has it).
+    """
+    if family == "gaussian":
+        post = fit.posterior
+        out = {var: _quantiles(post[var].values) for var in ("sigma2", "nugget", "range", "phi")}
+        for c in post["beta"]["coef"].values:
+            out[f"beta[{c}]"] = _quantiles(post["beta"].sel(coef=c).values)
+        return {"posterior_summary": out, "convergence": fit.convergence.to_dict(),
+                "seconds": fit.seconds, **({"engine": fit.engine} if engine else {}),
+                "n_sites_smoothed": int(np.sum(fit.scale < 1))}
+    s = fit.summary()
+    out = {"range_m": dict(zip(("q025", "median", "q975"), s["range_m"])),
+           "sigma2": dict(zip(("q025", "median", "q975"), s["sigma2"]))}
+    out.update({f"beta[{k}]": {"mean": m, "sd": sd} for k, (m, sd) in s["beta"].items()})
+    return {"posterior_summary": out, "engine": "nested Laplace over a theta grid",
+            "n_grid_points": int(len(fit.grid.weights)), "seconds": fit.timings_s}
 
 
 def _location_verdict_and_warnings(result: ReleaseResult) -> dict[str, Any]:
@@ -336,7 +367,9 @@ def write_release(
 
     Parameters
     ----------
-    result : ReleaseResult
+    result : ReleaseResult or SequentialResult
+        One gaussian response, or several (``[[data.responses]]``: one long GeoParquet frame,
+        a risk table per response, the joint risk; :func:`sequential_record`).
     out : path
         Output folder (created; replaced only when ``overwrite``).
     overwrite : bool, default=False
@@ -356,13 +389,15 @@ def write_release(
     SpecError
         If ``out`` exists without ``overwrite`` or contains the input.
     """
+    several = isinstance(result, SequentialResult)  # [[data.responses]]: its own layout
+
     def write(tmp: Path) -> None:
         t = time.perf_counter()
-        _write_release_files(result, tmp)
+        (_write_sequential_files if several else _write_release_files)(result, tmp)
         # the stages, and writing release/ and confidential/ (release.json is written last)
         stages = {**(seconds or result.seconds), "write_files": time.perf_counter() - t}
-        record = release_record(result, seconds=stages,
-                                release_files=_file_list(tmp / "release"))
+        record = (sequential_record if several else release_record)(
+            result, seconds=stages, release_files=_file_list(tmp / "release"))
         record["release_ids_sha256"] = id_map_sha256(tmp)
         validate_release_record(record)
         (tmp / "release.json").write_text(dumps(record, indent=2), encoding="utf-8")
@@ -371,6 +406,25 @@ def write_release(
 
     return write_folder(out, write, marker="release.json", overwrite=overwrite,
                         inputs=input_paths(result.spec), what="an earlier synthgeo output")
+
+
+def write_result(result, out: str | os.PathLike, *, overwrite: bool = False,
+                 progressbar: bool = False) -> Path:
+    """Write exactly what ``synthgeo run`` writes: release/, confidential/, record, report.
+
+    The report (:func:`synthgeo.release.report.render_report`) is drawn after the output
+    folder is checked and before anything is written (:func:`write_release`).
+
+    Raises
+    ------
+    SpecError
+        If `out` exists without `overwrite`, is not an earlier output, or holds an input.
+    """
+    from synthgeo.release.report import render_report
+
+    check_output_dir(Path(out), overwrite=overwrite, inputs=input_paths(result.spec))
+    return write_release(result, out, overwrite=overwrite,
+                         report_html=render_report(result, progressbar=progressbar))
 
 
 def id_map_sha256(folder: Path) -> str | None:
@@ -404,10 +458,148 @@ def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
             conf / "cumulative_risk_per_record.csv", index=False)
     if getattr(result, "risk_scores", None) is not None:
         result.risk_scores.table.to_csv(conf / "risk_attributable.csv", index=False)
-    write_seed(conf, run_seed(result))
-    if released_base.id_map is not None:  # released -> confidential ids: board only
-        released_base.id_map.to_csv(conf / ID_MAP_FILE, index=False)
-    if result.locations is not None:  # per-record k and outlier labels: board only
-        result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
+    _write_common_confidential(result, conf, released_base)
     result.utility.to_csv(conf / "utility_reiter.csv", index=False)
 
+
+def _write_common_confidential(result, conf: Path, rec: ReleasedRecords) -> None:
+    """Write the seed, the released → confidential id map and the per-record location labels."""
+    write_seed(conf, run_seed(result))
+    if rec.id_map is not None:  # released -> confidential ids: board only
+        rec.id_map.to_csv(conf / ID_MAP_FILE, index=False)
+    if result.locations is not None:  # per-record k and outlier labels: board only
+        result.locations.per_record().to_csv(conf / "locations_per_record.csv", index=False)
+
+
+def sequential_record(result: SequentialResult, *, seconds: dict,
+                      release_files: list | None = None) -> dict[str, Any]:
+    """Return the release record (``release.json``) of a sequential release (schema-valid).
+
+    Returns
+    -------
+    dict
+        Common keys as :func:`synthgeo.release.writer.release_record`; ``responses`` (one
+        entry per response), ``joint_risk``, ``correlations``, ``design``, ``missing``.
+    """
+    spec, data = result.spec, result.data
+    responses = []
+    for r in result.responses:
+        ar = r.at_risk
+        responses.append({
+            "name": r.name, "family": r.family, "coef_names": list(r.coef_names),
+            "formula": r.formula,
+            "at_risk": {"M_m": ar.radius_m, "n_at_risk": ar.n_at_risk,
+                        "n_sites_at_risk": int(ar.site_at_risk.sum()),
+                        "sensitivity_to_phi": r.at_risk_sensitivity,
+                        "gamma": spec.model.gamma,
+                        "at_risk_effect": ("independent" if r.family != "gaussian"
+                                           else spec.model.at_risk_effect)},
+            "priors": (r.fits["unrestricted"].model.priors.to_dict() if r.family != "gaussian"
+                       else r.fits["unrestricted"].priors.to_dict()),
+            "fits": {m: _fit_summary(r.fits[m], r.family) for m in MODELS},
+            "risk_summary": r.risk_summary.to_dict("records"),
+            **({} if r.attributable is None else
+               {"risk_attributable": r.attributable.to_dict("records")}),
+            "utility": {"method": ("OLS" if r.family == "gaussian" else
+                                   {"bernoulli": "logistic GLM", "poisson": "Poisson GLM"}
+                                   [r.family]) + " per implicate, Reiter (2003) rules",
+                        "ci_overlap": "Karr et al. (2006), unclamped: negative = disjoint",
+                        "table": r.utility.to_dict("records")},
+            "seconds": r.seconds})
+    rec = {
+        **_record_header(result),
+        "responses": responses,
+        "correlations": result.correlations.to_dict("records"),
+        "release_files": list(release_files or []), "seconds": seconds,
+        "review": dict(EMPTY_REVIEW),
+    }
+    if result.joint_risk is not None:
+        rec["joint_risk"] = result.joint_risk.to_dict("records")
+    if data.levels:
+        rec["design"] = data.levels
+    if data.missing is not None:
+        rec["missing"] = data.missing
+    if result.locations is not None:
+        rec["locations"] = result.locations.summary()
+    rec.update(_location_verdict_and_warnings(result))
+    # [risk.targets] are refused for several responses (pipeline.run): nothing is judged
+    rec["verdicts"]["risk"] = NOT_ASSESSED_RISK
+    return jsonable(rec)
+
+
+def _sequential_readme(result: SequentialResult, rec: ReleasedRecords) -> str:
+    """Return the data users' README of several responses (release/README.md)."""
+    spec = result.spec
+    id_words = ("a release pseudonym (1 to n in a random order, not the confidential id; the "
+                "same in every implicate)" if rec.kind == "pseudonymous" else "the record id")
+    counts = disposal_counts(result)
+    lines = [
+        "# Partially synthetic data (synthgeo)", "",
+        f"{spec.synthesis.n_implicates} implicates of {len(rec.rows)} records; each holds "
+        f"{id_words}, the location and covariates as collected and **synthetic** values of the "
+        "confidential responses:", ""]
+    if counts is not None:
+        lines[-1:-1] = [f"{counts['n_withheld']} records were withheld to protect "
+                        f"their location and {counts['n_moved']} are published at a coarser "
+                        "location (group centroid or grid-cell centre; columns "
+                        "`location_disposal`, `location_cell_m`); the other locations are "
+                        "exact.", ""]
+    scale = {"bernoulli": "yes/no, with the column's own two levels",
+             "poisson": "a count"}
+    for r in result.responses:
+        what = scale.get(r.family) or ("on its own scale; the model was fitted to its "
+                                       "logarithm" if r.config.transform == "log" else
+                                       "on the scale of the confidential column")
+        lines.append(f"- `{r.name}` ({r.family}; {what}): drawn from a spatial model fitted with "
+                     "the covariates" + (" and the earlier responses (each implicate from the "
+                                         "same implicate of the earlier synthetic responses)"
+                                         if r is not result.responses[0] else "") + ".")
+    L, n = spec.synthesis.n_implicates, len(rec.rows)
+    if result.data.missing and result.data.missing["n_dropped"]:
+        lines += ["", f"{result.data.missing['n_dropped']} records with a missing value were "
+                  "left out of this release; they are in no implicate."]
+    lines += [
+        "", "## Files",
+        f"- `implicates.parquet`: all {L} implicates in one GeoParquet file (long form, "
+        f"{n * L} rows), with an `implicate` column numbered 1 to {L}.",
+        f"- `csv/{csv_name(1, L)}` … `csv/{csv_name(L, L)}`: one CSV per implicate ({n} rows "
+        "each), without geometry.", "",
+        "## How to analyse: Reiter's (2003) rules for partially synthetic data",
+        "Analyse every implicate as you would the real file, then combine. With q_l the "
+        "estimate and u_l its squared standard error from implicate l = 1, …, m:", "",
+        "    q_bar = (1/m) Σ q_l                      the point estimate",
+        "    b_m   = Σ (q_l − q_bar)² / (m − 1)        between-implicate variance",
+        "    u_bar = (1/m) Σ u_l                       mean within-implicate variance",
+        "    T_p   = u_bar + b_m / m                   its variance (Reiter 2003)",
+        "    df    = (m − 1) (1 + u_bar / (b_m / m))²  degrees of freedom of the t reference", "",
+        "This is not Rubin's rule for imputed missing data (T = u_bar + (1 + 1/m) b_m), which "
+        "overstates the variance here. One implicate alone understates the uncertainty; "
+        "averaging the implicates into one file is wrong too.", ""]
+    return "\n".join(lines)
+
+
+def _write_sequential_files(result: SequentialResult, tmp: Path) -> None:
+    """``release/`` and ``confidential/`` of several responses into `tmp` (one long frame)."""
+    rel, conf = tmp / "release", tmp / "confidential"
+    (rel / "csv").mkdir(parents=True)
+    conf.mkdir()
+    rec = released_records(result.spec, result.data, result.locations, run_seed(result))
+    frames = release_frames(result, rec)
+    pub = frames["restricted"]
+    pub.to_parquet(rel / "implicates.parquet", index=False)
+    L = result.spec.synthesis.n_implicates
+    for imp, part in pd.DataFrame(pub.drop(columns="geometry")).groupby("implicate"):
+        part.drop(columns="implicate").to_csv(rel / "csv" / csv_name(imp, L), index=False)
+    (rel / "README.md").write_text(_sequential_readme(result, rec), encoding="utf-8")
+    frames["unrestricted"].to_parquet(conf / "implicates_unrestricted.parquet", index=False)
+    for r in result.responses:
+        r.risk_per_record.to_csv(conf / f"risk_per_record_{r.name}.csv", index=False)
+        r.risk_summary.to_csv(conf / f"risk_summary_{r.name}.csv", index=False)
+        if r.attributable is not None:
+            r.attributable.to_csv(conf / f"risk_attributable_{r.name}.csv", index=False)
+        r.utility.to_csv(conf / f"utility_{r.name}.csv", index=False)
+    if result.joint_per_record is not None:
+        result.joint_per_record.to_csv(conf / "risk_joint_per_record.csv", index=False)
+        result.joint_risk.to_csv(conf / "risk_joint_summary.csv", index=False)
+    result.correlations.to_csv(conf / "correlations.csv", index=False)
+    _write_common_confidential(result, conf, rec)

@@ -113,7 +113,7 @@ def glm_baseline(formula: str, y_syn, frame: pd.DataFrame, truth, *, response: s
     >>> b.shape
     (100, 3)
     """
-    from synthgeo.utility.glm import fit_glm
+    from synthgeo.model.glm import fit_glm
 
     ys, t = _check(y_syn, truth)
     data = frame.copy()

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from synthgeo.config.measure import _fmt
 from synthgeo.model.transform import BACK_TRANSFORMS, within_tolerance
-from synthgeo.risk.measure import _fmt
 from synthgeo.risk.measure import measure_label as _label
 
 __all__ = ["RiskResult", "RiskTally", "within_eps_risk", "summarise_risk"]

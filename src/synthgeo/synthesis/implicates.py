@@ -11,7 +11,7 @@ effect's variance returns as noise.
 
 Implicate ℓ is a pure function of its posterior draw and its own seed,
 ``SeedSequence(seed).spawn(L)[ℓ]`` (:func:`implicate_seeds`), so implicates can be made in
-any grouping and anywhere: :func:`draw_implicates` (in memory), :func:`synthgeo.synthesis.
+any grouping and anywhere: :func:`draw_implicates` (in memory), :func:`synthgeo.pipeline.
 stream.stream_release` (to Zarr, chunk by chunk) and either on a ``dask.distributed`` cluster
 (:func:`synthgeo.compute.map_batches`) give the same bytes for one seed.
 """

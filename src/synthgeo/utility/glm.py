@@ -15,40 +15,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from synthgeo.model.glm import fit_glm
 from synthgeo.utility.reiter import ci_overlap, combine_reiter
 
 __all__ = ["fit_glm", "compare_glm_to_confidential", "response_correlations"]
-
-
-def fit_glm(formula: str, data: pd.DataFrame, *, family: str):
-    """Fit the analyst's GLM (statsmodels) and return its results.
-
-    Parameters
-    ----------
-    formula : str
-        Patsy formula, e.g. ``"searched ~ race + gender"``.
-    data : pandas.DataFrame
-    family : {"bernoulli", "poisson", "gaussian"}
-        Logit, log or identity link.
-
-    Returns
-    -------
-    statsmodels GLMResults
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> df = pd.DataFrame({"x": rng.normal(size=200)})
-    >>> df["y"] = (rng.random(200) < 1 / (1 + np.exp(-df["x"]))).astype(float)
-    >>> round(float(fit_glm("y ~ x", df, family="bernoulli").params["x"]), 1)
-    1.0
-    """
-    import statsmodels.api as sm
-    import statsmodels.formula.api as smf
-
-    fam = {"bernoulli": sm.families.Binomial(), "poisson": sm.families.Poisson(),
-           "gaussian": sm.families.Gaussian()}[family]
-    return smf.glm(formula, data, family=fam).fit()
 
 
 def compare_glm_to_confidential(

@@ -392,7 +392,7 @@ def _overview_table(result) -> pd.DataFrame:
         ("CRS of all distances", f"{crs.name}" + (f" (EPSG:{epsg}), metres" if epsg else "")),
         ("response / back-transform",
          f"{spec.data.response} / " + ("transform = log: modelled as log, released as is"
-                                       if spec.data.transform == "log"
+                                       if spec.data.response_transform == "log"
                                        else spec.data.back_transform)),
         ("released covariates", ", ".join(spec.data.covariates) or "none"),
         ("analyst's model", spec.formula),

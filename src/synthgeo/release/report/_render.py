@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from synthgeo._progress import progress_iter
+from synthgeo.pipeline import MODELS
+from synthgeo.pipeline.responses import SequentialResult
 from synthgeo.release.report._fits import section_convergence, section_utility
 from synthgeo.release.report._html import page
 from synthgeo.release.report._locations import section_locations
@@ -14,9 +16,13 @@ from synthgeo.release.report._risk_sections import (
     section_neighbours,
     section_risk,
 )
+from synthgeo.release.report._sequential import section_key_figures, section_responses
 from synthgeo.release.report._spatial import section_at_risk_map, section_surfaces
 
-__all__ = ["render_report", "SECTIONS"]
+__all__ = ["render_report", "SECTIONS", "SEQUENTIAL_SECTIONS"]
+
+_LOCATIONS = ("Location diagnostics (spatial k, outlier policy)",
+              lambda result: section_locations(getattr(result, "locations", None)))
 
 #: (title shown when skipped, section function of the result), in page order.
 SECTIONS: tuple[tuple[str, Callable], ...] = (
@@ -28,8 +34,14 @@ SECTIONS: tuple[tuple[str, Callable], ...] = (
     ("Neighbour check and repeated releases", section_neighbours),
     ("Utility", section_utility),
     ("Convergence", section_convergence),
-    ("Location diagnostics (spatial k, outlier policy)",
-     lambda result: section_locations(getattr(result, "locations", None))),
+    _LOCATIONS,
+)
+
+#: The sections of a release of several responses (``[[data.responses]]``).
+SEQUENTIAL_SECTIONS: tuple[tuple[str, Callable], ...] = (
+    ("Key figures", section_key_figures),
+    ("Responses: rates by area, risk, utility", section_responses),
+    _LOCATIONS,
 )
 
 
@@ -38,8 +50,9 @@ def render_report(result, *, progressbar: bool = False) -> str:
 
     Parameters
     ----------
-    result : ReleaseResult
-        From :func:`synthgeo.pipeline.run_release`.
+    result : ReleaseResult or SequentialResult
+        From :func:`synthgeo.pipeline.run_release` (:data:`SECTIONS`, or
+        :data:`SEQUENTIAL_SECTIONS` for several responses).
     progressbar : bool, default=False
         Show a progress bar over the sections on stderr.
 
@@ -50,8 +63,10 @@ def render_report(result, *, progressbar: bool = False) -> str:
         first line is the confidential marker. Every value shown (ids, column names, captions,
         the spec's path) is HTML-escaped by the templates (docs/release.md).
     """
+    several = isinstance(result, SequentialResult)
     sections, skipped = [], []
-    for title, fn in progress_iter(SECTIONS, enabled=progressbar, desc="report",
+    for title, fn in progress_iter(SEQUENTIAL_SECTIONS if several else SECTIONS,
+                                   enabled=progressbar, desc="report",
                                    unit="section"):
         sec = fn(result)
         if sec is None:
@@ -60,7 +75,9 @@ def render_report(result, *, progressbar: bool = False) -> str:
             sections.append(sec)
     spec = result.spec
     name = spec.source.name if spec.source else "spec"
-    failed = [name for name, fit in result.fits.items() if not fit.convergence.passed]
+    failed = ([f"{r.name} {m}" for r in result.responses if r.family == "gaussian"
+               for m in MODELS if not r.fits[m].convergence.passed] if several else
+              [name for name, fit in result.fits.items() if not fit.convergence.passed])
     return page(title=f"synthgeo report: {name}", sections=sections, skipped=skipped,
                 source=spec.source, n_records=result.data.n_records,
                 n_implicates=spec.synthesis.n_implicates, failed=failed)

@@ -50,7 +50,7 @@ def _g(x: np.ndarray, transform: str) -> np.ndarray:
 
 
 def _g_name(spec) -> str:
-    return "exp" if spec.data.transform == "log" else spec.data.back_transform
+    return "exp" if spec.data.response_transform == "log" else spec.data.back_transform
 
 
 def _chosen(result, kind: str, tol: float, r: dict) -> tuple[np.ndarray, dict, str]:
@@ -96,7 +96,7 @@ def section_histograms(result) -> Section | None:
             "synthetic": {m: _g(ds["y_synthetic"].values[:, i], transform)
                           for m, ds in result.implicates.items()},
         })
-    if spec.data.transform == "log":
+    if spec.data.response_transform == "log":
         value_label = spec.data.response
     else:
         value_label = (f"exp({spec.data.response})" if transform == "exp"

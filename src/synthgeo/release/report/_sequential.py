@@ -5,8 +5,8 @@ risk figure beside its baseline, both models, unfavourable ones marked); then on
 for each response, observed vs synthetic rates (yes/no) or means
 (counts, continuous) by area (``[anonymity] unit``, else the first text covariate), the risk
 table (by true class, baseline and attributable for yes/no and counts) and the Reiter table;
-then the joint risk and the correlations. The page shell, overview of counts and the location
-section are the single-response report's (:mod:`synthgeo.release.report._html`).
+then the joint risk and the correlations. The page shell and the location section are the
+single-response report's (:func:`synthgeo.release.report.render_report`).
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from synthgeo.pipeline.result import MODELS
-from synthgeo.release.report._html import Section, page, render
-from synthgeo.release.report._locations import section_locations
+from synthgeo.release.report._html import Section, render
 
-__all__ = ["rates_by_area", "section_responses", "render_sequential_report"]
+__all__ = ["rates_by_area", "section_responses", "section_key_figures"]
 
 #: Areas shown in the rates table (largest first).
 MAX_AREAS = 30
@@ -90,28 +88,9 @@ def section_responses(result) -> Section:
     return Section(id="responses", title="Responses: rates by area, risk, utility", body=body)
 
 
-def render_sequential_report(result) -> str:
-    """Render the report page of a sequential release (confidential; beside release/).
-
-    Returns
-    -------
-    str
-        Complete HTML document; first line the confidential marker.
-    """
+def section_key_figures(result) -> Section:
+    """Return the key-figures box of several responses (every risk figure beside its baseline)."""
     from synthgeo.release.report._overview import sequential_key_figures
 
-    key = Section(id="overview", title="Key figures", body=render(
+    return Section(id="overview", title="Key figures", body=render(
         "key_figures.html.j2", key_figures=sequential_key_figures(result).to_dict("records")))
-    sections, skipped = [key, section_responses(result)], []
-    loc = section_locations(getattr(result, "locations", None))
-    if loc is None:
-        skipped.append("Location diagnostics (spatial k, outlier policy)")
-    else:
-        sections.append(loc)
-    spec = result.spec
-    name = spec.source.name if spec.source else "spec"
-    failed = [f"{r.name} {m}" for r in result.responses if r.family == "gaussian"
-              for m in MODELS if not r.fits[m].convergence.passed]
-    return page(title=f"synthgeo report: {name}", sections=sections, skipped=skipped,
-                source=spec.source, n_records=result.data.n_records,
-                n_implicates=spec.synthesis.n_implicates, failed=failed)

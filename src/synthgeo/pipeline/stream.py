@@ -8,7 +8,7 @@ blocks (same formula, same per-implicate seeds), computed here or on a ``dask.di
 cluster::
 
     from synthgeo.synthesis.implicates import ImplicateDraws
-    from synthgeo.synthesis.stream import stream_release
+    from synthgeo.pipeline.stream import stream_release
     draws = ImplicateDraws.from_fit(fit, 500, at_risk_effect="kriged")
     out = stream_release(draws, X, y, site_index, path="implicates.zarr", seed=1,
                          scheduler="tcp://10.0.0.5:8786")   # or None: this process
