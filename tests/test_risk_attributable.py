@@ -187,3 +187,28 @@ def test_score_records_refuses_mismatches(parts):
                       measures=[], g="identity")
     with pytest.raises(ValueError, match="collinear"):
         baseline_public(SYN, np.column_stack([X, 2 * X]))
+
+
+@pytest.mark.filterwarnings("ignore:Only L=2 implicates")
+def test_realised_shares_are_taken_from_the_within_eps_risk_not_counted_again(parts, records):
+    import xarray as xr
+
+    from synthgeo.risk.within_eps import within_eps_risk
+
+    rel, loo, pub = parts
+    syn = xr.DataArray(SYN, dims=("implicate", "record"))
+    realised = within_eps_risk(syn, Y, eps=[1.0], p=[0.5], transform="identity")
+    kw = dict(synthetic=SYN, release=rel, baseline_loo=loo, baseline_public=pub,
+              g="identity", record=list("abcdef"))
+    rel_05 = Measure(kind="rel", tol=0.5)
+    reused = score_records(Y, measures=[M, rel_05], realised=realised, **kw)
+    counted = score_records(Y, measures=[M, rel_05], **kw)
+    assert reused.per_record.equals(counted.per_record)  # the same numbers, counted once
+    np.testing.assert_array_equal(reused.per_record["share"].sel(measure="abs:1").values,
+                                  [1.0, 1.0, 1.0, 0.5, 0.0, 1.0])  # |d| by hand, above
+    marked = within_eps_risk(syn, Y, eps=[1.0], transform="identity")
+    marked.per_record["risk_abs"][:] = 0.25  # proves the share is read, not recounted
+    assert (score_records(Y, measures=[M], realised=marked, **kw)
+            .per_record["share"].values == 0.25).all()
+    with pytest.raises(ValueError, match="`realised` must be the within-ε risk of these"):
+        score_records(Y, measures=[M], realised=within_eps_risk(syn, Y, eps=[1.0]), **kw)

@@ -130,12 +130,18 @@ def release_predictive_of(ds: xr.Dataset) -> Predictive:
     return Predictive(mean=mean, sd=sd, name="release")
 
 
-def score_model(data, ds: xr.Dataset, loo: Predictive, measures, g: str) -> RecordRisk:
-    """Per-record risk of one model's implicates: release (RB), share, LOO, public, hits."""
+def score_model(data, ds: xr.Dataset, loo: Predictive, measures, g: str,
+                realised=None) -> RecordRisk:
+    """Per-record risk of one model's implicates: release (RB), share, LOO, public, hits.
+
+    ``realised``: the implicates' :func:`~synthgeo.risk.within_eps.within_eps_risk`, whose
+    shares are reused (:func:`~synthgeo.risk.records.score_records`).
+    """
     synthetic = ds["y_synthetic"].transpose("implicate", "record").values
     return score_records(data.y, synthetic=synthetic, release=release_predictive_of(ds),
                          baseline_loo=loo, baseline_public=baseline_public(synthetic, data.X),
-                         measures=measures, g=g, record=np.arange(data.n_records))
+                         measures=measures, g=g, record=np.arange(data.n_records),
+                         realised=realised)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -280,7 +286,7 @@ def gate_cumulative(spec: ReleaseSpec, scores: RiskScores, verdict: RiskVerdict)
 def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                        implicates: dict[str, xr.Dataset], at_risk: np.ndarray,
                        locations=None, *, own_X: np.ndarray | None = None,
-                       g: str | None = None) -> RiskScores:
+                       g: str | None = None, realised=None) -> RiskScores:
     """Score both models against both baselines, judge the targets, apply the gate.
 
     Parameters
@@ -302,6 +308,8 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
         public baseline's regressors. Default: ``data.X``.
     g : {"exp", "identity"}, optional
         The response's map to the person's scale (default: the first response's).
+    realised : dict of str to RiskResult, optional
+        Each model's within-ε risk of the same implicates, whose realised shares are reused.
 
     Returns
     -------
@@ -317,7 +325,8 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     loo = loo_predictive(spec, data, fits["unrestricted"], implicates["unrestricted"],
                          own_X=own_X)
     public = data if own_X is None else dataclasses.replace(data, X=own_X)
-    records = {m: score_model(public, implicates[m], loo, measures, g) for m in _MODELS}
+    records = {m: score_model(public, implicates[m], loo, measures, g, (realised or {}).get(m))
+               for m in _MODELS}
     mask = np.asarray(at_risk, bool)
     summary = attributable_summary(records, groups={"at_risk": mask, "other": ~mask})
     below, unique = _identifiable(spec, data, locations)

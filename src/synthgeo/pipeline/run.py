@@ -468,7 +468,7 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
     say("scoring risk against the leave-one-out and public baselines")
     with _timed(seconds, "risk_baselines"):  # raises RiskError under on_risk_failure = "stop"
         scores = score_release_risk(spec, data, d.fits, d.implicates, d.at_risk.at_risk,
-                                    locations)
+                                    locations, realised=risk)
     say(scores.verdict_line())
     with _timed(seconds, "neighbour_check"):
         neighbours = run_neighbour_check(spec, data, d.implicates, d.at_risk, d.choice)
@@ -517,7 +517,7 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
                 attributable = score_release_risk(
                     spec, d.data, d.fits, d.implicates, d.at_risk.at_risk, locations,
                     own_X=own_X, g=responses.response_scale_of(spec, rc).g_name,
-                ).table.assign(response=rc.name)
+                    realised=risk).table.assign(response=rc.name)
             else:
                 per, summary, matches = responses.discrete_risk_tables(
                     spec, rc, d.synthetic, y, d.at_risk, frame)

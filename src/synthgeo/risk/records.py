@@ -29,6 +29,7 @@ from synthgeo.risk.baselines import FORMS, point_guesses, synthetic_point_guesse
 from synthgeo.risk.measure import Measure
 from synthgeo.risk.predictive import Predictive
 from synthgeo.risk.rao_blackwell import rb_risk
+from synthgeo.risk.within_eps import RiskResult
 
 __all__ = ["RecordRisk", "score_records", "PROBABILITIES", "HITS"]
 
@@ -92,7 +93,7 @@ def _hits(guesses: dict[str, np.ndarray], y: np.ndarray, m: Measure, g: str) -> 
 def score_records(
     truth: np.ndarray, *, synthetic: np.ndarray, release: Predictive, baseline_loo: Predictive,
     baseline_public: Predictive, measures: Sequence[Measure], g: str = "exp",
-    record: np.ndarray | None = None,
+    record: np.ndarray | None = None, realised: RiskResult | None = None,
 ) -> RecordRisk:
     """Score every record under the release and both baselines, for every measure.
 
@@ -114,6 +115,10 @@ def score_records(
         Map to the person's scale.
     record : ndarray of shape (n_records,), optional
         Record ids (default 0..n−1).
+    realised : RiskResult, optional
+        :func:`~synthgeo.risk.within_eps.within_eps_risk` of the same implicates, truth and
+        ``g``: its realised shares are taken, not counted again (a measure it lacks is counted
+        here).
 
     Returns
     -------
@@ -122,7 +127,8 @@ def score_records(
     Raises
     ------
     ValueError
-        If shapes disagree, ``measures`` is empty or repeats, or ``g`` is unknown.
+        If shapes disagree, ``measures`` is empty or repeats, ``g`` is unknown, or
+        ``realised`` is of other implicates or another ``g``.
 
     Examples
     --------
@@ -153,12 +159,19 @@ def score_records(
     if release.n_implicates != Y.shape[0]:
         raise ValueError(f"`release` has {release.n_implicates} implicates, `synthetic` "
                          f"{Y.shape[0]}: pass the predictive the implicates were drawn from.")
+    if realised is not None and (realised.transform, realised.n_implicates,
+                                 realised.n_records) != (g, Y.shape[0], n):
+        raise ValueError("`realised` must be the within-ε risk of these implicates under the "
+                         f"same g ({g!r}, L = {Y.shape[0]}, {n} records).")
+    counted = realised.shares() if realised is not None else {}
     out: dict[str, list] = {v: [] for v in (*PROBABILITIES, *HITS)}
     guesses = {"hit_release": synthetic_point_guesses(Y, g),
                "hit_loo": point_guesses(baseline_loo, g),
                "hit_public": point_guesses(baseline_public, g)}
     for m in measures:
-        out["share"].append(within_tolerance(Y, y[None, :], m.kind, m.tol, g).mean(axis=0))
+        share = counted.get(m.key)
+        out["share"].append(within_tolerance(Y, y[None, :], m.kind, m.tol, g).mean(axis=0)
+                            if share is None else share)
         for var, pred in (("release", release), ("loo", baseline_loo),
                           ("public", baseline_public)):
             out[var].append(rb_risk(pred, y, m, g))

@@ -128,6 +128,18 @@ class RiskResult:
         """Number of records."""
         return int(self.per_record.sizes["record"])
 
+    def shares(self) -> dict[str, np.ndarray]:
+        """Realised share per record (n_records,) by measure key (``"abs:10000"``, ``"rel:0.1"``).
+
+        The share :func:`synthgeo.risk.records.score_records` reports, counted once here.
+        """
+        ds, out = self.per_record, {}
+        for var, kind, dim in (("risk_abs", "abs", "eps"), ("risk_rel", "rel", "p")):
+            values = ds[var].transpose("record", dim).values
+            for j, tol in enumerate(ds[dim].values):
+                out[f"{kind}:{_fmt(tol)}"] = values[:, j]
+        return out
+
     def to_dataframe(self) -> pd.DataFrame:
         """Return one row per record.
 
