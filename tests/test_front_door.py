@@ -180,6 +180,13 @@ def test_notebook_job_from_a_geodataframe_in_memory(homes, tmp_path):
     assert rel.risk["restricted"].n_implicates == 6
     assert set(rel.reiter["model"]) == {"confidential", "unrestricted", "restricted"}
     assert rel.spec.sampling.seed == 3 and rel.spec.synthesis.n_implicates == 6
+    # displaying the objects in a notebook shows counts and verdicts, no confidential value
+    for obj in (rel, rel.result, rel.result.data, rel.risk):
+        text = repr(obj)
+        assert len(text) < 400 and "confidential contents not shown" in text
+        assert "s000" not in text and "array" not in text and "seed" not in text
+        assert f"{homes['log_price'].iloc[0]:.4f}"[:6] not in text
+    assert repr(rel).startswith("Release(n_records=80, n_at_risk=")
 
     out = rel.write(tmp_path / "out")
     assert {p.name for p in out.iterdir()} == {"release", "confidential", "release.json",

@@ -587,3 +587,12 @@ def test_discrete_key_figures_rows():
     assert rows[1][1].endswith("(restricted model worse)") and rows[1][2] == "warn"
     assert rows[0][1] == ("release 90.0% → 85.0%; baseline (public GLM) 80.0%; attributable "
                           "+10.0 pp → +5.0 pp") and rows[0][2] == "ok"
+
+
+def test_several_response_objects_show_no_confidential_value(two_gaussian):
+    """repr of the result and its responses: counts and names, never y, ids or the seed."""
+    for obj in (two_gaussian, *two_gaussian.responses, two_gaussian.data):
+        text = repr(obj)
+        assert len(text) < 400 and "confidential contents not shown" in text
+        assert "array" not in text and "seed" not in text
+    assert "responses=['log_price', 'lp2']" in repr(two_gaussian)

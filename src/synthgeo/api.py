@@ -66,6 +66,14 @@ class Release:
     See :func:`synthgeo.synthesize`.
     """
 
+    def __repr__(self) -> str:
+        """Show what the release is without its confidential contents.
+
+        The verdicts are in ``release.result.risk_scores.verdict`` and
+        ``release.result.locations.verdict``; everything else by :meth:`write`.
+        """
+        return repr(self.result).replace(type(self.result).__name__, "Release", 1)
+
     result: ReleaseResult
 
     def _single(self, what: str) -> None:

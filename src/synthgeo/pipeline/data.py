@@ -18,6 +18,7 @@ import pandas as pd
 import scipy.stats
 
 from synthgeo._errors import InputError, SpecError
+from synthgeo._repr import confidential_repr
 from synthgeo.config import ReleaseSpec
 from synthgeo.io.points import coordinates_m
 from synthgeo.io.read import check_points_frame, read_points
@@ -55,6 +56,11 @@ class PreparedData:
         Records dropped for a missing value (``[data] missing = "drop"``): counts overall, by
         column and by ``[anonymity] unit``; None under "refuse".
     """
+
+    def __repr__(self) -> str:
+        """Show counts only: the records, the response and the ids are confidential."""
+        return confidential_repr(self, n_records=self.n_records, n_sites=self.sites.n_sites,
+                                 coef_names=list(self.coef_names))
 
     gdf: geopandas.GeoDataFrame
     y: np.ndarray

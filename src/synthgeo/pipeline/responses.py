@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from synthgeo._repr import confidential_repr
 from synthgeo.config import ReleaseSpec, ResponseConfig
 from synthgeo.model.at_risk import AtRiskResult
 from synthgeo.model.transform import ResponseScale
@@ -72,6 +73,11 @@ class ResponseResult:
         attributable risk by model × group × measure × attack (the single-response risk
         stage's table, :mod:`synthgeo.pipeline.risk_stage`); None for yes/no and counts.
     """
+
+    def __repr__(self) -> str:
+        """Show the name, family and counts only."""
+        return confidential_repr(self, name=self.name, family=self.family,
+                                 n_at_risk=int(self.at_risk.n_at_risk))
 
     config: ResponseConfig
     coef_names: list
@@ -119,6 +125,13 @@ class SequentialResult:
     seconds : dict
     locations : LocationDiagnostics
     """
+
+    def __repr__(self) -> str:
+        """Show counts only (no record-level value, no seed)."""
+        return confidential_repr(
+            self, n_records=self.data.n_records, responses=[r.name for r in self.responses],
+            n_implicates=int(self.spec.synthesis.n_implicates),
+            location_verdict=None if self.locations is None else self.locations.verdict.status)
 
     spec: ReleaseSpec
     data: PreparedData

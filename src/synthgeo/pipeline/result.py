@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import xarray as xr
 
+from synthgeo._repr import confidential_repr
 from synthgeo.config import ReleaseSpec
 from synthgeo.inference.result import GPFit
 from synthgeo.locations.diagnostics import LocationDiagnostics
@@ -77,6 +78,16 @@ class ReleaseResult:
         ``confidential/`` only.
     """
 
+    def __repr__(self) -> str:
+        """Show counts and verdicts only (no record-level value, no seed)."""
+        return confidential_repr(
+            self, n_records=self.data.n_records, n_at_risk=int(self.at_risk.n_at_risk),
+            M_m=round(float(self.M_m), 1),
+            n_implicates=int(self.spec.synthesis.n_implicates),
+            risk_verdict=None if self.risk_scores is None or self.risk_scores.verdict is None
+            else self.risk_scores.verdict.status,
+            location_verdict=None if self.locations is None else self.locations.verdict.status)
+
     spec: ReleaseSpec
     data: PreparedData
     fits: dict[str, GPFit]
@@ -136,6 +147,10 @@ class ReleaseRisk:
     summary : pandas.DataFrame
         At-risk vs other vs all records, both models, and the reduction.
     """
+
+    def __repr__(self) -> str:
+        """Show no per-record figure (confidential)."""
+        return confidential_repr(self, n_records=self.result.data.n_records)
 
     result: ReleaseResult
 
