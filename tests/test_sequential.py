@@ -218,19 +218,25 @@ def test_single_gaussian_route_takes_a_text_covariate_and_records_its_levels(tmp
 #: n_implicates=4)`` and ``fake_fitter(n_draws=150)``, recorded from the code before issue 15
 #: was wired into main (commit dd39a34; first recorded at 4326b4b, before the one-synthesis and
 #: writer changes of issue 13 changed these bytes on purpose).
+#: The release/ files of c077f5c (and of issue 22's one route, byte-identical to it), under
+#: the library versions below: the synthetic values' last digits follow numpy/SciPy's
+#: arithmetic and the Parquet bytes pyarrow's writer, so the hashes hold for these versions
+#: (numpy, pandas, pyarrow; major.minor) only. Under others the README's hash and the
+#: pseudonym permutation are still checked.
+MAIN_HASH_VERSIONS = ("2.4", "3.1", "26.0")
 MAIN_HASHES = {
     "release/README.md":
         "b2be665efd4edd7262fa681afecfe4d88a54860ba3ab0099709c43e121f4039a",
     "release/csv/implicate_001.csv":
-        "bbd470c36f4a691d45d1395b76dc52f8e69e1ea596b2d6678ed20956af2474b0",
+        "de77b401ca183f179e782621977305ea9b8670d29d6294a1763c92b1bf7ffbe7",
     "release/csv/implicate_002.csv":
-        "3bbd01926ef3f17fd50abf005af65f9b58060a8af3fcc800d8581051e4a7796f",
+        "e75c14b36f072f2d7e5ae432b779a807c81d27d7181b0055a1925345325c4e17",
     "release/csv/implicate_003.csv":
-        "2cacb051fd3e14354fe1cdb419fd82f91442d539065742872c86cd92e1a1768d",
+        "359a759e94ec5b550b4d5a5f215604b9cb0b80cc1c9e3915e4e828b8212728a8",
     "release/csv/implicate_004.csv":
-        "90f495177e63ec80c328622e9aa2c32185817d0e968b23331f0d48aa7205f234",
+        "cfd355cfd3304915e7a8a88c0a807d18a477ec18343c6bbe1ef83defd0de3945",
     "release/implicates.parquet":
-        "66944f8b748813011580d0c7838d31a4cd4f69bacbba8346de0a62953fe6cfa9",
+        "b7415295fada0d27a0ba42d2a02d1512aa2cb6c9f0a8a75e3529b1e9fd8eaea6",
 }
 
 
@@ -246,7 +252,14 @@ def test_single_gaussian_release_files_are_byte_identical_to_before(tmp_path):
     out = write_release(result, tmp_path / "a")  # release/ does not depend on the report
     got = {p.relative_to(out).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
            for p in sorted((out / "release").rglob("*")) if p.is_file()}
-    assert got == MAIN_HASHES  # parquet bytes also depend on pyarrow: the pinned environment
+    import numpy
+    import pyarrow
+
+    versions = tuple(".".join(m.__version__.split(".")[:2]) for m in (numpy, pd, pyarrow))
+    if versions == MAIN_HASH_VERSIONS:
+        assert got == MAIN_HASHES
+    else:  # the text file does not depend on the libraries' arithmetic or writer
+        assert got["release/README.md"] == MAIN_HASHES["release/README.md"]
     pseudo = write_release(dataclasses.replace(
         result, spec=result.spec.replace("data", release_ids="pseudonymous")), tmp_path / "b")
     before = pd.read_csv(out / "release/csv/implicate_002.csv")
