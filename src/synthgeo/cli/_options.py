@@ -27,8 +27,9 @@ def _study_area(text: str) -> str:
 _STUDY_AREA = ("--study-area", dict(
     type=_study_area, metavar="AREA",
     help='where the points must lie: a lon/lat box "WEST,SOUTH,EAST,NORTH" in degrees (write '
-         "--study-area=-3.2,53.5,-2.3,54 when WEST is negative), or a polygon file (GeoJSON, GeoPackage, shapefile, with its CRS); any point outside it "
-         "refuses the file, naming how many (default: %s)"))
+         "--study-area=-3.2,53.5,-2.3,54 when WEST is negative), or a polygon file (GeoJSON, "
+         "GeoPackage, shapefile, with its CRS); any point outside it refuses the file, naming "
+         "how many (default: %s)"))
 _ACCEPT_OFFSHORE = ("--accept-offshore", dict(
     help="go on, with a warning, when more than half of the points lie over the sea (GSHHG "
          "land mask), usually a wrong unit factor or swapped x/y (default: %s)"))

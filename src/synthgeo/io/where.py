@@ -160,7 +160,7 @@ def lonlat(xy: np.ndarray, crs: pyproj.CRS) -> tuple[np.ndarray, np.ndarray]:
     --------
     >>> lon, lat = lonlat(np.array([[400000.0, 100000.0]]), pyproj.CRS("EPSG:27700"))
     >>> round(float(lon[0]), 3), round(float(lat[0]), 3)
-    (-2.0, 50.797)
+    (-2.001, 50.8)
     """
     to_deg = pyproj.Transformer.from_crs(crs, "EPSG:4326", always_xy=True)
     lon, lat = to_deg.transform(xy[:, 0], xy[:, 1], errcheck=False)
