@@ -191,6 +191,24 @@ def test_spec_keys(files, tmp_path):
     assert load_spec(spec).study_area() == str(tmp_path / "area.geojson")
 
 
+def test_records_in_memory_through_the_api(files):
+    """synthesize's spec carries both keys to the data preparation, which refuses the frame."""
+    from synthgeo.api import spec_for_points
+    from synthgeo.pipeline import prepare_data
+
+    df = pd.read_csv(files["swapped"]).assign(r=lambda d: np.sin(d["id"]))
+    gdf = geopandas.GeoDataFrame(df, geometry=geopandas.points_from_xy(df.x, df.y),
+                                 crs="EPSG:4326")
+    spec = spec_for_points(gdf, response="r", id="id", study_area=tuple(BOX))
+    assert spec.data.study_area == BOX and spec.data.accept_offshore is False
+    with pytest.raises(InputError, match=OUTSIDE):
+        prepare_data(spec, points=gdf)
+    with pytest.raises(InputError, match=SEA):
+        prepare_data(spec_for_points(gdf, response="r", id="id"), points=gdf)
+    spec = spec_for_points(gdf, response="r", id="id", accept_offshore=True)
+    assert prepare_data(spec, points=gdf).gdf.attrs["land"]["n_at_sea"] == len(gdf)
+
+
 # --- every command ----------------------------------------------------------------------------
 
 def _cli(capsys, *argv) -> tuple[int, str]:

@@ -166,6 +166,8 @@ class DataConfig:
         if (self.x is None) != (self.y is None):
             raise _err("data", "x" if self.x is None else "y", None,
                        "given together with the other coordinate column")
+        if isinstance(self.study_area, tuple):
+            object.__setattr__(self, "study_area", list(self.study_area))
         if self.study_area is not None and not (
                 (isinstance(self.study_area, str) and self.study_area)
                 or (isinstance(self.study_area, list) and len(self.study_area) == 4
