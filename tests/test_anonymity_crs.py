@@ -107,7 +107,8 @@ def test_local_crs_is_utm_in_one_zone_and_equidistant_across_zones(tmp_path):
     """Spec: the UTM zone of the data, or an azimuthal equidistant projection centred on the
     data when it spans several zones; distances then stay close to geodesic."""
     rng = np.random.default_rng(7)
-    lon = np.concatenate([rng.uniform(-125, -124, 20), rng.uniform(-101, -100, 20)])
+    # northern California (on land: zone 10) and Nebraska (zone 14)
+    lon = np.concatenate([rng.uniform(-123.9, -122.9, 20), rng.uniform(-101, -100, 20)])
     lat = rng.uniform(40, 41, 40)
     path = tmp_path / "wide.csv"
     pd.DataFrame({"lon": lon, "lat": lat}).to_csv(path, index=False)

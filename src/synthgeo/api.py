@@ -183,7 +183,8 @@ def spec_for_points(
     formula: str | None = None, implicates: int | None = None, seed: int | None = None,
     id: str | None = None, x: str | None = None, y: str | None = None,  # noqa: A002
     subject: str | None = None, back_transform: str = "exp",
-    accept_small_extent: bool | None = None,
+    accept_small_extent: bool | None = None, accept_offshore: bool | None = None,
+    study_area: Sequence[float] | str | None = None,
     model: ModelConfig | None = None, sampling: SamplingConfig | None = None,
     synthesis: SynthesisConfig | None = None, risk: RiskConfig | None = None,
     utility: UtilityConfig | None = None, anonymity: AnonymityConfig | None = None,
@@ -200,7 +201,7 @@ def spec_for_points(
     points, response, covariates, responses, missing, formula, implicates, seed, id, x, y,
     subject, back_transform
         As :func:`synthesize`.
-    accept_small_extent
+    accept_small_extent, accept_offshore, study_area
         As :func:`synthesize`.
     model, sampling, synthesis, risk, utility, anonymity
         As :func:`synthesize`.
@@ -236,7 +237,10 @@ def spec_for_points(
     fields = {f.name for f in dataclasses.fields(DataConfig)}
     keys = {k: v for k, v in recorded.items() if k in fields
             and (unchanged or k not in ("path", "query", "drop_duplicates"))}
-    given = {"id": id, "x": x, "y": y, "accept_small_extent": accept_small_extent}
+    given = {"id": id, "x": x, "y": y, "accept_small_extent": accept_small_extent,
+             "accept_offshore": accept_offshore,
+             "study_area": None if study_area is None else
+             (study_area if isinstance(study_area, str) else list(study_area))}
     keys.update({k: v for k, v in given.items() if v is not None})
     data = DataConfig(**keys, response=response, covariates=list(covariates), subject=subject,
                       back_transform=back_transform, responses=list(responses),
@@ -258,7 +262,8 @@ def synthesize(
     formula: str | None = None, implicates: int | None = None, seed: int | None = None,
     id: str | None = None, x: str | None = None, y: str | None = None,  # noqa: A002
     subject: str | None = None, back_transform: str = "exp",
-    accept_small_extent: bool | None = None,
+    accept_small_extent: bool | None = None, accept_offshore: bool | None = None,
+    study_area: Sequence[float] | str | None = None,
     model: ModelConfig | None = None, sampling: SamplingConfig | None = None,
     synthesis: SynthesisConfig | None = None, risk: RiskConfig | None = None,
     utility: UtilityConfig | None = None, anonymity: AnonymityConfig | None = None,
@@ -304,6 +309,14 @@ def synthesize(
         ``[data] accept_small_extent``: go on, with a coded warning, when many distinct
         locations span an implausibly small extent (default: as :func:`synthgeo.read_points`
         was told, else False: refused as a likely unit error).
+    accept_offshore : bool, optional
+        ``[data] accept_offshore``: go on, with a coded warning, when more than half of the
+        points lie over the sea (default: as :func:`synthgeo.read_points` was told, else
+        False: refused as a likely unit factor or axis error).
+    study_area : sequence of 4 floats or str, optional
+        ``[data] study_area``: a lon/lat box ``[west, south, east, north]`` in degrees or a
+        polygon file; any point outside it is refused (default: as
+        :func:`synthgeo.read_points` was told, else none).
     model, sampling, synthesis, risk, utility, anonymity : config, optional
         The spec's sections (:class:`ModelConfig`, :class:`SamplingConfig`, ...); default
         their defaults. `formula`, `implicates` and `seed` replace their keys when given.
@@ -354,7 +367,8 @@ def synthesize(
         points, response=response, covariates=covariates, responses=responses,
         missing=missing, formula=formula,
         implicates=implicates, seed=seed, id=id, x=x, y=y, subject=subject,
-        back_transform=back_transform, accept_small_extent=accept_small_extent, model=model,
+        back_transform=back_transform, accept_small_extent=accept_small_extent,
+        accept_offshore=accept_offshore, study_area=study_area, model=model,
         sampling=sampling, synthesis=synthesis, risk=risk, utility=utility, anonymity=anonymity)
     return Release(result=run_release(spec, points=points, fitter=fitter, progress=progress,
                                       progressbar=progressbar))

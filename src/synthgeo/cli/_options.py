@@ -16,6 +16,24 @@ __all__ = ["READING", "SPEC_DATA", "SPEC_ANONYMITY", "MASKING", "add", "reading_
 
 _CSV = "CSV only: "
 
+
+def _study_area(text: str) -> str:
+    """Keep a "W,S,E,N" `--study-area` value; make a file path absolute (not the spec's)."""
+    import os
+
+    return text if "," in text or not os.path.exists(text) else os.path.abspath(text)
+
+
+_STUDY_AREA = ("--study-area", dict(
+    type=_study_area, metavar="AREA",
+    help='where the points must lie: a lon/lat box "WEST,SOUTH,EAST,NORTH" in degrees (write '
+         "--study-area=-3.2,53.5,-2.3,54 when WEST is negative), or a polygon file (GeoJSON, "
+         "GeoPackage, shapefile, with its CRS); any point outside it refuses the file, naming "
+         "how many (default: %s)"))
+_ACCEPT_OFFSHORE = ("--accept-offshore", dict(
+    help="go on, with a warning, when more than half of the points lie over the sea (GSHHG "
+         "land mask), usually a wrong unit factor or swapped x/y (default: %s)"))
+
 #: Options for reading a points file (load_points' keywords of the same names).
 READING: dict[str, tuple[str, dict[str, Any]]] = {
     "x": ("--x", dict(metavar="COL", help=_CSV + "x column (longitude or easting); no "
@@ -46,6 +64,10 @@ READING: dict[str, tuple[str, dict[str, Any]]] = {
              "under 1 km; bounding-box diagonal) or lie a median under 1 m apart, usually a "
              "unit error such as km read as metres; "
              "recorded as a warning (default: refuse)")),
+    "study_area": (_STUDY_AREA[0], {**_STUDY_AREA[1],
+                                    "help": _STUDY_AREA[1]["help"] % "none"}),
+    "accept_offshore": (_ACCEPT_OFFSHORE[0], {
+        "action": "store_true", "help": _ACCEPT_OFFSHORE[1]["help"] % "refuse"}),
 }
 
 #: ``[data]`` keys ``run``/``validate`` can override (None: the spec's value stands).
@@ -60,6 +82,11 @@ SPEC_DATA: dict[str, tuple[str, dict[str, Any]]] = {
              "distinct locations under 100 m across, 50 or more under 1 km, or a median under "
              "1 m apart), with a warning in release.json (default: the spec's [data] "
              "accept_small_extent, else refuse)")),
+    "study_area": (_STUDY_AREA[0], {**_STUDY_AREA[1], "help": _STUDY_AREA[1]["help"] % (
+        "the spec's [data] study_area, else none")}),
+    "accept_offshore": (_ACCEPT_OFFSHORE[0], {
+        "action": "store_const", "const": True,
+        "help": _ACCEPT_OFFSHORE[1]["help"] % "the spec's [data] accept_offshore, else refuse"}),
 }
 
 #: ``[anonymity]`` keys ``run`` can override.

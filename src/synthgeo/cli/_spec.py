@@ -18,7 +18,8 @@ OVERRIDES = {
                  ("on_convergence_failure", "on_convergence_failure")),
     "synthesis": (("implicates", "n_implicates"),),
     # the location keys (cli._options.SPEC_DATA / SPEC_ANONYMITY)
-    "data": (("coord_unit_m", "coord_unit_m"), ("accept_small_extent", "accept_small_extent")),
+    "data": (("coord_unit_m", "coord_unit_m"), ("accept_small_extent", "accept_small_extent"),
+             ("study_area", "study_area"), ("accept_offshore", "accept_offshore")),
     "anonymity": (("treatment", "treatment"), ("on_location_failure", "on_location_failure")),
     "compute": (("scheduler", "scheduler"),),
 }

@@ -92,7 +92,12 @@ class DataConfig:
     file order (:mod:`synthgeo.release.records`);
     ``accept_small_extent``: go on (with a warning in the release record) when 10–49 distinct
     locations span under 100 m (50 or more under 1 km) or lie a median under 1 m apart, otherwise
-    refused as a likely unit error (docs/locations.md, "Units and plausibility").
+    refused as a likely unit error (docs/locations.md, "Units and plausibility");
+    ``study_area``: where the points must lie, a lon/lat box ``[west, south, east, north]`` in
+    degrees or a polygon file (GeoJSON, GeoPackage, shapefile with its CRS) relative to the
+    spec; any point outside it refuses the file (default: none); ``accept_offshore``: go on
+    (with a warning) when more than half of the points lie over the sea, otherwise refused as a
+    likely unit factor or axis error (docs/locations.md, "Where the points are").
     """
 
     response: str | None = None
@@ -116,6 +121,8 @@ class DataConfig:
     responses: list[ResponseConfig] = field(default_factory=list)
     missing: Literal["refuse", "drop"] = "refuse"
     release_ids: Literal["pseudonymous", "original"] = "pseudonymous"
+    study_area: list[float] | str | None = None
+    accept_offshore: bool = False
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -159,7 +166,15 @@ class DataConfig:
         if (self.x is None) != (self.y is None):
             raise _err("data", "x" if self.x is None else "y", None,
                        "given together with the other coordinate column")
-        for key in ("drop_duplicates", "accept_small_extent"):
+        if isinstance(self.study_area, tuple):
+            object.__setattr__(self, "study_area", list(self.study_area))
+        if self.study_area is not None and not (
+                (isinstance(self.study_area, str) and self.study_area)
+                or (isinstance(self.study_area, list) and len(self.study_area) == 4
+                    and all(_is_number(v) for v in self.study_area))):
+            raise _err("data", "study_area", self.study_area,
+                       "[west, south, east, north] in degrees or a polygon file path")
+        for key in ("drop_duplicates", "accept_small_extent", "accept_offshore"):
             if not isinstance(getattr(self, key), bool):
                 raise _err("data", key, getattr(self, key), "true or false")
         if self.coord_unit_m is not None and not (_is_number(self.coord_unit_m)

@@ -101,6 +101,14 @@ class ReleaseSpec:
         return resolve_input(self.data.path,
                              relative_to=None if self.source is None else self.source.parent)
 
+    def study_area(self) -> list[float] | str | None:
+        """Return ``[data] study_area`` with a file path resolved relative to the spec."""
+        area = self.data.study_area
+        if not isinstance(area, str) or self.source is None or Path(area).is_absolute() \
+                or "," in area:
+            return area
+        return str(self.source.parent / area)
+
     def to_dict(self) -> dict[str, Any]:
         """Return the spec as run, every default filled in (JSON-serialisable)."""
         out = {

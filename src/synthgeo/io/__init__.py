@@ -17,13 +17,14 @@ check it; each step's checks live in one module, and the first refusal stops the
 5. **units** (:mod:`~synthgeo.io.units`): the unit in effect, column names that state another,
    x and y swapped;
 6. **plausible for the CRS** (:mod:`~synthgeo.io.plausibility`): lon/lat range, 0°/0°,
-   projected bounds, area of use, every point next to an off-area CRS origin. *A study-area
-   check belongs here, after the CRS and before duplicates.*
+   projected bounds, area of use, every point next to an off-area CRS origin; then the
+   declared study area (:mod:`~synthgeo.io.where`, optional: any point outside it refused);
 7. **duplicates and count** (:mod:`~synthgeo.io.columns`): exact duplicate rows reported
    (dropped if asked), then ``min_records``;
 8. **projection to metres** (:mod:`~synthgeo.io.crs`): UTM, local or the target CRS;
-9. **extent** (:mod:`~synthgeo.io.plausibility`): the small-extent rule, in metres. *A land/sea
-   test belongs here, on the projected points.*
+9. **extent** (:mod:`~synthgeo.io.plausibility`): the small-extent rule, in metres; then land
+   or sea (:mod:`~synthgeo.io.where`: more than half of the points over the sea refused unless
+   ``accept_offshore``).
 
 Steps 3–9 are :func:`synthgeo.io.checks.check_points`, which a GeoDataFrame handed over in
 memory gets too (:func:`synthgeo.io.read.check_points_frame`; only the words differ,

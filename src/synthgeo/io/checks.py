@@ -23,6 +23,7 @@ from synthgeo.io.notices import note
 from synthgeo.io.origin import Origin
 from synthgeo.io.plausibility import check_extent, check_origin, check_ranges
 from synthgeo.io.units import settle_unit
+from synthgeo.io.where import StudyArea, check_land, check_study_area
 
 __all__ = ["check_points", "check_records"]  # check_records (columns.py): for pipeline.data
 
@@ -82,6 +83,8 @@ def check_points(
     min_records: int = 10,
     accept_small_extent: bool = False,
     too_few: str = "",
+    study_area: StudyArea | None = None,
+    accept_offshore: bool = False,
 ) -> geopandas.GeoDataFrame:
     """Validate records read from a file or handed over in memory; project them to metres.
 
@@ -121,6 +124,12 @@ def check_points(
         Go on, with a coded warning, when the extent is implausibly small.
     too_few : str, default=""
         Where the records were counted, for the `min_records` message.
+    study_area : StudyArea, optional
+        Declared study area (:func:`synthgeo.io.where.study_area`): any point outside it is
+        refused.
+    accept_offshore : bool, default=False
+        Go on, with a coded warning (``offshore``), when most points lie over the sea
+        (otherwise refused as a likely unit or axis error).
 
     Returns
     -------
@@ -128,7 +137,7 @@ def check_points(
         Index 0..N-1, in a CRS in metres; ``attrs``: ``source_crs``, ``n_duplicates``,
         ``id_column``, ``coordinate_unit`` (the x/y's; for a GeoDataFrame whose geometry was
         built from its `x`/`y` columns, theirs: ``x_km`` beside a geometry in metres is in
-        kilometres), ``extent`` and ``warnings``.
+        kilometres), ``extent``, ``land`` (points at sea) and ``warnings``.
 
     Raises
     ------
@@ -161,12 +170,13 @@ def check_points(
                                          origin=origin)
     unit_words = _unit_words(unit, source_crs)
     # 6. plausible for the CRS: lon/lat range, 0/0, projected bounds, area of use, a
-    #    CRS origin off its area (plausibility.py); the study area will be checked here
+    #    CRS origin off its area (plausibility.py); the declared study area (where.py)
     labels = (f"column `{x}`", f"column `{y}`") if is_table else ("geometry", "geometry")
     check_ranges(xy, source_crs, frame, labels=labels, id_column=id_column, origin=origin,
                  notes=notes)
     check_origin(xy, source_crs, unit_words=unit_words,
                  accept_small_extent=accept_small_extent, origin=origin, notes=notes)
+    check_study_area(xy, source_crs, study_area, origin=origin)
     # 7. exact duplicate rows (columns.py), then the number of records
     duplicated = _duplicates(frame, xy, id_column=id_column, drop_duplicates=drop_duplicates,
                              origin=origin, notes=notes)
@@ -183,14 +193,17 @@ def check_points(
     # 8. projection to a CRS in metres (crs.py)
     gdf = _to_metres(gdf, target, local=local, keep_metric=keep_metric, source_crs=source_crs,
                      notes=notes)
-    # 9. the extent in metres (plausibility.py); a land/sea test will come after it
-    extent = check_extent(coordinates_m(gdf), unit_words=unit_words,
+    # 9. the extent in metres (plausibility.py), then land or sea (where.py)
+    xy_m = coordinates_m(gdf)
+    extent = check_extent(xy_m, unit_words=unit_words,
                           accept_small_extent=accept_small_extent, origin=origin, notes=notes)
+    land = check_land(np.column_stack([gdf.geometry.x, gdf.geometry.y]), pyproj.CRS(gdf.crs),
+                      accept_offshore=accept_offshore, origin=origin, notes=notes)
     logger.info("%d points from %s in %s", len(gdf), origin.name,
                 describe(pyproj.CRS(gdf.crs)))
     gdf.attrs.update(source_crs=source_crs.to_wkt(), n_duplicates=int(duplicated.sum()),
                      id_column=id_column, coordinate_unit=(columns_unit or unit).to_dict(),
-                     extent=extent, warnings=notes)
+                     extent=extent, land=land, warnings=notes)
     return gdf
 
 

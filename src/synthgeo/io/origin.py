@@ -38,6 +38,7 @@ _FILE = {
     "duplicates_kept": "kept; set `drop_duplicates = true` to drop them",
     "fix_degrees": 'give `crs = "EPSG:4326"` (or the geographic CRS of the file) for degrees',
     "fix_lengths": "give the projected CRS the coordinates are in",
+    "fix_offshore": "set `accept_offshore = true` ([data] accept_offshore, or --accept-offshore)",
 }
 _MEMORY = {
     "rows": "rows {rows} (0-based positions)",
@@ -61,6 +62,7 @@ _MEMORY = {
                    "allow_override=True)`)",
     "fix_lengths": "set the projected CRS the geometry is in "
                    "(`gdf.set_crs(..., allow_override=True)`)",
+    "fix_offshore": "pass `accept_offshore=True` (or [data] accept_offshore = true)",
 }
 
 

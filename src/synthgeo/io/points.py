@@ -21,6 +21,7 @@ import geopandas
 import pandas as pd
 
 from synthgeo._errors import InputError
+from synthgeo.io import where
 from synthgeo.io.checks import check_points
 from synthgeo.io.crs import check_projected, coordinates_m, metric_problem, parse_target
 from synthgeo.io.files import CsvOptions, read_table
@@ -81,6 +82,8 @@ def load_points(
     decimal: str = ".",
     encoding: str = "utf-8",
     accept_small_extent: bool = False,
+    study_area=None,
+    accept_offshore: bool = False,
 ) -> geopandas.GeoDataFrame:
     """Read a points file, validate it and project it to a CRS in metres.
 
@@ -127,6 +130,13 @@ def load_points(
         points' extent is implausibly small (10–49 distinct locations under 100 m across, 50
         or more under 1 km, or a median under 1 m apart) or every point lies within 10 km of
         an off-area CRS origin (otherwise refused as a likely unit error, e.g. km as metres).
+    study_area : sequence of 4 numbers, str or os.PathLike, optional
+        Declared study area (:func:`synthgeo.io.where.study_area`): a lon/lat box
+        ``[west, south, east, north]`` in degrees (or ``"W,S,E,N"``), or a polygon file
+        (relative to the working folder); any point outside it is refused.
+    accept_offshore : bool, default=False
+        Keep going, with a coded warning (``offshore``), when more than half of the points lie
+        over the sea (GSHHG land mask; otherwise refused as a likely unit factor or axis error).
 
     Returns
     -------
@@ -149,7 +159,8 @@ def load_points(
         (unless `accept_small_extent`); a coordinate column whose name states another unit;
         missing or conflicting CRS; non-point geometry; duplicate ids; bad `query`; fewer than
         `min_records` records; `target_crs` geographic, Web Mercator or not metres;
-        `coord_unit_m` not positive, with a geographic `crs`, or on a non-CSV file.
+        `coord_unit_m` not positive, with a geographic `crs`, or on a non-CSV file; a point
+        outside `study_area`, or most points over the sea (unless `accept_offshore`).
 
     Warns
     -----
@@ -173,6 +184,7 @@ def load_points(
     _check_arguments(numeric_columns, required_columns, min_records, coord_unit_m)
     target, local = parse_target(target_crs)
     options = CsvOptions(sep=sep, decimal=decimal, encoding=encoding)
+    area = where.study_area(study_area)
     path = Path(path)
     if not path.is_file():
         raise InputError(f"input file {path!s} does not exist")
@@ -188,7 +200,8 @@ def load_points(
                        numeric_columns=numeric_columns, required_columns=required_columns,
                        id_column=id_column, target=target, local=local,
                        drop_duplicates=drop_duplicates, min_records=min_records,
-                       accept_small_extent=accept_small_extent,
+                       accept_small_extent=accept_small_extent, study_area=area,
+                       accept_offshore=accept_offshore,
                        too_few=(f"left after `query` = {query!r} and duplicate removal"
                                 if query is not None else
                                 f"in {origin.name} after duplicate removal") + f" (read {n_read})")

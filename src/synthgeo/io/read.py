@@ -21,6 +21,7 @@ import pyproj
 from synthgeo._errors import InputError
 from synthgeo.io import crs as crs_mod
 from synthgeo.io import points as _points
+from synthgeo.io import where
 from synthgeo.io.checks import check_points
 from synthgeo.io.columns import check_records
 from synthgeo.io.origin import Origin
@@ -31,7 +32,8 @@ __all__ = ["read_points", "check_points_frame", "read_options", "READ_KEYS"]
 
 #: The ``[data]`` keys that say how a file is read (the others name the columns' roles).
 READ_KEYS = ("path", "x", "y", "crs", "id", "query", "target_crs", "drop_duplicates",
-             "coord_unit_m", "sep", "decimal", "encoding", "accept_small_extent")
+             "coord_unit_m", "sep", "decimal", "encoding", "accept_small_extent", "study_area",
+             "accept_offshore")
 
 
 def read_points(
@@ -144,6 +146,8 @@ def check_points_frame(
     x: str | None = None,
     y: str | None = None,
     accept_small_extent: bool = False,
+    study_area=None,
+    accept_offshore: bool = False,
 ) -> geopandas.GeoDataFrame:
     """Check records handed over in memory and return a copy in metres with provenance.
 
@@ -178,6 +182,12 @@ def check_points_frame(
         extent is implausibly small (10–49 distinct locations under 100 m across, 50 or more
         under 1 km, or a median under 1 m apart) or every point lies within 10 km of an
         off-area CRS origin (otherwise refused as a likely unit error, e.g. km as metres).
+    study_area : sequence of 4 numbers, str or os.PathLike, optional
+        Declared study area (:func:`synthgeo.io.where.study_area`); any point outside it is
+        refused.
+    accept_offshore : bool, default=False
+        Go on, with a coded warning (``offshore``), when more than half of the points lie
+        over the sea (otherwise refused as a likely unit or axis error).
 
     Returns
     -------
@@ -244,7 +254,8 @@ def check_points_frame(
                        numeric_columns=numeric_columns, required_columns=required_columns,
                        id_column=id_column, target=target, local=local, keep_metric=True,
                        min_records=min_records, accept_small_extent=accept_small_extent,
-                       too_few=f"in {origin.name}")
+                       study_area=where.study_area(study_area),
+                       accept_offshore=accept_offshore, too_few=f"in {origin.name}")
     gdf.attrs.update(path=None, sha256=None, n_read=len(points), query=None,
                      frame_sha256=digest, **({"coordinate_unit": unit} if unit else {}))
     return gdf
@@ -291,7 +302,7 @@ def _unchanged(points: geopandas.GeoDataFrame, digest: str) -> bool:
 def _file_provenance(points: geopandas.GeoDataFrame) -> dict[str, Any]:
     """Return the attrs :func:`read_points` recorded: the file's provenance and checks."""
     keys = ("path", "sha256", "n_read", "n_duplicates", "query", "frame_sha256", "source_crs",
-            "id_column", "coordinate_unit", "warnings", "extent", "read_options")
+            "id_column", "coordinate_unit", "warnings", "extent", "land", "read_options")
     out = {k: points.attrs.get(k) for k in keys}
     out["warnings"] = list(out["warnings"] or [])
     return out

@@ -212,6 +212,8 @@ def load_masking_inputs(
     decimal: str = ".",
     encoding: str = "utf-8",
     accept_small_extent: bool = False,
+    study_area=None,
+    accept_offshore: bool = False,
     cases_query: str | None = None,
     households_query: str | None = None,
     id_column: str | None = None,
@@ -231,6 +233,8 @@ def load_masking_inputs(
     x, y, crs, coord_unit_m, sep, decimal, encoding, accept_small_extent
         As in :func:`synthgeo.io.points.load_points` (CSV only; `coord_unit_m` = 1000 for km,
         default the CRS's unit).
+    study_area, accept_offshore
+        As in :func:`synthgeo.io.points.load_points`, for the cases and the households.
     cases_query, households_query : str, optional
         :meth:`pandas.DataFrame.query` filters, e.g. ``"cancer == 'larynx'"``.
     id_column : str, optional
@@ -264,7 +268,8 @@ def load_masking_inputs(
     # when they are a layer, carry their own CRS and unit
     cases = _working(_load(cases_path, query=cases_query, id_column=id_column,
                            target_crs=target, min_records=1,
-                           accept_small_extent=accept_small_extent, **csv_options))
+                           accept_small_extent=accept_small_extent, study_area=study_area,
+                           accept_offshore=accept_offshore, **csv_options))
     source_crs = pyproj.CRS.from_wkt(cases.attrs["source_crs"])
     scale = coordinate_unit(source_crs, coord_unit_m).scale_to_crs
     work = pyproj.CRS.from_user_input(cases.crs)
@@ -273,7 +278,8 @@ def load_masking_inputs(
         households_path, query=households_query, target_crs=work,
         id_column=id_column if same_file else None,
         numeric_columns=[weight_column] if weight_column else (), min_records=1,
-        accept_small_extent=accept_small_extent,
+        accept_small_extent=accept_small_extent, study_area=study_area,
+        accept_offshore=accept_offshore,
         **(csv_options if households_path.suffix.lower() == ".csv" else {}))
     hsrc = pyproj.CRS.from_wkt(households.attrs["source_crs"])
     if not hsrc.equals(source_crs, ignore_axis_order=True):

@@ -121,10 +121,12 @@ def prepare_data(spec: ReleaseSpec,
                              target_crs=d.target_crs, drop_duplicates=d.drop_duplicates,
                              coord_unit_m=d.coord_unit_m, sep=d.sep, decimal=d.decimal,
                              encoding=d.encoding, accept_small_extent=d.accept_small_extent,
-                             numeric_columns=numeric, required_columns=required)
+                             numeric_columns=numeric, required_columns=required,
+                             study_area=spec.study_area(), accept_offshore=d.accept_offshore)
     gdf = check_points_frame(points, numeric_columns=numeric, required_columns=required,
                              id_column=d.id, target_crs=d.target_crs, x=d.x, y=d.y,
-                             accept_small_extent=d.accept_small_extent)
+                             accept_small_extent=d.accept_small_extent,
+                             study_area=spec.study_area(), accept_offshore=d.accept_offshore)
     missing = None
     if d.missing == "drop":
         gdf, missing = drop_missing(gdf, [*d.response_names, *exposures, *d.covariates],
