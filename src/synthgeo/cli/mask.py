@@ -70,6 +70,7 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import numpy as np
 
+    from synthgeo._errors import SpecError
     from synthgeo.io.provenance import provenance
     from synthgeo.masking import (
         NearestHouseholdAttacker,
@@ -88,6 +89,12 @@ def run(args: argparse.Namespace, say) -> int:
     previous = None
     if args.reuse is not None:
         previous = read_mask(args.reuse)
+        was = (previous[1].get("method", "donut"), previous[1].get("k"))
+        if was != (args.method, args.k):
+            raise SpecError(f"--reuse {args.reuse} holds a {was[0]} mask at k = {was[1]} but "
+                            f"this one is {args.method} at k = {args.k}: its carried-over points "
+                            "would be published under the wrong method and k; use --method "
+                            f"{was[0]} --k {was[1]}, or mask without --reuse")
     params = {
         "cases": {k: prov["cases"][k] for k in ("sha256", "query", "id_column")},
         "households": {k: prov["households"][k] for k in ("sha256", "query", "weight_column")},
@@ -116,10 +123,6 @@ def run(args: argparse.Namespace, say) -> int:
     reused = None
     if previous is not None:
         layer, side = previous
-        if side.get("k") != args.k:
-            warnings.warn(f"the earlier mask in {args.reuse} used k = {side.get('k')}, this one "
-                          f"k = {args.k}; the carried-over points keep their earlier k",
-                          UserWarning, stacklevel=2)
         mask = reuse_previous_mask(mask, layer, inputs.cases)
         reused = {"path": str(args.reuse), "inputs_key": side.get("inputs_key"),
                   "k": side.get("k"), "n_reused": mask.n_reused}
@@ -127,7 +130,8 @@ def run(args: argparse.Namespace, say) -> int:
     evaluation = evaluate_mask(inputs.cases, mask, attacker=attacker, utility=utility,
                                n_attacks=args.n_attacks,
                                random_seed=np.random.default_rng([seed, 2]),
-                               households=inputs.households, weights=inputs.weights)
+                               households=inputs.households, weights=inputs.weights,
+                               region=inputs.region)
     record = {
         **provenance("mask", inputs=prov, timestamp=False), "inputs_key": key, "parameters": params,
         "reused_from": reused, "evaluation": evaluation.to_dict(),

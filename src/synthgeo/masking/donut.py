@@ -362,7 +362,7 @@ def mask_to_k(
     True
     """
     prep = _prepare(cases, households, weights, region)
-    k = check_k(k, prep["total_weight"])
+    k = check_k(k, prep["total_weight"], minimum=2)
     for name, v in (("max_redraws", max_redraws), ("max_verify_redraws", max_verify_redraws)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise TypeError(f"`{name}` must be a non-negative int, got {v!r}")
@@ -429,7 +429,7 @@ def _mask_areal(sxy: np.ndarray, prep: dict[str, Any], k: int, rng: np.random.Ge
     Returns points (1, n_sites, 2), households in the area (1, n_sites), the partition summary.
     """
     partition = household_partition(prep["households_xy"], k, weights=prep["weights"],
-                                    extent=_extent(prep))
+                                    extent=_extent(prep), region=prep["region"])
     area = partition.locate(sxy)
     if (out := area < 0).any():
         raise InputError(f"{int(out.sum())} case(s) (e.g. ids {ids[out][:_N_SHOW].tolist()}) lie "
