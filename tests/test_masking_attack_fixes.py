@@ -128,3 +128,43 @@ def test_site_error_names_plain_ids():
     with pytest.raises(InputError, match=r"the site of record 7\)") as err:
         check_site_sizes(np.array([3]), 2, np.array([7], dtype=np.int64), np.array([0]))
     assert "np.int64" not in str(err.value)
+
+
+# --- F2/F3/low: the command line --------------------------------------------------------------
+
+_INPUTS = ["synthgeo:chorley_ribble_cancer.csv", "--households",
+           "synthgeo:chorley_ribble_cancer.csv", "--x", "x_km", "--y", "y_km", "--crs",
+           "EPSG:27700", "--coord-unit-m", "1000", "--id-col", "id", "--cases-query",
+           "cancer == 'larynx'", "--households-query", "cancer == 'lung'", "--region",
+           "synthgeo:chorley_ribble_window.csv", "--n-attacks", "5"]
+
+
+def test_mask_cli_reuse_refuses_another_method_or_k_and_notes_the_partition(tmp_path, capsys):
+    import json
+
+    from synthgeo.cli.main import main
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["mask", *_INPUTS, "--k", "5", "--method", "areal", "--seed", "81462390571",
+                 "--out", str(a)]) == 0
+    out = capsys.readouterr().out
+    assert "warning: mask these cases once" in out
+    assert "points share their coordinates with another" in out
+    public = json.loads((a / "release" / "masking.json").read_text())
+    assert "median" not in public["method"] and "mask these cases once" in public["composition"]
+    assert len(public["partition"]["root_extent_m"]) == 4
+    assert "distinct coordinates" in public["partition"]["rule"]
+    side = json.loads((a / "mask.json").read_text())
+    assert side["household_layer"] == {"points": 978, "distinct_locations": 683,
+                                       "points_sharing_a_location": 489}
+    assert side["verification"]["min_households_in_area"] >= 5
+    for extra in (["--k", "20", "--method", "areal"], ["--k", "5", "--method", "donut"]):
+        assert main(["mask", *_INPUTS, *extra, "--reuse", str(a), "--out", str(b)]) == 1
+        err = capsys.readouterr().err
+        assert f"--reuse {a} holds a mask by method areal at k = 5 but this one is by" in err
+        assert not b.exists()
+    assert main(["mask", *_INPUTS, "--k", "5", "--max-site-records", "0", "--out",
+                 str(b)]) == 1
+    assert "`max_site_records` = 0 must be an integer >= 1" in capsys.readouterr().err
+    assert main(["mask", *_INPUTS, "--k", "1", "--out", str(b)]) == 1
+    assert "`k` = 1 must be at least 2" in capsys.readouterr().err

@@ -18,6 +18,7 @@ import geopandas
 import numpy as np
 import pandas as pd
 import pyproj
+import shapely
 from scipy.spatial import cKDTree
 from shapely.geometry.base import BaseGeometry
 
@@ -440,8 +441,20 @@ def _mask_areal(sxy: np.ndarray, prep: dict[str, Any], k: int, rng: np.random.Ge
     info = {"k": int(k), "method": "areal", "n_areas": partition.n_areas,
             "min_households_in_area": float(partition.households.min()),
             "median_households_in_area": float(np.median(partition.households)),
+            "min_locations_in_area": _min_locations(partition, prep),
             "extent": list(_extent(prep))}
     return pts[None], partition.households[area][None], info
+
+
+def _min_locations(partition: Any, prep: dict[str, Any]) -> int:
+    """Fewest distinct household coordinates in an area (what an attacker can name)."""
+    hxy = prep["households_xy"]
+    area = partition.locate(hxy)
+    keep = area >= 0
+    if prep["region"] is not None:
+        keep &= shapely.intersects_xy(prep["region"], hxy[:, 0], hxy[:, 1])
+    pairs = np.unique(np.column_stack([area[keep], hxy[keep]]), axis=0)
+    return int(np.bincount(pairs[:, 0].astype(np.int64), minlength=partition.n_areas).min())
 
 
 def _extent(prep: dict[str, Any]) -> tuple[float, float, float, float]:

@@ -82,3 +82,32 @@ def check_site_sizes(counts: np.ndarray, max_site_records: int | None,
         f"at one location, the largest {largest}{example}: their stack of identical published "
         "points can name the institution; release those records as an aggregated count, or raise "
         "--max-site-records (max_site_records) to accept the stack")
+
+
+def shared_locations(xy: np.ndarray) -> dict[str, int]:
+    """Count household points that share their exact coordinates with another.
+
+    k counts households (weights summed), not addresses: households at one coordinate count
+    separately, but an attacker can at best name the coordinate, and duplicated rows (the same
+    coordinates under new ids) inflate k silently. This summary makes such layers visible.
+
+    Parameters
+    ----------
+    xy : ndarray of shape (n, 2)
+        Household coordinates, metres.
+
+    Returns
+    -------
+    dict
+        ``points``, ``distinct_locations`` and ``points_sharing_a_location`` (points whose
+        coordinates occur more than once).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> shared_locations(np.array([[0.0, 0], [0, 0], [1, 1]]))
+    {'points': 3, 'distinct_locations': 2, 'points_sharing_a_location': 2}
+    """
+    _, _, counts = site_index(xy)
+    return {"points": int(counts.sum()), "distinct_locations": int(len(counts)),
+            "points_sharing_a_location": int(counts[counts > 1].sum())}
