@@ -34,7 +34,7 @@ def add_parser(sub, common) -> None:
     )
     add_input_args(p)
     p.add_argument("--k", type=int, required=True, metavar="K",
-                   help="households each case is hidden among (integer >= 1, at most the "
+                   help="households each case is hidden among (integer >= 2, at most the "
                         "household total); choose it with `synthgeo choose-k` (no default: "
                         "required)")
     p.add_argument("--seed", type=int, metavar="INT",

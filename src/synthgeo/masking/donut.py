@@ -273,7 +273,7 @@ def mask_to_k(
     households : geopandas.GeoDataFrame or geopandas.GeoSeries
         Household (address) points in the same CRS; a case's own household counts when in it.
     k : int
-        Households each case is hidden among: 1 <= k <= the household total.
+        Households each case is hidden among: 2 <= k <= the household total.
     weights : str or ndarray of shape (n_points,), optional
         Households (or people) per point, for population counts such as group quarters: a
         column name of `households` or an array. Default: one household per point.
@@ -322,7 +322,8 @@ def mask_to_k(
         region; an annulus that stays outside the region after `max_redraws` rounds; with
         `verify`, a case whose verified k stays below k after `max_verify_redraws` rounds.
     SpecError
-        If `k` < 1 or exceeds the household total, the seed is negative or `method` unknown.
+        If `k` < 2 or exceeds the household total, the seed is negative, `method` unknown or
+        `max_site_records` neither an integer >= 1 nor None.
     InputError
         A site holding more than `max_site_records` records; for ``"areal"``, a case outside
         the padded extent of the household layer (and region).

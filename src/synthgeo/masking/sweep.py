@@ -269,7 +269,7 @@ def choose_k(
         It must pass on the true locations unless `preregistered`. None: attacker only (no
         utility test; k is chosen on the attacker target alone).
     k_grid : sequence of int, default=(5, 10, 15, 20, 30, 50)
-        Values of k (households) to try; distinct, each <= the household total.
+        Values of k (households) to try; distinct, each in 2 .. the household total.
     n_replicates : int, default=200
         Replicate masks per k.
     attacker : Attacker, optional
