@@ -111,7 +111,7 @@ def test_attacker_rejects_bad_parameters():
     with pytest.raises(SpecError, match="`known_share` must be a share"):
         MethodAwareAttacker(known_share=0)
     with pytest.raises(SpecError, match="`method` must be 'donut' or 'areal'"):
-        mask_to_k(_gs([[0, 0]]), _gs([[1, 1], [2, 2]]), k=1, method="voronoi")
+        mask_to_k(_gs([[0, 0]]), _gs([[1, 1], [2, 2]]), k=2, method="voronoi")
 
 
 def test_areal_law_ties_every_household_of_an_area():

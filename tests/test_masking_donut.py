@@ -148,7 +148,7 @@ def test_bad_input_refused(layout):
         mask_to_k(points(nan, id=np.arange(100, 140)), hh, k=5)
     with pytest.raises(SpecError, match="`k` = 601 exceeds the 600 households"):
         mask_to_k(cases, hh, k=601)
-    with pytest.raises(SpecError, match="`k` = 0 must be at least 1"):
+    with pytest.raises(SpecError, match="`k` = 0 must be at least 2"):
         mask_to_k(cases, hh, k=0)
     with pytest.raises(TypeError, match="`k` must be an integer"):
         mask_to_k(cases, hh, k=2.5)
@@ -177,4 +177,4 @@ def test_bad_region_refused(layout):
     hh2 = points([[0, 200], [0, -200], [200, 0]])
     sliver = shapely.box(-1, -1000, 1, 1000)
     with pytest.raises(InputError, match=r"after 3 redraws the displacement of case\(s\) \[0\]"):
-        mask_to_k(points([[0, 0]]), hh2, k=1, region=sliver, random_seed=0, max_redraws=3)
+        mask_to_k(points([[0, 0]]), hh2, k=2, region=sliver, random_seed=0, max_redraws=3)

@@ -34,7 +34,7 @@ def add_parser(sub, common) -> None:
     )
     add_input_args(p)
     p.add_argument("--k", type=int, required=True, metavar="K",
-                   help="households each case is hidden among (integer >= 1, at most the "
+                   help="households each case is hidden among (integer >= 2, at most the "
                         "household total); choose it with `synthgeo choose-k` (no default: "
                         "required)")
     p.add_argument("--seed", type=int, metavar="INT",
@@ -70,6 +70,7 @@ def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import numpy as np
 
+    from synthgeo._errors import SpecError
     from synthgeo.io.provenance import provenance
     from synthgeo.masking import (
         NearestHouseholdAttacker,
@@ -80,6 +81,7 @@ def run(args: argparse.Namespace, say) -> int:
         write_mask,
     )
     from synthgeo.masking._validate import resolve_seed
+    from synthgeo.masking.sites import shared_locations
     from synthgeo.masking.store import MASK_SIDECAR, check_output_dir, inputs_key
 
     attacker = NearestHouseholdAttacker(known_share=args.known_share)
@@ -88,6 +90,13 @@ def run(args: argparse.Namespace, say) -> int:
     previous = None
     if args.reuse is not None:
         previous = read_mask(args.reuse)
+        was = (previous[1].get("method", "donut"), previous[1].get("k"))
+        if was != (args.method, args.k):
+            raise SpecError(f"--reuse {args.reuse} holds a mask by method {was[0]} at k = "
+                            f"{was[1]} but this one is by {args.method} at k = {args.k}: its "
+                            "carried-over points "
+                            "would be published under the wrong method and k; use --method "
+                            f"{was[0]} --k {was[1]}, or mask without --reuse")
     params = {
         "cases": {k: prov["cases"][k] for k in ("sha256", "query", "id_column")},
         "households": {k: prov["households"][k] for k in ("sha256", "query", "weight_column")},
@@ -116,10 +125,6 @@ def run(args: argparse.Namespace, say) -> int:
     reused = None
     if previous is not None:
         layer, side = previous
-        if side.get("k") != args.k:
-            warnings.warn(f"the earlier mask in {args.reuse} used k = {side.get('k')}, this one "
-                          f"k = {args.k}; the carried-over points keep their earlier k",
-                          UserWarning, stacklevel=2)
         mask = reuse_previous_mask(mask, layer, inputs.cases)
         reused = {"path": str(args.reuse), "inputs_key": side.get("inputs_key"),
                   "k": side.get("k"), "n_reused": mask.n_reused}
@@ -127,10 +132,13 @@ def run(args: argparse.Namespace, say) -> int:
     evaluation = evaluate_mask(inputs.cases, mask, attacker=attacker, utility=utility,
                                n_attacks=args.n_attacks,
                                random_seed=np.random.default_rng([seed, 2]),
-                               households=inputs.households, weights=inputs.weights)
+                               households=inputs.households, weights=inputs.weights,
+                               region=inputs.region)
     record = {
         **provenance("mask", inputs=prov, timestamp=False), "inputs_key": key, "parameters": params,
         "reused_from": reused, "evaluation": evaluation.to_dict(),
+        "household_layer": shared_locations(np.column_stack(
+            [inputs.households.geometry.x, inputs.households.geometry.y])),
     }
     written = write_mask(mask, out, record=record, file_format=args.format,
                          overwrite=args.overwrite, inputs=input_files(args))
@@ -211,11 +219,18 @@ def _summary(say, side: dict) -> None:
         ver = side.get("verification")
         if ver and ver.get("method") == "areal":
             say(f"areal mask: {ver['n_areas']} areas, at least "
-                f"{ver['min_households_in_area']:g} households each")
+                f"{ver['min_households_in_area']:g} households each (inside the region), at "
+                f"least {ver.get('min_locations_in_area', '?')} distinct household locations")
         elif ver:
             say(f"verified mask: {ver['n_redraws']} redraws in {ver['rounds']} rounds (bound "
                 f"{ver['max_redraws']}), {ver['n_widened']} annuli widened (up to "
                 f"x{ver['max_annulus_scale']:.2f})")
+        hl = side.get("household_layer")
+        if hl and hl["points_sharing_a_location"]:
+            say(f"household layer: {hl['points_sharing_a_location']} of {hl['points']} points "
+                f"share their coordinates with another ({hl['distinct_locations']} distinct "
+                "locations); k counts them as separate households, an attacker can at best "
+                "name the location: check for duplicated rows")
         u = ev.get("utility")
         if u:
             obs = (f": observed {u['observed']} within {u['radius_m']:.0f} m vs "
@@ -223,3 +238,5 @@ def _summary(say, side: dict) -> None:
                    f"{u['observed_on_true_locations']})" if "observed" in u else "")
             say(f"utility test ({u['name']}) on this mask: "
                 f"{'passes' if u['passes'] else 'fails'}{obs}")
+    if side.get("composition"):
+        say(f"warning: {side['composition']}")

@@ -64,14 +64,20 @@ def same_crs(a: pyproj.CRS, b: pyproj.CRS, name_a: str, name_b: str) -> None:
                          f"`{name_b}.to_crs({name_a}.crs)`")
 
 
-def check_k(k: Any, total_weight: float, name: str = "k") -> int:
-    """Return `k` as int after checking 1 <= k <= the household total."""
+def check_k(k: Any, total_weight: float, name: str = "k", minimum: int = 1) -> int:
+    """Return `k` as int after checking `minimum` <= k <= the household total.
+
+    Masks take ``minimum=2``: k = 1 hides a case among itself only (no protection, and an
+    areal area of one household publishes it), so there is no reason to release one.
+    """
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         raise TypeError(f"`{name}` must be an integer number of households, got {k!r}")
     k = int(k)
-    if k < 1:
-        raise SpecError(f"`{name}` = {k} must be at least 1 (the number of households a case "
-                        "is hidden among)")
+    if k < minimum:
+        why = ("" if minimum == 1 else
+               ": k = 1 hides a case among itself only, which protects nothing")
+        raise SpecError(f"`{name}` = {k} must be at least {minimum} (the number of households a "
+                        f"case is hidden among){why}")
     if k > total_weight + 1e-9:
         raise SpecError(f"`{name}` = {k} exceeds the {total_weight:g} households in the "
                         "household layer; lower k or supply a fuller household layer")

@@ -41,9 +41,10 @@ class AreaPartition:
     bounds : ndarray of shape (n_areas, 4)
         ``xmin, ymin, xmax, ymax`` of each area, metres.
     households : ndarray of shape (n_areas,)
-        Households (weights summed) assigned to each area by the splits; every one >= k. A
-        household on a split line counts in the area its rank put it in; the closed rectangle
-        holds at least as many.
+        Households (weights summed) in each area, recounted with :meth:`locate` on the
+        household layer (inside the region when one was given); every one >= k. Split lines run
+        only between distinct coordinates, so households sharing a coordinate are never split
+        across a line and no household lies on one.
     k : int
         The threshold the partition was built for.
     """
@@ -109,7 +110,8 @@ class AreaPartition:
 
 def household_partition(households_xy: np.ndarray, k: int, *,
                         weights: np.ndarray | None = None,
-                        extent: tuple[float, float, float, float] | None = None) -> AreaPartition:
+                        extent: tuple[float, float, float, float] | None = None,
+                        region: BaseGeometry | None = None) -> AreaPartition:
     """Cut the household layer into rectangles holding at least k households each.
 
     Parameters
@@ -124,6 +126,9 @@ def household_partition(households_xy: np.ndarray, k: int, *,
         ``xmin, ymin, xmax, ymax`` of the root rectangle; default the households' bounding box
         padded by :data:`PAD` of its larger side (the study region's bounds when masking with
         a region).
+    region : shapely geometry, optional
+        Study region: households outside it are dropped before the partition is built and
+        counted, since an attacker who knows the region knows a case lies in area ∩ region.
 
     Returns
     -------
@@ -133,9 +138,12 @@ def household_partition(households_xy: np.ndarray, k: int, *,
     -----
     Level by level, every cell holding W >= 2k households is cut along its longer side into q
     strips of equal weight (q = floor(W/k) when W < 9k, else floor(sqrt(W/k)), so that a few
-    levels reach areas of k to 2k households), the cut lines midway between the neighbouring
-    households of two strips. Where weights make a strip lighter than k the cell is halved
-    instead, and left whole if even a half would be. One sort per level.
+    levels reach areas of k to 2k households; the longer side is y when the cell is strictly
+    taller than wide, else x). Households sharing the cut coordinate form one group, placed in
+    the strip that holds the middle of its weight; the cut lines lie midway between the
+    neighbouring distinct coordinates of two strips. Where weights or shared coordinates make a
+    strip lighter than k the cell is halved instead, and left whole if even a half would be.
+    One sort per level.
 
     Examples
     --------
@@ -147,6 +155,12 @@ def household_partition(households_xy: np.ndarray, k: int, *,
     """
     hxy = np.asarray(households_xy, dtype=float)
     w = np.ones(len(hxy)) if weights is None else np.asarray(weights, dtype=float)
+    if region is not None:
+        keep = shapely.intersects_xy(region, hxy[:, 0], hxy[:, 1])
+        hxy, w = hxy[keep], w[keep]
+        if w.sum() < k - 1e-9:
+            raise InputError(f"the study region holds {w.sum():g} households, fewer than "
+                             f"k = {k}: lower --k or give a larger region")
     if extent is None:
         lo, hi = hxy.min(axis=0), hxy.max(axis=0)
         pad = PAD * max(float((hi - lo).max()), 1.0)
@@ -171,15 +185,19 @@ def household_partition(households_xy: np.ndarray, k: int, *,
         c = cell[pts]
         vertical = ax[c] == 1
         coord = np.where(vertical, hxy[pts, 1], hxy[pts, 0])
-        lo_c = np.where(vertical, box[c, 1], box[c, 0])
-        span = np.where(vertical, box[c, 3] - box[c, 1], box[c, 2] - box[c, 0])
-        # one float sort on "cell + position within the cell" (in [c, c + 0.5])
-        order = np.argsort(c + 0.5 * (coord - lo_c) / np.maximum(span, 1e-300))
+        order = np.lexsort((coord, c))  # by cell, then along the cut axis
         pts, c, coord = pts[order], c[order], coord[order]
         wp = w[pts]
-        cw = np.cumsum(wp)
-        seg = np.concatenate([[0], np.cumsum(np.bincount(c, minlength=n_nodes))])
-        mid = cw - wp / 2 - np.concatenate([[0.0], cw])[seg[c]]  # weight before + half its own
+        # households sharing the cut coordinate form one group: a line never separates them
+        new = np.ones(len(pts), dtype=bool)
+        new[1:] = (c[1:] != c[:-1]) | (coord[1:] != coord[:-1])
+        grp = np.cumsum(new) - 1
+        gw = np.bincount(grp, weights=wp)
+        gc = c[new]
+        cw = np.cumsum(gw)
+        seg = np.concatenate([[0], np.cumsum(np.bincount(gc, minlength=n_nodes))])
+        # weight of the cell before the group + half the group's own
+        mid = (cw - gw / 2 - np.concatenate([[0.0], cw])[seg[gc]])[grp]
         ratio = tot / k
         q = np.where(ratio < 9, np.floor(ratio + 1e-9), np.floor(np.sqrt(ratio))).astype(np.int64)
         q = np.maximum(q, 2)
@@ -239,9 +257,15 @@ def household_partition(households_xy: np.ndarray, k: int, *,
     leaves = np.flatnonzero(first < 0)
     leaf = np.full(n_nodes, -1, dtype=np.int64)
     leaf[leaves] = np.arange(len(leaves))
-    tot = np.bincount(cell, weights=w, minlength=n_nodes)
-    return AreaPartition(bounds=box[leaves], households=tot[leaves], k=int(k), _axis=axis,
-                         _first=first, _q=qq, _bstart=bstart, _bnd=bnd, _box=box, _leaf=leaf)
+    part = AreaPartition(bounds=box[leaves], households=np.zeros(len(leaves)), k=int(k),
+                         _axis=axis, _first=first, _q=qq, _bstart=bstart, _bnd=bnd, _box=box,
+                         _leaf=leaf)
+    # the counts are those of locate(), not of the splits: what the attacker recounts
+    area = part.locate(hxy)
+    inside = area >= 0
+    object.__setattr__(part, "households", np.bincount(area[inside], weights=w[inside],
+                                                       minlength=len(leaves)))
+    return part
 
 
 def _parts(mid: np.ndarray, c: np.ndarray, wp: np.ndarray, tot: np.ndarray, q: np.ndarray,

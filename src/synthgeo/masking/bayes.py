@@ -201,11 +201,7 @@ class ArealLaw:
 
     def __init__(self, index: HouseholdIndex, partition: AreaPartition) -> None:
         self.index, self.partition, self.k = index, partition, partition.k
-        w = index.weights if index.weights is not None else np.ones(len(index.xy))
-        self.area_of_household = partition.locate(index.xy)
-        self.households_in_area = np.bincount(self.area_of_household[self.area_of_household >= 0],
-                                              weights=w[self.area_of_household >= 0],
-                                              minlength=partition.n_areas)
+        self.households_in_area = partition.households  # recounted with locate (region-clipped)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the law as the attacker uses it."""
@@ -328,8 +324,7 @@ class MethodAwareAttacker:
             own[i[i == j]] = s[i == j]
             o = own[i]
             better = np.bincount(i, weights=s > o * (1 + _REL), minlength=n_known)
-            tied = np.bincount(i, weights=(s == o) | (np.abs(s - o) <= o * _REL),
-                               minlength=n_known)
+            tied = np.bincount(i, weights=_tied(s, o), minlength=n_known)
             seen = np.bincount(i, weights=s > 0, minlength=n_known) > 0
             hit = np.where((own > 0) & (better == 0), 1.0 / np.maximum(tied, 1), 0.0)
             out[r] = np.where(seen, hit, 1.0 / n_known).mean()  # nothing fits: a guess
@@ -369,15 +364,26 @@ class MethodAwareAttacker:
         s[at_own] = own_o[at_own]
         better = np.bincount(owner, weights=s > own_o * (1 + _REL), minlength=len(flat))
         # a point holding w households is w tied candidates; the own one is the case itself
-        tied = np.bincount(owner, weights=w[cat] * (np.abs(s - own_o) <= own_o * _REL),
+        tied = np.bincount(owner, weights=w[cat] * _tied(s, own_o),
                            minlength=len(flat)) - own_in_layer[case]
         hits = np.where((own_s > 0) & (better == 0), 1.0 / (1.0 + np.maximum(tied, 0)), 0.0)
         return hits.reshape(n_masks, n).mean(axis=1)
 
 
+def _tied(s: np.ndarray, o: np.ndarray) -> np.ndarray:
+    """Scores `s` tied with the own scores `o` (same shape): equal, or within _REL when finite.
+
+    An infinite own score (a case not moved, r_k = 0) ties only with infinite scores.
+    """
+    fin = np.isfinite(o) & np.isfinite(s)
+    close = np.zeros(np.shape(s), dtype=bool)
+    close[fin] = np.abs(s[fin] - o[fin]) <= o[fin] * _REL
+    return (s == o) | close
+
+
 def mask_law(method: str, index: HouseholdIndex, k: int, *, verified: bool = False,
              extent: tuple[float, float, float, float] | None = None,
-             random_seed: int = 0) -> DonutLaw | ArealLaw:
+             region: Any = None, random_seed: int = 0) -> DonutLaw | ArealLaw:
     """Rebuild the published law of a mask from the household layer, as the attacker would.
 
     Parameters
@@ -390,6 +396,8 @@ def mask_law(method: str, index: HouseholdIndex, k: int, *, verified: bool = Fal
         Donut only: the mask was verified.
     extent : tuple of 4 floats, optional
         Areal only: the partition's root rectangle (recorded with the mask).
+    region : shapely geometry, optional
+        Areal only: the study region the households were clipped to.
     random_seed : int, default=0
         Seed of the acceptance simulations (verified donut).
 
@@ -402,7 +410,7 @@ def mask_law(method: str, index: HouseholdIndex, k: int, *, verified: bool = Fal
 
     if method == "areal":
         return ArealLaw(index, household_partition(index.xy, k, weights=index.weights,
-                                                   extent=extent))
+                                                   extent=extent, region=region))
     return DonutLaw(index, k, verified=verified, inner=INNER_RATIO, random_seed=random_seed)
 
 

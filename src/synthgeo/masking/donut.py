@@ -18,6 +18,7 @@ import geopandas
 import numpy as np
 import pandas as pd
 import pyproj
+import shapely
 from scipy.spatial import cKDTree
 from shapely.geometry.base import BaseGeometry
 
@@ -272,7 +273,7 @@ def mask_to_k(
     households : geopandas.GeoDataFrame or geopandas.GeoSeries
         Household (address) points in the same CRS; a case's own household counts when in it.
     k : int
-        Households each case is hidden among: 1 <= k <= the household total.
+        Households each case is hidden among: 2 <= k <= the household total.
     weights : str or ndarray of shape (n_points,), optional
         Households (or people) per point, for population counts such as group quarters: a
         column name of `households` or an array. Default: one household per point.
@@ -321,7 +322,8 @@ def mask_to_k(
         region; an annulus that stays outside the region after `max_redraws` rounds; with
         `verify`, a case whose verified k stays below k after `max_verify_redraws` rounds.
     SpecError
-        If `k` < 1 or exceeds the household total, the seed is negative or `method` unknown.
+        If `k` < 2 or exceeds the household total, the seed is negative, `method` unknown or
+        `max_site_records` neither an integer >= 1 nor None.
     InputError
         A site holding more than `max_site_records` records; for ``"areal"``, a case outside
         the padded extent of the household layer (and region).
@@ -362,7 +364,7 @@ def mask_to_k(
     True
     """
     prep = _prepare(cases, households, weights, region)
-    k = check_k(k, prep["total_weight"])
+    k = check_k(k, prep["total_weight"], minimum=2)
     for name, v in (("max_redraws", max_redraws), ("max_verify_redraws", max_verify_redraws)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise TypeError(f"`{name}` must be a non-negative int, got {v!r}")
@@ -429,7 +431,7 @@ def _mask_areal(sxy: np.ndarray, prep: dict[str, Any], k: int, rng: np.random.Ge
     Returns points (1, n_sites, 2), households in the area (1, n_sites), the partition summary.
     """
     partition = household_partition(prep["households_xy"], k, weights=prep["weights"],
-                                    extent=_extent(prep))
+                                    extent=_extent(prep), region=prep["region"])
     area = partition.locate(sxy)
     if (out := area < 0).any():
         raise InputError(f"{int(out.sum())} case(s) (e.g. ids {ids[out][:_N_SHOW].tolist()}) lie "
@@ -440,8 +442,20 @@ def _mask_areal(sxy: np.ndarray, prep: dict[str, Any], k: int, rng: np.random.Ge
     info = {"k": int(k), "method": "areal", "n_areas": partition.n_areas,
             "min_households_in_area": float(partition.households.min()),
             "median_households_in_area": float(np.median(partition.households)),
+            "min_locations_in_area": _min_locations(partition, prep),
             "extent": list(_extent(prep))}
     return pts[None], partition.households[area][None], info
+
+
+def _min_locations(partition: Any, prep: dict[str, Any]) -> int:
+    """Fewest distinct household coordinates in an area (what an attacker can name)."""
+    hxy = prep["households_xy"]
+    area = partition.locate(hxy)
+    keep = area >= 0
+    if prep["region"] is not None:
+        keep &= shapely.intersects_xy(prep["region"], hxy[:, 0], hxy[:, 1])
+    pairs = np.unique(np.column_stack([area[keep], hxy[keep]]), axis=0)
+    return int(np.bincount(pairs[:, 0].astype(np.int64), minlength=partition.n_areas).min())
 
 
 def _extent(prep: dict[str, Any]) -> tuple[float, float, float, float]:

@@ -10,7 +10,7 @@ import geopandas
 import numpy as np
 
 from synthgeo._errors import InputError, SpecError
-from synthgeo.masking._validate import layer_xy, record_ids, resolve_seed
+from synthgeo.masking._validate import check_region, layer_xy, record_ids, resolve_seed
 from synthgeo.masking.attacker import Attacker, NearestHouseholdAttacker
 from synthgeo.masking.bayes import attack_all, guess_floor, mask_law
 from synthgeo.masking.detection import UtilityTest
@@ -80,12 +80,12 @@ class MaskEvaluation:
 
 def _both_attackers(xy: np.ndarray, copies: np.ndarray, mask: DonutMask, hxy: np.ndarray,
                     weights: np.ndarray | None, naive: NearestHouseholdAttacker,
-                    seed: int) -> dict[str, Any]:
+                    seed: int, region: Any = None) -> dict[str, Any]:
     """Naive and method-aware attackers on the released mask, the stronger and the floor."""
     index = HouseholdIndex(hxy, weights)
     extent = (mask.verification or {}).get("extent")
     law = mask_law(mask.method, index, mask.k, verified=mask.verified, random_seed=seed % 2**32,
-                   extent=None if extent is None else tuple(extent))
+                   extent=None if extent is None else tuple(extent), region=region)
     res = attack_all(xy, copies, law, known_share=naive.known_share,
                      random_seed=np.random.default_rng([seed, 3]), households_masks=1,
                      aware_masks=_AWARE_ATTACKS)
@@ -110,6 +110,7 @@ def evaluate_mask(
     random_seed: int | np.random.Generator | None = None,
     households: geopandas.GeoDataFrame | geopandas.GeoSeries | None = None,
     weights: np.ndarray | None = None,
+    region: Any = None,
 ) -> MaskEvaluation:
     """Score the mask that is released: attacker success and the utility test on it.
 
@@ -135,6 +136,8 @@ def evaluate_mask(
         points included) is measured against it; default the mask's own ``verified_k``.
     weights : ndarray of shape (n_points,), optional
         Households per point of `households`.
+    region : shapely geometry or geopandas.GeoSeries, optional
+        The study region the mask was drawn with (areal: its households were clipped to it).
 
     Returns
     -------
@@ -185,7 +188,8 @@ def evaluate_mask(
         if mask.method == "donut":
             vk = verified_k(xy, mxy, hxy, weights=weights)
         if isinstance(attacker, NearestHouseholdAttacker):
-            attackers = _both_attackers(xy, copies, mask, hxy, weights, attacker, seed)
+            attackers = _both_attackers(xy, copies, mask, hxy, weights, attacker, seed,
+                                        region=check_region(region, crs))
             name = attackers["stronger"]
             stronger = attackers[name]["success"]
             se = attackers[name]["se"]

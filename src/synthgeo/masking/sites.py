@@ -12,9 +12,11 @@ docs/locations.md, "Co-located records".
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from synthgeo._errors import InputError
+from synthgeo._errors import InputError, SpecError
 
 __all__ = ["DEFAULT_MAX_SITE_RECORDS", "site_index", "check_site_sizes"]
 
@@ -65,14 +67,47 @@ def check_site_sizes(counts: np.ndarray, max_site_records: int | None,
         When a site holds more records than allowed: one line naming how many sites, the
         largest count and the options.
     """
+    if max_site_records is not None and (isinstance(max_site_records, bool) or not isinstance(
+            max_site_records, numbers.Integral) or max_site_records < 1):
+        raise SpecError(f"`max_site_records` = {max_site_records!r} must be an integer >= 1 "
+                        "(records one location may hold), or None to accept any stack")
     largest = int(counts.max()) if len(counts) else 0
     if max_site_records is None or largest <= max_site_records:
         return largest
     big = np.flatnonzero(counts > max_site_records)
     example = ("" if ids is None or first is None
-               else f" (e.g. the site of record {ids[first[big[0]]]!r})")
+               else f" (e.g. the site of record {np.asarray(ids)[first[big[0]]].item()!r})")
     raise InputError(
-        f"{len(big)} site(s) hold more than max_site_records = {max_site_records} records at one "
-        f"location, the largest {largest}{example}: their stack of identical published points "
-        "can name the institution; release those records as an aggregated count, or raise "
+        f"{len(big)} site(s) hold more than max_site_records = {int(max_site_records)} records "
+        f"at one location, the largest {largest}{example}: their stack of identical published "
+        "points can name the institution; release those records as an aggregated count, or raise "
         "--max-site-records (max_site_records) to accept the stack")
+
+
+def shared_locations(xy: np.ndarray) -> dict[str, int]:
+    """Count household points that share their exact coordinates with another.
+
+    k counts households (weights summed), not addresses: households at one coordinate count
+    separately, but an attacker can at best name the coordinate, and duplicated rows (the same
+    coordinates under new ids) inflate k silently. This summary makes such layers visible.
+
+    Parameters
+    ----------
+    xy : ndarray of shape (n, 2)
+        Household coordinates, metres.
+
+    Returns
+    -------
+    dict
+        ``points``, ``distinct_locations`` and ``points_sharing_a_location`` (points whose
+        coordinates occur more than once).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> shared_locations(np.array([[0.0, 0], [0, 0], [1, 1]]))
+    {'points': 3, 'distinct_locations': 2, 'points_sharing_a_location': 2}
+    """
+    _, _, counts = site_index(xy)
+    return {"points": int(counts.sum()), "distinct_locations": int(len(counts)),
+            "points_sharing_a_location": int(counts[counts > 1].sum())}

@@ -40,10 +40,26 @@ METHOD_TEXT = {
              "a distance uniform in area between 0.5 r_k and r_k, r_k the distance to its k-th "
              "nearest household (Hampton et al. 2010, doi:10.1093/aje/kwq248)",
     "areal": "areal mask to k households: each point published uniformly at random within its "
-             "area, the areas a partition of the household layer into rectangles of at least k "
-             "households by recursive median splits (after Kounadi & Leitner 2016, "
-             "doi:10.1016/j.compenvurbsys.2016.01.004)",
+             "area, the areas a partition of the household layer (clipped to the study region "
+             "when one is given) into rectangles of at least k households, built from the root "
+             "rectangle in 'partition' by synthgeo.masking.household_partition (after Kounadi & "
+             "Leitner 2016, doi:10.1016/j.compenvurbsys.2016.01.004)",
 }
+#: The partition rule, for a reader who rebuilds the areas (public: the method is known).
+PARTITION_TEXT = (
+    "level by level, every rectangle holding W >= 2k households is cut along its longer side "
+    "(y when strictly taller than wide, else x) into q strips of equal household weight, "
+    "q = floor(W/k) when W < 9k else floor(sqrt(W/k)); households sharing the cut coordinate "
+    "stay in one strip (the one holding the middle of their weight) and each line lies midway "
+    "between the neighbouring distinct coordinates of two strips; a rectangle whose strips "
+    "would hold fewer than k is halved instead, or left whole; a point on a line belongs to "
+    "the upper/right rectangle")
+#: Why the same cases must not be masked twice (docs/locations.md, "Masking once").
+COMPOSITION_TEXT = (
+    "mask these cases once: two releases of the same cases at different k, with another "
+    "household layer or by another method intersect (areal: the two areas overlap in fewer "
+    "than k households) and protect less than either claims; carry points over with --reuse "
+    "at the same method and k")
 _FIXED_DATE = "2000-01-01T00:00:00.000Z"  # GeoPackage timestamps, for byte-identical files
 
 
@@ -143,6 +159,13 @@ def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any
                             "location (verified k >= k); an annulus widened after repeated "
                             "failures"} if mask.verified and mask.method == "donut" else {}),
             "co_located_records": "records at one location share one published point",
+            **({"partition": {"root_extent_m": (mask.verification or {}).get("extent"),
+                              "rule": PARTITION_TEXT,
+                              "k_counts": "households (weights summed) inside the area and the "
+                                          "study region; households sharing one coordinate "
+                                          "count separately"}}
+               if mask.method == "areal" else {}),
+            "composition": COMPOSITION_TEXT,
             "crs": crs.name, "crs_wkt": crs.to_wkt(), "units": "metres",
             "files": [name, "masked.csv"],
         }
@@ -154,7 +177,7 @@ def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any
             "k": mask.k, "random_seed": mask.random_seed, "n_cases": len(layer),
             "n_redraws": mask.n_redraws, "n_reused": mask.n_reused, "method": mask.method,
             "largest_site": mask.largest_site,
-            "verification": mask.verification,
+            "verification": mask.verification, "composition": COMPOSITION_TEXT,
             "id_column": mask.id_column, "crs": crs.name, "crs_wkt": crs.to_wkt(),
             "layer": f"release/{name}",
             "files": {f"release/{f}": file_sha256(rel / f)

@@ -58,7 +58,7 @@ def _check_share(value: Any, name: str) -> float:
 def _check_grid(k_grid: Any, total: float) -> np.ndarray:
     if isinstance(k_grid, str | bytes) or not isinstance(k_grid, Sequence | np.ndarray):
         raise TypeError(f"`k_grid` must be a sequence of integers, got {k_grid!r}")
-    ks = [check_k(k, total, "k_grid") for k in k_grid]
+    ks = [check_k(k, total, "k_grid", minimum=2) for k in k_grid]
     if not ks:
         raise SpecError("`k_grid` is empty; give at least one k, e.g. (5, 10, 20, 50)")
     if len(set(ks)) != len(ks):
@@ -172,9 +172,10 @@ def _sweep_k(ctx: dict[str, Any], j: int, k: int, bar, method: str = "donut") ->
     part = None
     if method == "areal":
         part = household_partition(ctx["households_xy"], k, weights=ctx["weights"],
-                                   extent=ctx["extent"])
+                                   extent=ctx["extent"], region=ctx["region"])
         ctx.setdefault("areas", {})[k] = part.locate(ctx["sxy"])
     law = (mask_law(method, ctx["index"], k, verified=ctx["verify"], extent=ctx["extent"],
+                    region=ctx["region"],
                     random_seed=seed % 2**32) if ctx["aware"] else None)
     for b, start in enumerate(starts):
         size = min(batch, R - start)
@@ -268,7 +269,7 @@ def choose_k(
         It must pass on the true locations unless `preregistered`. None: attacker only (no
         utility test; k is chosen on the attacker target alone).
     k_grid : sequence of int, default=(5, 10, 15, 20, 30, 50)
-        Values of k (households) to try; distinct, each <= the household total.
+        Values of k (households) to try; distinct, each in 2 .. the household total.
     n_replicates : int, default=200
         Replicate masks per k.
     attacker : Attacker, optional
