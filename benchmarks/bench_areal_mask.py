@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from importlib.resources import files
 
 import geopandas
 import numpy as np
@@ -33,7 +34,7 @@ from synthgeo.masking.donut import _draw_donut, _kth_distance
 from synthgeo.masking.verify import HouseholdIndex, redraw_until_verified
 from synthgeo.testing import clustered_points
 
-CHORLEY = "/work/shared/data/chorley_ribble_cancer.csv"
+CHORLEY = str(files("synthgeo") / "data" / "chorley_ribble_cancer.csv")  # shipped copy
 
 
 def _gs(xy, crs="EPSG:32615"):

@@ -36,6 +36,7 @@ response = "log_income"
 back_transform = "exp"
 covariates = ["x1"]
 target_crs = "EPSG:32617"
+accept_offshore = true  # the simulated design lies in the Pacific off Colombia (UTM 17N)
 
 [model]
 gp = "nngp"
