@@ -32,7 +32,7 @@ from synthgeo.risk.selection import choose_at_risk
 from synthgeo.testing import fake_fitter
 
 UTM = "EPSG:32610"
-OFFSET = np.array([500_000.0, 4_200_000.0])  # inside UTM zone 10N
+OFFSET = np.array([620_000.0, 4_200_000.0])  # inside UTM zone 10N, on land (east of the Bay)
 
 
 def _points() -> gpd.GeoDataFrame:
