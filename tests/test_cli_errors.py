@@ -199,9 +199,10 @@ DATA_CASES = {
              + "\n[model]\npriors = { nugget_sd_scale = -1.0 }\n"),
         r"`\[model\.priors\] nugget_sd_scale` must be a positive number, got -1\.0"),
     "prior range beyond the data": (  # only the data tell the default range_max_m
-        # (past the location verdict, which these 20 scattered records fail under r_max)
-        dict(spec_text=SPEC.format(extra='\n[anonymity]\non_location_failure = "warn"\n',
-                                   data_extra="")
+        # (past the location verdict: these 20 scattered records have k >= 2 within 100 km)
+        dict(spec_text=SPEC.format(
+            extra="\n[anonymity]\nk = 2\nradius_m = 100000.0\nr_max_m = 100000.0\n",
+            data_extra="")
              + "\n[model]\npriors = { range_min_m = 1e9 }\n"),
         r"prior range bounds must satisfy 0 < `range_min_m` < `range_max_m`, got 1000000000\.0"),
 }
