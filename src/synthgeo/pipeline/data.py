@@ -22,6 +22,7 @@ from synthgeo._repr import confidential_repr
 from synthgeo.config import ReleaseSpec
 from synthgeo.io.points import coordinates_m
 from synthgeo.io.read import check_points_frame, read_points
+from synthgeo.io.where import release_land_mask
 from synthgeo.model.kernels import Sites, make_sites
 from synthgeo.model.transform import ResponseScale
 from synthgeo.utility.reiter import fit_ols
@@ -127,6 +128,7 @@ def prepare_data(spec: ReleaseSpec,
                              id_column=d.id, target_crs=d.target_crs, x=d.x, y=d.y,
                              accept_small_extent=d.accept_small_extent,
                              study_area=spec.study_area(), accept_offshore=d.accept_offshore)
+    release_land_mask()  # checked: ~0.4 GB need not stay resident through the fits
     missing = None
     if d.missing == "drop":
         gdf, missing = drop_missing(gdf, [*d.response_names, *exposures, *d.covariates],
