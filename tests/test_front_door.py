@@ -21,6 +21,7 @@ import pyproj
 import pytest
 
 import synthgeo as sg
+from synthgeo.api import spec_for_points
 from synthgeo.config import bundled_spec_path
 from synthgeo.io.provenance import frame_sha256
 
@@ -187,6 +188,22 @@ def test_notebook_job_from_a_geodataframe_in_memory(homes, tmp_path):
         assert "s000" not in text and "array" not in text and "seed" not in text
         assert f"{homes['log_price'].iloc[0]:.4f}"[:6] not in text
     assert repr(rel).startswith("Release(n_records=80, n_at_risk=")
+    # the verdicts and key figures without reaching into the result
+    assert rel.verdicts == {"location": rel.result.locations.verdict.status,
+                            "risk": "NOT ASSESSED"}
+    summ = rel.summary()
+    assert list(summ.columns) == ["figure", "model", "value"]
+    got = dict(zip(summ["figure"] + "/" + summ["model"], summ["value"], strict=True))
+    assert got["records/"] == 80 and got["risk verdict/"] == "NOT ASSESSED"
+    table = rel.result.risk_scores.table.query("group == 'all' and attack == 'share'")
+    largest = table.set_index(["measure", "model"])["largest_attributable"]
+    assert got["attributable risk, largest [abs:20000]/restricted"] == pytest.approx(
+        largest[("abs:20000", "restricted")])
+    assert got["smallest Reiter CI overlap/restricted"] == pytest.approx(
+        rel.reiter.query("model == 'restricted'")["ci_overlap"].min())
+    page = rel._repr_html_()
+    assert "<table" in page and "risk verdict" in page and len(page) < 4000
+    assert f"{homes['log_price'].iloc[0]:.4f}"[:6] not in page
 
     out = rel.write(tmp_path / "out")
     assert {p.name for p in out.iterdir()} == {"release", "confidential", "release.json",
@@ -357,3 +374,52 @@ def test_run_compare_validate_share_one_declaration_of_their_options():
     assert validate["spec"] == run["spec"]
     # each command's own option: compare's frontier, run's earlier release
     assert set(run) - set(compare) == {"previous"} and set(compare) - set(run) == {"frontier"}
+
+
+# --- every [data] key through the front door -------------------------------------------------
+
+#: a value other than the default for each [data] key (issue 26: anything a spec's [data] can
+#: say, sg.synthesize can say)
+_DATA_VALUES = {
+    "response": "price", "path": "homes.csv", "covariates": ["sqft"], "x": "lon", "y": "lat",
+    "crs": "EPSG:4326", "id": "sale", "query": "sqft > 0", "back_transform": "identity",
+    "transform": "log", "subject": "owner", "target_crs": "EPSG:32610",
+    "drop_duplicates": True, "coord_unit_m": 1000.0, "sep": ";", "decimal": ",",
+    "encoding": "latin-1", "accept_small_extent": True,
+    "responses": [{"name": "price", "transform": "log"}], "missing": "drop",
+    "release_ids": "original", "study_area": [-122.0, 38.0, -121.0, 39.0],
+    "accept_offshore": True,
+}
+
+
+def test_every_data_key_is_reachable_from_synthesize():
+    import dataclasses
+    import inspect
+
+    fields = [f.name for f in dataclasses.fields(sg.DataConfig)]
+    assert sorted(_DATA_VALUES) == sorted(fields), "a new [data] key needs a value here"
+    assert "data" in inspect.signature(sg.synthesize).parameters
+    pts = geopandas.GeoDataFrame({"price": [1.0]}, geometry=geopandas.points_from_xy([0], [0]),
+                                 crs="EPSG:32610")
+    for key, value in _DATA_VALUES.items():
+        extra = {} if key in ("response", "responses") else {"response": "price"}
+        if key == "transform":
+            extra["back_transform"] = None
+        if key == "back_transform":
+            extra = {"response": "price"}
+        pts_k = pts
+        companion = {"x": {"y": "lat"}, "y": {"x": "lon"},
+                     "coord_unit_m": {"x": "lon", "y": "lat"},
+                     "decimal": {"sep": ";"}}.get(key, {})
+        spec = spec_for_points(pts_k, data={key: value, **companion}, **extra)
+        got = getattr(spec.data, key)
+        if key == "responses":
+            got = [{"name": r.name, "transform": r.transform} for r in got]
+        assert got == value, key
+    # the keyword shortcuts still win over the section
+    spec = spec_for_points(pts, response="price", data={"response": "other"})
+    assert spec.data.response == "price"
+    # and the dollar column modelled on the log scale, said directly
+    assert spec_for_points(pts, response="price", transform="log").data.transform == "log"
+    with pytest.raises(TypeError, match=r"unknown \[data\] key\(s\) \['respnse'\]"):
+        spec_for_points(pts, data={"respnse": "price"})

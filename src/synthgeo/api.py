@@ -69,8 +69,8 @@ class Release:
     def __repr__(self) -> str:
         """Show what the release is without its confidential contents.
 
-        The verdicts are in ``release.result.risk_scores.verdict`` and
-        ``release.result.locations.verdict``; everything else by :meth:`write`.
+        The verdicts are :attr:`verdicts`, the key figures :meth:`summary`; everything
+        else by :meth:`write`.
         """
         return repr(self.result).replace(type(self.result).__name__, "Release", 1)
 
@@ -135,6 +135,64 @@ class Release:
         """Wall time per stage, seconds."""
         return dict(self.result.seconds)
 
+    @property
+    def verdicts(self) -> dict[str, str]:
+        """The board's answers: ``{"location": ..., "risk": ...}``.
+
+        Each is "PASS", "FAIL" or "NOT ASSESSED" (no target set: never PASS); the same
+        statuses release.json's ``verdicts`` and the report's first screen give.
+        """
+        r = self.result
+        loc = getattr(r, "locations", None)
+        scores = getattr(r, "risk_scores", None)
+        return {"location": "NOT ASSESSED" if loc is None else loc.verdict.status,
+                "risk": ("NOT ASSESSED" if scores is None or scores.verdict is None
+                         else scores.verdict.status)}
+
+    def summary(self) -> pd.DataFrame:
+        """Key figures a board reads first, as a table (no record-level value).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``figure``, ``model`` ("" when the figure is not per model), ``value``:
+            records, at-risk records, M (metres), implicates, both verdicts; per scored
+            measure the mean and largest attributable risk (share attack, all records,
+            against the verdict's baseline) of both models; and the smallest Reiter CI overlap
+            of each model. A release of several responses gives the counts and verdicts only.
+        """
+        r = self.result
+        rows: list[tuple[str, str, object]] = [
+            ("records", "", int(r.data.n_records)),
+            ("implicates (L)", "", int(r.spec.synthesis.n_implicates)),
+            *[(f"{k} verdict", "", v) for k, v in self.verdicts.items()],
+        ]
+        if not r.spec.data.sequential:
+            rows += [("at-risk records", "", int(r.at_risk.n_at_risk)),
+                     ("M (metres)", "", round(float(r.M_m), 1))]
+            scores = getattr(r, "risk_scores", None)
+            if scores is not None:
+                t = scores.table.query("group == 'all' and attack == 'share'")
+                for _, row in t.iterrows():
+                    rows += [(f"attributable risk, mean [{row['measure']}]", row["model"],
+                              float(row["attributable"])),
+                             (f"attributable risk, largest [{row['measure']}]", row["model"],
+                              float(row["largest_attributable"]))]
+            u = r.utility
+            if u is not None and "ci_overlap" in u:
+                for model in MODELS:
+                    ov = u.loc[u["model"] == model, "ci_overlap"]
+                    if len(ov):
+                        rows.append(("smallest Reiter CI overlap", model, float(ov.min())))
+        return pd.DataFrame(rows, columns=["figure", "model", "value"])
+
+    def _repr_html_(self) -> str:
+        """Notebook display: the verdicts and :meth:`summary`, never a confidential value."""
+        import html
+
+        head = html.escape(repr(self))
+        return f"<p><code>{head}</code></p>" + self.summary().to_html(index=False)
+
     def write(self, out: str | os.PathLike, *, overwrite: bool = False,
               progressbar: bool = False) -> Path:
         """Write exactly what ``synthgeo run`` writes: release/, confidential/, records, report.
@@ -177,14 +235,32 @@ def _section(name: str, cls: type, given: Any, **shortcuts: Any) -> Any:
     return dataclasses.replace(given, **changes) if changes else given
 
 
+def _data_keys(data: DataConfig | dict | None, fields: set[str]) -> dict[str, Any]:
+    """Return the ``[data]`` keys given as a section (a DataConfig: its non-default fields)."""
+    if data is None:
+        return {}
+    if isinstance(data, DataConfig):
+        default = DataConfig()
+        return {f: getattr(data, f) for f in fields if getattr(data, f) != getattr(default, f)}
+    if not isinstance(data, dict):
+        raise TypeError(f"`data` must be a synthgeo.DataConfig or a dict of [data] keys, got "
+                        f"{type(data).__name__}")
+    unknown = sorted(set(data) - fields)
+    if unknown:
+        raise TypeError(f"`data` has unknown [data] key(s) {unknown}; the keys are "
+                        f"{sorted(fields)}")
+    return dict(data)
+
+
 def spec_for_points(
     points: geopandas.GeoDataFrame, *, response: str | None = None,
-    covariates: Sequence[str] = (), responses: Sequence[Any] = (), missing: str = "refuse",
+    covariates: Sequence[str] = (), responses: Sequence[Any] = (), missing: str | None = None,
     formula: str | None = None, implicates: int | None = None, seed: int | None = None,
     id: str | None = None, x: str | None = None, y: str | None = None,  # noqa: A002
-    subject: str | None = None, back_transform: str = "exp",
+    subject: str | None = None, back_transform: str | None = None,
+    transform: str | None = None,
     accept_small_extent: bool | None = None, accept_offshore: bool | None = None,
-    study_area: Sequence[float] | str | None = None,
+    study_area: Sequence[float] | str | None = None, data: DataConfig | dict | None = None,
     model: ModelConfig | None = None, sampling: SamplingConfig | None = None,
     synthesis: SynthesisConfig | None = None, risk: RiskConfig | None = None,
     utility: UtilityConfig | None = None, anonymity: AnonymityConfig | None = None,
@@ -199,7 +275,7 @@ def spec_for_points(
     Parameters
     ----------
     points, response, covariates, responses, missing, formula, implicates, seed, id, x, y,
-    subject, back_transform
+    subject, back_transform, transform, data
         As :func:`synthesize`.
     accept_small_extent, accept_offshore, study_area
         As :func:`synthesize`.
@@ -237,14 +313,15 @@ def spec_for_points(
     fields = {f.name for f in dataclasses.fields(DataConfig)}
     keys = {k: v for k, v in recorded.items() if k in fields
             and (unchanged or k not in ("path", "query", "drop_duplicates"))}
+    keys.update(_data_keys(data, fields))
     given = {"id": id, "x": x, "y": y, "accept_small_extent": accept_small_extent,
-             "accept_offshore": accept_offshore,
+             "accept_offshore": accept_offshore, "response": response, "subject": subject,
+             "back_transform": back_transform, "transform": transform, "missing": missing,
+             "covariates": list(covariates) or None, "responses": list(responses) or None,
              "study_area": None if study_area is None else
              (study_area if isinstance(study_area, str) else list(study_area))}
     keys.update({k: v for k, v in given.items() if v is not None})
-    data = DataConfig(**keys, response=response, covariates=list(covariates), subject=subject,
-                      back_transform=back_transform, responses=list(responses),
-                      missing=missing)
+    data = DataConfig(**keys)
     return ReleaseSpec(
         data=data,
         model=_section("model", ModelConfig, model),
@@ -258,12 +335,13 @@ def spec_for_points(
 
 def synthesize(
     points: geopandas.GeoDataFrame, *, response: str | None = None,
-    covariates: Sequence[str] = (), responses: Sequence[Any] = (), missing: str = "refuse",
+    covariates: Sequence[str] = (), responses: Sequence[Any] = (), missing: str | None = None,
     formula: str | None = None, implicates: int | None = None, seed: int | None = None,
     id: str | None = None, x: str | None = None, y: str | None = None,  # noqa: A002
-    subject: str | None = None, back_transform: str = "exp",
+    subject: str | None = None, back_transform: str | None = None,
+    transform: str | None = None,
     accept_small_extent: bool | None = None, accept_offshore: bool | None = None,
-    study_area: Sequence[float] | str | None = None,
+    study_area: Sequence[float] | str | None = None, data: DataConfig | dict | None = None,
     model: ModelConfig | None = None, sampling: SamplingConfig | None = None,
     synthesis: SynthesisConfig | None = None, risk: RiskConfig | None = None,
     utility: UtilityConfig | None = None, anonymity: AnonymityConfig | None = None,
@@ -291,9 +369,9 @@ def synthesize(
         each later one is fitted with the earlier ones as covariates and drawn from their
         synthetic values (docs/model.md). The result's ``.result`` is then a
         :class:`~synthgeo.pipeline.responses.SequentialResult`.
-    missing : {"refuse", "drop"}, default="refuse"
-        ``[data] missing``: a record with a missing response or covariate is refused, or
-        dropped (not released; counted).
+    missing : {"refuse", "drop"}, optional
+        ``[data] missing``: a record with a missing response or covariate is refused (the
+        default), or dropped (not released; counted).
     formula : str, optional
         The analyst's model, ``[utility] formula`` (default ``response ~ covariates``).
     implicates : int, optional
@@ -301,10 +379,12 @@ def synthesize(
     seed : int, optional
         ``[sampling] seed``; same data and seed, same files. Default: a fresh random seed
         each run (the seed is a key: written to ``confidential/seed.txt`` only).
-    id, x, y, subject, back_transform : optional
+    id, x, y, subject, back_transform, transform : optional
         The ``[data]`` keys: record id column and the coordinate columns released with the
         location (default: as :func:`synthgeo.read_points` read them, else a new ``record`` id
-        and the geometry only); subject id column; g, ``"exp"`` (default) or ``"identity"``.
+        and the geometry only); subject id column; g, ``"exp"`` (default) or ``"identity"``;
+        ``transform = "log"``: the response column is in its own units (dollars), modelled as
+        its log and released in dollars.
     accept_small_extent : bool, optional
         ``[data] accept_small_extent``: go on, with a coded warning, when many distinct
         locations span an implausibly small extent (default: as :func:`synthgeo.read_points`
@@ -317,6 +397,10 @@ def synthesize(
         ``[data] study_area``: a lon/lat box ``[west, south, east, north]`` in degrees or a
         polygon file; any point outside it is refused (default: as
         :func:`synthgeo.read_points` was told, else none).
+    data : DataConfig or dict, optional
+        Any other ``[data]`` key (every key a spec's ``[data]`` takes, e.g.
+        ``{"release_ids": "original"}``); the keyword arguments above replace its keys when
+        given.
     model, sampling, synthesis, risk, utility, anonymity : config, optional
         The spec's sections (:class:`ModelConfig`, :class:`SamplingConfig`, ...); default
         their defaults. `formula`, `implicates` and `seed` replace their keys when given.
@@ -367,8 +451,9 @@ def synthesize(
         points, response=response, covariates=covariates, responses=responses,
         missing=missing, formula=formula,
         implicates=implicates, seed=seed, id=id, x=x, y=y, subject=subject,
-        back_transform=back_transform, accept_small_extent=accept_small_extent,
-        accept_offshore=accept_offshore, study_area=study_area, model=model,
+        back_transform=back_transform, transform=transform,
+        accept_small_extent=accept_small_extent, accept_offshore=accept_offshore,
+        study_area=study_area, data=data, model=model,
         sampling=sampling, synthesis=synthesis, risk=risk, utility=utility, anonymity=anonymity)
     return Release(result=run_release(spec, points=points, fitter=fitter, progress=progress,
                                       progressbar=progressbar))
