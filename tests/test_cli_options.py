@@ -60,3 +60,41 @@ def test_points_commands_read_shipped_data(command, capsys):
     extra = ["--radius-m", "100"] if command == "kanon" else ["--r-max-m", "2000"]
     assert main([command, *args, *extra]) == 0
     assert "chorley_ribble_cancer.csv: 1,036 records" in capsys.readouterr().out
+
+
+# --- the last lines of a run, and --strict (issue 26 items 2 and 5) ---------------------------
+
+def test_strict_exits_3_after_writing_a_failed_release_and_the_end_says_why(tmp_path, capsys):
+    """A FAIL under "warn" is written; --strict makes it visible to a scheduler (exit 3)."""
+    import re
+
+    from synthgeo.cli.main import main
+    from synthgeo.config import bundled_spec_path
+
+    text = bundled_spec_path().read_text(encoding="utf-8")
+    text = text.replace('on_risk_failure = "stop"', 'on_risk_failure = "warn"')
+    text = text.replace("draws = 1000", "draws = 100").replace("n_implicates = 100",
+                                                               "n_implicates = 5")
+    text += ('\n[risk.targets]\nmeasure = "rel:0.1"\nattack = "share"\n'
+             "max_attributable_record = 0.0\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text, encoding="utf-8")
+    code = main(["run", str(spec), "--out", str(tmp_path / "out"), "--strict",
+                 "--progress", "never"])
+    captured = capsys.readouterr()
+    assert "disclosure-risk targets failed" in captured.err
+    out = captured.out.strip().splitlines()
+    assert code == 3 and (tmp_path / "out" / "release" / "implicates.parquet").exists()
+    assert out[-1].startswith("--strict: a verdict is FAIL; exit code 3")
+    assert re.match(r"verdicts: location \w[\w ]*, risk FAIL \(a FAIL written under", out[-5])
+    assert out[-4] == "records: 140 released"
+    assert out[-3].startswith("release (restricted model's implicates): ")
+    assert out[-2].startswith("report (confidential): ")
+    # the data users' README and the report's heading say it too, in words
+    readme = (tmp_path / "out" / "release" / "README.md").read_text(encoding="utf-8")
+    top = readme.split("##")[0]
+    assert re.search(r"did not pass the releasing agency's review checks?\s+\(([a-z]+ and )?risk\)",
+                     top), top
+    report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert re.search(r"FAIL \(([a-z]+, )?risk\)</title>", report)
+    assert "id='verdict-failed'" in report

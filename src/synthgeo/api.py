@@ -142,12 +142,9 @@ class Release:
         Each is "PASS", "FAIL" or "NOT ASSESSED" (no target set: never PASS); the same
         statuses release.json's ``verdicts`` and the report's first screen give.
         """
-        r = self.result
-        loc = getattr(r, "locations", None)
-        scores = getattr(r, "risk_scores", None)
-        return {"location": "NOT ASSESSED" if loc is None else loc.verdict.status,
-                "risk": ("NOT ASSESSED" if scores is None or scores.verdict is None
-                         else scores.verdict.status)}
+        from synthgeo.pipeline.result import verdicts
+
+        return verdicts(self.result)
 
     def summary(self) -> pd.DataFrame:
         """Key figures a board reads first, as a table (no record-level value).

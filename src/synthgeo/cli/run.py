@@ -30,6 +30,10 @@ def add_parser(sub, common) -> None:
                         "a first release)")
     add_output_arguments(r, default="synthgeo-out",
                          holds="release/, confidential/, release.json, report.html")
+    r.add_argument("--strict", action="store_true",
+                   help="exit with code 3 after writing when a verdict is FAIL (a release "
+                        "written under `on_risk_failure` / `on_location_failure = \"warn\"`), "
+                        "for schedulers that must see the failure (default: exit 0 once written)")
 
 
 def run(args: argparse.Namespace, say) -> int:
@@ -87,9 +91,7 @@ def run(args: argparse.Namespace, say) -> int:
         say(f"\nUtility, Reiter (2003) for {spec.formula!r} (CI overlap vs confidential OLS):")
         say(util.to_string(index=False))
     say("\nstage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
-    print(f"release (restricted model's implicates): {out / 'release'}")
-    print(f"report (confidential): {out / 'report.html'}")
-    return 0
+    return _closing(rel, out, args)
 
 
 def _key_values(table) -> str:
@@ -117,6 +119,54 @@ def _write_sequential(rel, out, args, say, t0, t, bars) -> int:
         if rel.result.joint_risk is not None:
             say("\njoint risk:\n" + rel.result.joint_risk.to_string(index=False))
     say("\nstage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
-    print(f"release (restricted model's implicates): {out / 'release'}")
-    print(f"report (confidential): {out / 'report.html'}")
+    return _closing(rel, out, args)
+
+
+#: The exit code of ``--strict`` when a release was written with a failed verdict.
+STRICT_FAILED = 3
+
+
+def closing_lines(rel, out: Path) -> list[str]:
+    """Return the last lines of every run: both verdicts, records not released, paths.
+
+    Parameters
+    ----------
+    rel : synthgeo.Release
+    out : Path
+        The folder written.
+
+    Returns
+    -------
+    list of str
+        ``verdicts: location X, risk Y``; the records read, dropped by ``[data] missing =
+        "drop"`` and released; then the release and report paths. No record-level value.
+    """
+    v = rel.verdicts
+    lines = [f"verdicts: location {v['location']}, risk {v['risk']}"
+             + (" (a FAIL written under \"warn\": release.json, the report and the data "
+                "users' README say so)" if "FAIL" in v.values() else "")]
+    data = rel.result.data
+    dropped = (data.missing or {}).get("n_dropped", 0)
+    n = int(data.n_records)
+    line = f"records: {n} released"
+    if dropped:
+        line += (f", {dropped} dropped for a missing value ([data] missing = \"drop\"; "
+                 f"{dropped / (n + dropped):.1%} of {n + dropped})")
+    treatment = getattr(getattr(rel.result, "locations", None), "treatment", None)
+    withheld = int((treatment.totals or {}).get("n_withheld", 0)) if treatment else 0
+    if withheld:
+        line += f", {withheld} withheld by the outlier policy ([anonymity] treatment = \"apply\")"
+    lines.append(line)
+    lines += [f"release (restricted model's implicates): {out / 'release'}",
+              f"report (confidential): {out / 'report.html'}"]
+    return lines
+
+
+def _closing(rel, out: Path, args) -> int:
+    """Print :func:`closing_lines`; under ``--strict`` a FAIL exits :data:`STRICT_FAILED`."""
+    for line in closing_lines(rel, out):
+        print(line)
+    if getattr(args, "strict", False) and "FAIL" in rel.verdicts.values():
+        print(f"--strict: a verdict is FAIL; exit code {STRICT_FAILED} (the release is written)")
+        return STRICT_FAILED
     return 0

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from synthgeo.pipeline.previous import CumulativeRisk
     from synthgeo.pipeline.risk_stage import RiskScores
 
-__all__ = ["MODELS", "ReleaseResult", "ReleaseRisk", "risk_per_record"]
+__all__ = ["MODELS", "ReleaseResult", "ReleaseRisk", "risk_per_record", "verdicts"]
 
 #: The two models every release fits; the restricted one's implicates are released.
 MODELS = ("unrestricted", "restricted")
@@ -108,6 +108,33 @@ class ReleaseResult:
     def M_m(self) -> float:  # noqa: N802
         """Distance M in metres."""
         return self.at_risk.radius_m
+
+
+def verdicts(result) -> dict[str, str]:
+    """Return the board's answers: ``{"location": status, "risk": status}``.
+
+    Parameters
+    ----------
+    result : ReleaseResult or SequentialResult
+
+    Returns
+    -------
+    dict of str to str
+        Each "PASS", "FAIL" or "NOT ASSESSED" (no target, or the stage did not run: never
+        PASS). The one reading of the verdicts that the console, the report's heading, the
+        data users' README and :attr:`synthgeo.Release.verdicts` share.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> verdicts(NS(locations=None, risk_scores=None))
+    {'location': 'NOT ASSESSED', 'risk': 'NOT ASSESSED'}
+    """
+    loc = getattr(result, "locations", None)
+    scores = getattr(result, "risk_scores", None)
+    return {"location": "NOT ASSESSED" if loc is None else loc.verdict.status,
+            "risk": ("NOT ASSESSED" if scores is None or scores.verdict is None
+                     else scores.verdict.status)}
 
 
 def risk_per_record(result: ReleaseResult) -> pd.DataFrame:

@@ -104,7 +104,9 @@ def readme_context(result) -> dict[str, Any]:
         "log"``). ``pseudonymous_ids``: the id column holds release pseudonyms in a random row
         order (``[data] release_ids``). ``applied``: ``[anonymity] treatment = "apply"``
         (``n_released``, ``n_withheld``, ``n_moved`` count its disposals; counts only, no
-        location).
+        location). ``failed``: the verdicts ("location", "risk") that are FAIL — the release
+        was written under ``on_location_failure`` / ``on_risk_failure = "warn"`` and the
+        README says so first.
     """
     from synthgeo._versions import package_versions
 
@@ -113,7 +115,11 @@ def readme_context(result) -> dict[str, Any]:
     L = spec.synthesis.n_implicates
     alpha = spec.utility.alpha
     counts = disposal_counts(result)
+    from synthgeo.pipeline.result import verdicts
+
     return {
+        # a release written under on_*_failure = "warn" with a failed verdict says so
+        "failed": [k for k, v in verdicts(result).items() if v == "FAIL"],
         "n_dropped": int((data.missing or {}).get("n_dropped", 0)),  # [data] missing = "drop"
         "applied": counts is not None,  # [anonymity] treatment = "apply": counts of disposals
         **(counts or {"n_released": data.n_records, "n_withheld": 0, "n_moved": 0}),

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from synthgeo._progress import progress_iter
 from synthgeo.pipeline import MODELS
 from synthgeo.pipeline.responses import SequentialResult
+from synthgeo.pipeline.result import verdicts
 from synthgeo.release.report._fits import section_convergence, section_utility
 from synthgeo.release.report._html import page
 from synthgeo.release.report._locations import section_locations
@@ -78,6 +79,10 @@ def render_report(result, *, progressbar: bool = False) -> str:
     failed = ([f"{r.name} {m}" for r in result.responses if r.family == "gaussian"
                for m in MODELS if not r.fits[m].convergence.passed] if several else
               [name for name, fit in result.fits.items() if not fit.convergence.passed])
-    return page(title=f"synthgeo report: {name}", sections=sections, skipped=skipped,
+    verdict_failed = [k for k, v in verdicts(result).items() if v == "FAIL"]
+    title = f"synthgeo report: {name}" + (
+        f" — FAIL ({', '.join(verdict_failed)})" if verdict_failed else "")
+    return page(title=title, sections=sections, skipped=skipped,
                 source=spec.source, n_records=result.data.n_records,
-                n_implicates=spec.synthesis.n_implicates, failed=failed)
+                n_implicates=spec.synthesis.n_implicates, failed=failed,
+                verdict_failed=verdict_failed)
