@@ -387,6 +387,7 @@ _DATA_VALUES = {
     "drop_duplicates": True, "coord_unit_m": 1000.0, "sep": ";", "decimal": ",",
     "encoding": "latin-1", "accept_small_extent": True,
     "responses": [{"name": "price", "transform": "log"}], "missing": "drop",
+    "max_dropped_share": 0.2, "on_drop_failure": "warn",
     "release_ids": "original", "study_area": [-122.0, 38.0, -121.0, 39.0],
     "accept_offshore": True,
 }

@@ -390,6 +390,24 @@ def test_sequential_writer_whitelist_and_record(two_gaussian, tmp_path):
 
 
 @pytest.mark.slow
+def test_dropping_more_than_max_dropped_share_stops_or_warns():
+    """issue 26: `missing = "drop"` removing most records is a gate, not a silent release."""
+    from synthgeo.pipeline.data import prepare_data
+
+    pts = _points("beds == 2")
+    pts.loc[pts.index[:126], "sqft_living"] = np.nan  # 126 of 140 (90 %)
+    spec = _spec([{"name": "log_price"}], missing="drop")
+    with pytest.raises(InputError, match=r"dropped 126 of 140 records \(90\.0%, above "
+                                         r"`max_dropped_share` = 0\.05\).*on_drop_failure"):
+        prepare_data(spec, pts)
+    warned = spec.replace("data", on_drop_failure="warn")
+    with pytest.warns(UserWarning, match="dropped 126 of 140"):
+        data = prepare_data(warned, pts)
+    assert data.n_records == 14
+    assert [w["code"] for w in data.gdf.attrs["warnings"]][-1] == "many_records_dropped"
+    assert prepare_data(spec.replace("data", max_dropped_share=0.95), pts).n_records == 14
+
+
 def test_bernoulli_response_with_text_covariate_and_dropped_records(tmp_path):
     """A yes/no response (GLMM route), a text covariate, records with a missing value dropped."""
     pts = _points("beds == 2")

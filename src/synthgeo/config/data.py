@@ -84,9 +84,12 @@ class DataConfig:
     sequence (``response`` is the shorthand for one gaussian response; with ``responses`` it
     is the first one's name); ``missing`` {"refuse", "drop"}: a record with a missing response
     or covariate is refused, or dropped (not released; counts reported, by
-    ``[anonymity] unit`` when set). A covariate column of text becomes treatment-coded design
-    columns (first level in sorted order is the reference; recorded in release.json) and is
-    released unchanged;
+    ``[anonymity] unit`` when set); ``max_dropped_share`` (default 0.05) with
+    ``on_drop_failure`` {"stop", "warn"}: when ``missing = "drop"`` removes more than this
+    share of the records, the run stops (default: the rest may not represent the file) or
+    goes on with the coded warning ``many_records_dropped`` in release.json and the report.
+    A covariate column of text becomes treatment-coded design columns (first level in sorted
+    order is the reference; recorded in release.json) and is released unchanged;
     ``release_ids`` {"pseudonymous", "original"}: the released id column holds 1..n in a random
     record order (map in ``confidential/release_ids.csv``; default), or the confidential ids in
     file order (:mod:`synthgeo.release.records`);
@@ -120,6 +123,8 @@ class DataConfig:
     accept_small_extent: bool = False
     responses: list[ResponseConfig] = field(default_factory=list)
     missing: Literal["refuse", "drop"] = "refuse"
+    max_dropped_share: float = 0.05
+    on_drop_failure: Literal["stop", "warn"] = "stop"
     release_ids: Literal["pseudonymous", "original"] = "pseudonymous"
     study_area: list[float] | str | None = None
     accept_offshore: bool = False
@@ -148,6 +153,10 @@ class DataConfig:
                             "response; or give `[[data.responses]]` tables)")
         if self.missing not in ("refuse", "drop"):
             raise _err("data", "missing", self.missing, 'one of "refuse", "drop"')
+        if not (_is_number(self.max_dropped_share) and 0 <= self.max_dropped_share <= 1):
+            raise _err("data", "max_dropped_share", self.max_dropped_share, "a share in [0, 1]")
+        if self.on_drop_failure not in ("stop", "warn"):
+            raise _err("data", "on_drop_failure", self.on_drop_failure, '"stop" or "warn"')
         if self.release_ids not in ("pseudonymous", "original"):
             raise _err("data", "release_ids", self.release_ids,
                        'one of "pseudonymous", "original"')

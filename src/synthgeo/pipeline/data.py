@@ -133,6 +133,7 @@ def prepare_data(spec: ReleaseSpec,
     if d.missing == "drop":
         gdf, missing = drop_missing(gdf, [*d.response_names, *exposures, *d.covariates],
                                     how="drop", unit=spec.anonymity.unit)
+        _gate_dropped(spec, gdf, missing)
     text_cov = [c for c in d.covariates if is_categorical(gdf[c])]
     numeric_cov = [c for c in d.covariates if c not in text_cov]
     late = [c for c in (*d.response_names, *exposures) if c not in text_ok and c not in numeric]
@@ -166,6 +167,26 @@ def _refuse_rare_levels(gdf: geopandas.GeoDataFrame, levels: dict, k: int) -> No
                 f"records ({shown}): released unchanged, such a level singles its records out "
                 "and the model reproduces their values; merge rare levels (e.g. into 'other') "
                 "or drop the covariate (`[anonymity] k` sets the bound)")
+
+
+def _gate_dropped(spec: ReleaseSpec, gdf, missing: dict) -> None:
+    """Stop, or warn in release.json, when ``missing = "drop"`` removed too many records."""
+    n_dropped = int(missing["n_dropped"])
+    n_read = n_dropped + len(gdf)
+    share = n_dropped / n_read if n_read else 0.0
+    d = spec.data
+    if share <= d.max_dropped_share:
+        return
+    msg = (f'`[data] missing = "drop"` dropped {n_dropped} of {n_read} records '
+           f"({share:.1%}, above `max_dropped_share` = {d.max_dropped_share:g}): the released "
+           "records may not represent the file")
+    if d.on_drop_failure == "stop":
+        raise InputError(f"{msg}; fill the missing values, raise `[data] max_dropped_share`, "
+                         'or set `[data] on_drop_failure = "warn"`')
+    from synthgeo.io.notices import note
+
+    gdf.attrs["warnings"] = list(gdf.attrs.get("warnings") or [])
+    note(gdf.attrs["warnings"], "many_records_dropped", msg, stacklevel=4)
 
 
 def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame, *,
