@@ -1,10 +1,10 @@
 r"""The leave-one-out baseline: what the unrestricted GP predicts for y_i without y_i.
 
-For y ~ N(μ, K) with precision Q = K⁻¹ and a block B of records (record i and every record at
-its site or of its subject), the conditional of y_B given all other responses is, in closed
-form (Rasmussen & Williams 2006, *Gaussian Processes for Machine Learning*, MIT Press,
-Sect. 5.4.2, eq. 5.12, there for single records; the block form is the same partitioned-inverse
-identity):
+For y ~ N(μ, K) with precision Q = K⁻¹ and a block B of records (record i and the records left
+out with it: :func:`leave_out_blocks`, ``[risk] loo_unit``), the conditional of y_B given all
+other responses is, in closed form (Rasmussen & Williams 2006, *Gaussian Processes for Machine
+Learning*, MIT Press, Sect. 5.4.2, eq. 5.12, there for single records; the block form is the
+same partitioned-inverse identity):
 
 .. math::
 
@@ -35,12 +35,13 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import cdist
 from threadpoolctl import threadpool_limits
 
+from synthgeo.config.risk import LOO_UNITS
 from synthgeo.inference.factor import cho_factor, cho_inverse
 from synthgeo.model.vecchia import ordered_neighbours, vecchia_factors
 from synthgeo.risk.predictive import Predictive
 
-__all__ = ["loo_blocks", "loo_conditional", "exact_precision", "nngp_precision",
-           "baseline_loo"]
+__all__ = ["loo_blocks", "leave_out_blocks", "block_differs", "LOO_UNITS", "loo_conditional",
+           "exact_precision", "nngp_precision", "baseline_loo"]
 
 #: ``precision_of(phi_per_m, alpha)``: precision of y over records in units of 1/σ², input order.
 PrecisionFn = Callable[[float, float], "np.ndarray | sp.spmatrix"]
@@ -48,6 +49,8 @@ PrecisionFn = Callable[[float, float], "np.ndarray | sp.spmatrix"]
 
 def loo_blocks(site_index: np.ndarray, subject: np.ndarray | None = None) -> np.ndarray:
     """Blocks left out together: records linked by a shared site or a shared subject.
+
+    The leave-out unit ``"site"`` (:func:`leave_out_blocks`, which chooses among the units).
 
     Parameters
     ----------
@@ -87,6 +90,102 @@ def loo_blocks(site_index: np.ndarray, subject: np.ndarray | None = None) -> np.
     _, labels = connected_components(graph, directed=False)
     _, block = np.unique(labels[:n], return_inverse=True)
     return block
+
+
+def leave_out_blocks(unit: str, site_index: np.ndarray,
+                     subject: np.ndarray | None = None) -> np.ndarray:
+    """Blocks of records left out together under a leave-out unit (``[risk] loo_unit``).
+
+    The one home of the leave-out unit: the risk stage's baseline and any other leave-out
+    predictive (a cross-fitted synthesis) take their blocks from here
+    (docs/risk-and-utility.md, "Baseline and attributable risk").
+
+    Parameters
+    ----------
+    unit : {"site", "subject", "record"}
+        ``"record"``: each record alone; ``"site"``: every record at the record's geocode and,
+        when ``subject`` is given, every record of its subject, transitively
+        (:func:`loo_blocks`; the conservative choice when the file cannot say whether a shared
+        geocode is one property sold again or several properties); ``"subject"``: the records
+        of the record's subject (needs ``subject``).
+    site_index : ndarray of int, shape (n_records,)
+        Each record's site (distinct geocode).
+    subject : ndarray of shape (n_records,), optional
+        Subject ids (``[data] subject``); None: no subject column.
+
+    Returns
+    -------
+    ndarray of int, shape (n_records,)
+        Block label per record, 0..n_blocks − 1 in order of first appearance for "record" and
+        "site", sorted subject order for "subject".
+
+    Raises
+    ------
+    ValueError
+        If ``unit`` is not one of :data:`LOO_UNITS`, ``unit = "subject"`` without ``subject``,
+        or ``subject`` has another length than ``site_index``.
+
+    Examples
+    --------
+    Records 0 and 1 share a geocode; records 1 and 3 are one subject:
+
+    >>> site, subj = np.array([0, 0, 1, 2]), np.array(["a", "b", "c", "b"])
+    >>> leave_out_blocks("record", site, subj).tolist()
+    [0, 1, 2, 3]
+    >>> leave_out_blocks("site", site, subj).tolist()
+    [0, 0, 1, 0]
+    >>> leave_out_blocks("subject", site, subj).tolist()
+    [0, 1, 2, 1]
+    """
+    site = np.asarray(site_index)
+    if unit not in LOO_UNITS:
+        raise ValueError(f"`unit` must be one of {LOO_UNITS!r}, got {unit!r}.")
+    if subject is not None and np.shape(subject) != site.shape:
+        raise ValueError(f"`subject` must have shape {site.shape}, got {np.shape(subject)}.")
+    if unit == "record":
+        return np.arange(site.shape[0])
+    if unit == "site":
+        return loo_blocks(site, subject)
+    if subject is None:
+        raise ValueError('unit "subject" needs subject ids (a `[data] subject` column); use '
+                         'unit "site" or "record" without one.')
+    return np.unique(np.asarray(subject), return_inverse=True)[1].reshape(-1)
+
+
+def block_differs(blocks_a: np.ndarray, blocks_b: np.ndarray) -> np.ndarray:
+    """Whether each record's block (the set of records left out with it) differs between two.
+
+    Parameters
+    ----------
+    blocks_a, blocks_b : ndarray of int, shape (n_records,)
+        Block labels (:func:`leave_out_blocks`); the labels themselves need not agree.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_records,)
+        True where record i's block under ``blocks_a`` is not the same set of records as
+        under ``blocks_b``; all False when the two partitions are the same ("same blocks").
+
+    Examples
+    --------
+    >>> block_differs(np.array([0, 0, 1, 2]), np.array([0, 1, 2, 3])).tolist()
+    [True, True, False, False]
+    >>> bool(block_differs(np.array([0, 0, 1]), np.array([5, 5, 2])).any())
+    False
+    """
+    a, b = np.asarray(blocks_a), np.asarray(blocks_b)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"block labels must be two arrays of one length, got {a.shape} and "
+                         f"{b.shape}.")
+    if a.size == 0:
+        return np.zeros(0, bool)
+    _, ia, na = np.unique(a, return_inverse=True, return_counts=True)
+    _, ib, nb = np.unique(b, return_inverse=True, return_counts=True)
+    _, iab, nab = np.unique(np.column_stack([ia.ravel(), ib.ravel()]), axis=0,
+                            return_inverse=True, return_counts=True)
+    # i's two blocks are one set iff both hold exactly the records they share with each other
+    size_a, size_b, size_ab = na[ia.ravel()], nb[ib.ravel()], nab[iab.ravel()]
+    return ~((size_a == size_ab) & (size_b == size_ab))
 
 
 def _entries(Q, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -251,7 +350,7 @@ def baseline_loo(
     precision_of : callable
         ``(phi_per_m, alpha) -> Q`` (:func:`exact_precision` or :func:`nngp_precision`).
     blocks : ndarray of int, shape (n_records,), optional
-        :func:`loo_blocks` labels; default: each record alone.
+        :func:`leave_out_blocks` labels; default: each record alone.
     n_threads : int, default=2
         Distinct (φ, α) cells evaluated concurrently, each with single-threaded BLAS (as the
         grid posterior does: nested BLAS threads oversubscribe the cores and ran 10-20x slower
