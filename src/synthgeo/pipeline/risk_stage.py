@@ -44,7 +44,7 @@ from synthgeo.risk.attributable import ATTACKS, AttributableSummary, attributabl
 from synthgeo.risk.baselines import baseline_public
 from synthgeo.risk.joint import JointCount, joint_count, unique_on
 from synthgeo.risk.loo import (
-    baseline_loo,
+    baseline_loo_sets,
     block_differs,
     exact_precision,
     leave_out_blocks,
@@ -59,7 +59,7 @@ from synthgeo.risk.verdict import RiskVerdict, apply_risk_gate, assess_risk
 
 __all__ = ["RiskScores", "score_release_risk", "risk_measures", "loo_predictive",
            "release_predictive_of", "score_model", "RISK_FAILED_CODE", "gate_cumulative",
-           "record_blocks", "compare_loo_units"]
+           "record_blocks", "compare_loo_units", "loo_predictives", "other_loo_units"]
 
 #: The code of the warning a failed verdict leaves under ``on_risk_failure = "warn"``.
 RISK_FAILED_CODE = "risk_targets_failed"
@@ -134,6 +134,31 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
     Predictive
         (L, n_records), model scale.
     """
+    unit = unit or spec.loo_unit
+    return loo_predictives(spec, data, fit, ds, {unit: record_blocks(spec, data, unit)},
+                           own_X=own_X)[unit]
+
+
+def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
+                    blocks: dict[str, np.ndarray], *, own_X: np.ndarray | None = None,
+                    seconds: dict[str, float] | None = None) -> dict[str, Predictive]:
+    """:func:`loo_predictive` under several block sets, each precision built once.
+
+    Parameters
+    ----------
+    spec, data, fit, ds, own_X
+        As :func:`loo_predictive`.
+    blocks : dict of str to ndarray of int
+        Leave-out unit → its blocks (:func:`record_blocks`).
+    seconds : dict, optional
+        Filled with unit → the seconds of its block solves
+        (:func:`synthgeo.risk.loo.baseline_loo_sets`).
+
+    Returns
+    -------
+    dict of str to Predictive
+        By unit, (L, n_records), model scale.
+    """
     d = _draws(fit, ds)
     coords = coordinates_m(data.gdf)
     if fit.engine.get("gp") == "nngp":
@@ -141,14 +166,13 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
                                                   or spec.model.n_neighbors))
     else:
         precision_of = exact_precision(coords)
-    blocks = record_blocks(spec, data, unit)
-    loo = baseline_loo(data.y, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
-                       alpha=d["nugget"] / d["sigma2"], precision_of=precision_of,
-                       blocks=blocks)
+    loos = baseline_loo_sets(data.y, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
+                             alpha=d["nugget"] / d["sigma2"], precision_of=precision_of,
+                             block_sets=blocks, seconds=seconds)
     if own_X is None:
-        return loo
+        return loos
     shift = d["beta"] @ (np.asarray(own_X, float) - data.X).T  # (L, n_records)
-    return Predictive(mean=loo.mean + shift, sd=loo.sd, name=loo.name)
+    return {k: Predictive(mean=v.mean + shift, sd=v.sd, name=v.name) for k, v in loos.items()}
 
 
 def release_predictive_of(ds: xr.Dataset) -> Predictive:
@@ -315,51 +339,64 @@ def gate_cumulative(spec: ReleaseSpec, scores: RiskScores, verdict: RiskVerdict)
     return dataclasses.replace(scores, warnings=[*scores.warnings, *notes]) if notes else scores
 
 
-def compare_loo_units(spec: ReleaseSpec, data, fits: dict[str, GPFit],
-                      implicates: dict[str, xr.Dataset], summary: AttributableSummary,
-                      measures, g: str, *, own_X: np.ndarray | None = None,
-                      realised=None) -> LooUnitComparison:
+def other_loo_units(spec: ReleaseSpec, data) -> dict[str, np.ndarray]:
+    """Every leave-out unit besides the spec's that the data allow → whose block differs.
+
+    ``"subject"`` only with a ``[data] subject`` column; values: bool (n_records,) from
+    :func:`~synthgeo.risk.loo.block_differs` against the unit run (all False: same blocks).
+    """
+    blocks = record_blocks(spec, data)
+    return {u: block_differs(blocks, record_blocks(spec, data, u)) for u in LOO_UNITS
+            if u != spec.loo_unit and (u != "subject" or spec.data.subject)}
+
+
+def compare_loo_units(spec: ReleaseSpec, data, implicates: dict[str, xr.Dataset],
+                      summary: AttributableSummary, measures, g: str, *,
+                      loos: dict[str, Predictive], differs: dict[str, np.ndarray],
+                      solve_seconds: dict[str, float] | None = None,
+                      own_X: np.ndarray | None = None, realised=None) -> LooUnitComparison:
     """Score the attributable risk under every other leave-out unit the data allow.
 
-    For each unit besides the spec's (``"subject"`` only with a ``[data] subject`` column):
-    its blocks (:func:`record_blocks`); when they are the unit run's partition, "same blocks"
-    and nothing more; otherwise its leave-one-out baseline at the same draws, both models
-    scored against it (:func:`score_model`) and the share attack's a_i against the stronger
-    baseline chosen on all records (:func:`~synthgeo.risk.attributable.attributable_summary`).
+    For each unit of ``differs`` (:func:`other_loo_units`): when its blocks are the unit run's
+    partition, "same blocks" and nothing more; otherwise both models scored against its
+    leave-one-out baseline (``loos``, from :func:`loo_predictives` at the same draws;
+    :func:`score_model`) and the share attack's a_i against the stronger baseline chosen on
+    all records (:func:`~synthgeo.risk.attributable.attributable_summary`).
 
     Parameters
     ----------
-    spec, data, fits, implicates, own_X, realised
+    spec, data, implicates, own_X, realised
         As :func:`score_release_risk`.
     summary : AttributableSummary
         The unit run's (its ``all`` group gives the unit run's figures).
     measures : tuple of Measure
     g : {"exp", "identity"}
+    loos : dict of str to Predictive
+        Leave-one-out baseline by unit, for every unit whose blocks differ.
+    differs : dict of str to ndarray of bool
+        :func:`other_loo_units`.
+    solve_seconds : dict of str to float, optional
+        Each unit's block solves (added to its scoring time in ``seconds``).
 
     Returns
     -------
     LooUnitComparison
-        Per-record a_i in memory (confidential); ``seconds`` per unit computed.
+        Per-record a_i in memory (confidential).
     """
     unit, keys = spec.loo_unit, [m.key for m in measures]
-    blocks = record_blocks(spec, data)
     as_run = unit_figures(unit, summary, _MODELS, keys, differs=np.zeros(data.n_records, bool))
     public = data if own_X is None else dataclasses.replace(data, X=own_X)
     others: list[UnitFigures] = []
-    for other in LOO_UNITS:
-        if other == unit or (other == "subject" and not spec.data.subject):
-            continue
-        t0 = time.perf_counter()
-        differs = block_differs(blocks, record_blocks(spec, data, other))
-        if not differs.any():
+    for other, diff in differs.items():
+        if not diff.any():
             others.append(dataclasses.replace(as_run, unit=other, same_blocks=True))
             continue
-        loo = loo_predictive(spec, data, fits["unrestricted"], implicates["unrestricted"],
-                             own_X=own_X, unit=other)
-        records = {m: score_model(public, implicates[m], loo, measures, g,
+        t0 = time.perf_counter()
+        records = {m: score_model(public, implicates[m], loos[other], measures, g,
                                   (realised or {}).get(m)) for m in _MODELS}
+        spent = time.perf_counter() - t0 + (solve_seconds or {}).get(other, 0.0)
         others.append(unit_figures(other, attributable_summary(records), _MODELS, keys,
-                                   differs=differs, seconds=time.perf_counter() - t0))
+                                   differs=diff, seconds=spent))
     return LooUnitComparison(unit=unit, source="default" if spec.risk.loo_unit is None
                              else "spec", as_run=as_run, others=tuple(others),
                              subject=bool(spec.data.subject))
@@ -408,8 +445,14 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     """
     measures = risk_measures(spec)
     g = g or response_scale(spec).g_name
-    loo = loo_predictive(spec, data, fits["unrestricted"], implicates["unrestricted"],
-                         own_X=own_X)
+    # the other units' baselines share each precision with the unit run's (one pass)
+    differs = other_loo_units(spec, data) if compare_units else {}
+    blocks = {spec.loo_unit: record_blocks(spec, data),
+              **{u: record_blocks(spec, data, u) for u, d in differs.items() if d.any()}}
+    solve_seconds: dict[str, float] = {}
+    loos = loo_predictives(spec, data, fits["unrestricted"], implicates["unrestricted"], blocks,
+                           own_X=own_X, seconds=solve_seconds)
+    loo = loos[spec.loo_unit]
     public = data if own_X is None else dataclasses.replace(data, X=own_X)
     records = {m: score_model(public, implicates[m], loo, measures, g, (realised or {}).get(m))
                for m in _MODELS}
@@ -424,7 +467,8 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
         joint = joint_count(a, target.record_threshold, below_k=below, unique=unique)
     verdict = assess_risk(summary, spec.risk.targets, model="restricted", joint=joint)
     notes = _gate(spec, verdict)  # a FAIL under "stop" raises before the other units
-    units = (compare_loo_units(spec, data, fits, implicates, summary, measures, g,
-                               own_X=own_X, realised=realised) if compare_units else None)
+    units = (compare_loo_units(spec, data, implicates, summary, measures, g, loos=loos,
+                               differs=differs, solve_seconds=solve_seconds, own_X=own_X,
+                               realised=realised) if compare_units else None)
     return RiskScores(measures=measures, g=g, summary=summary, verdict=verdict, joint=joint,
                       identifiable=below | unique, warnings=notes, loo_units=units)
