@@ -129,16 +129,27 @@ def render_block(records: dict[str, tuple[str, dict]]) -> str:
     for case in [c for c in CASES if c in records]:
         name, rec = records[case]
         d = rec["detail"]
+        if d["n_records_block_differs"]:
+            shared = (f"**{d['n_records_sharing_a_geocode']:,} records share a geocode** "
+                      f"({d['n_shared_geocodes']:,} geocodes, the largest with "
+                      f"{d['largest_geocode']} records), so their block differs between "
+                      f"\"site\" and \"record\"")
+            cost = (f"The other unit adds {d['extra_seconds']:.1f} s to the risk stage "
+                    f"({d['risk_stage_seconds_without_other']:.1f} s without it, "
+                    f"{d['risk_stage_seconds_with_other']:.1f} s with it)")
+        else:
+            shared = ("**no two records share a geocode**, so \"site\" and \"record\" leave "
+                      "out the same records (same blocks: the other unit is not computed again "
+                      "and its figures are the unit run's)")
+            cost = (f"The risk stage took {d['risk_stage_seconds_without_other']:.1f} s without "
+                    f"the comparison and {d['risk_stage_seconds_with_other']:.1f} s with it "
+                    "(nothing to compute: the difference is the machine's noise)")
         lines += [
             f"**{TITLES[case]}**: {d['n_records']:,} records at {d['n_sites']:,} geocodes; "
-            f"**{d['n_records_sharing_a_geocode']:,} records share a geocode** "
-            f"({d['n_shared_geocodes']:,} geocodes, the largest with {d['largest_geocode']} "
-            f"records), so their block differs between \"site\" and \"record\"; L = "
-            f"{d['n_implicates']}, unit run \"{d['loo_unit']}\" ({d['source']}). The other "
-            f"unit adds {d['extra_seconds']:.1f} s to the risk stage "
-            f"({d['risk_stage_seconds_without_other']:.1f} s without it, "
-            f"{d['risk_stage_seconds_with_other']:.1f} s with it; the whole run "
-            f"{d['run_seconds']:.0f} s). "
+            f"{shared}; L = {d['n_implicates']}, unit run \"{d['loo_unit']}\" "
+            f"({d['source']}). {cost}; the whole run {d['run_seconds']:.0f} s, load average "
+            f"{rec['load']['start'][0]:.1f} → {rec['load']['end'][0]:.1f} on "
+            f"{rec['machine'].get('nproc')} CPUs. "
             f"Record [{name}](../benchmarks/results/{name}) ({rec['date'][:10]}, commit "
             f"`{(rec['git'].get('commit') or 'unknown')[:7]}"
             f"{' (modified)' if rec['git'].get('dirty') else ''}`).", "",

@@ -252,3 +252,27 @@ def test_front_door_accepts_the_key(subject_csv):
         rel = sg.synthesize(pts, subject="owner", risk=RiskConfig(loo_unit="record"), **kw)
     assert rel.result.risk_scores.loo_units.unit == "record"
     assert [f.unit for f in rel.result.risk_scores.loo_units.others] == ["site", "subject"]
+
+
+def test_docs_block_is_what_the_benchmark_makes_from_its_records():
+    """docs/risk-and-utility.md's leave-out-unit figures come from bench_loo_unit's records."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    spec = importlib.util.spec_from_file_location("bench_loo_unit", bench / "bench_loo_unit.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(bench))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(bench))
+    records = mod.newest_records()
+    assert set(records) == {"sacramento_all", "lucas"}  # both files measured
+    text = mod.DOC.read_text(encoding="utf-8")
+    i, j = text.index(mod.BEGIN), text.index(mod.END) + len(mod.END)
+    assert text[i:j] == mod.render_block(records)
+    for _, rec in records.values():  # each names how many records share a geocode
+        assert rec["detail"]["n_records_sharing_a_geocode"] >= 0
+        assert {r["unit"] for r in rec["detail"]["rows"]} == {"site", "record"}
