@@ -139,7 +139,7 @@ def test_to_dict_contains_every_default(tmp_path):
     for name, cls in sections.items():
         assert set(rec[name]) == {f.name for f in dataclasses.fields(cls)}, name
         for key, default in _field_defaults(cls).items():
-            if (name, key) in (("data", "path"), ("data", "response")):
+            if (name, key) in (("data", "path"), ("data", "response"), ("risk", "loo_unit")):
                 continue  # given by MINIMAL (path None only for data in memory; response None
                 #           only with [[data.responses]])
             assert rec[name][key] == default, (name, key)
@@ -150,7 +150,8 @@ def test_to_dict_contains_every_default(tmp_path):
     assert rec["model"]["rho0"] == 0.2 and rec["model"]["gamma"] == "inf"
     assert rec["sampling"]["seed"] is None and rec["sampling"]["target_accept"] == 0.9
     assert rec["synthesis"]["n_implicates"] == 100
-    assert rec["risk"] == {"eps": [10000.0], "p": [0.1], "targets": [], "on_risk_failure": "stop"}
+    assert rec["risk"] == {"eps": [10000.0], "p": [0.1], "targets": [], "on_risk_failure": "stop",
+                           "loo_unit": "site"}  # the default as run: no [data] subject
     assert rec["utility"] == {"formula": None, "alpha": 0.05}
     json.dumps(rec, allow_nan=False)  # JSON-serialisable as is
 

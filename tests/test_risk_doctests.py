@@ -9,7 +9,8 @@ import pytest
 
 MODULES = [
     "synthgeo.model.transform", "synthgeo.config.measure", "synthgeo.risk.predictive",
-    "synthgeo.risk.rao_blackwell", "synthgeo.risk.loo", "synthgeo.risk.baselines",
+    "synthgeo.risk.rao_blackwell", "synthgeo.risk.loo", "synthgeo.risk.loo_units",
+    "synthgeo.risk.baselines",
     "synthgeo.risk.records", "synthgeo.risk.attributable", "synthgeo.risk.verdict",
     "synthgeo.risk.joint", "synthgeo.risk.selection", "synthgeo.risk.neighbours",
     "synthgeo.risk.within_eps",

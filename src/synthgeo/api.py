@@ -401,6 +401,9 @@ def synthesize(
     model, sampling, synthesis, risk, utility, anonymity : config, optional
         The spec's sections (:class:`ModelConfig`, :class:`SamplingConfig`, ...); default
         their defaults. `formula`, `implicates` and `seed` replace their keys when given.
+        E.g. ``risk=sg.RiskConfig(loo_unit="record")``: the leave-one-out baseline leaves out
+        each record alone (default "subject" with `subject`, else "site";
+        docs/risk-and-utility.md, "The leave-out unit").
     fitter, progress, progressbar : optional
         A replacement inference engine (:data:`synthgeo.pipeline.Fitter`); ``progress(message)``
         per stage; progress bars on stderr (default False).

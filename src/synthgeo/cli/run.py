@@ -84,6 +84,9 @@ def run(args: argparse.Namespace, say) -> int:
                 "stronger average guess for average; attributable = release - the stronger "
                 "baseline):")
             say(tables["attributable"].to_string(index=False))
+        units = getattr(rel.result.risk_scores, "loo_units", None)
+        if units is not None:
+            say(units.line())
         if rel.result.risk_scores is not None:
             say("\n" + rel.result.risk_scores.verdict_line())
         util = tables["utility"][["model", "term", "estimate", "lower", "upper", "ci_overlap",

@@ -58,6 +58,11 @@ class RiskTarget:
             )
 
 
+#: ``[risk] loo_unit``: what the leave-one-out baseline leaves out with record i
+#: (:func:`synthgeo.risk.loo.leave_out_blocks`).
+LOO_UNITS = ("site", "subject", "record")
+
+
 @dataclass(frozen=True, kw_only=True)
 class RiskConfig:
     """Risk measures, the board's targets and the gate on them.
@@ -65,13 +70,19 @@ class RiskConfig:
     ``eps``: absolute tolerances on the back-transformed scale (dollars); ``p``: relative;
     ``targets``: :class:`RiskTarget` tables (``[risk.targets]`` for one, ``[[risk.targets]]``
     for several; none: the verdict is "NOT ASSESSED", never PASS); ``on_risk_failure``
-    {"stop", "warn"}: what a FAIL does (stop: nothing is written to release/).
+    {"stop", "warn"}: what a FAIL does (stop: nothing is written to release/);
+    ``loo_unit`` {"site", "subject", "record"}: what the leave-one-out baseline leaves out
+    with each record: its geocode's records (and its subject's, when ``[data] subject`` is
+    given), its subject's records (needs ``[data] subject``), or the record alone; default
+    (None): "subject" when ``[data] subject`` is given, else "site"
+    (:attr:`synthgeo.config.ReleaseSpec.loo_unit`; docs/risk-and-utility.md).
     """
 
     eps: list[float] = field(default_factory=lambda: [10_000.0])
     p: list[float] = field(default_factory=lambda: [0.1])
     targets: list[RiskTarget] = field(default_factory=list)
     on_risk_failure: Literal["stop", "warn"] = "stop"
+    loo_unit: Literal["site", "subject", "record"] | None = None
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -81,6 +92,10 @@ class RiskConfig:
                 raise _err("risk", key, v, "a non-empty list of positive, finite numbers")
         if self.on_risk_failure not in ("stop", "warn"):
             raise _err("risk", "on_risk_failure", self.on_risk_failure, '"stop" or "warn"')
+        if self.loo_unit is not None and self.loo_unit not in LOO_UNITS:
+            raise _err("risk", "loo_unit", self.loo_unit,
+                       '"site", "subject" or "record" (or left out: "subject" with a '
+                       '`[data] subject` column, else "site")')
         raw = [self.targets] if isinstance(self.targets, dict) else self.targets
         if not isinstance(raw, list):
             raise _err("risk", "targets", self.targets,

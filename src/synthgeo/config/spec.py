@@ -76,12 +76,28 @@ class ReleaseSpec:
                 'NUTS model has one nugget for every record); use sampler = "grid" or '
                 'at_risk_nugget = "shared"'
             )
+        if self.risk.loo_unit == "subject" and not self.data.subject:
+            raise SpecError(
+                '`[risk] loo_unit = "subject"` needs a `[data] subject` column (the records of '
+                'one subject, left out together); name it, or use loo_unit = "site" or "record"'
+            )
         if self.model.gp == "nngp" and self.sampling.sampler != "grid":
             raise SpecError(
                 'spec `[model] gp = "nngp"` needs `[sampling] sampler = "grid"`: NUTS over the '
                 "NNGP likelihood needs thousands of gradient evaluations (~0.1 s each at 25,000 "
                 "records), the grid a few hundred evaluations without gradients"
             )
+
+    @property
+    def loo_unit(self) -> str:
+        """The leave-out unit as run: ``[risk] loo_unit``, or its default.
+
+        The default is "subject" with a ``[data] subject`` column, else "site"
+        (:func:`synthgeo.risk.loo.leave_out_blocks`).
+        """
+        if self.risk.loo_unit is not None:
+            return self.risk.loo_unit
+        return "subject" if self.data.subject else "site"
 
     @property
     def formula(self) -> str:
@@ -116,6 +132,7 @@ class ReleaseSpec:
             for f in dataclasses.fields(self) if f.name != "source"
         }
         out["source"] = str(self.source) if self.source else None
+        out["risk"]["loo_unit"] = self.loo_unit  # its default depends on [data] subject
         return out
 
     def replace(self, section: str, **changes: Any) -> ReleaseSpec:

@@ -8,7 +8,9 @@ After synthesis, for each model (unrestricted, restricted) and every measure of 
   (:mod:`synthgeo.risk.rao_blackwell`), beside the realised share;
 - **baseline_loo**: the unrestricted GP's leave-one-out predictive of y_i at the draws that
   made the unrestricted implicates (:mod:`synthgeo.risk.loo`; the engine's own factorisation:
-  dense for the exact GP, the sparse NNGP precision otherwise);
+  dense for the exact GP, the sparse NNGP precision otherwise), leaving out the records of
+  i's block under ``[risk] loo_unit``; the largest a_i under each other unit is reported beside
+  it (:mod:`synthgeo.risk.loo_units`);
 - **baseline_public**: OLS of each model's implicates on the released covariates
   (:mod:`synthgeo.risk.baselines`);
 - **attributable** = release − the stronger baseline, chosen once per measure, attack and group
@@ -24,6 +26,7 @@ docs/risk-and-utility.md.
 from __future__ import annotations
 
 import dataclasses
+import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -33,13 +36,21 @@ import xarray as xr
 
 from synthgeo._errors import RiskError
 from synthgeo.config import ReleaseSpec
+from synthgeo.config.risk import LOO_UNITS
 from synthgeo.inference.result import GPFit
 from synthgeo.io.points import coordinates_m
 from synthgeo.pipeline.data import response_scale
 from synthgeo.risk.attributable import ATTACKS, AttributableSummary, attributable_summary
 from synthgeo.risk.baselines import baseline_public
 from synthgeo.risk.joint import JointCount, joint_count, unique_on
-from synthgeo.risk.loo import baseline_loo, exact_precision, loo_blocks, nngp_precision
+from synthgeo.risk.loo import (
+    baseline_loo_sets,
+    block_differs,
+    exact_precision,
+    leave_out_blocks,
+    nngp_precision,
+)
+from synthgeo.risk.loo_units import LooUnitComparison, UnitFigures, unit_figures
 from synthgeo.risk.measure import Measure, measures_from
 from synthgeo.risk.predictive import Predictive
 from synthgeo.risk.records import RecordRisk, score_records
@@ -47,7 +58,8 @@ from synthgeo.risk.selection import HistogramSelection, histogram_records
 from synthgeo.risk.verdict import RiskVerdict, apply_risk_gate, assess_risk
 
 __all__ = ["RiskScores", "score_release_risk", "risk_measures", "loo_predictive",
-           "release_predictive_of", "score_model", "RISK_FAILED_CODE", "gate_cumulative"]
+           "release_predictive_of", "score_model", "RISK_FAILED_CODE", "gate_cumulative",
+           "record_blocks", "compare_loo_units", "loo_predictives", "other_loo_units"]
 
 #: The code of the warning a failed verdict leaves under ``on_risk_failure = "warn"``.
 RISK_FAILED_CODE = "risk_targets_failed"
@@ -77,14 +89,29 @@ def _draws(fit: GPFit, ds: xr.Dataset) -> dict[str, np.ndarray]:
             **{v: at[v].values.astype(float) for v in ("sigma2", "phi", "nugget")}}
 
 
+def record_blocks(spec: ReleaseSpec, data, unit: str | None = None) -> np.ndarray:
+    """Return the leave-out blocks of ``data``'s records under ``unit`` (default: the spec's).
+
+    :func:`synthgeo.risk.loo.leave_out_blocks` on the prepared sites and ``[data] subject``.
+
+    Raises
+    ------
+    ValueError
+        For ``unit = "subject"`` without a ``[data] subject`` column.
+    """
+    subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
+    return leave_out_blocks(unit or spec.loo_unit, data.sites.site_index, subject)
+
+
 def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
-                   own_X: np.ndarray | None = None) -> Predictive:
+                   own_X: np.ndarray | None = None, unit: str | None = None) -> Predictive:
     """Return the leave-one-out baseline at the draws that made the implicates ``ds`` of ``fit``.
 
     Parameters
     ----------
     spec : ReleaseSpec
-        ``[data] subject`` (records of one subject are left out together).
+        ``[risk] loo_unit`` and ``[data] subject``: which records are left out with each
+        record (:func:`record_blocks`).
     data : PreparedData
     fit : GPFit
         The unrestricted fit (its engine picks the dense or the NNGP precision).
@@ -99,11 +126,38 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
         E[y_i | y_−i] = x_i'β + (kriging of the others' residuals), the mean moves by
         (own_x_i − x_i)'β at each draw; the sd is unchanged (docs/risk-and-utility.md, "A
         later response's baselines").
+    unit : {"site", "subject", "record"}, optional
+        Another leave-out unit than the spec's (the comparison of units).
 
     Returns
     -------
     Predictive
         (L, n_records), model scale.
+    """
+    unit = unit or spec.loo_unit
+    return loo_predictives(spec, data, fit, ds, {unit: record_blocks(spec, data, unit)},
+                           own_X=own_X)[unit]
+
+
+def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
+                    blocks: dict[str, np.ndarray], *, own_X: np.ndarray | None = None,
+                    seconds: dict[str, float] | None = None) -> dict[str, Predictive]:
+    """:func:`loo_predictive` under several block sets, each precision built once.
+
+    Parameters
+    ----------
+    spec, data, fit, ds, own_X
+        As :func:`loo_predictive`.
+    blocks : dict of str to ndarray of int
+        Leave-out unit → its blocks (:func:`record_blocks`).
+    seconds : dict, optional
+        Filled with unit → the seconds of its block solves
+        (:func:`synthgeo.risk.loo.baseline_loo_sets`).
+
+    Returns
+    -------
+    dict of str to Predictive
+        By unit, (L, n_records), model scale.
     """
     d = _draws(fit, ds)
     coords = coordinates_m(data.gdf)
@@ -112,15 +166,13 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
                                                   or spec.model.n_neighbors))
     else:
         precision_of = exact_precision(coords)
-    subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
-    blocks = loo_blocks(data.sites.site_index, subject)
-    loo = baseline_loo(data.y, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
-                       alpha=d["nugget"] / d["sigma2"], precision_of=precision_of,
-                       blocks=blocks)
+    loos = baseline_loo_sets(data.y, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
+                             alpha=d["nugget"] / d["sigma2"], precision_of=precision_of,
+                             block_sets=blocks, seconds=seconds)
     if own_X is None:
-        return loo
+        return loos
     shift = d["beta"] @ (np.asarray(own_X, float) - data.X).T  # (L, n_records)
-    return Predictive(mean=loo.mean + shift, sd=loo.sd, name=loo.name)
+    return {k: Predictive(mean=v.mean + shift, sd=v.sd, name=v.name) for k, v in loos.items()}
 
 
 def release_predictive_of(ds: xr.Dataset) -> Predictive:
@@ -165,6 +217,9 @@ class RiskScores:
         released covariates), confidential.
     warnings : list of dict
         ``{"code", "message"}``: a FAIL under ``on_risk_failure = "warn"``.
+    loo_units : LooUnitComparison or None
+        The leave-out unit run and the largest a_i under every other unit
+        (:func:`compare_loo_units`); None when not compared.
     """
 
     measures: tuple[Measure, ...]
@@ -174,6 +229,7 @@ class RiskScores:
     joint: JointCount | None
     identifiable: np.ndarray = field(repr=False)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    loo_units: LooUnitComparison | None = None
 
     @property
     def records(self) -> dict[str, RecordRisk]:
@@ -283,10 +339,74 @@ def gate_cumulative(spec: ReleaseSpec, scores: RiskScores, verdict: RiskVerdict)
     return dataclasses.replace(scores, warnings=[*scores.warnings, *notes]) if notes else scores
 
 
+def other_loo_units(spec: ReleaseSpec, data) -> dict[str, np.ndarray]:
+    """Every leave-out unit besides the spec's that the data allow → whose block differs.
+
+    ``"subject"`` only with a ``[data] subject`` column; values: bool (n_records,) from
+    :func:`~synthgeo.risk.loo.block_differs` against the unit run (all False: same blocks).
+    """
+    blocks = record_blocks(spec, data)
+    return {u: block_differs(blocks, record_blocks(spec, data, u)) for u in LOO_UNITS
+            if u != spec.loo_unit and (u != "subject" or spec.data.subject)}
+
+
+def compare_loo_units(spec: ReleaseSpec, data, implicates: dict[str, xr.Dataset],
+                      summary: AttributableSummary, measures, g: str, *,
+                      loos: dict[str, Predictive], differs: dict[str, np.ndarray],
+                      solve_seconds: dict[str, float] | None = None,
+                      own_X: np.ndarray | None = None, realised=None) -> LooUnitComparison:
+    """Score the attributable risk under every other leave-out unit the data allow.
+
+    For each unit of ``differs`` (:func:`other_loo_units`): when its blocks are the unit run's
+    partition, "same blocks" and nothing more; otherwise both models scored against its
+    leave-one-out baseline (``loos``, from :func:`loo_predictives` at the same draws;
+    :func:`score_model`) and the share attack's a_i against the stronger baseline chosen on
+    all records (:func:`~synthgeo.risk.attributable.attributable_summary`).
+
+    Parameters
+    ----------
+    spec, data, implicates, own_X, realised
+        As :func:`score_release_risk`.
+    summary : AttributableSummary
+        The unit run's (its ``all`` group gives the unit run's figures).
+    measures : tuple of Measure
+    g : {"exp", "identity"}
+    loos : dict of str to Predictive
+        Leave-one-out baseline by unit, for every unit whose blocks differ.
+    differs : dict of str to ndarray of bool
+        :func:`other_loo_units`.
+    solve_seconds : dict of str to float, optional
+        Each unit's block solves (added to its scoring time in ``seconds``).
+
+    Returns
+    -------
+    LooUnitComparison
+        Per-record a_i in memory (confidential).
+    """
+    unit, keys = spec.loo_unit, [m.key for m in measures]
+    as_run = unit_figures(unit, summary, _MODELS, keys, differs=np.zeros(data.n_records, bool))
+    public = data if own_X is None else dataclasses.replace(data, X=own_X)
+    others: list[UnitFigures] = []
+    for other, diff in differs.items():
+        if not diff.any():
+            others.append(dataclasses.replace(as_run, unit=other, same_blocks=True))
+            continue
+        t0 = time.perf_counter()
+        records = {m: score_model(public, implicates[m], loos[other], measures, g,
+                                  (realised or {}).get(m)) for m in _MODELS}
+        spent = time.perf_counter() - t0 + (solve_seconds or {}).get(other, 0.0)
+        others.append(unit_figures(other, attributable_summary(records), _MODELS, keys,
+                                   differs=diff, seconds=spent))
+    return LooUnitComparison(unit=unit, source="default" if spec.risk.loo_unit is None
+                             else "spec", as_run=as_run, others=tuple(others),
+                             subject=bool(spec.data.subject))
+
+
 def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                        implicates: dict[str, xr.Dataset], at_risk: np.ndarray,
                        locations=None, *, own_X: np.ndarray | None = None,
-                       g: str | None = None, realised=None) -> RiskScores:
+                       g: str | None = None, realised=None,
+                       compare_units: bool = True) -> RiskScores:
     """Score both models against both baselines, judge the targets, apply the gate.
 
     Parameters
@@ -310,6 +430,9 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
         The response's map to the person's scale (default: the first response's).
     realised : dict of str to RiskResult, optional
         Each model's within-ε risk of the same implicates, whose realised shares are reused.
+    compare_units : bool, default=True
+        Also score the attributable risk under every other leave-out unit
+        (:func:`compare_loo_units`; ``RiskScores.loo_units``).
 
     Returns
     -------
@@ -322,8 +445,14 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     """
     measures = risk_measures(spec)
     g = g or response_scale(spec).g_name
-    loo = loo_predictive(spec, data, fits["unrestricted"], implicates["unrestricted"],
-                         own_X=own_X)
+    # the other units' baselines share each precision with the unit run's (one pass)
+    differs = other_loo_units(spec, data) if compare_units else {}
+    blocks = {spec.loo_unit: record_blocks(spec, data),
+              **{u: record_blocks(spec, data, u) for u, d in differs.items() if d.any()}}
+    solve_seconds: dict[str, float] = {}
+    loos = loo_predictives(spec, data, fits["unrestricted"], implicates["unrestricted"], blocks,
+                           own_X=own_X, seconds=solve_seconds)
+    loo = loos[spec.loo_unit]
     public = data if own_X is None else dataclasses.replace(data, X=own_X)
     records = {m: score_model(public, implicates[m], loo, measures, g, (realised or {}).get(m))
                for m in _MODELS}
@@ -337,6 +466,9 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                                         target.attack)
         joint = joint_count(a, target.record_threshold, below_k=below, unique=unique)
     verdict = assess_risk(summary, spec.risk.targets, model="restricted", joint=joint)
-    notes = _gate(spec, verdict)
+    notes = _gate(spec, verdict)  # a FAIL under "stop" raises before the other units
+    units = (compare_loo_units(spec, data, implicates, summary, measures, g, loos=loos,
+                               differs=differs, solve_seconds=solve_seconds, own_X=own_X,
+                               realised=realised) if compare_units else None)
     return RiskScores(measures=measures, g=g, summary=summary, verdict=verdict, joint=joint,
-                      identifiable=below | unique, warnings=notes)
+                      identifiable=below | unique, warnings=notes, loo_units=units)

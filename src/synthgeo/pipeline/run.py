@@ -517,7 +517,7 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
                 attributable = score_release_risk(
                     spec, d.data, d.fits, d.implicates, d.at_risk.at_risk, locations,
                     own_X=own_X, g=responses.response_scale_of(spec, rc).g_name,
-                    realised=risk).table.assign(response=rc.name)
+                    realised=risk, compare_units=False).table.assign(response=rc.name)
             else:
                 per, summary, matches = responses.discrete_risk_tables(
                     spec, rc, d.synthetic, y, d.at_risk, frame)

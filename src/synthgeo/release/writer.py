@@ -285,6 +285,8 @@ def release_record(
                       "release - the stronger baseline, chosen once per measure, attack and "
                       "group (docs/risk-and-utility.md)",
             "table": scores.table.to_dict("records")}
+        if scores.loo_units is not None:  # the leave-out unit and the other units' largest a_i
+            rec["risk_attributable"]["loo_unit"] = scores.loo_units.to_record()
         rec["verdicts"]["risk"] = scores.verdict.to_dict()
         rec["warnings"] = rec["warnings"] + list(scores.warnings)
     else:

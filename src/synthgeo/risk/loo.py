@@ -1,10 +1,10 @@
 r"""The leave-one-out baseline: what the unrestricted GP predicts for y_i without y_i.
 
-For y ~ N(μ, K) with precision Q = K⁻¹ and a block B of records (record i and every record at
-its site or of its subject), the conditional of y_B given all other responses is, in closed
-form (Rasmussen & Williams 2006, *Gaussian Processes for Machine Learning*, MIT Press,
-Sect. 5.4.2, eq. 5.12, there for single records; the block form is the same partitioned-inverse
-identity):
+For y ~ N(μ, K) with precision Q = K⁻¹ and a block B of records (record i and the records left
+out with it: :func:`leave_out_blocks`, ``[risk] loo_unit``), the conditional of y_B given all
+other responses is, in closed form (Rasmussen & Williams 2006, *Gaussian Processes for Machine
+Learning*, MIT Press, Sect. 5.4.2, eq. 5.12, there for single records; the block form is the
+same partitioned-inverse identity):
 
 .. math::
 
@@ -26,7 +26,8 @@ doi:10.56553/popets-2023-0055 (docs/risk-and-utility.md, "Baseline and attributa
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -35,12 +36,13 @@ from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import cdist
 from threadpoolctl import threadpool_limits
 
+from synthgeo.config.risk import LOO_UNITS
 from synthgeo.inference.factor import cho_factor, cho_inverse
 from synthgeo.model.vecchia import ordered_neighbours, vecchia_factors
 from synthgeo.risk.predictive import Predictive
 
-__all__ = ["loo_blocks", "loo_conditional", "exact_precision", "nngp_precision",
-           "baseline_loo"]
+__all__ = ["loo_blocks", "leave_out_blocks", "block_differs", "LOO_UNITS", "loo_conditional",
+           "exact_precision", "nngp_precision", "baseline_loo", "baseline_loo_sets"]
 
 #: ``precision_of(phi_per_m, alpha)``: precision of y over records in units of 1/σ², input order.
 PrecisionFn = Callable[[float, float], "np.ndarray | sp.spmatrix"]
@@ -48,6 +50,8 @@ PrecisionFn = Callable[[float, float], "np.ndarray | sp.spmatrix"]
 
 def loo_blocks(site_index: np.ndarray, subject: np.ndarray | None = None) -> np.ndarray:
     """Blocks left out together: records linked by a shared site or a shared subject.
+
+    The leave-out unit ``"site"`` (:func:`leave_out_blocks`, which chooses among the units).
 
     Parameters
     ----------
@@ -87,6 +91,102 @@ def loo_blocks(site_index: np.ndarray, subject: np.ndarray | None = None) -> np.
     _, labels = connected_components(graph, directed=False)
     _, block = np.unique(labels[:n], return_inverse=True)
     return block
+
+
+def leave_out_blocks(unit: str, site_index: np.ndarray,
+                     subject: np.ndarray | None = None) -> np.ndarray:
+    """Blocks of records left out together under a leave-out unit (``[risk] loo_unit``).
+
+    The one home of the leave-out unit: the risk stage's baseline and any other leave-out
+    predictive (a cross-fitted synthesis) take their blocks from here
+    (docs/risk-and-utility.md, "Baseline and attributable risk").
+
+    Parameters
+    ----------
+    unit : {"site", "subject", "record"}
+        ``"record"``: each record alone; ``"site"``: every record at the record's geocode and,
+        when ``subject`` is given, every record of its subject, transitively
+        (:func:`loo_blocks`; the conservative choice when the file cannot say whether a shared
+        geocode is one property sold again or several properties); ``"subject"``: the records
+        of the record's subject (needs ``subject``).
+    site_index : ndarray of int, shape (n_records,)
+        Each record's site (distinct geocode).
+    subject : ndarray of shape (n_records,), optional
+        Subject ids (``[data] subject``); None: no subject column.
+
+    Returns
+    -------
+    ndarray of int, shape (n_records,)
+        Block label per record, 0..n_blocks − 1 in order of first appearance for "record" and
+        "site", sorted subject order for "subject".
+
+    Raises
+    ------
+    ValueError
+        If ``unit`` is not one of :data:`LOO_UNITS`, ``unit = "subject"`` without ``subject``,
+        or ``subject`` has another length than ``site_index``.
+
+    Examples
+    --------
+    Records 0 and 1 share a geocode; records 1 and 3 are one subject:
+
+    >>> site, subj = np.array([0, 0, 1, 2]), np.array(["a", "b", "c", "b"])
+    >>> leave_out_blocks("record", site, subj).tolist()
+    [0, 1, 2, 3]
+    >>> leave_out_blocks("site", site, subj).tolist()
+    [0, 0, 1, 0]
+    >>> leave_out_blocks("subject", site, subj).tolist()
+    [0, 1, 2, 1]
+    """
+    site = np.asarray(site_index)
+    if unit not in LOO_UNITS:
+        raise ValueError(f"`unit` must be one of {LOO_UNITS!r}, got {unit!r}.")
+    if subject is not None and np.shape(subject) != site.shape:
+        raise ValueError(f"`subject` must have shape {site.shape}, got {np.shape(subject)}.")
+    if unit == "record":
+        return np.arange(site.shape[0])
+    if unit == "site":
+        return loo_blocks(site, subject)
+    if subject is None:
+        raise ValueError('unit "subject" needs subject ids (a `[data] subject` column); use '
+                         'unit "site" or "record" without one.')
+    return np.unique(np.asarray(subject), return_inverse=True)[1].reshape(-1)
+
+
+def block_differs(blocks_a: np.ndarray, blocks_b: np.ndarray) -> np.ndarray:
+    """Whether each record's block (the set of records left out with it) differs between two.
+
+    Parameters
+    ----------
+    blocks_a, blocks_b : ndarray of int, shape (n_records,)
+        Block labels (:func:`leave_out_blocks`); the labels themselves need not agree.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_records,)
+        True where record i's block under ``blocks_a`` is not the same set of records as
+        under ``blocks_b``; all False when the two partitions are the same ("same blocks").
+
+    Examples
+    --------
+    >>> block_differs(np.array([0, 0, 1, 2]), np.array([0, 1, 2, 3])).tolist()
+    [True, True, False, False]
+    >>> bool(block_differs(np.array([0, 0, 1]), np.array([5, 5, 2])).any())
+    False
+    """
+    a, b = np.asarray(blocks_a), np.asarray(blocks_b)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"block labels must be two arrays of one length, got {a.shape} and "
+                         f"{b.shape}.")
+    if a.size == 0:
+        return np.zeros(0, bool)
+    _, ia, na = np.unique(a, return_inverse=True, return_counts=True)
+    _, ib, nb = np.unique(b, return_inverse=True, return_counts=True)
+    _, iab, nab = np.unique(np.column_stack([ia.ravel(), ib.ravel()]), axis=0,
+                            return_inverse=True, return_counts=True)
+    # i's two blocks are one set iff both hold exactly the records they share with each other
+    size_a, size_b, size_ab = na[ia.ravel()], nb[ib.ravel()], nab[iab.ravel()]
+    return ~((size_a == size_ab) & (size_b == size_ab))
 
 
 def _entries(Q, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -251,7 +351,7 @@ def baseline_loo(
     precision_of : callable
         ``(phi_per_m, alpha) -> Q`` (:func:`exact_precision` or :func:`nngp_precision`).
     blocks : ndarray of int, shape (n_records,), optional
-        :func:`loo_blocks` labels; default: each record alone.
+        :func:`leave_out_blocks` labels; default: each record alone.
     n_threads : int, default=2
         Distinct (φ, α) cells evaluated concurrently, each with single-threaded BLAS (as the
         grid posterior does: nested BLAS threads oversubscribe the cores and ran 10-20x slower
@@ -276,6 +376,52 @@ def baseline_loo(
     >>> g.mean.round(3).tolist()  # the near pair predict each other; the far one gets ~β
     [[1.196, 1.0, 1.001]]
     """
+    return baseline_loo_sets(y, X, beta=beta, sigma2=sigma2, phi=phi, alpha=alpha,
+                             precision_of=precision_of, block_sets={"": blocks},
+                             n_threads=n_threads)[""]
+
+
+def baseline_loo_sets(
+    y: np.ndarray, X: np.ndarray, *, beta: np.ndarray, sigma2: np.ndarray, phi: np.ndarray,
+    alpha: np.ndarray, precision_of: PrecisionFn, block_sets: Mapping[str, np.ndarray | None],
+    n_threads: int = 2, seconds: dict[str, float] | None = None,
+) -> dict[str, Predictive]:
+    """:func:`baseline_loo` under several block sets, each precision built once.
+
+    The precision of a (φ, α) cell (the cost: a dense Cholesky inverse, or the NNGP factors)
+    serves every block set; only the block solves are repeated (the leave-out units compared
+    side by side, :mod:`synthgeo.risk.loo_units`).
+
+    Parameters
+    ----------
+    y, X, beta, sigma2, phi, alpha, precision_of, n_threads
+        As :func:`baseline_loo`.
+    block_sets : mapping of str to ndarray of int (or None)
+        Name → :func:`leave_out_blocks` labels (None: each record alone).
+    seconds : dict, optional
+        Filled with name → the seconds of that set's block solves, summed over the threads.
+
+    Returns
+    -------
+    dict of str to Predictive
+        By name, as :func:`baseline_loo` would return for each set.
+
+    Raises
+    ------
+    ValueError
+        As :func:`baseline_loo`.
+
+    Examples
+    --------
+    >>> xy = np.array([[0.0, 0.0], [0.0, 0.0], [5000.0, 0.0]])  # records 0, 1 share a site
+    >>> g = baseline_loo_sets(np.array([1.0, 1.2, 3.0]), np.ones((3, 1)),
+    ...                       beta=np.array([[1.0]]), sigma2=np.array([1.0]),
+    ...                       phi=np.array([1e-3]), alpha=np.array([0.01]),
+    ...                       precision_of=exact_precision(xy),
+    ...                       block_sets={"record": None, "site": np.array([0, 0, 1])})
+    >>> g["record"].mean.round(3).tolist(), g["site"].mean.round(3).tolist()
+    ([[1.198, 1.0, 1.001]], [[1.013, 1.013, 1.001]])
+    """
     X = np.asarray(X, float)
     beta = np.atleast_2d(np.asarray(beta, float))
     sigma2, phi, alpha = (np.atleast_1d(np.asarray(v, float)) for v in (sigma2, phi, alpha))
@@ -287,15 +433,23 @@ def baseline_loo(
         )
     mu = beta @ X.T  # (L, n)
     resid = np.asarray(y, float)[None, :] - mu
-    mean, sd = np.empty_like(mu), np.empty_like(mu)
+    out = {k: (np.empty_like(mu), np.empty_like(mu)) for k in block_sets}
+    spent = {k: [] for k in block_sets}
     cells, cell = np.unique(np.column_stack([phi, alpha]), axis=0, return_inverse=True)
 
     def one_cell(c: int) -> None:
         rows = np.flatnonzero(cell.ravel() == c)
-        cond, var = loo_conditional(resid[rows].T, precision_of(*cells[c]), blocks)
-        mean[rows] = mu[rows] + cond.T
-        sd[rows] = np.sqrt(sigma2[rows, None] * var[None, :])
+        Q = precision_of(*cells[c])
+        for name, blocks in block_sets.items():
+            t0 = time.perf_counter()
+            cond, var = loo_conditional(resid[rows].T, Q, blocks)
+            mean, sd = out[name]
+            mean[rows] = mu[rows] + cond.T
+            sd[rows] = np.sqrt(sigma2[rows, None] * var[None, :])
+            spent[name].append(time.perf_counter() - t0)  # list.append: thread-safe
 
     with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=max(1, n_threads)) as ex:
         list(ex.map(one_cell, range(len(cells))))
-    return Predictive(mean=mean, sd=sd, name="baseline_loo")
+    if seconds is not None:
+        seconds.update({k: float(sum(v)) for k, v in spent.items()})
+    return {k: Predictive(mean=m, sd=sd, name="baseline_loo") for k, (m, sd) in out.items()}

@@ -141,8 +141,11 @@ def section_risk(result) -> Section | None:
     fig1 = F.plot_risk_by_group(result.risk_summary)
     fig2 = F.plot_risk_distribution(by_measure, result.at_risk.at_risk)
     scores = getattr(result, "risk_scores", None)
+    units = None if scores is None else scores.loo_units
     body = render("risk.html.j2", risk_summary=result.risk_summary,
                   attributable=None if scores is None else attributable_table(result),
+                  loo_unit=None if units is None else units.to_record(),
+                  loo_units=None if units is None else units.table(),
                   groups_uri=F.to_data_uri(fig1), records_uri=F.to_data_uri(fig2))
     return Section("risk", "Disclosure risk", body)
 
