@@ -145,7 +145,7 @@ def img(uri: str, *, alt: str, id: str, caption: str = "") -> Markup:  # noqa: A
 
 
 def page(*, title: str, sections: list[Section], skipped: list[str], source: object,
-         n_records: int, n_implicates: int, failed: list[str]) -> str:
+         n_records: int, n_implicates: int, failed: list[str], cross_fit: bool = False) -> str:
     """Return the whole document: confidential first line, banner, contents, sections.
 
     Parameters
@@ -162,6 +162,9 @@ def page(*, title: str, sections: list[Section], skipped: list[str], source: obj
         N and L, shown under the heading.
     failed : list of str
         Fits that did not converge: the page then says it is a preview only.
+    cross_fit : bool, default=False
+        ``[synthesis] predictive = "cross_fit"``: the page says that no restricted model was
+        fitted and that "restricted" means the released, cross-fitted implicates.
 
     Returns
     -------
@@ -169,4 +172,4 @@ def page(*, title: str, sections: list[Section], skipped: list[str], source: obj
     """
     return str(render("page.html.j2", confidential_line=Markup(CONFIDENTIAL_LINE), title=title,
                       sections=sections, skipped=skipped, source=source, n_records=n_records,
-                      n_implicates=n_implicates, failed=failed))
+                      n_implicates=n_implicates, failed=failed, cross_fit=cross_fit))

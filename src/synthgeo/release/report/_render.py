@@ -80,4 +80,5 @@ def render_report(result, *, progressbar: bool = False) -> str:
               [name for name, fit in result.fits.items() if not fit.convergence.passed])
     return page(title=f"synthgeo report: {name}", sections=sections, skipped=skipped,
                 source=spec.source, n_records=result.data.n_records,
-                n_implicates=spec.synthesis.n_implicates, failed=failed)
+                n_implicates=spec.synthesis.n_implicates, failed=failed,
+                cross_fit=spec.synthesis.predictive == "cross_fit")
