@@ -322,8 +322,16 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     """
     measures = risk_measures(spec)
     g = g or response_scale(spec).g_name
-    loo = loo_predictive(spec, data, fits["unrestricted"], implicates["unrestricted"],
-                         own_X=own_X)
+    released = implicates["restricted"]
+    same_draws = all(np.array_equal(released[c].values, implicates["unrestricted"][c].values)
+                     for c in ("source_chain", "source_draw"))
+    if released.attrs.get("predictive") == "cross_fit" and own_X is None and same_draws:
+        # cross-fitted release: drawn from this very predictive at the same posterior draws
+        # (synthgeo.synthesis.cross_fit), so it is reused rather than computed a second time
+        loo = dataclasses.replace(release_predictive_of(released), name="baseline_loo")
+    else:
+        loo = loo_predictive(spec, data, fits["unrestricted"], implicates["unrestricted"],
+                             own_X=own_X)
     public = data if own_X is None else dataclasses.replace(data, X=own_X)
     records = {m: score_model(public, implicates[m], loo, measures, g, (realised or {}).get(m))
                for m in _MODELS}
