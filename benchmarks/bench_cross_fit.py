@@ -42,8 +42,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import statsmodels.api as sm
-
 from _record import Record
+
 from synthgeo.config import bundled_spec_path, load_spec
 from synthgeo.io.points import coordinates_m
 from synthgeo.pipeline import run_release
@@ -72,7 +72,7 @@ SKIPPED = {
 
 
 def _pmse(y: np.ndarray, syn: np.ndarray, frame: pd.DataFrame, covariates, coords) -> float:
-    """pMSE / its null expectation, mean over the first implicates (module docstring)."""
+    """PMSE / its null expectation, mean over the first implicates (module docstring)."""
     Z = np.column_stack([frame[c].to_numpy(float) for c in covariates] + [coords])
     Z = (Z - Z.mean(0)) / np.where(Z.std(0) > 0, Z.std(0), 1.0)
     ratios = []
@@ -209,14 +209,31 @@ def _table(rec: dict) -> str:
         coef.append(f"| {r['data']} | {r['variant']} | " + "; ".join(
             f"{t}: {v['overlap']:.3f}, {v['q_bar']:.4g} ({v['confidential']:.4g}), "
             f"{v['std_diff']:+.2f}" for t, v in r["utility"].items()) + " |")
+    reading = ["", "Cross-fitted against the default, per data set (computed from the rows "
+               "above):", ""]
+    by = {(r["data"], r["variant"]): r for r in rows}
+    for name in dict.fromkeys(r["data"] for r in rows):
+        d, c = by[(name, "default")], by[(name, "cross_fit")]
+        conf = d["moran_conf"]
+        reading.append(
+            f"- {name}: smallest CI overlap {c['min_overlap'] - d['min_overlap']:+.3f}; "
+            f"semivariogram rel. RMS {d['sv_rel_rms']:.3f} → {c['sv_rel_rms']:.3f}; Moran's I "
+            f"gap to the confidential {abs(d['moran'] - conf):.3f} → {abs(c['moran'] - conf):.3f}"
+            f"; pMSE ratio {d['pmse_ratio']:.2f} → {c['pmse_ratio']:.2f}; run time × "
+            f"{c['seconds'] / d['seconds']:.2f}; largest attributable risk (in-sample) "
+            + ", ".join(f"{k} {d['risk'][k]['max']:.3f} → {c['risk'][k]['max']:.3f}"
+                        for k in keys) + ".")
     skipped = [f"- {k}: {v}" for k, v in rec["detail"]["skipped"].items()]
+    load = rec.get("load", {})
     note = (f"Record `benchmarks/results/{rec['_file']}` ({rec['date']}, commit "
             f"{str(rec['git']['commit'])[:7]}{' + changes' if rec['git']['dirty'] else ''}; "
-            f"`{rec['command']}`). U = the unrestricted posterior predictive (not released); "
+            f"`{rec['command']}`; {rec['machine'].get('nproc')} CPUs shared with other jobs, "
+            f"load average {load.get('start', ['?'])[0]} at the start, "
+            f"{load.get('end', ['?'])[0]} at the end). U = the unrestricted posterior predictive (not released); "
             "default = the spec as shipped (restricted fit); cross_fit = `[synthesis] "
             "predictive = \"cross_fit\"`. Risk: share attack, against the run's own baselines. "
             "Seconds: the whole `run_release` (U's are the default run's). Not measured:")
-    return "\n".join([BEGIN, note, *skipped, "", *out, *coef, END])
+    return "\n".join([BEGIN, note, *skipped, "", *out, *reading, *coef, END])
 
 
 def write_docs(rec: dict) -> None:

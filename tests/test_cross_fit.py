@@ -34,7 +34,8 @@ def cross_release():
 
 def test_cross_fitted_predictive_is_the_brute_force_conditional(small_gp):
     """(a) Exact GP: mean and sd of each record given every record outside its site, at each
-    implicate's draw, equal numpy's conditional from the full covariance (1e-8)."""
+    implicate's draw, equal numpy's conditional from the full covariance (1e-8).
+    """
     coords, X, y = small_gp["coords_m"], small_gp["X"], small_gp["y"]
     site = small_gp["sites"].site_index
     assert site[0] == site[1]  # a block of two records
@@ -70,6 +71,7 @@ def test_cross_fitted_predictive_is_the_brute_force_conditional(small_gp):
 
 
 def test_draw_cross_fitted_refuses_bad_shapes():
+    """One row per implicate, positive sd."""
     sources = implicate_sources(fake_fit(), 3)
     with pytest.raises(ValueError, match="one row per implicate"):
         draw_cross_fitted(np.zeros((2, 4)), np.ones((2, 4)), sources=sources, random_seed=1)
@@ -114,6 +116,7 @@ def test_same_seed_same_bytes(cross_release):
     assert not np.array_equal(other["y_synthetic"].values, a)
 
 
+@pytest.mark.slow
 def test_bundled_spec_with_cross_fit_end_to_end(cross_release, tmp_path):
     """(d) The release is written: release.json says how, and validates; the report says so."""
     out = cross_release.write(tmp_path / "cf")
@@ -128,6 +131,7 @@ def test_bundled_spec_with_cross_fit_end_to_end(cross_release, tmp_path):
 
 
 def test_spec_key_validated_and_exclusive():
+    """An unknown value is refused; so are the restricted fit's keys beside cross_fit."""
     spec = load_spec(bundled_spec_path())
     assert spec.synthesis.predictive == "posterior"
     with pytest.raises(SpecError, match=r"\[synthesis\] predictive"):
@@ -161,6 +165,7 @@ def test_reachable_from_synthesize():
 
 
 def test_refused_with_several_responses(tmp_path):
+    """Several responses are not covered yet: refused when the spec is read."""
     text = (bundled_spec_path().read_text()
             .replace('response = "log_price"        # log-dollars', "")
             .replace('back_transform = "exp"        # dollars, for risk', "")
