@@ -26,9 +26,10 @@ draws the implicates from it.
 **Marginal, not joint, within a block.** Each record is drawn from its own marginal
 N(mean_i, σ² v_i); co-sited records (a block of several) get *independent* draws, although
 their joint conditional has covariance σ² Q_BB⁻¹. The released values of one site therefore
-lose the within-site correlation of the spatial effect they share (their implicate covariance
-is 0 instead of ≈ σ² R_ij given the rest); the between-site structure, carried by the means
-(each the kriging of the *other* sites), is kept. A joint draw would restore it, but a record's
+lose the within-site correlation of the spatial effect they share (given θ_ℓ their covariance
+is 0 instead of the off-diagonal of σ² Q_BB⁻¹, nearly the effect's conditional variance for
+records at one point); the between-site structure, carried by the means (each the kriging of
+the *other* sites' responses), is kept. A joint draw would restore it, but a record's
 value would then shift with its co-sited records' draws; the per-record marginal is what the
 risk of a record is scored under.
 
