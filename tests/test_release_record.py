@@ -61,7 +61,8 @@ def test_schema_is_valid_and_every_object_is_closed():
     # of earlier releases (only with --previous), the design of text covariates, dropped
     # records, and the sequential release's blocks; a record has either the single-response
     # blocks or `responses` (issue 15)
-    single = {"at_risk", "priors", "fits", "risk_summary", "utility", "neighbour_check"}
+    single = {"at_risk", "priors", "fits", "risk_summary", "utility", "neighbour_check",
+              "synthesis"}
     assert set(schema["properties"]) - set(schema["required"]) == {
         "locations", "risk_attributable", "previous_releases", "design", "missing", "responses",
         "joint_risk", "correlations", *single}

@@ -193,13 +193,25 @@ class SamplingConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class SynthesisConfig:
-    """``n_implicates``: L, the number of partially synthetic data sets (Reiter's m)."""
+    """``n_implicates``: L, the number of partially synthetic data sets (Reiter's m).
+
+    ``predictive`` {"posterior", "cross_fit"}, default "posterior": the released implicates are
+    drawn from the restricted fit's posterior predictive (the paper), or from the unrestricted
+    fit's cross-fitted predictive, each record given every response outside its leave-out
+    block (its site, and its subject) at the implicate's posterior draw: every record is
+    treated, no restricted model is fitted (:mod:`synthgeo.synthesis.cross_fit`;
+    docs/risk-and-utility.md, "Cross-fitted synthesis").
+    """
 
     n_implicates: int = 100
+    predictive: Literal["posterior", "cross_fit"] = "posterior"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
         if not (_is_int(self.n_implicates) and self.n_implicates >= 2):
             raise _err("synthesis", "n_implicates", self.n_implicates, "an integer >= 2")
+        if self.predictive not in ("posterior", "cross_fit"):
+            raise _err("synthesis", "predictive", self.predictive,
+                       '"posterior" or "cross_fit"')
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -81,12 +82,33 @@ class ReleaseSpec:
                 '`[risk] loo_unit = "subject"` needs a `[data] subject` column (the records of '
                 'one subject, left out together); name it, or use loo_unit = "site" or "record"'
             )
+        if self.synthesis.predictive == "cross_fit":
+            self._check_cross_fit()
         if self.model.gp == "nngp" and self.sampling.sampler != "grid":
             raise SpecError(
                 'spec `[model] gp = "nngp"` needs `[sampling] sampler = "grid"`: NUTS over the '
                 "NNGP likelihood needs thousands of gradient evaluations (~0.1 s each at 25,000 "
                 "records), the grid a few hundred evaluations without gradients"
             )
+
+    def _check_cross_fit(self) -> None:
+        """Refuse keys of the restricted model, which ``predictive = "cross_fit"`` does not fit."""
+        m = self.model
+        if self.data.sequential:
+            raise SpecError(
+                '`[synthesis] predictive = "cross_fit"` is applied to one gaussian response '
+                'only, not yet with `[[data.responses]]`; use predictive = "posterior"')
+        unused = [f"{key} = {getattr(m, key)!r}" for key, default in (
+            ("gamma_value", math.inf), ("at_risk", "spatial"), ("at_risk_weight", "binary"),
+            ("at_risk_effect", "zero"), ("at_risk_nugget", "shared"))
+            if getattr(m, key) != default]
+        unused = [u.replace("gamma_value", "gamma") for u in unused]
+        if unused:
+            raise SpecError(
+                f"`[model] {', '.join(unused)}` configure the restricted fit, which "
+                '`[synthesis] predictive = "cross_fit"` does not make (every record is drawn '
+                "from the unrestricted fit's cross-fitted predictive); remove them or use "
+                'predictive = "posterior"')
 
     @property
     def loo_unit(self) -> str:

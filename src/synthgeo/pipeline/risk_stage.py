@@ -449,9 +449,19 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     differs = other_loo_units(spec, data) if compare_units else {}
     blocks = {spec.loo_unit: record_blocks(spec, data),
               **{u: record_blocks(spec, data, u) for u, d in differs.items() if d.any()}}
+    released = implicates["restricted"]
+    same_draws = all(np.array_equal(released[c].values, implicates["unrestricted"][c].values)
+                     for c in ("source_chain", "source_draw"))
+    reuse = released.attrs.get("predictive") == "cross_fit" and own_X is None and same_draws
     solve_seconds: dict[str, float] = {}
-    loos = loo_predictives(spec, data, fits["unrestricted"], implicates["unrestricted"], blocks,
-                           own_X=own_X, seconds=solve_seconds)
+    if reuse and len(blocks) == 1:
+        # cross-fitted release: drawn from this very predictive at the same posterior draws
+        # (synthgeo.synthesis.cross_fit), so it is reused rather than computed a second time
+        loos = {spec.loo_unit: dataclasses.replace(release_predictive_of(released),
+                                                   name="baseline_loo")}
+    else:
+        loos = loo_predictives(spec, data, fits["unrestricted"], implicates["unrestricted"],
+                               blocks, own_X=own_X, seconds=solve_seconds)
     loo = loos[spec.loo_unit]
     public = data if own_X is None else dataclasses.replace(data, X=own_X)
     records = {m: score_model(public, implicates[m], loo, measures, g, (realised or {}).get(m))

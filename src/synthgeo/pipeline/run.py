@@ -41,9 +41,10 @@ from synthgeo.pipeline.at_risk_rule import risk_rule, run_neighbour_check, score
 from synthgeo.pipeline.data import PreparedData, check_formula_names, prepare_data
 from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult
-from synthgeo.pipeline.risk_stage import gate_cumulative, score_release_risk
+from synthgeo.pipeline.risk_stage import gate_cumulative, loo_predictive, score_release_risk
 from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
+from synthgeo.synthesis.cross_fit import draw_cross_fitted, implicate_sources
 from synthgeo.synthesis.implicates import draw_implicates
 from synthgeo.utility.glm import response_correlations
 
@@ -227,7 +228,18 @@ def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit, seed=None, *,
 
 
 def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed):
-    """One model's implicates (:func:`draw_implicates`) with the spec's L and at-risk effect."""
+    """One model's implicates (:func:`draw_implicates`) with the spec's L and at-risk effect.
+
+    Under ``[synthesis] predictive = "cross_fit"`` the released ("restricted") implicates are
+    the unrestricted fit's cross-fitted predictive (:mod:`synthgeo.synthesis.cross_fit`), at
+    the draws :func:`draw_implicates` would use, from the leave-out predictive the risk stage's
+    baseline computes (:func:`~synthgeo.pipeline.risk_stage.loo_predictive`).
+    """
+    if name == "restricted" and spec.synthesis.predictive == "cross_fit":
+        sources = implicate_sources(fit, spec.synthesis.n_implicates)
+        loo = loo_predictive(spec, data, fit, sources)
+        return draw_cross_fitted(loo.mean, loo.sd, sources=sources, random_seed=seed,
+                                 record_id=data.record_id)
     return draw_implicates(fit, data.X, n_implicates=spec.synthesis.n_implicates,
                            record_id=data.record_id, random_seed=seed,
                            at_risk_effect=(spec.model.at_risk_effect
@@ -305,13 +317,17 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
         + ("" if choice.rule == "spatial" else
            f' (at_risk = "{choice.rule}": {int(choice.spatial.sum())} by location, '
            f"{int(choice.by_risk.sum())} by risk)"))
-    if not several:
+    if not several and spec.synthesis.predictive != "cross_fit":
         say("fitting the restricted model")
     with _timed(sec, "fit_restricted"):
         subject = data_j.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
         smoothing = restricted_smoothing(spec, coordinates_m(data_j.gdf), data_j.sites, at_risk,
                                          phi_hat, subject=subject)
-        if gaussian:  # several responses: no reuse of the unrestricted posterior (phase 1)
+        if spec.synthesis.predictive == "cross_fit":  # released: cross-fitted, no refit
+            say("cross-fitted synthesis: no restricted fit (every record is drawn from the "
+                "unrestricted fit's leave-out predictive)")
+            fits["restricted"] = fits["unrestricted"]
+        elif gaussian:  # several responses: no reuse of the unrestricted posterior (phase 1)
             fits["restricted"] = fit(
                 scale=smoothing, random_seed=fit_seed[1], label="restricted",
                 **_warm_start(spec, fitter, fits["unrestricted"], None if several else smoothing))

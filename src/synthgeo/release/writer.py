@@ -266,6 +266,7 @@ def release_record(
         "seconds": seconds,
         "review": dict(EMPTY_REVIEW),
     }
+    rec["synthesis"] = _synthesis_record(spec)
     if getattr(result, "locations", None) is not None:
         rec["locations"] = result.locations.summary()
     rec["neighbour_check"] = result.neighbour_check.summary()  # aggregates only
@@ -292,6 +293,20 @@ def release_record(
     else:
         rec["verdicts"]["risk"] = NOT_ASSESSED_RISK
     return jsonable(rec)
+
+
+def _synthesis_record(spec) -> dict[str, Any]:
+    """Return how the released implicates were drawn (``[synthesis] predictive``)."""
+    if spec.synthesis.predictive == "cross_fit":
+        return {"predictive": "cross_fit", "restricted_fit": False,
+                "leave_out_unit": spec.loo_unit,  # [risk] loo_unit, as for the LOO baseline
+                "released": "every record drawn from the unrestricted fit's cross-fitted "
+                            "predictive: y_i given every response outside its leave-out unit, "
+                            "at the implicate's posterior draw, one record at a time; no "
+                            "restricted model is fitted ('restricted' figures and fits are "
+                            "the released, cross-fitted implicates of the unrestricted fit)"}
+    return {"predictive": "posterior", "restricted_fit": True, "leave_out_unit": None,
+            "released": "the restricted (differentially smoothed) fit's posterior predictive"}
 
 
 def _at_risk_rule_text(spec) -> str:

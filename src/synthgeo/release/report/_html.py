@@ -146,7 +146,7 @@ def img(uri: str, *, alt: str, id: str, caption: str = "") -> Markup:  # noqa: A
 
 def page(*, title: str, sections: list[Section], skipped: list[str], source: object,
          n_records: int, n_implicates: int, failed: list[str],
-         verdict_failed: list[str] = ()) -> str:
+         verdict_failed: list[str] = (), cross_fit: bool = False) -> str:
     """Return the whole document: confidential first line, banner, contents, sections.
 
     Parameters
@@ -165,6 +165,9 @@ def page(*, title: str, sections: list[Section], skipped: list[str], source: obj
         Fits that did not converge: the page then says it is a preview only.
     verdict_failed : list of str, default=()
         The verdicts that are FAIL ("location", "risk"): the heading says so, in words.
+    cross_fit : bool, default=False
+        ``[synthesis] predictive = "cross_fit"``: the page says that no restricted model was
+        fitted and that "restricted" means the released, cross-fitted implicates.
 
     Returns
     -------
@@ -173,4 +176,4 @@ def page(*, title: str, sections: list[Section], skipped: list[str], source: obj
     return str(render("page.html.j2", confidential_line=Markup(CONFIDENTIAL_LINE), title=title,
                       sections=sections, skipped=skipped, source=source, n_records=n_records,
                       n_implicates=n_implicates, failed=failed,
-                      verdict_failed=list(verdict_failed)))
+                      verdict_failed=list(verdict_failed), cross_fit=cross_fit))

@@ -85,4 +85,5 @@ def render_report(result, *, progressbar: bool = False) -> str:
     return page(title=title, sections=sections, skipped=skipped,
                 source=spec.source, n_records=result.data.n_records,
                 n_implicates=spec.synthesis.n_implicates, failed=failed,
-                verdict_failed=verdict_failed)
+                verdict_failed=verdict_failed,
+                cross_fit=spec.synthesis.predictive == "cross_fit")

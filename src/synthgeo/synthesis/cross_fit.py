@@ -1,0 +1,159 @@
+r"""Synthesis from the cross-fitted posterior predictive: every record drawn without its block.
+
+``[synthesis] predictive = "cross_fit"`` (docs/risk-and-utility.md, "Cross-fitted synthesis").
+For implicate ℓ with posterior draw θ_ℓ = (β, σ², φ, τ²) of the *unrestricted* fit, record i's
+synthetic value is drawn from the predictive of y_i given every response outside its leave-out
+block B(i) (record i with every record at its site, and of its subject when ``[data] subject``
+is given; :func:`synthgeo.risk.loo.loo_blocks`):
+
+.. math::
+
+    y^{\dagger(\ell)}_i \sim N\bigl(x_i\beta_\ell + m_i,\; \sigma^2_\ell v_i\bigr),\qquad
+    m_B = r_B - Q_{BB}^{-1}[Q r]_B,\quad v_i = (Q_{BB}^{-1})_{ii},
+
+with r = y − Xβ_ℓ and Q = (R(φ_ℓ) + (τ²_ℓ/σ²_ℓ) I)⁻¹ over records: the conditional of a
+Gaussian vector given the rest, read off its precision matrix (Rue & Held 2005, *Gaussian
+Markov Random Fields: Theory and Applications*, Chapman & Hall/CRC, Ch. 2, Thm 2.5), which is
+the leave-out cross-validation predictive of a GP (Sundararajan & Keerthi 2001, *Predictive
+approaches for choosing hyperparameters in Gaussian processes*, Neural Computation 13(5),
+doi:10.1162/08997660151134343; Rasmussen & Williams 2006, *Gaussian Processes for Machine
+Learning*, Sect. 5.4.2, eq. 5.12). Q is the engine's own: the dense Cholesky inverse for the
+exact GP, the NNGP's sparse (I − B)ᵀF⁻¹(I − B) otherwise — exact for the model each engine
+fits. The predictive is computed in one place, :func:`synthgeo.risk.loo.baseline_loo` (the
+leave-one-out baseline the risk stage scores against, at the same posterior draws); this module
+draws the implicates from it.
+
+**Marginal, not joint, within a block.** Each record is drawn from its own marginal
+N(mean_i, σ² v_i); co-sited records (a block of several) get *independent* draws, although
+their joint conditional has covariance σ² Q_BB⁻¹. The released values of one site therefore
+lose the within-site correlation of the spatial effect they share (given θ_ℓ their covariance
+is 0 instead of the off-diagonal of σ² Q_BB⁻¹, nearly the effect's conditional variance for
+records at one point); the between-site structure, carried by the means (each the kriging of
+the *other* sites' responses), is kept. A joint draw would restore it, but a record's
+value would then shift with its co-sited records' draws; the per-record marginal is what the
+risk of a record is scored under.
+
+**No refit, no neighbour effect.** Nothing is refitted: the posterior draws are the
+unrestricted fit's, so treating one record moves no other record's predictive except through
+its own value being left out of *its own* draw. Every record is cross-fitted, so nothing is
+selected and treatment cannot be told from the files by which records were chosen.
+
+**Risk by construction, in-sample.** The release's Rao-Blackwellised risk (under ``y_mean``,
+``y_sd``) *is* the leave-one-out baseline's at the same draws, so its attributable risk against
+that baseline is 0 for every record by construction. That is an in-sample statement: the
+mechanism is judged on the draws that define it, so it cannot fail that check. Judging it must
+use fresh draws (issue 24, item 3); the leak that remains is the posterior draw θ_ℓ itself,
+which was fitted with y_i (β, σ², φ, τ² carry a little of every record).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from synthgeo.inference.result import GPFit
+from synthgeo.synthesis.implicates import implicate_draw_index, implicate_seeds
+
+__all__ = ["PREDICTIVES", "implicate_sources", "draw_cross_fitted"]
+
+#: ``[synthesis] predictive``: the posterior predictive of the released (restricted) fit, or
+#: the unrestricted fit's cross-fitted (leave-block-out) predictive.
+PREDICTIVES = ("posterior", "cross_fit")
+
+
+def implicate_sources(fit: GPFit, n_implicates: int) -> xr.Dataset:
+    """Return the posterior draws the implicates of ``fit`` come from, as an empty Dataset.
+
+    The same draws as :func:`synthgeo.synthesis.implicates.draw_implicates` (evenly spread over
+    chains and draws, :func:`~synthgeo.synthesis.implicates.implicate_draw_index`), without
+    drawing anything: coordinates ``source_chain`` and ``source_draw`` on ``implicate``.
+
+    Parameters
+    ----------
+    fit : GPFit
+    n_implicates : int
+        L.
+
+    Returns
+    -------
+    xarray.Dataset
+
+    Examples
+    --------
+    >>> from synthgeo.testing import fake_fit
+    >>> implicate_sources(fake_fit(), 4)["source_draw"].size
+    4
+    """
+    post = fit.posterior
+    n_draw = post.sizes["draw"]
+    flat = implicate_draw_index(post.sizes["chain"], n_draw, n_implicates)
+    ci, di = np.divmod(flat, n_draw)
+    return xr.Dataset(coords={"implicate": np.arange(1, flat.size + 1),
+                              "source_chain": ("implicate", post["chain"].values[ci]),
+                              "source_draw": ("implicate", post["draw"].values[di])})
+
+
+def draw_cross_fitted(
+    mean: np.ndarray, sd: np.ndarray, *, sources: xr.Dataset,
+    random_seed: int | np.random.SeedSequence | np.random.Generator | None,
+    record_id: np.ndarray | None = None,
+) -> xr.Dataset:
+    """Draw L implicates from the cross-fitted predictive N(mean, sd²), record by record.
+
+    Parameters
+    ----------
+    mean, sd : ndarray of shape (L, n_records)
+        The leave-block-out predictive of each record at each implicate's posterior draw,
+        model scale (:func:`synthgeo.risk.loo.baseline_loo` at ``sources``' draws).
+    sources : xarray.Dataset
+        :func:`implicate_sources`: ``source_chain``/``source_draw`` of each implicate.
+    random_seed : int, SeedSequence, Generator or None
+        Root of the per-implicate seeds (:func:`~synthgeo.synthesis.implicates.
+        implicate_seeds`): implicate ℓ is mean_ℓ + sd_ℓ z_ℓ with z_ℓ standard normal from
+        ``default_rng(seeds[ℓ])`` (one draw per record, marginally; module docstring), so the
+        same seed gives the same values.
+    record_id : ndarray of shape (n_records,), optional
+        Values of the ``record`` coordinate.
+
+    Returns
+    -------
+    xarray.Dataset
+        As :func:`~synthgeo.synthesis.implicates.draw_implicates`: ``y_synthetic``, ``y_mean``,
+        ``y_sd`` (implicate, record; ``y_mean``/``y_sd`` confidential) and the source
+        coordinates; ``attrs["predictive"] = "cross_fit"``.
+
+    Raises
+    ------
+    ValueError
+        If ``mean`` and ``sd`` differ in shape, do not have one row per implicate of
+        ``sources``, or ``sd`` is not positive and finite.
+
+    Examples
+    --------
+    >>> from synthgeo.testing import fake_fit
+    >>> src = implicate_sources(fake_fit(), 3)
+    >>> ds = draw_cross_fitted(np.zeros((3, 2)), np.ones((3, 2)), sources=src, random_seed=1)
+    >>> ds["y_synthetic"].shape, ds.attrs["predictive"]
+    ((3, 2), 'cross_fit')
+    """
+    mean, sd = np.asarray(mean, float), np.asarray(sd, float)
+    L = sources.sizes["implicate"]
+    if mean.shape != sd.shape or mean.ndim != 2 or mean.shape[0] != L:
+        raise ValueError(f"`mean` and `sd` must both have shape ({L}, n_records), one row per "
+                         f"implicate; got {mean.shape} and {sd.shape}")
+    if not np.all(np.isfinite(sd) & (sd > 0)):
+        raise ValueError("`sd` of the cross-fitted predictive must be positive and finite")
+    y = np.empty_like(mean)
+    for ell, seed in enumerate(implicate_seeds(random_seed, L)):
+        y[ell] = mean[ell] + sd[ell] * np.random.default_rng(seed).standard_normal(mean.shape[1])
+    n = mean.shape[1]
+    return xr.Dataset(
+        {"y_synthetic": (("implicate", "record"), y),
+         "y_mean": (("implicate", "record"), mean),
+         "y_sd": (("implicate", "record"), sd)},
+        coords={"implicate": sources["implicate"].values,
+                "record": np.arange(n) if record_id is None else np.asarray(record_id),
+                "source_chain": ("implicate", sources["source_chain"].values),
+                "source_draw": ("implicate", sources["source_draw"].values)},
+        attrs={"predictive": "cross_fit"},
+    )

@@ -1,0 +1,179 @@
+"""Cross-fitted synthesis, ``[synthesis] predictive = "cross_fit"`` (issue 25, item 1)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+
+import synthgeo as sg
+from synthgeo._errors import SpecError
+from synthgeo.config import bundled_spec_path, load_spec
+from synthgeo.config.model import SynthesisConfig
+from synthgeo.pipeline.risk_stage import loo_predictive
+from synthgeo.pipeline.run import run_release
+from synthgeo.risk.loo import baseline_loo, exact_precision, loo_blocks
+from synthgeo.synthesis.cross_fit import draw_cross_fitted, implicate_sources
+from synthgeo.synthesis.implicates import implicate_seeds
+from synthgeo.testing import fake_fit
+
+
+def _light(spec, **synthesis):
+    return (spec.replace("sampling", draws=300, on_convergence_failure="warn")
+            .replace("synthesis", n_implicates=20, **synthesis))
+
+
+@pytest.fixture(scope="module")
+def cross_release():
+    spec = _light(load_spec(bundled_spec_path()), predictive="cross_fit")
+    with pytest.warns(UserWarning):
+        return sg.run(spec)  # the Release of synthgeo run, not yet written
+
+
+def test_cross_fitted_predictive_is_the_brute_force_conditional(small_gp):
+    """(a) Exact GP: mean and sd of each record given every record outside its site, at each
+    implicate's draw, equal numpy's conditional from the full covariance (1e-8).
+    """
+    coords, X, y = small_gp["coords_m"], small_gp["X"], small_gp["y"]
+    site = small_gp["sites"].site_index
+    assert site[0] == site[1]  # a block of two records
+    beta = np.array([[1.0, 0.5], [0.8, 0.6], [1.2, 0.4]])
+    sigma2, phi, nugget = np.array([4.0, 2.5, 5.0]), np.array([12.7e-3, 5e-3, 2e-2]), \
+        np.array([0.0625, 0.2, 0.01])
+    blocks = loo_blocks(site)
+    loo = baseline_loo(y, X, beta=beta, sigma2=sigma2, phi=phi, alpha=nugget / sigma2,
+                       precision_of=exact_precision(coords), blocks=blocks)
+    sources = implicate_sources(fake_fit(n_draw=30), 3)
+    ds = draw_cross_fitted(loo.mean, loo.sd, sources=sources, random_seed=7)
+    D = cdist(coords, coords)
+    for ell in range(3):
+        K = sigma2[ell] * np.exp(-phi[ell] * D) + nugget[ell] * np.eye(len(y))
+        mu = X @ beta[ell]
+        for i in range(len(y)):
+            rest = blocks != blocks[i]
+            w = np.linalg.solve(K[np.ix_(rest, rest)], K[rest, i])
+            mean = mu[i] + w @ (y - mu)[rest]
+            var = K[i, i] - K[i, rest] @ w
+            assert ds["y_mean"].values[ell, i] == pytest.approx(mean, abs=1e-8)
+            assert ds["y_sd"].values[ell, i] == pytest.approx(np.sqrt(var), abs=1e-8)
+        z = np.random.default_rng(implicate_seeds(7, 3)[ell]).standard_normal(len(y))
+        np.testing.assert_allclose(ds["y_synthetic"].values[ell],
+                                   ds["y_mean"].values[ell] + ds["y_sd"].values[ell] * z,
+                                   rtol=0, atol=1e-12)
+    # the co-sited pair is left out together: neither sees the other's value
+    y2 = y.copy()
+    y2[1] += 10.0
+    moved = baseline_loo(y2, X, beta=beta, sigma2=sigma2, phi=phi, alpha=nugget / sigma2,
+                         precision_of=exact_precision(coords), blocks=blocks)
+    np.testing.assert_allclose(moved.mean[:, 0], loo.mean[:, 0], rtol=0, atol=1e-9)
+
+
+def test_draw_cross_fitted_refuses_bad_shapes():
+    """One row per implicate, positive sd."""
+    sources = implicate_sources(fake_fit(), 3)
+    with pytest.raises(ValueError, match="one row per implicate"):
+        draw_cross_fitted(np.zeros((2, 4)), np.ones((2, 4)), sources=sources, random_seed=1)
+    with pytest.raises(ValueError, match="positive and finite"):
+        draw_cross_fitted(np.zeros((3, 4)), np.zeros((3, 4)), sources=sources, random_seed=1)
+
+
+def test_release_risk_equals_the_loo_baseline_at_the_same_draws(cross_release):
+    """(b) In-sample, by construction: the release's RB risk is the LOO baseline's."""
+    res = cross_release.result
+    assert res.fits["restricted"] is res.fits["unrestricted"]  # no restricted refit
+    ds = res.implicates["restricted"]
+    assert ds.attrs["predictive"] == "cross_fit"
+    np.testing.assert_array_equal(ds["source_draw"].values,
+                                  res.implicates["unrestricted"]["source_draw"].values)
+    loo = loo_predictive(res.spec, res.data, res.fits["unrestricted"],
+                         res.implicates["unrestricted"])
+    np.testing.assert_array_equal(ds["y_mean"].values, loo.mean)
+    np.testing.assert_array_equal(ds["y_sd"].values, loo.sd)
+    rr = res.risk_scores.records["restricted"].per_record
+    for key in rr["measure"].values:
+        rel, base = rr["release"].sel(measure=key).values, rr["loo"].sel(measure=key).values
+        np.testing.assert_array_equal(rel, base)
+        assert np.all(rel - base <= 0)
+        # the unrestricted (posterior predictive) model does carry risk above it
+        ur = res.risk_scores.records["unrestricted"].per_record
+        assert (ur["release"].sel(measure=key).values - base).max() > 0.01
+
+
+def test_same_seed_same_bytes(cross_release):
+    """(c) Same seed, same values; another seed, other values."""
+    res = cross_release.result
+    spec = res.spec
+    with pytest.warns(UserWarning):
+        again = run_release(spec)
+    a = res.implicates["restricted"]["y_synthetic"].values
+    assert a.tobytes() == again.implicates["restricted"]["y_synthetic"].values.tobytes()
+    sources = implicate_sources(res.fits["unrestricted"], 20)
+    ds = res.implicates["restricted"]
+    other = draw_cross_fitted(ds["y_mean"].values, ds["y_sd"].values, sources=sources,
+                              random_seed=spec.sampling.seed + 1)
+    assert not np.array_equal(other["y_synthetic"].values, a)
+
+
+@pytest.mark.slow
+def test_bundled_spec_with_cross_fit_end_to_end(cross_release, tmp_path):
+    """(d) The release is written: release.json says how, and validates; the report says so."""
+    out = cross_release.write(tmp_path / "cf")
+    rec = json.loads((out / "release.json").read_text())
+    assert rec["spec"]["synthesis"]["predictive"] == "cross_fit"
+    assert rec["synthesis"]["predictive"] == "cross_fit"
+    assert rec["synthesis"]["restricted_fit"] is False
+    assert rec["synthesis"]["leave_out_unit"] == "site"
+    html = (out / "report.html").read_text()
+    assert "cross-fit-note" in html and "no restricted model is fitted" in html
+    assert (out / "release" / "implicates.parquet").is_file()
+
+
+def test_spec_key_validated_and_exclusive():
+    """An unknown value is refused; so are the restricted fit's keys beside cross_fit."""
+    spec = load_spec(bundled_spec_path())
+    assert spec.synthesis.predictive == "posterior"
+    with pytest.raises(SpecError, match=r"\[synthesis\] predictive"):
+        SynthesisConfig(predictive="loo")
+    for section, key, value in (("model", "gamma", 1.0), ("model", "at_risk_effect", "kriged"),
+                                ("model", "at_risk_weight", "continuous")):
+        base = spec.replace("model", gamma=1.0) if key == "at_risk_weight" else spec
+        with pytest.raises(SpecError, match=rf"{key}.*cross_fit"):
+            base.replace(section, **{key: value}).replace("synthesis", predictive="cross_fit")
+    ok = spec.replace("synthesis", predictive="cross_fit")
+    assert ok.synthesis.predictive == "cross_fit"
+
+
+def test_reachable_from_synthesize():
+    """``sg.synthesize(..., synthesis=SynthesisConfig(predictive="cross_fit"))`` in memory."""
+    import geopandas
+
+    from synthgeo.testing import simulate_gp
+
+    sim = simulate_gp(60, extent_m=4000.0, phi_per_m=3e-3, random_seed=7)
+    lon = -121.45 + sim["coords_m"][:, 0] / 87_000.0
+    lat = 38.55 + sim["coords_m"][:, 1] / 111_000.0
+    pts = geopandas.GeoDataFrame({"log_price": 12.0 + sim["y"], "sqft": sim["X"][:, 1]},
+                                 geometry=geopandas.points_from_xy(lon, lat), crs="EPSG:4326")
+    rel = sg.synthesize(pts, response="log_price", covariates=["sqft"], implicates=6, seed=3,
+                        sampling=sg.SamplingConfig(sampler="grid", draws=200),
+                        synthesis=SynthesisConfig(predictive="cross_fit"))
+    assert rel.spec.synthesis.predictive == "cross_fit"
+    assert rel.result.implicates["restricted"].attrs["predictive"] == "cross_fit"
+    assert rel.result.fits["restricted"] is rel.result.fits["unrestricted"]
+
+
+def test_refused_with_several_responses(tmp_path):
+    """Several responses are not covered yet: refused when the spec is read."""
+    text = (bundled_spec_path().read_text()
+            .replace('response = "log_price"        # log-dollars', "")
+            .replace('back_transform = "exp"        # dollars, for risk', "")
+            .replace("[model]", '[[data.responses]]\nname = "log_price"\n\n'
+                     '[[data.responses]]\nname = "sqft_living"\n\n[model]')
+            .replace('covariates = ["sqft_living"]', "covariates = []")
+            .replace("n_implicates = 100", 'n_implicates = 100\npredictive = "cross_fit"'))
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    with pytest.raises(SpecError, match="cross_fit.*data.responses"):
+        load_spec(path)
