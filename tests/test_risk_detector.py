@@ -16,8 +16,14 @@ import numpy as np
 import pytest
 
 from synthgeo.risk.detector import (
-    DETECTOR_SCHEMA, FEATURES, auc_mann_whitney, cross_fitted_scores, cross_validated_auc,
-    delong_auc, detect_protected, detector_features,
+    DETECTOR_SCHEMA,
+    FEATURES,
+    auc_mann_whitney,
+    cross_fitted_scores,
+    cross_validated_auc,
+    delong_auc,
+    detect_protected,
+    detector_features,
 )
 
 
@@ -166,7 +172,7 @@ def test_auc_refuses_one_class():
         delong_auc([1.0, 2.0, 3.0], [True, False, False])
 
 
-# --- cross-fitting, refusals, the result -----------------------------------------------------------
+# --- cross-fitting, refusals, the result ------------------------------------------------------
 
 def test_cross_fitting_is_seeded_stratified_and_out_of_fold():
     rng = np.random.default_rng(8)

@@ -42,8 +42,8 @@ from scipy.spatial import cKDTree
 from synthgeo._repr import confidential_repr
 
 __all__ = ["FEATURES", "DetectorResult", "detector_features", "auc_mann_whitney",
-           "delong_auc", "cross_validated_auc", "cross_fitted_scores", "detect_protected", "DETECTOR_SCHEMA",
-           "MIN_PROTECTED", "MIN_PROTECTED_HARD"]
+           "delong_auc", "cross_validated_auc", "cross_fitted_scores", "detect_protected",
+           "DETECTOR_SCHEMA", "MIN_PROTECTED", "MIN_PROTECTED_HARD"]
 
 #: Protected records below which the AUC is reported but flagged "too few protected records
 #: to judge" (issue 25: the test uses ≥ 100 for the AUC to mean something; at 100 protected
@@ -102,7 +102,8 @@ DETECTOR_SCHEMA: dict = {
     "description": (
         "Can a protected record be told apart from the release? AUC of a cross-fitted "
         "logistic detector on release-visible features (synthgeo.risk.detector; "
-        "docs/risk-and-utility.md), fold-averaged, with a DeLong-based confidence interval. Counts and settings only."),
+        "docs/risk-and-utility.md), fold-averaged, with a DeLong-based confidence interval. "
+        "Counts and settings only."),
     "properties": {
         "auc": {"type": "number", "minimum": 0, "maximum": 1},
         "ci": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
@@ -142,7 +143,7 @@ _CI_METHOD = ("fold-averaged AUC (LeDell et al. 2015); se = max(DeLong (1988) se
 
 
 def _neighbours(coords_m: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Indices and distances (n, k) of the k nearest *other* records (ties at 0 included)."""
+    """Return indices and distances (n, k) of the k nearest *other* records (ties at 0 too)."""
     n = coords_m.shape[0]
     dist, idx = cKDTree(coords_m).query(coords_m, k=k + 1)
     self_hit = idx == np.arange(n)[:, None]
@@ -193,10 +194,12 @@ def _mode(r: np.ndarray, bw: float) -> float:
 
 def _modal_plane_residual(m: np.ndarray, Xc: np.ndarray, r: np.ndarray, h: float
                           ) -> np.ndarray:
-    """m − X β̃, β̃ the modal linear regression of m on X (Yao & Li 2014, Scand. J. Statist.
-    41(3), 656–671): Gaussian-weighted least squares around the densest residual, with the
-    bandwidth annealed 8h → 4h → 2h → h → h (a wide start finds the densest plane, the narrow
-    end fits it)."""
+    """Return m − X β̃, β̃ the modal linear regression of m on X.
+
+    Modal linear regression (Yao & Li 2014, Scand. J. Statist. 41(3), 656–671): Gaussian-
+    weighted least squares around the densest residual, with the bandwidth annealed
+    8h → 4h → 2h → h → h (a wide start finds the densest plane, the narrow end fits it).
+    """
     beta = np.linalg.lstsq(Xc, m, rcond=None)[0]
     res = r
     for bw in (8 * h, 4 * h, 2 * h, h, h):
@@ -599,6 +602,7 @@ class DetectorResult:
     penalised_folds: int = 0
 
     def __repr__(self) -> str:
+        """Show counts and the AUC only (no label, no score)."""
         return confidential_repr(self, n_protected=self.n_protected, n_other=self.n_other,
                                  auc=round(self.auc, 3),
                                  ci=(round(self.ci[0], 3), round(self.ci[1], 3)))
@@ -609,7 +613,7 @@ class DetectorResult:
         return self.ci[1]
 
     def to_dict(self) -> dict:
-        """The ``detector`` block of release.json (schema: :data:`DETECTOR_SCHEMA`)."""
+        """Return the ``detector`` block of release.json (schema: :data:`DETECTOR_SCHEMA`)."""
         return {
             "auc": self.auc, "ci": [self.ci[0], self.ci[1]], "level": self.level,
             "se": self.se, "se_delong": self.se_delong, "null_sd": self.null_sd,
@@ -690,6 +694,9 @@ def detect_protected(implicates: np.ndarray, X: np.ndarray, coords_m: np.ndarray
     >>> res.auc > 0.95, res.judged
     (True, False)
     """
+    if n_permutations < 0 or min_protected < 1:
+        raise ValueError(f"`n_permutations` must be >= 0 and `min_protected` >= 1, got "
+                         f"{n_permutations!r} and {min_protected!r}")
     feats = detector_features(implicates, X, coords_m, k=k)
     names = tuple(FEATURES) if features is None else tuple(features)
     unknown = sorted(set(names) - set(FEATURES))
@@ -709,7 +716,7 @@ def detect_protected(implicates: np.ndarray, X: np.ndarray, coords_m: np.ndarray
     auc, se_delong, _ = cross_validated_auc(scores, y, fold, level=level)
     null_sd = p_value = None
     if n_permutations > 0:
-        rng = np.random.default_rng([0 if seed is None else int(seed), 1])
+        rng = np.random.default_rng(None if seed is None else [int(seed), 1])
         null = np.empty(n_permutations)
         for b in range(n_permutations):
             y_b = rng.permutation(y)
@@ -722,7 +729,8 @@ def detect_protected(implicates: np.ndarray, X: np.ndarray, coords_m: np.ndarray
     judged = n1 >= min_protected
     return DetectorResult(
         auc=auc, se=se, ci=ci, level=level, se_delong=se_delong, null_sd=null_sd,
-        p_value=p_value, n_permutations=int(n_permutations), n_protected=n1, n_other=n0, judged=judged,
+        p_value=p_value, n_permutations=int(n_permutations), n_protected=n1, n_other=n0,
+        judged=judged,
         note=None if judged else (f"too few protected records to judge ({n1} < "
                                   f"{min_protected}): the interval is wide"),
         min_protected=int(min_protected), features=names,
