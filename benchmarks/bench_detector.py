@@ -66,7 +66,7 @@ def _restricted(spec, data, fit, fu, flag, seed):
 
 
 def _cross_fit(spec, data, fu, ds_u, records, seed):
-    """The unrestricted release with ``records`` drawn from their leave-out predictive."""
+    """Return the unrestricted release with ``records`` drawn from their leave-out predictive."""
     try:
         from synthgeo.synthesis.cross_fit import draw_cross_fitted, implicate_sources
     except ImportError:
