@@ -24,6 +24,7 @@ from synthgeo.risk.detector import (
     delong_auc,
     detect_protected,
     detector_features,
+    release_block,
 )
 
 
@@ -229,6 +230,12 @@ def test_result_repr_and_release_block_hold_no_record_level_value():
     assert "confidential contents not shown" in text
     block = res.to_dict()
     jsonschema.validate(block, DETECTOR_SCHEMA)
+    assert release_block(res) == block
+    jsonschema.validate(release_block(None, reason="no record at risk"), DETECTOR_SCHEMA)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**block, "per_record": [0.1]}, DETECTOR_SCHEMA)
+    with pytest.raises(ValueError, match="reason"):
+        release_block(None)
     assert block["features"] == list(FEATURES) and block["seed"] == 4
     assert block["folds"] == 5 and block["n_permutations"] == 10
     assert block["se"] == max(block["se_delong"], block["null_sd"])

@@ -43,7 +43,7 @@ from synthgeo._repr import confidential_repr
 
 __all__ = ["FEATURES", "DetectorResult", "detector_features", "auc_mann_whitney",
            "delong_auc", "cross_validated_auc", "cross_fitted_scores", "detect_protected",
-           "DETECTOR_SCHEMA", "MIN_PROTECTED", "MIN_PROTECTED_HARD"]
+           "DETECTOR_SCHEMA", "MIN_PROTECTED", "MIN_PROTECTED_HARD", "release_block"]
 
 #: Protected records below which the AUC is reported but flagged "too few protected records
 #: to judge" (issue 25: the test uses ≥ 100 for the AUC to mean something; at 100 protected
@@ -96,8 +96,8 @@ FEATURES: dict[str, tuple[str, str]] = {
         "released locations"),
 }
 
-#: The JSON Schema fragment of :meth:`DetectorResult.to_dict` (release.json, ``detector``).
-DETECTOR_SCHEMA: dict = {
+#: The JSON Schema of :meth:`DetectorResult.to_dict`.
+_RESULT_SCHEMA: dict = {
     "type": "object",
     "description": (
         "Can a protected record be told apart from the release? AUC of a cross-fitted "
@@ -127,10 +127,22 @@ DETECTOR_SCHEMA: dict = {
         "n_implicates": {"type": "integer", "minimum": 3},
         "seed": {"type": ["integer", "null"]},
         "penalised_folds": {"type": "integer", "minimum": 0},
+        "applicable": {"const": True},
     },
     "required": ["auc", "ci", "level", "n_protected", "n_other", "judged", "features",
                  "classifier", "folds", "seed"],
     "additionalProperties": False,
+}
+
+#: The JSON Schema fragment of release.json's ``detector`` block (:func:`release_block`): the
+#: detector's result, or why it did not run (no selective treatment: nothing to detect).
+DETECTOR_SCHEMA: dict = {
+    "oneOf": [
+        _RESULT_SCHEMA,
+        {"type": "object",
+         "properties": {"applicable": {"const": False}, "reason": {"type": "string"}},
+         "required": ["applicable", "reason"], "additionalProperties": False},
+    ],
 }
 
 _CLASSIFIER = ("statsmodels Logit (maximum likelihood; L1-penalised, alpha = 1, where the "
@@ -213,7 +225,7 @@ def _modal_plane_residual(m: np.ndarray, Xc: np.ndarray, r: np.ndarray, h: float
 
 
 def detector_features(implicates: np.ndarray, X: np.ndarray, coords_m: np.ndarray, *,
-                      k: int = 8) -> dict[str, np.ndarray]:
+                      k: int = 15) -> dict[str, np.ndarray]:
     """Release-visible features of each record (:data:`FEATURES` gives formulas and reasons).
 
     Parameters
@@ -225,7 +237,7 @@ def detector_features(implicates: np.ndarray, X: np.ndarray, coords_m: np.ndarra
         The released covariates (an intercept column is added unless one is there).
     coords_m : array-like of shape (n_records, 2)
         The released locations, metres (a projected CRS).
-    k : int, default=8
+    k : int, default=15
         Neighbours N(i): the k nearest other records (co-located records count, at 0 m).
 
     Returns
@@ -596,7 +608,7 @@ class DetectorResult:
     features: tuple[str, ...]
     coefficients: dict[str, float] = field(default_factory=dict)
     folds: int = 5
-    k_neighbours: int = 8
+    k_neighbours: int = 15
     n_implicates: int = 0
     seed: int | None = 0
     penalised_folds: int = 0
@@ -615,7 +627,8 @@ class DetectorResult:
     def to_dict(self) -> dict:
         """Return the ``detector`` block of release.json (schema: :data:`DETECTOR_SCHEMA`)."""
         return {
-            "auc": self.auc, "ci": [self.ci[0], self.ci[1]], "level": self.level,
+            "applicable": True, "auc": self.auc, "ci": [self.ci[0], self.ci[1]],
+            "level": self.level,
             "se": self.se, "se_delong": self.se_delong, "null_sd": self.null_sd,
             "p_value": self.p_value, "n_permutations": self.n_permutations,
             "ci_method": _CI_METHOD,
@@ -629,7 +642,7 @@ class DetectorResult:
 
 
 def detect_protected(implicates: np.ndarray, X: np.ndarray, coords_m: np.ndarray,
-                     protected: np.ndarray, *, k: int = 8, folds: int = 5,
+                     protected: np.ndarray, *, k: int = 15, folds: int = 5,
                      seed: int | None = 0, features: tuple[str, ...] | None = None,
                      level: float = 0.95, min_protected: int = MIN_PROTECTED,
                      n_permutations: int = 100) -> DetectorResult:
@@ -650,8 +663,10 @@ def detect_protected(implicates: np.ndarray, X: np.ndarray, coords_m: np.ndarray
     protected : array-like
         Boolean mask (n_records,) or indices of the records the mechanism treated
         (confidential: used to score the detector, never stored).
-    k : int, default=8
-        Neighbours of each record.
+    k : int, default=15
+        Neighbours of each record (15: the best of 4, 8, 15 and 25 for the γ = ∞ control on
+        the Sacramento file; more neighbours average the neighbours' own noise away in the
+        correlation and centring features).
     folds : int, default=5
         K of the stratified cross-fitting.
     seed : int or None, default=0
@@ -737,3 +752,36 @@ def detect_protected(implicates: np.ndarray, X: np.ndarray, coords_m: np.ndarray
         coefficients={nm: float(c) for nm, c in zip(names, coefs)}, folds=folds,
         k_neighbours=k, n_implicates=int(np.shape(implicates)[0]),
         seed=None if seed is None else int(seed), penalised_folds=penalised)
+
+
+def release_block(result: DetectorResult | None, *, reason: str | None = None) -> dict:
+    """Return release.json's ``detector`` block (schema: :data:`DETECTOR_SCHEMA`).
+
+    Parameters
+    ----------
+    result : DetectorResult or None
+        The detector's result; None where it did not run.
+    reason : str, optional
+        Why it did not run (required with ``result = None``), e.g. "every record is
+        cross-fitted: no selective treatment to detect" or "no record at risk".
+
+    Returns
+    -------
+    dict
+
+    Raises
+    ------
+    ValueError
+        For ``result = None`` without a reason.
+
+    Examples
+    --------
+    >>> release_block(None, reason="no record at risk")
+    {'applicable': False, 'reason': 'no record at risk'}
+    """
+    if result is not None:
+        return result.to_dict()
+    if not reason:
+        raise ValueError("`reason` is required when the detector did not run (result=None): "
+                         "say why there is nothing to detect")
+    return {"applicable": False, "reason": str(reason)}
