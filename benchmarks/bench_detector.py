@@ -13,6 +13,10 @@ with its interval; docs/risk-and-utility.md, "Can a protected record be told apa
   isolation feature (treatment vs selection);
 - ``negative (random labels)``: as many records labelled at random (seed 2026) in the
   unrestricted release: the interval should cover 0.5;
+- ``null calibration``: ``--null-labellings`` further random labellings (seeds 3000, 3001, ...)
+  of the unrestricted release, each with 20 permutations: the mean and SD of the AUC, the mean
+  DeLong SE, and how often the DeLong-only interval and the reported one (SE = max(DeLong,
+  permutation SD)) cover 0.5;
 - ``cross-fit (random sites)``: the records of the random sites drawn from their
   leave-site-out predictive (:mod:`synthgeo.synthesis.cross_fit`), the rest from the
   unrestricted posterior predictive — only where that module has landed (the crossfit
@@ -22,7 +26,7 @@ Prints AUC, interval, permutation SD and p-value per case; writes a record via
 benchmarks/_record.py. Usage::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/bench_detector.py [--spec models/sacramento_all.toml]
-        [--n-protected 120] [--permutations 100]
+        [--n-protected 120] [--permutations 100] [--null-labellings 40]
 """
 
 from __future__ import annotations
@@ -87,6 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--spec", default=str(ROOT / "models" / "sacramento_all.toml"))
     ap.add_argument("--n-protected", type=int, default=120, help="protected sites")
     ap.add_argument("--permutations", type=int, default=100)
+    ap.add_argument("--null-labellings", type=int, default=40)
     args = ap.parse_args(argv)
     rec = Record.start("bench_detector", Path(args.spec).stem, argv)
 
@@ -155,7 +160,36 @@ def main(argv: list[str] | None = None) -> None:
         detail["cases"][key] = {**res.to_dict(), "seconds": secs}
         rec.figure(f"auc_{key}", round(res.auc, 4), "AUC")
         rec.figure(f"auc_upper_{key}", round(res.ci[1], 4), "AUC")
+    if args.null_labellings:
+        _null_calibration(ds_u["y_synthetic"].values, X_released, coords,
+                          int(lab_random.sum()), args.null_labellings, rec, detail)
     rec.finish(detail)
+
+
+def _null_calibration(Y, X, coords, n_labelled, n_labellings, rec, detail) -> None:
+    """Random labellings of the unrestricted release: the AUC's spread and the coverage of 0.5."""
+    t = time.perf_counter()
+    aucs, se_d, cover_d, cover = [], [], 0, 0
+    for i in range(n_labellings):
+        lab = np.zeros(Y.shape[1], bool)
+        lab[np.random.default_rng(3000 + i).choice(Y.shape[1], n_labelled, replace=False)] = True
+        res = detect_protected(Y, X, coords, lab, seed=SEED_DETECTOR, n_permutations=20)
+        aucs.append(res.auc)
+        se_d.append(res.se_delong)
+        cover_d += abs(res.auc - 0.5) <= 1.959964 * res.se_delong
+        cover += res.ci[0] <= 0.5 <= res.ci[1]
+    out = {"n_labellings": n_labellings, "mean_auc": float(np.mean(aucs)),
+           "sd_auc": float(np.std(aucs, ddof=1)), "mean_se_delong": float(np.mean(se_d)),
+           "coverage_delong": cover_d / n_labellings, "coverage_reported": cover / n_labellings}
+    print(f"null calibration, {n_labellings} random labellings of {n_labelled} records "
+          f"(20 permutations each): AUC mean {out['mean_auc']:.3f}, SD {out['sd_auc']:.3f}; "
+          f"mean DeLong SE {out['mean_se_delong']:.3f}; 0.5 covered by the DeLong interval "
+          f"{out['coverage_delong']:.0%}, by the reported one {out['coverage_reported']:.0%} "
+          f"[{time.perf_counter() - t:.0f} s]")
+    detail["null_calibration"] = out
+    for key in ("mean_auc", "sd_auc", "mean_se_delong", "coverage_delong",
+                "coverage_reported"):
+        rec.figure(f"null_{key}", round(out[key], 4), "AUC" if "cov" not in key else "share")
 
 
 if __name__ == "__main__":
