@@ -219,6 +219,8 @@ def test_few_protected_records_are_reported_but_not_judged():
         detect_protected(Y, X, xy, np.arange(60), features=("height",), n_permutations=0)
     with pytest.raises(ValueError, match="boolean mask"):
         detect_protected(Y, X, xy, np.ones(5, bool), n_permutations=0)
+    with pytest.raises(ValueError, match="0/1 integer mask"):
+        detect_protected(Y, X, xy, (np.arange(300) < 60).astype(int), n_permutations=0)
 
 
 def test_result_repr_and_release_block_hold_no_record_level_value():

@@ -310,6 +310,9 @@ def _labels(protected, n: int) -> np.ndarray:
                          f"got dtype {lab.dtype} and shape {lab.shape}")
     if lab.size and (lab.min() < 0 or lab.max() >= n):
         raise ValueError(f"`protected` indices must lie in 0 .. {n - 1}")
+    if np.unique(lab).size != lab.size:
+        raise ValueError("`protected` indices repeat (a 0/1 integer mask?): pass a boolean "
+                         "mask of shape (n_records,) or distinct record indices")
     mask = np.zeros(n, dtype=bool)
     mask[lab] = True
     return mask
@@ -426,9 +429,8 @@ def cross_validated_auc(scores: np.ndarray, labels: np.ndarray, fold: np.ndarray
     Laan 2015, Electron. J. Statist. 9, 1583–1607, doi:10.1214/15-EJS1035, in DeLong's
     placement-value form). Comparing scores *across* folds (one AUC of the pooled scores)
     would compare different models: under no signal, each fold's model leans away from its
-    held-out class means, and the pooled AUC falls below 0.5 (on the real Sacramento file,
-    0.42 with a 95 % interval that misses 0.5); within a fold, the held-out labels are
-    exchangeable given the model, so E[AUC_f] = 0.5 exactly under no signal.
+    held-out class means, which biases the pooled AUC below 0.5; within a fold the held-out
+    labels are exchangeable given the model, so E[AUC_f] = 0.5 exactly under no signal.
 
     Parameters
     ----------
@@ -682,9 +684,10 @@ def detect_protected(implicates: np.ndarray, X: np.ndarray, coords_m: np.ndarray
         B: label permutations (seeded) that give the AUC's spread under no signal and a
         permutation p-value. DeLong's variance treats the fitted classifier as fixed; near
         AUC = 0.5 the classifier's own fitting noise adds spread that it misses (on the real
-        Sacramento file, 40 random labellings: SD 0.034 against a DeLong SE of 0.027, 85 %
-        coverage), so the interval uses the larger of the two. Each permutation costs one
-        cross-fit (about 0.1 s at 1,000 records); 0 skips them (DeLong only).
+        Sacramento file, 40 random labellings of 121 records: SD 0.046 against a mean DeLong
+        SE of 0.028, 82 % coverage of 0.5; benchmarks/bench_detector.py), so the interval
+        uses the larger of the two. Each permutation costs one
+        cross-fit (about 0.01-0.05 s at 1,000 records); 0 skips them (DeLong only).
 
     Returns
     -------
