@@ -75,6 +75,10 @@ def test_centring_features_by_hand():
     r = m - Xc @ np.linalg.lstsq(Xc, m, rcond=None)[0]
     delta = 0.01 * r.std()
     np.testing.assert_allclose(f["log_covariate_distance"], np.log(np.abs(r) + delta))
+    # an intercept column given or not: the same fit (a zero column is no intercept)
+    g = detector_features(Y, np.column_stack([np.ones(n), X, np.zeros(n)]), _line(n), k=2)
+    for name in FEATURES:
+        np.testing.assert_allclose(g[name], f[name], atol=1e-10)
     # record 5's two nearest are 4 and 6 (10 m each)
     want = np.log(abs(r[5]) + delta) - np.log(abs(r[5] - (r[4] + r[6]) / 2) + delta)
     assert f["centring_ratio"][5] == pytest.approx(want)
@@ -307,3 +311,36 @@ def test_negative_control_random_labels_cover_one_half(controls):
     same = detect_protected(controls["unrestricted"], controls["X"], controls["coords"],
                             controls["protected"], seed=2025, n_permutations=20)
     assert same.ci[0] <= 0.5 <= same.ci[1], same
+
+
+@pytest.mark.slow
+def test_positive_control_on_the_real_sacramento_file():
+    """γ = ∞ at 120 random sites of models/sacramento_all.toml (932 real sales; the pipeline's
+    restricted_smoothing and fitter, 100 grid draws per chain): the detector catches it."""
+    from synthgeo.config import load_spec
+    from synthgeo.io.crs import coordinates_m
+    from synthgeo.model.at_risk import AtRiskResult
+    from synthgeo.pipeline.data import prepare_data
+    from synthgeo.pipeline.run import make_fitter, restricted_smoothing
+    from synthgeo.synthesis.implicates import draw_implicates
+
+    root = __import__("pathlib").Path(__file__).resolve().parents[1]
+    spec = load_spec(root / "models" / "sacramento_all.toml").replace(
+        "sampling", draws=100).replace("model", gamma="inf", at_risk_weight="binary")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        data = prepare_data(spec)
+        fit = make_fitter(spec, data)
+        fu = fit(random_seed=1, label="unrestricted")
+        flag = np.zeros(data.sites.n_sites, bool)
+        flag[np.random.default_rng(2025).choice(data.sites.n_sites, 120, replace=False)] = True
+        lab = flag[data.sites.site_index]
+        coords = coordinates_m(data.gdf)
+        at_risk = AtRiskResult(radius_m=0.0, k=2, n_neighbours=np.zeros(data.n_records, int),
+                               at_risk=lab, site_at_risk=flag)
+        sm = restricted_smoothing(spec, coords, data.sites, at_risk,
+                                  float(fu.phi_quantiles((0.5,))[0]))
+        fr = fit(scale=sm, random_seed=2, label="restricted")
+    Y = draw_implicates(fr, data.X, n_implicates=100, random_seed=3)["y_synthetic"].values
+    res = detect_protected(Y, data.X[:, 1:], coords, lab, seed=2025, n_permutations=20)
+    assert res.n_protected >= 100 and res.auc >= 0.9, res
