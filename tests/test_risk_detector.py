@@ -344,3 +344,18 @@ def test_positive_control_on_the_real_sacramento_file():
     Y = draw_implicates(fr, data.X, n_implicates=100, random_seed=3)["y_synthetic"].values
     res = detect_protected(Y, data.X[:, 1:], coords, lab, seed=2025, n_permutations=20)
     assert res.n_protected >= 100 and res.auc >= 0.9, res
+
+
+def test_negative_control_over_ten_labellings(controls):
+    """Ten random labellings (seeds 3000-3009) of the unrestricted release: centred on 0.5."""
+    n, n_prot = controls["protected"].size, int(controls["protected"].sum())
+    aucs, covered = [], 0
+    for i in range(10):
+        labels = np.zeros(n, bool)
+        labels[np.random.default_rng(3000 + i).choice(n, n_prot, replace=False)] = True
+        res = detect_protected(controls["unrestricted"], controls["X"], controls["coords"],
+                               labels, seed=2025, n_permutations=10)
+        aucs.append(res.auc)
+        covered += res.ci[0] <= 0.5 <= res.ci[1]
+    assert abs(np.mean(aucs) - 0.5) < 0.03, aucs
+    assert covered >= 8, aucs
