@@ -65,13 +65,17 @@ class RiskConfig:
     ``eps``: absolute tolerances on the back-transformed scale (dollars); ``p``: relative;
     ``targets``: :class:`RiskTarget` tables (``[risk.targets]`` for one, ``[[risk.targets]]``
     for several; none: the verdict is "NOT ASSESSED", never PASS); ``on_risk_failure``
-    {"stop", "warn"}: what a FAIL does (stop: nothing is written to release/).
+    {"stop", "warn"}: what a FAIL does (stop: nothing is written to release/);
+    ``confidence``: the level 1 − α of the Monte Carlo bounds every per-record decision uses
+    (risk-rule flags, the verdict's counts and largest, neighbour-check rises;
+    :mod:`synthgeo.risk.noise`, docs/risk-and-utility.md), in [0.5, 1).
     """
 
     eps: list[float] = field(default_factory=lambda: [10_000.0])
     p: list[float] = field(default_factory=lambda: [0.1])
     targets: list[RiskTarget] = field(default_factory=list)
     on_risk_failure: Literal["stop", "warn"] = "stop"
+    confidence: float = 0.95
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -81,6 +85,9 @@ class RiskConfig:
                 raise _err("risk", key, v, "a non-empty list of positive, finite numbers")
         if self.on_risk_failure not in ("stop", "warn"):
             raise _err("risk", "on_risk_failure", self.on_risk_failure, '"stop" or "warn"')
+        if not (_is_number(self.confidence) and 0.5 <= self.confidence < 1):
+            raise _err("risk", "confidence", self.confidence,
+                       "a number in [0.5, 1), e.g. 0.95 (the level of the Monte Carlo bounds)")
         raw = [self.targets] if isinstance(self.targets, dict) else self.targets
         if not isinstance(raw, list):
             raise _err("risk", "targets", self.targets,
