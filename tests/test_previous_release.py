@@ -62,7 +62,7 @@ def test_second_release_pools_the_first_and_records_the_chain(first, tmp_path):
                                       for f in a_files]
     assert {r["group"] for r in prev["cumulative_risk"]} == {"all", "at_risk", "other"}
     per = pd.read_csv(out_b / "confidential" / "cumulative_risk_per_record.csv")
-    assert len(per) == 140 and "risk_rel_0.1_cumulative" in per.columns
+    assert len(per) == 140 and "share[rel:0.1]_cumulative" in per.columns
     # the board reads it in the report too
     from synthgeo.release.report import section_neighbours
 

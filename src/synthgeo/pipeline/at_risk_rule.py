@@ -30,7 +30,7 @@ Beside it, the **same-model noise level** (``n_rose_same_model``): the released 
 implicates split into two independent halves (first and second L/2), the same rule applied to
 the second half against the first with its se computed the same way at L/2 — the count a
 comparison of a model with itself shows, computed, not assumed. The raw counts (any rise,
-rise > :data:`RISE_REPORTED`) are kept as ``n_rose_any`` and ``n_rose_reported``, and the
+rise > :data:`RISE_REPORTED`) are kept as ``n_rose_any`` and ``n_rose_any_above_min``, and the
 same-model raw count as ``n_rose_any_same_model``. The rise of r̃ equals the rise of the share
 attack's attributable risk, whose baseline is common to both models. release.json keeps
 aggregates only; the per-record rows go to ``confidential/``.
