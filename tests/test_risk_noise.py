@@ -153,3 +153,32 @@ def test_rise_se_is_paired_by_implicate():
                                                             + p[:2].var(0, ddof=1) / 2))
     beyond, _ = rise_beyond_noise(np.array([0.05, 0.05]), np.array([0.0, 0.05]))
     assert beyond.tolist() == [True, False]
+
+
+def test_same_model_end_to_end_on_the_bundled_data_shows_no_rise_beyond_noise(tmp_path):
+    """gamma = 0: the restricted model is the unrestricted one, fitted and drawn again."""
+    import json
+    import warnings
+
+    from synthgeo.config import bundled_spec_path, load_spec
+    from synthgeo.pipeline import run_release
+    from synthgeo.release.writer import write_release
+
+    spec = load_spec(bundled_spec_path()).replace("model", gamma=0.0)
+    spec = spec.replace("risk", targets=[RiskTarget(measure="rel:0.1", record_threshold=0.1,
+                                                    max_share_above=1.0)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        result = run_release(spec)
+    for key, agg in result.neighbour_check.summary()["by_measure"].items():
+        assert agg["n_rose"] == 0, key
+        assert agg["n_rose_same_model"] == 0, key
+        assert agg["n_rose_any"] > 10 and agg["n_rose_any_same_model"] > 10  # raw: noise
+    check = result.risk_scores.verdict.checks[0]
+    assert check.n_certain <= check.n_above <= check.n_possible
+    line = result.risk_scores.verdict_line()
+    assert "certainly" in line and "possibly" in line
+    out = write_release(result, tmp_path / "out", report_html="<html></html>")
+    rec = json.loads((out / "release.json").read_text())
+    assert rec["neighbour_check"]["by_measure"]["rel:0.1"]["n_rose_same_model"] == 0
+    assert rec["verdicts"]["risk"]["targets"][0]["n_possible"] == check.n_possible

@@ -123,9 +123,13 @@ def _verdict_row(result) -> tuple[str, str, str]:
         return ("risk verdict (released model)",
                 "NOT ASSESSED: no [risk.targets] were set", "")
     v = scores.verdict
-    parts = [f"{c.measure} {c.attack}: {c.criterion} {c.value:.3g}"
-             + ("" if c.limit is None else f" ≤ {c.limit:.3g}?") + f" {c.status}"
-             for c in v.checks]
+    parts = [f"{c.measure} {c.attack}: {c.criterion} {c.value:.3g} "
+             f"(Monte Carlo bounds {c.lower:.3g} to {c.upper:.3g} at {c.confidence:g}"
+             + ("" if c.n_possible is None else
+                f"; records above: {c.n_above} by the estimate, {c.n_certain} certainly, "
+                f"{c.n_possible} possibly")
+             + ")" + ("" if c.limit is None else f", upper bound ≤ {c.limit:.3g}?")
+             + f" {c.status}" for c in v.checks]
     return ("risk verdict (released model)", f"{v.status}: " + "; ".join(parts),
             "ok" if v.status == "PASS" else "warn" if v.status == "FAIL" else "")
 
