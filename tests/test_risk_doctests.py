@@ -12,7 +12,7 @@ MODULES = [
     "synthgeo.risk.rao_blackwell", "synthgeo.risk.loo", "synthgeo.risk.baselines",
     "synthgeo.risk.records", "synthgeo.risk.attributable", "synthgeo.risk.verdict",
     "synthgeo.risk.joint", "synthgeo.risk.selection", "synthgeo.risk.neighbours",
-    "synthgeo.risk.within_eps",
+    "synthgeo.risk.within_eps", "synthgeo.risk.noise",
 ]
 
 

@@ -28,7 +28,7 @@ L = 50
 
 
 def _summary(a, se, n_implicates=L):
-    """A stand-in AttributableSummary with given a_i and se_i for measure abs:1."""
+    """Return a stand-in AttributableSummary with given a_i and se_i for measure abs:1."""
     a, se = np.asarray(a, float), np.asarray(se, float)
     return SimpleNamespace(record_attributable=lambda model, key, attack="share": a,
                            record_attributable_se=lambda model, key, attack="share": se,
@@ -156,7 +156,7 @@ def test_rise_se_is_paired_by_implicate():
 
 
 def test_same_model_end_to_end_on_the_bundled_data_shows_no_rise_beyond_noise(tmp_path):
-    """gamma = 0: the restricted model is the unrestricted one, fitted and drawn again."""
+    """Run with gamma = 0: the restricted model is the unrestricted one, fitted and drawn again."""
     import json
     import warnings
 

@@ -150,7 +150,7 @@ def neighbour_check(coords_m: np.ndarray, at_risk: np.ndarray, risk_unrestricted
 
 
 def same_model_rises(p: np.ndarray, confidence: float = 0.95) -> dict[str, int] | None:
-    """The neighbour check's counts when a model is compared with itself.
+    """Count the neighbour check's rises when a model is compared with itself.
 
     The L implicates' exact probabilities are split into two halves (rows ``0..h−1`` and
     ``h..2h−1``, h = ⌊L/2⌋; implicates are drawn independently given their posterior draws,

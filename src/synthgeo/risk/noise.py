@@ -101,7 +101,7 @@ class ThresholdCounts(dict):
 def threshold_counts(estimate, se, threshold: float, confidence: float = 0.95,
                      n_rows: int | None = None,
                      ) -> tuple[ThresholdCounts, np.ndarray, np.ndarray]:
-    """Records above ``threshold``: by the point estimate, certainly, and possibly.
+    """Count records above ``threshold``: by the point estimate, certainly, and possibly.
 
     Parameters
     ----------
@@ -136,7 +136,7 @@ def threshold_counts(estimate, se, threshold: float, confidence: float = 0.95,
 
 def max_bounds(estimate, se, confidence: float = 0.95,
                n_rows: int | None = None) -> dict[str, float]:
-    """The largest a_i with simultaneous (Bonferroni) bounds over the n records.
+    """Return the largest a_i with simultaneous (Bonferroni) bounds over the n records.
 
     Parameters
     ----------

@@ -1,11 +1,12 @@
 r"""Choosing records by risk: at-risk records beyond spatial isolation, and unbiased showcases.
 
 **At-risk rule** (``[model] at_risk``, docs/risk-and-utility.md): ``"spatial"`` keeps the
-paper's rule; ``"risk"`` makes at risk every record whose Rao-Blackwellised attributable risk
-under the *unrestricted* fit *possibly* exceeds a ``[risk.targets] record_threshold`` — its
-upper Monte Carlo bound a_i + z se_i does (:mod:`synthgeo.risk.noise`: protection errs on the
-safe side); ``"both"`` takes either. The Rao-Blackwellised risk is used, not the realised share: with L = 100 the share's
-Monte Carlo sd reaches 0.05, so a threshold on shares flags noise.
+paper's rule; ``"risk"`` makes at risk every record whose Rao-Blackwellised attributable
+risk under the *unrestricted* fit *possibly* exceeds a ``[risk.targets] record_threshold``
+— its upper Monte Carlo bound a_i + z se_i does (:mod:`synthgeo.risk.noise`: protection
+errs on the safe side); ``"both"`` takes either. The Rao-Blackwellised risk is used, not the
+realised share: with L = 100 the share's Monte Carlo sd reaches 0.05, so a threshold on shares
+flags noise.
 
 **Showcase records** (the report's histograms): choosing records by their *unrestricted* risk
 and then showing both models' risk shows a "fall" even between identical models (regression to
