@@ -150,7 +150,8 @@ def test_to_dict_contains_every_default(tmp_path):
     assert rec["model"]["rho0"] == 0.2 and rec["model"]["gamma"] == "inf"
     assert rec["sampling"]["seed"] is None and rec["sampling"]["target_accept"] == 0.9
     assert rec["synthesis"]["n_implicates"] == 100
-    assert rec["risk"] == {"eps": [10000.0], "p": [0.1], "targets": [], "on_risk_failure": "stop"}
+    assert rec["risk"] == {"eps": [10000.0], "p": [0.1], "targets": [], "on_risk_failure": "stop",
+                           "confidence": 0.95}
     assert rec["utility"] == {"formula": None, "alpha": 0.05}
     json.dumps(rec, allow_nan=False)  # JSON-serialisable as is
 
