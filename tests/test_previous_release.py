@@ -241,7 +241,7 @@ def test_targets_are_judged_on_the_pooled_implicates_too(first, tmp_path):
     assert v.cumulative and v.status == "PASS"
     # by hand: pooled realised share minus b_i = release_i − a_i of this release
     rr = res.risk_scores.summary.records["restricted"]
-    a = res.risk_scores.summary.record_attributable("restricted", "rel:0.1", "share", "all")
+    a = res.risk_scores.summary.record_attributable("restricted", "rel:0.1", "share")
     b = _per_record(rr, "rel:0.1", "share", "release") - a
     pooled = res.cumulative.cumulative.per_record["risk_rel"].sel(p=0.1).values
     want = pooled - b  # same record order: every record is linked

@@ -157,6 +157,14 @@ def test_confidential_risk_file_has_every_figure_of_both_models(written):
     assert (written / "confidential" / "risk_attributable.csv").is_file()
 
 
+def test_per_record_frames_are_indexed_by_the_data_id(fresh_seed_result):
+    r = fresh_seed_result
+    per = r.risk_scores.per_record()
+    assert per.index.name == r.data.id_column == "id"
+    assert per.index.tolist() == list(r.data.record_id)
+    assert r.risk_scores.records["restricted"].to_dataframe().index.name == "id"
+
+
 def test_one_baseline_rule_for_groups_records_and_verdict(fresh_seed_result):
     s = fresh_seed_result.risk_scores.summary
     t = s.table

@@ -131,7 +131,8 @@ def risk_per_record(result: ReleaseResult) -> pd.DataFrame:
         "n_neighbours_within_M": result.at_risk.n_neighbours,
     })
     if result.risk_scores is not None:  # holds the within-ε shares and hits too: not twice
-        return pd.concat([table, result.risk_scores.per_record()], axis=1)
+        per = result.risk_scores.per_record().reset_index(drop=True)
+        return pd.concat([table, per], axis=1)
     for name in MODELS:
         rf = result.risk[name].to_dataframe().reset_index(drop=True)
         table = pd.concat([table, rf.add_suffix(f"_{name}")], axis=1)

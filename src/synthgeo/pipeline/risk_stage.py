@@ -143,8 +143,8 @@ def score_model(data, ds: xr.Dataset, loo: Predictive, measures, g: str,
     synthetic = ds["y_synthetic"].transpose("implicate", "record").values
     return score_records(data.y, synthetic=synthetic, release=release_predictive_of(ds),
                          baseline_loo=loo, baseline_public=baseline_public(synthetic, data.X),
-                         measures=measures, g=g, record=np.arange(data.n_records),
-                         realised=realised)
+                         measures=measures, g=g, record=np.asarray(data.record_id),
+                         realised=realised, id_column=data.id_column)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -232,11 +232,14 @@ class RiskScores:
         ``release_se``, ``loo_se``, ``public_se``; the average attack's hits
         ``hit_<release|loo|public>[<measure>/<form>]_<model>``;
         ``attributable[<measure>/<attack>]_<model>`` and ``attributable_se[...]`` against the
-        one baseline b*; then ``identifiable_by_location``. No id column (the caller adds it).
+        one baseline b*; then ``identifiable_by_location``. The index holds the record ids,
+        named as the data's id column.
         """
         frames = []
         for model, rr in self.records.items():
-            df = rr.to_dataframe().reset_index(drop=True)
+            df = rr.to_dataframe()
+            index = df.index
+            df = df.reset_index(drop=True)
             cols = {}
             for m in self.measures:
                 for attack in ATTACKS:
@@ -247,7 +250,7 @@ class RiskScores:
             frames.append(pd.concat([df, pd.DataFrame(cols)], axis=1).add_suffix(f"_{model}"))
         out = pd.concat(frames, axis=1)
         out["identifiable_by_location"] = self.identifiable
-        return out
+        return out.set_axis(index, axis=0)
 
 
 def _identifiable(spec: ReleaseSpec, data, locations) -> tuple[np.ndarray, np.ndarray]:

@@ -107,13 +107,15 @@ class RecordRisk:
         var = self.per_record[f"var_{source}"].sel(measure=key).values
         return np.sqrt(var / self.n_rows(source))
 
-    def to_dataframe(self, id_column: str = "record") -> pd.DataFrame:
+    def to_dataframe(self, id_column: str | None = None) -> pd.DataFrame:
         """One row per record: ``<var>[<measure>]``, ``<var>_se[<measure>]``, hits.
 
         Columns ``share``, ``release``, ``release_se``, ``loo``, ``loo_se``, ``public``,
-        ``public_se`` per measure (``<var>[<measure>]``), then ``<hit>[<measure>/<form>]``;
-        the index is named ``id_column``.
+        ``public_se`` per measure (``<var>[<measure>]``), then ``<hit>[<measure>/<form>]``
+        (docs/release.md, "Per-record risk columns"); the index holds the record ids, named
+        ``id_column`` (default: the data's id column given to :func:`score_records`).
         """
+        id_column = id_column or self.per_record.attrs.get("id_column", "record")
         ds, cols = self.per_record, {}
         for var in PROBABILITIES:
             for j, key in enumerate(ds["measure"].values):
@@ -147,6 +149,7 @@ def score_records(
     truth: np.ndarray, *, synthetic: np.ndarray, release: Predictive, baseline_loo: Predictive,
     baseline_public: Predictive, measures: Sequence[Measure], g: str = "exp",
     record: np.ndarray | None = None, realised: RiskResult | None = None,
+    id_column: str = "record",
 ) -> RecordRisk:
     """Score every record under the release and both baselines, for every measure.
 
@@ -168,6 +171,8 @@ def score_records(
         Map to the person's scale.
     record : ndarray of shape (n_records,), optional
         Record ids (default 0..n−1).
+    id_column : str, default="record"
+        The name of the ids (the data's id column), for :meth:`RecordRisk.to_dataframe`.
     realised : RiskResult, optional
         :func:`~synthgeo.risk.within_eps.within_eps_risk` of the same implicates, truth and
         ``g``: its realised shares are taken, not counted again (a measure it lacks is counted
@@ -243,7 +248,7 @@ def score_records(
          **{v: (("record", "measure", "form"), np.stack(out[v], axis=1)) for v in HITS}},
         coords={"record": np.arange(n) if record is None else np.asarray(record),
                 "measure": [m.key for m in measures], "form": list(FORMS)},
-        attrs={"g": g, "n_implicates": int(Y.shape[0]),
+        attrs={"g": g, "n_implicates": int(Y.shape[0]), "id_column": str(id_column),
                "n_rows": (release.n_implicates, baseline_loo.n_implicates,
                           baseline_public.n_implicates)},
     )
