@@ -80,11 +80,13 @@ class AttributableSummary:
     ----------
     table : pandas.DataFrame
         One row per model × group × measure × attack, columns :data:`SUMMARY_COLUMNS`:
-        ``release`` (mean r̃ for "share", the stronger form's hit share for "average"),
-        ``release_realised`` (mean realised share; NaN for "average"), ``release_form``,
-        ``baseline_loo`` and ``baseline_public`` (the stronger form's, for "average"),
-        ``baseline_source`` (b*), ``baseline`` (its mean), ``attributable``,
-        ``largest_attributable`` (max a_i in the group), ``loo_stronger_share`` (share of
+        ``release`` (mean r̃ for "share"; for "average" the hit share of the form chosen on
+        all records), ``release_realised`` (mean realised share; NaN for "average"),
+        ``release_form``, ``baseline_loo`` and ``baseline_public`` (descriptive: for
+        "average" each one's stronger form in the group), ``baseline_source`` (b*, the same
+        for every group), ``baseline`` (its mean), ``attributable`` (mean a_i),
+        ``largest_attributable`` (max a_i in the group: the verdict's a_i, the same b*),
+        ``loo_stronger_share`` (share of
         records whose LOO probability ≥ the public one; "share" only). Empty groups: NaN.
     choices : dict
         (measure key, attack) → b*, chosen on all records (one baseline rule).
