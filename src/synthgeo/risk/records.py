@@ -138,7 +138,7 @@ def _cov(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Covariance over implicates paired by index (ddof = 1); 0 when the rows differ."""
     if p.shape[0] != q.shape[0] or p.shape[0] < 2:
         return np.zeros(p.shape[1])
-    return ((p - p.mean(axis=0)) * (q - q.mean(axis=0))).sum(axis=0) / (p.shape[0] - 1)
+    return np.einsum("ln,ln->n", p - p.mean(axis=0), q - q.mean(axis=0)) / (p.shape[0] - 1)
 
 
 def _hits(guesses: dict[str, np.ndarray], y: np.ndarray, m: Measure, g: str) -> np.ndarray:
