@@ -221,7 +221,8 @@ class RiskScores:
         if self.joint is not None:
             j = self.joint.to_dict()
             line += (f"\njoint: {j['n_joint']} of {j['n_records']} records identifiable by "
-                     f"location and above attributable risk {j['threshold']:g}")
+                     f"location and possibly above attributable risk {j['threshold']:g} "
+                     "(upper Monte Carlo bound)")
         return line
 
     def per_record(self) -> pd.DataFrame:
