@@ -143,11 +143,11 @@ def _joint_row(result) -> tuple[str, str, str] | None:
                 f"NOT ASSESSED (no record_threshold); {int(scores.identifiable.sum())} "
                 "identifiable by location (below k, or unique on location + covariates)", "")
     j = scores.joint.to_dict()
-    return ("records identifiable by location and above the attributable threshold "
-            f"({j['threshold']:g})",
+    return ("records identifiable by location and possibly above the attributable threshold "
+            f"({j['threshold']:g}; upper Monte Carlo bound)",
             f"{j['n_joint']} of {j['n_records']} ({j['n_identifiable']} identifiable: "
             f"{j['n_below_k']} below k, {j['n_unique']} unique on location + covariates; "
-            f"{j['n_above']} above)", "warn" if j["n_joint"] else "ok")
+            f"{j['n_above']} possibly above)", "warn" if j["n_joint"] else "ok")
 
 
 def _location_row(result) -> tuple[str, str, str]:
