@@ -151,7 +151,8 @@ def test_to_dict_contains_every_default(tmp_path):
     assert rec["sampling"]["seed"] is None and rec["sampling"]["target_accept"] == 0.9
     assert rec["synthesis"]["n_implicates"] == 100
     assert rec["risk"] == {"eps": [10000.0], "p": [0.1], "targets": [], "on_risk_failure": "stop",
-                           "loo_unit": "site"}  # the default as run: no [data] subject
+                           "loo_unit": "site",  # the default as run: no [data] subject
+                           "confidence": 0.95}
     assert rec["utility"] == {"formula": None, "alpha": 0.05}
     json.dumps(rec, allow_nan=False)  # JSON-serialisable as is
 

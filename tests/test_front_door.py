@@ -176,7 +176,7 @@ def test_notebook_job_from_a_geodataframe_in_memory(homes, tmp_path):
     post = rel.posterior["restricted"].posterior
     assert {"beta", "sigma2", "nugget", "range", "phi"} <= set(post.data_vars)
     risk = rel.risk.to_dataframe()
-    assert len(risk) == 80 and "risk_abs_20000_restricted" in risk
+    assert len(risk) == 80 and "share[abs:20000]_restricted" in risk
     assert risk["at_risk"].sum() == rel.at_risk.sum() == rel.result.at_risk.n_at_risk
     assert rel.risk["restricted"].n_implicates == 6
     assert set(rel.reiter["model"]) == {"confidential", "unrestricted", "restricted"}

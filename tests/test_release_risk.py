@@ -63,11 +63,13 @@ def test_risk_stage_scores_both_models_both_baselines_every_measure(fresh_seed_r
     share = t[t["attack"] == "share"]
     # attributable = release - the chosen baseline, the same baseline for both models
     np.testing.assert_allclose(share["attributable"], share["release"] - share["baseline"])
-    for _, g in share.groupby(["measure", "group"]):
+    for _, g in share.groupby(["measure"]):  # one b* per measure and attack, every group
         assert g["baseline_source"].nunique() == 1
         chosen = g["baseline_source"].iloc[0]
         other = "public" if chosen == "loo" else "loo"
-        assert (g[f"baseline_{chosen}"].mean() >= g[f"baseline_{other}"].mean() - 1e-12)
+        on_all = g[g["group"] == "all"]  # chosen on all records, by its mean over the models
+        assert (on_all[f"baseline_{chosen}"].mean()
+                >= on_all[f"baseline_{other}"].mean() - 1e-12)
     # the LOO baseline comes from the unrestricted fit: the same for both models
     loo = share.pivot_table(index=["measure", "group"], columns="model", values="baseline_loo")
     np.testing.assert_allclose(loo["unrestricted"], loo["restricted"])
@@ -139,12 +141,43 @@ def test_release_record_holds_verdict_attributable_table_and_seed_hash(written,
 
 def test_confidential_risk_file_has_every_figure_of_both_models(written):
     per = pd.read_csv(written / "confidential" / "risk_per_record.csv")
+    assert list(per.columns[:3]) == ["id", "at_risk", "n_neighbours_within_M"]  # data's id
     for model in ("unrestricted", "restricted"):
-        for var in ("share", "release", "loo", "public"):
+        for var in ("share", "release", "release_se", "loo", "loo_se", "public", "public_se"):
             assert f"{var}[rel:0.1]_{model}" in per
-        assert f"attributable[rel:0.1/share]_{model}" in per
-        assert f"attributable[abs:10000/average]_{model}" in per
+        assert f"hit_release[rel:0.1/geometric]_{model}" in per
+        for attack in ("share", "average"):
+            assert f"attributable[abs:10000/{attack}]_{model}" in per
+            assert f"attributable_se[abs:10000/{attack}]_{model}" in per
+        assert (per[f"release_se[rel:0.1]_{model}"] > 0).any()
+        assert (per[f"attributable_se[rel:0.1/average]_{model}"] == 0).all()
+    # one scheme: no within-eps duplicates (risk_abs_*, attack_*), no column twice
+    assert not [c for c in per if c.startswith(("risk_", "attack_"))]
+    assert per.columns.is_unique
     assert (written / "confidential" / "risk_attributable.csv").is_file()
+
+
+def test_per_record_frames_are_indexed_by_the_data_id(fresh_seed_result):
+    r = fresh_seed_result
+    per = r.risk_scores.per_record()
+    assert per.index.name == r.data.id_column == "id"
+    assert per.index.tolist() == list(r.data.record_id)
+    assert r.risk_scores.records["restricted"].to_dataframe().index.name == "id"
+
+
+def test_one_baseline_rule_for_groups_records_and_verdict(fresh_seed_result):
+    s = fresh_seed_result.risk_scores.summary
+    t = s.table
+    at = fresh_seed_result.at_risk.at_risk
+    for (key, attack), source in s.choices.items():
+        rows = t[(t["measure"] == key) & (t["attack"] == attack)]
+        assert set(rows["baseline_source"].replace("", np.nan).dropna()) == {source}
+        for model in ("unrestricted", "restricted"):
+            a = s.record_attributable(model, key, attack)
+            for group, mask in (("all", np.ones_like(at)), ("at_risk", at), ("other", ~at)):
+                row = rows[(rows["model"] == model) & (rows["group"] == group)].iloc[0]
+                if mask.any():  # the group's largest is the verdict's largest on its records
+                    assert row["largest_attributable"] == pytest.approx(a[mask].max())
 
 
 def _needles(result) -> list[str]:

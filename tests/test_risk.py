@@ -69,12 +69,14 @@ def test_attack_uses_geometric_mean_in_dollars(hand_result):
 
 def test_to_dataframe_columns(hand_result):
     df = hand_result.to_dataframe()
-    assert list(df.columns) == [
-        "risk_abs_1000", "risk_abs_10000", "risk_rel_0.05", "risk_rel_0.1",
-        "attack_abs_1000", "attack_abs_10000", "attack_rel_0.05", "attack_rel_0.1",
+    assert list(df.columns) == [  # the <var>[<measure>] scheme of every per-record table
+        "share[abs:1000]", "share[abs:10000]", "share[rel:0.05]", "share[rel:0.1]",
+        "hit_release[abs:1000/geometric]", "hit_release[abs:10000/geometric]",
+        "hit_release[rel:0.05/geometric]", "hit_release[rel:0.1/geometric]",
     ]
     assert df.index.name == "record" and list(df.index) == ["a", "b", "c"]
-    assert df.loc["a", "risk_rel_0.05"] == 0.5
+    assert df.loc["a", "share[rel:0.05]"] == 0.5
+    assert hand_result.to_dataframe(id_column="sale_id").index.name == "sale_id"
     assert hand_result.n_implicates == 4 and hand_result.transform == "exp"
 
 

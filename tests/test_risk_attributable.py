@@ -84,7 +84,12 @@ def test_per_record_risks_by_hand(records):
     assert ds["hit_loo"].sel(form="arithmetic").values.tolist() == [1, 1, 1, 0, 1, 1]
     df = records.to_dataframe()
     assert list(df.index) == list("abcdef")
-    assert "hit_public[abs:1/arithmetic]" in df.columns and df.shape == (6, 10)
+    assert "hit_public[abs:1/arithmetic]" in df.columns and df.shape == (6, 13)
+    # Monte Carlo se: sd over the L = 2 implicates of the exact probabilities, / sqrt(2)
+    p_rel = np.array([_p(REL_MEAN[ell], 0.5) for ell in range(2)])
+    np.testing.assert_allclose(df["release_se[abs:1]"], p_rel.std(axis=0, ddof=1) / np.sqrt(2),
+                               atol=1e-12)
+    np.testing.assert_allclose(df["loo_se[abs:1]"], 0.0, atol=1e-12)  # same LOO at both draws
 
 
 def test_attributable_by_hand(records):
@@ -95,19 +100,25 @@ def test_attributable_by_hand(records):
     ds = records.per_record.sel(measure="abs:1")
     rel, loo, pub = (ds[v].values for v in ("release", "loo", "public"))
     rows = s.table.set_index(["model", "group", "attack"])
+    # one baseline rule: b* chosen on all records, used for every group and record
+    stronger = "loo" if loo.mean() >= pub.mean() else "public"
+    base = loo if stronger == "loo" else pub
+    assert s.choices == {("abs:1", "share"): stronger,
+                         ("abs:1", "average"): s.choices[("abs:1", "average")]}
+    a_rec = s.record_attributable("restricted", "abs:1", "share")
     for group, mask in (("all", np.ones(6, bool)), ("at_risk", AT_RISK), ("other", ~AT_RISK)):
-        stronger = "loo" if loo[mask].mean() >= pub[mask].mean() else "public"
-        base = loo if stronger == "loo" else pub
         row = rows.loc[("restricted", group, "share")]
         assert row["baseline_source"] == stronger
         assert row["release"] == pytest.approx(rel[mask].mean())
         assert row["baseline"] == pytest.approx(base[mask].mean())
         assert row["attributable"] == pytest.approx(rel[mask].mean() - base[mask].mean())
-        assert row["largest_attributable"] == pytest.approx((rel - base)[mask].max())
+        # the group's largest is the largest of the verdict's a_i over the same records
+        assert row["largest_attributable"] == pytest.approx(a_rec[mask].max())
         assert row["loo_stronger_share"] == pytest.approx((loo >= pub)[mask].mean())
         assert row["release_realised"] == pytest.approx(ds["share"].values[mask].mean())
-    assert s.choices[("abs:1", "share", "at_risk")] == "loo"  # records a, b: LOO from 1.0
-    assert s.choices[("abs:1", "share", "all")] == "loo"
+        avg = rows.loc[("restricted", group, "average")]
+        a_avg = s.record_attributable("restricted", "abs:1", "average")
+        assert avg["largest_attributable"] == pytest.approx(a_avg[mask].max())
     # record a by hand: Phi((2 - .4)/sqrt(1.05)) - Phi(-.4/sqrt(1.05)) = .9408 - .3482
     assert loo[0] == pytest.approx(0.5926, abs=1e-4)
     # only record d (y = 2, LOO guess 0) has public > LOO
@@ -116,8 +127,8 @@ def test_attributable_by_hand(records):
     avg = rows.loc[("unrestricted", "all", "average")]
     assert avg["release"] == pytest.approx(5 / 6) and avg["baseline"] == pytest.approx(5 / 6)
     assert avg["attributable"] == pytest.approx(0.0)
-    a = s.record_attributable("restricted", "abs:1", "share", "all")
-    np.testing.assert_allclose(a, rel - (loo if s.choices[("abs:1", "share", "all")] == "loo"
+    a = s.record_attributable("restricted", "abs:1", "share")
+    np.testing.assert_allclose(a, rel - (loo if s.choices[("abs:1", "share")] == "loo"
                                          else pub))
 
 
@@ -136,14 +147,14 @@ def test_a_record_the_baseline_predicts_exactly_has_attributable_risk_zero():
     row = s.table.set_index(["group", "attack"]).loc[("first", "share")]
     assert row["release"] == 1.0 and row["baseline_source"] == "loo"
     assert row["attributable"] == 0.0
-    assert s.record_attributable("restricted", "rel:0.1", "share", "first")[0] == 0.0
-    assert s.record_attributable("restricted", "rel:0.1", "average", "first")[0] == 0.0
+    assert s.record_attributable("restricted", "rel:0.1", "share")[0] == 0.0
+    assert s.record_attributable("restricted", "rel:0.1", "average")[0] == 0.0
     # with a release that reveals less than the exact baseline, attributable goes negative
     spread = Predictive(mean=np.full((3, 2), 5.0), sd=np.full((3, 2), 0.2))
     rr2 = score_records(y, synthetic=np.full((3, 2), 5.3), release=spread, baseline_loo=exact,
                         baseline_public=public, measures=[Measure.parse("rel:0.1")])
     s2 = attributable_summary({"restricted": rr2}, {"first": np.array([True, False])})
-    assert s2.record_attributable("restricted", "rel:0.1", "share", "first")[0] < 0
+    assert s2.record_attributable("restricted", "rel:0.1", "share")[0] < 0
 
 
 def test_empty_group_is_reported_as_empty(records):
@@ -212,3 +223,27 @@ def test_realised_shares_are_taken_from_the_within_eps_risk_not_counted_again(pa
             .per_record["share"].values == 0.25).all()
     with pytest.raises(ValueError, match="`realised` must be the within-ε risk of these"):
         score_records(Y, measures=[M], realised=within_eps_risk(syn, Y, eps=[1.0]), **kw)
+
+
+def test_attributable_se_keeps_the_pairing_of_release_and_baseline():
+    # a baseline drawn at the release's draws moves with it: a_i has a smaller se than r_i
+    y = np.zeros(3)
+    mean = np.array([[0.0, 0.5, 1.0], [1.0, 0.0, 0.5], [0.5, 1.0, 0.0], [2.0, 2.0, 2.0]])
+    rel = Predictive(mean=mean, sd=np.ones((4, 3)))
+    near = Predictive(mean=mean + 0.1, sd=np.ones((4, 3)))  # same draws, shifted
+    pub = Predictive(mean=np.full((1, 3), 9.0), sd=np.ones((1, 3)))
+    m = Measure(kind="abs", tol=1.0)
+    rr = score_records(y, synthetic=np.zeros((4, 3)), release=rel, baseline_loo=near,
+                       baseline_public=pub, measures=[m], g="identity")
+    s = attributable_summary({"m": rr})
+    assert s.choices[("abs:1", "share")] == "loo"
+    p_rel = norm.cdf(1 - mean) - norm.cdf(-1 - mean)
+    p_loo = norm.cdf(1 - mean - 0.1) - norm.cdf(-1 - mean - 0.1)
+    expect = (p_rel - p_loo).std(axis=0, ddof=1) / 2.0  # sd of paired differences / sqrt(4)
+    np.testing.assert_allclose(s.record_attributable_se("m", "abs:1"), expect, atol=1e-12)
+    assert np.all(expect < rr.se("release", "abs:1") / 5)
+    # the public baseline (1 row) is independent of the release: variances add
+    ds = rr.per_record.sel(measure="abs:1")
+    assert float(ds["cov_release_public"].max()) == 0.0 and rr.n_rows("public") == 1
+    # the average attack's 0/1 outcomes get se 0 (documented)
+    assert np.all(s.record_attributable_se("m", "abs:1", "average") == 0.0)

@@ -13,7 +13,7 @@ MODULES = [
     "synthgeo.risk.baselines",
     "synthgeo.risk.records", "synthgeo.risk.attributable", "synthgeo.risk.verdict",
     "synthgeo.risk.joint", "synthgeo.risk.selection", "synthgeo.risk.neighbours",
-    "synthgeo.risk.within_eps", "synthgeo.risk.detector",
+    "synthgeo.risk.within_eps", "synthgeo.risk.detector", "synthgeo.risk.noise",
 ]
 
 

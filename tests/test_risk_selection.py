@@ -78,7 +78,7 @@ def test_neighbour_check_flags_a_constructed_neighbour():
     everything = neighbour_check(xy, at_risk, u, r)
     assert everything.table["record"].tolist() == [1, 2]  # largest rise first
     assert everything.table["distance_m"].tolist() == pytest.approx([50.0, 3000.0])
-    assert everything.summary() == {"n_records": 4, "n_rose": 2,
+    assert everything.summary() == {"n_records": 4, "n_rose": 2, "n_rose_any": 2,
                                     "largest_rise": pytest.approx(0.35),
                                     "median_distance_m": pytest.approx(1525.0)}
 

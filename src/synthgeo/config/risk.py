@@ -76,6 +76,9 @@ class RiskConfig:
     given), its subject's records (needs ``[data] subject``), or the record alone; default
     (None): "subject" when ``[data] subject`` is given, else "site"
     (:attr:`synthgeo.config.ReleaseSpec.loo_unit`; docs/risk-and-utility.md).
+    ``confidence``: the level 1 − α of the Monte Carlo bounds every per-record decision uses
+    (risk-rule flags, the verdict's counts and largest, neighbour-check rises;
+    :mod:`synthgeo.risk.noise`, docs/risk-and-utility.md), in [0.5, 1).
     """
 
     eps: list[float] = field(default_factory=lambda: [10_000.0])
@@ -83,6 +86,7 @@ class RiskConfig:
     targets: list[RiskTarget] = field(default_factory=list)
     on_risk_failure: Literal["stop", "warn"] = "stop"
     loo_unit: Literal["site", "subject", "record"] | None = None
+    confidence: float = 0.95
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -96,6 +100,9 @@ class RiskConfig:
             raise _err("risk", "loo_unit", self.loo_unit,
                        '"site", "subject" or "record" (or left out: "subject" with a '
                        '`[data] subject` column, else "site")')
+        if not (_is_number(self.confidence) and 0.5 <= self.confidence < 1):
+            raise _err("risk", "confidence", self.confidence,
+                       "a number in [0.5, 1), e.g. 0.95 (the level of the Monte Carlo bounds)")
         raw = [self.targets] if isinstance(self.targets, dict) else self.targets
         if not isinstance(raw, list):
             raise _err("risk", "targets", self.targets,

@@ -6,7 +6,9 @@ r"""At-risk records beyond spatial isolation, and the neighbour check (issue 11,
   (:func:`synthgeo.model.at_risk.find_at_risk`);
 - ``"risk"``: after the unrestricted fit and its implicates, every record whose
   Rao-Blackwellised attributable risk a_i = r̃_i − r̃_i^{b*} under the *unrestricted* model
-  exceeds a ``[risk.targets] record_threshold`` (for that target's measure) is at risk;
+  possibly exceeds a ``[risk.targets] record_threshold`` (for that target's measure) — its
+  upper bound a_i + z_{1−α} se_i does, at ``[risk] confidence`` (:mod:`synthgeo.risk.noise`) —
+  is at risk;
 - ``"both"``: either rule.
 
 The attributable risk used is always the Rao-Blackwellised one (the ``"share"`` attack, exact
@@ -20,10 +22,18 @@ fitted once with these records and the release scored once: no iteration.
 **Neighbour check** (always run; Hu, Savitsky & Williams 2022, J. Survey Statistics and
 Methodology 10(5), arXiv:1908.07639: protecting the riskiest records can raise the risk of
 others): per scored measure, every record whose Rao-Blackwellised risk rose from the
-unrestricted to the restricted model, by how much, and its distance in metres to the nearest
-other at-risk record (:func:`synthgeo.risk.neighbours.neighbour_check`). The rise of r̃ equals
-the rise of the share attack's attributable risk, whose baseline is common to both models.
-release.json keeps aggregates only; the per-record rows go to ``confidential/``.
+unrestricted to the restricted model, by how much, its Monte Carlo se (from the per-implicate
+paired differences of the two models' exact probabilities) and its distance in metres to the
+nearest other at-risk record (:func:`synthgeo.risk.neighbours.neighbour_check`). A rise counts
+(``n_rose``) only beyond its noise: d_i > z_{1−α/n} se(d_i) (:mod:`synthgeo.risk.noise`).
+Beside it, the **same-model noise level** (``n_rose_same_model``): the released unrestricted
+implicates split into two independent halves (first and second L/2), the same rule applied to
+the second half against the first with its se computed the same way at L/2 — the count a
+comparison of a model with itself shows, computed, not assumed. The raw counts (any rise,
+rise > :data:`RISE_REPORTED`) are kept as ``n_rose_any`` and ``n_rose_any_above_min``, and the
+same-model raw count as ``n_rose_any_same_model``. The rise of r̃ equals the rise of the share
+attack's attributable risk, whose baseline is common to both models. release.json keeps
+aggregates only; the per-record rows go to ``confidential/``.
 """
 
 from __future__ import annotations
@@ -47,8 +57,9 @@ from synthgeo.pipeline.risk_stage import (
 )
 from synthgeo.risk.attributable import attributable_summary
 from synthgeo.risk.measure import Measure
-from synthgeo.risk.neighbours import NeighbourCheck, neighbour_check
-from synthgeo.risk.rao_blackwell import rb_risk
+from synthgeo.risk.neighbours import NeighbourCheck, neighbour_check, same_model_rises
+from synthgeo.risk.noise import paired_se, z_value
+from synthgeo.risk.rao_blackwell import within_probability
 from synthgeo.risk.records import RecordRisk
 from synthgeo.risk.selection import AtRiskChoice, choose_at_risk
 
@@ -135,11 +146,14 @@ def risk_rule(spec: ReleaseSpec, data: PreparedData, spatial: AtRiskResult,
         raise ValueError(f'at_risk = "{rule}" needs the unrestricted record risk and a '
                          "[risk.targets] record_threshold.")
     summary = attributable_summary({"unrestricted": record_risk})
-    a = np.stack([summary.record_attributable("unrestricted", Measure.parse(t.measure).key,
-                                              "share", "all") for t in targets])
+    keys = [Measure.parse(t.measure).key for t in targets]
+    a = np.stack([summary.record_attributable("unrestricted", k, "share") for k in keys])
+    se = np.stack([summary.record_attributable_se("unrestricted", k, "share") for k in keys])
     thresholds = np.array([t.record_threshold for t in targets], float)
     choice = choose_at_risk(rule, np.asarray(spatial.at_risk, bool), attributable=a,
-                            record_threshold=thresholds)
+                            record_threshold=thresholds, se=se,
+                            z=z_value(getattr(spec.risk, "confidence", 0.95),
+                                      record_risk.n_implicates))
     site_index = data.sites.site_index
     site = np.zeros(spatial.site_at_risk.shape[0], bool)
     np.logical_or.at(site, site_index, choice.at_risk)
@@ -164,6 +178,9 @@ class NeighbourChecks:
     record_id : ndarray of shape (n_records,)
         Ids, for the confidential table.
     id_column : str
+    same_model : dict of str to dict or None
+        By measure key, :func:`synthgeo.risk.neighbours.same_model_rises` of the unrestricted
+        implicates (None with fewer than 4 implicates).
     """
 
     checks: dict[str, NeighbourCheck]
@@ -171,6 +188,7 @@ class NeighbourChecks:
     at_risk: np.ndarray = field(repr=False)
     record_id: np.ndarray = field(repr=False)
     id_column: str = "id"
+    same_model: dict[str, dict | None] = field(default_factory=dict)
 
     def summary(self) -> dict:
         """Return the aggregates for release.json (no per-record value).
@@ -179,11 +197,16 @@ class NeighbourChecks:
         -------
         dict
             ``rule``, ``n_at_risk``, ``n_spatial``, ``n_by_risk``, ``min_rise_reported``
-            (:data:`RISE_REPORTED`) and per measure: ``n_records``, ``n_rose`` (any rise),
-            ``n_rose_reported`` (rise > ``min_rise_reported``), ``n_rose_at_risk`` (at-risk
-            records among ``n_rose``), ``largest_rise``, ``mean_rise``
-            (over records that rose), ``median_distance_m``, ``distance_m_of_largest``
-            (metres to the nearest other at-risk record; null when there is none).
+            (:data:`RISE_REPORTED`) and per measure: ``n_records``, ``n_rose`` (rises beyond
+            Monte Carlo noise, d_i > z se_i), ``n_rose_same_model`` (the same count between
+            two halves of the unrestricted implicates: the noise level; null with L < 4),
+            ``z_rise`` (the familywise quantile), ``n_rose_at_risk`` (at-risk records among
+            ``n_rose``), the raw extras ``n_rose_any`` (any point rise),
+            ``n_rose_any_same_model`` and ``n_rose_any_above_min`` (point rise >
+            ``min_rise_reported``), then over the records whose point estimate rose:
+            ``largest_rise``, ``mean_rise``, ``median_distance_m``,
+            ``distance_m_of_largest`` (metres to the nearest other at-risk record; null
+            when there is none).
         """
         out: dict = {"rule": self.choice.rule, "n_at_risk": int(self.at_risk.sum()),
                      "n_spatial": int(self.choice.spatial.sum()),
@@ -192,10 +215,15 @@ class NeighbourChecks:
         for key, chk in self.checks.items():
             t = chk.table
             finite = t["distance_m"].replace(np.inf, np.nan)
+            same = self.same_model.get(key)
             out["by_measure"][key] = {
                 "n_records": chk.n_records, "n_rose": chk.n_rose,
-                "n_rose_reported": int((t["rise"] > RISE_REPORTED).sum()),
-                "n_rose_at_risk": int(t["at_risk"].sum()),
+                "n_rose_same_model": None if same is None else same["n_rose"],
+                "z_rise": float(chk.z),
+                "n_rose_at_risk": int((t["at_risk"] & t["beyond_noise"]).sum()),
+                "n_rose_any": chk.n_rose_any,
+                "n_rose_any_same_model": None if same is None else same["n_rose_any"],
+                "n_rose_any_above_min": int((t["rise"] > RISE_REPORTED).sum()),
                 "largest_rise": float(t["rise"].max()) if len(t) else 0.0,
                 "mean_rise": float(t["rise"].mean()) if len(t) else 0.0,
                 "median_distance_m": (float(finite.median()) if finite.notna().any()
@@ -216,7 +244,7 @@ class NeighbourChecks:
             t.insert(1, "measure", key)
             frames.append(t)
         cols = [self.id_column, "measure", "at_risk", "risk_unrestricted", "risk_restricted",
-                "rise", "distance_m"]
+                "rise", "rise_se", "beyond_noise", "distance_m"]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=cols)
 
 
@@ -242,11 +270,18 @@ def run_neighbour_check(spec: ReleaseSpec, data: PreparedData, implicates: dict[
     coords = coordinates_m(data.gdf)
     preds = {m: release_predictive_of(ds) for m, ds in implicates.items()}
     g = spec.data.back_transform
-    checks = {}
+    confidence = getattr(spec.risk, "confidence", 0.95)
+    checks, same = {}, {}
     flags = np.asarray(at_risk.at_risk, bool)
-    for m in risk_measures(spec):
-        u = rb_risk(preds["unrestricted"], data.y, m, g)
-        r = rb_risk(preds["restricted"], data.y, m, g)
-        checks[m.key] = neighbour_check(coords, flags, u, r)
+    for m in risk_measures(spec):  # (L, n) per model, one measure at a time
+        pu = within_probability(preds["unrestricted"], data.y, m, g)
+        pr = within_probability(preds["restricted"], data.y, m, g)
+        paired = pu.shape[0] == pr.shape[0]
+        checks[m.key] = neighbour_check(coords, flags, pu.mean(axis=0), pr.mean(axis=0),
+                                        rise_se=paired_se(pu, pr), confidence=confidence,
+                                        n_rows=pu.shape[0] if paired else None)
+        same[m.key] = same_model_rises(pu, confidence)
+        del pu, pr
     return NeighbourChecks(checks=checks, choice=choice, at_risk=flags,
-                           record_id=np.asarray(data.record_id), id_column=data.id_column)
+                           record_id=np.asarray(data.record_id), id_column=data.id_column,
+                           same_model=same)

@@ -411,12 +411,12 @@ def cumulative_verdict(cumulative: CumulativeRisk, scores, targets, record_id: n
     checks = []
     for t in targets:
         m = Measure.parse(t.measure)
-        a_this = scores.summary.record_attributable("restricted", m.key, t.attack, "all")
+        a_this = scores.summary.record_attributable("restricted", m.key, t.attack)
         if t.attack == "share":
             release = _per_record(rr, m.key, "share", "release")
             pooled = ds["risk_rel" if m.kind == "rel" else "risk_abs"]
         else:
-            form = scores.summary.release_form("restricted", m.key, "all")
+            form = scores.summary.release_form("restricted", m.key)
             release = _per_record(rr, m.key, "average", f"release/{form}")
             pooled = ds["attack_rel" if m.kind == "rel" else "attack_abs"]
         dim = "p" if m.kind == "rel" else "eps"

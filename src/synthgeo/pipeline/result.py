@@ -143,23 +143,26 @@ def risk_per_record(result: ReleaseResult) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        One row per record: the id column, ``at_risk``, ``n_neighbours_within_M``, then each
-        model's :meth:`RiskResult.to_dataframe` columns suffixed ``_unrestricted`` and
-        ``_restricted`` (shares of implicates within tolerance, in [0, 1]; attack flags);
-        when the baselines were scored (``result.risk_scores``), also the Rao-Blackwellised
-        risk, both baselines and attributable risk of both models
-        (:meth:`synthgeo.pipeline.risk_stage.RiskScores.per_record`). Confidential.
+        One row per record: the data's id column, ``at_risk``, ``n_neighbours_within_M``,
+        then columns ``<var>[<measure>]_<model>`` (docs/release.md, "Per-record risk
+        columns"): with the baselines scored (``result.risk_scores``), the realised share,
+        the Rao-Blackwellised risk, both baselines, their Monte Carlo se, the average
+        attack's hits and attributable risk with its se
+        (:meth:`synthgeo.pipeline.risk_stage.RiskScores.per_record`); without them, the
+        within-ε shares and the average attack (``share[...]``,
+        ``hit_release[.../geometric]``). Confidential.
     """
     table = pd.DataFrame({
         result.data.id_column: result.data.record_id,
         "at_risk": result.at_risk.at_risk,
         "n_neighbours_within_M": result.at_risk.n_neighbours,
     })
+    if result.risk_scores is not None:  # holds the within-ε shares and hits too: not twice
+        per = result.risk_scores.per_record().reset_index(drop=True)
+        return pd.concat([table, per], axis=1)
     for name in MODELS:
         rf = result.risk[name].to_dataframe().reset_index(drop=True)
         table = pd.concat([table, rf.add_suffix(f"_{name}")], axis=1)
-    if result.risk_scores is not None:
-        table = pd.concat([table, result.risk_scores.per_record()], axis=1)
     return table
 
 

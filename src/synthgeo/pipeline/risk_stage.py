@@ -13,11 +13,13 @@ After synthesis, for each model (unrestricted, restricted) and every measure of 
   it (:mod:`synthgeo.risk.loo_units`);
 - **baseline_public**: OLS of each model's implicates on the released covariates
   (:mod:`synthgeo.risk.baselines`);
-- **attributable** = release − the stronger baseline, chosen once per measure, attack and group
-  by its mean over both models (:mod:`synthgeo.risk.attributable`).
+- **attributable** = release − the stronger baseline, chosen once per measure and attack on all
+  records by its mean over both models, for every group and record (one baseline rule,
+  :mod:`synthgeo.risk.attributable`), with its Monte Carlo se.
 
 The ``[risk.targets]`` are then judged on the released (restricted) model
-(:mod:`synthgeo.risk.verdict`), with the joint count of records identifiable by location and
+(:mod:`synthgeo.risk.verdict`) with the Monte Carlo bounds of :mod:`synthgeo.risk.noise` at
+``[risk] confidence``, with the joint count of records identifiable by location and
 above the attributable threshold (:mod:`synthgeo.risk.joint`). Sources: Reiter, Wang & Zhang
 (2014), doi:10.29012/jpc.v6i1.635; Giomi et al. (2022), doi:10.56553/popets-2023-0055;
 docs/risk-and-utility.md.
@@ -52,6 +54,7 @@ from synthgeo.risk.loo import (
 )
 from synthgeo.risk.loo_units import LooUnitComparison, UnitFigures, unit_figures
 from synthgeo.risk.measure import Measure, measures_from
+from synthgeo.risk.noise import z_value
 from synthgeo.risk.predictive import Predictive
 from synthgeo.risk.records import RecordRisk, score_records
 from synthgeo.risk.selection import HistogramSelection, histogram_records
@@ -192,8 +195,8 @@ def score_model(data, ds: xr.Dataset, loo: Predictive, measures, g: str,
     synthetic = ds["y_synthetic"].transpose("implicate", "record").values
     return score_records(data.y, synthetic=synthetic, release=release_predictive_of(ds),
                          baseline_loo=loo, baseline_public=baseline_public(synthetic, data.X),
-                         measures=measures, g=g, record=np.arange(data.n_records),
-                         realised=realised)
+                         measures=measures, g=g, record=np.asarray(data.record_id),
+                         realised=realised, id_column=data.id_column)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -211,7 +214,8 @@ class RiskScores:
     verdict : RiskVerdict
         ``[risk.targets]`` on the restricted (released) model; NOT ASSESSED without targets.
     joint : JointCount or None
-        Identifiable by location and above the first ``record_threshold`` (None without one).
+        Identifiable by location and possibly above the first ``record_threshold`` (upper
+        Monte Carlo bound; None without a threshold).
     identifiable : ndarray of bool
         Records identifiable by location (spatial k below k, or unique on location plus
         released covariates), confidential.
@@ -261,36 +265,49 @@ class RiskScores:
         if not v.checks:
             return ("risk verdict: NOT ASSESSED (no [risk.targets]; the figures are reported "
                     "beside their baselines)")
-        parts = [f"{c.measure} {c.attack} {c.criterion} {c.value:.3g}"
-                 + ("" if c.limit is None else f" (limit {c.limit:.3g})") + f" {c.status}"
-                 for c in v.checks]
-        line = f"risk verdict ({v.model} model): {v.status}: " + "; ".join(parts)
+        parts = [f"{c.measure} {c.attack} {c.criterion} {c.value:.3g} "
+                 f"[{c.lower:.3g}, {c.upper:.3g}]"
+                 + ("" if c.n_possible is None
+                    else f" ({c.n_above} above, {c.n_certain} certainly, {c.n_possible} possibly)")
+                 + ("" if c.limit is None else f" (limit {c.limit:.3g} on the upper bound)")
+                 + f" {c.status}" for c in v.checks]
+        conf = v.checks[0].confidence
+        line = (f"risk verdict ({v.model} model, Monte Carlo bounds at {conf:g}): {v.status}: "
+                + "; ".join(parts))
         if self.joint is not None:
             j = self.joint.to_dict()
             line += (f"\njoint: {j['n_joint']} of {j['n_records']} records identifiable by "
-                     f"location and above attributable risk {j['threshold']:g}")
+                     f"location and possibly above attributable risk {j['threshold']:g} "
+                     "(upper Monte Carlo bound)")
         return line
 
     def per_record(self) -> pd.DataFrame:
-        """Per-record table (confidential): every probability and a_i, both models.
+        """Per-record table (confidential): every probability, its se and a_i, both models.
 
-        Columns ``<var>[<measure>]_<model>`` for ``share`` (realised), ``release`` (RB),
-        ``loo``, ``public``, and ``attributable[<measure>/<attack>]_<model>`` against the
-        baseline chosen on all records; ``identifiable`` (by location).
+        Columns ``<var>[<measure>]_<model>`` (docs/release.md, "Per-record risk columns"):
+        ``share`` (realised), ``release`` (RB), ``loo``, ``public`` and their Monte Carlo se
+        ``release_se``, ``loo_se``, ``public_se``; the average attack's hits
+        ``hit_<release|loo|public>[<measure>/<form>]_<model>``;
+        ``attributable[<measure>/<attack>]_<model>`` and ``attributable_se[...]`` against the
+        one baseline b*; then ``identifiable_by_location``. The index holds the record ids,
+        named as the data's id column.
         """
-        cols = {}
-        for model in self.records:
-            rr = self.records[model].per_record
-            for var in ("share", "release", "loo", "public"):
-                for key in rr["measure"].values:
-                    cols[f"{var}[{key}]_{model}"] = rr[var].sel(measure=key).values
+        frames = []
+        for model, rr in self.records.items():
+            df = rr.to_dataframe()
+            index = df.index
+            df = df.reset_index(drop=True)
+            cols = {}
             for m in self.measures:
                 for attack in ATTACKS:
-                    cols[f"attributable[{m.key}/{attack}]_{model}"] = (
+                    cols[f"attributable[{m.key}/{attack}]"] = (
                         self.summary.record_attributable(model, m.key, attack))
-        out = pd.DataFrame(cols)
+                    cols[f"attributable_se[{m.key}/{attack}]"] = (
+                        self.summary.record_attributable_se(model, m.key, attack))
+            frames.append(pd.concat([df, pd.DataFrame(cols)], axis=1).add_suffix(f"_{model}"))
+        out = pd.concat(frames, axis=1)
         out["identifiable_by_location"] = self.identifiable
-        return out
+        return out.set_axis(index, axis=0)
 
 
 def _identifiable(spec: ReleaseSpec, data, locations) -> tuple[np.ndarray, np.ndarray]:
@@ -467,15 +484,20 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     records = {m: score_model(public, implicates[m], loo, measures, g, (realised or {}).get(m))
                for m in _MODELS}
     mask = np.asarray(at_risk, bool)
+    confidence = getattr(spec.risk, "confidence", 0.95)
     summary = attributable_summary(records, groups={"at_risk": mask, "other": ~mask})
     below, unique = _identifiable(spec, data, locations)
     joint = None
     target = next((t for t in spec.risk.targets if t.record_threshold is not None), None)
     if target is not None:
-        a = summary.record_attributable("restricted", Measure.parse(target.measure).key,
-                                        target.attack)
-        joint = joint_count(a, target.record_threshold, below_k=below, unique=unique)
-    verdict = assess_risk(summary, spec.risk.targets, model="restricted", joint=joint)
+        key = Measure.parse(target.measure).key
+        upper = (summary.record_attributable("restricted", key, target.attack)
+                 + z_value(confidence, summary.records["restricted"].n_implicates)
+                 * summary.record_attributable_se("restricted", key, target.attack))
+        # possibly above the threshold (upper Monte Carlo bound): the protective count
+        joint = joint_count(upper, target.record_threshold, below_k=below, unique=unique)
+    verdict = assess_risk(summary, spec.risk.targets, model="restricted", joint=joint,
+                          confidence=confidence)
     notes = _gate(spec, verdict)  # a FAIL under "stop" raises before the other units
     units = (compare_loo_units(spec, data, implicates, summary, measures, g, loos=loos,
                                differs=differs, solve_seconds=solve_seconds, own_X=own_X,

@@ -283,8 +283,10 @@ def release_record(
             "measures": [m.key for m in scores.measures], "g": scores.g,
             "method": "release = Rao-Blackwellised risk (share) or the stronger average guess "
                       "(average); baselines: leave-one-out GP and public OLS; attributable = "
-                      "release - the stronger baseline, chosen once per measure, attack and "
-                      "group (docs/risk-and-utility.md)",
+                      "release - the stronger baseline, chosen once per measure and attack "
+                      "on all records and used for every group, record and the verdict; "
+                      "decisions on Monte Carlo bounds at [risk] confidence "
+                      "(docs/risk-and-utility.md)",
             "table": scores.table.to_dict("records")}
         if scores.loo_units is not None:  # the leave-out unit and the other units' largest a_i
             rec["risk_attributable"]["loo_unit"] = scores.loo_units.to_record()
@@ -314,7 +316,7 @@ def _at_risk_rule_text(spec) -> str:
     spatial = ("no other record within M" if spec.model.k == 2 else
                f"fewer than {spec.model.k - 1} other records within M")
     by_risk = ("Rao-Blackwellised attributable risk under the unrestricted model above a "
-               "[risk.targets] record_threshold")
+               "[risk.targets] record_threshold by its upper Monte Carlo bound")
     return {"spatial": spatial, "risk": by_risk,
             "both": f"{spatial}, or {by_risk}"}[spec.model.at_risk]
 

@@ -6,19 +6,34 @@ principle of Giomi et al. 2022, doi:10.56553/popets-2023-0055):
 
 .. math::
 
-    a_G = \bar r^{\,release}_G - \bar r^{\,b^*}_G, \qquad
-    b^* = \arg\max_{b} \tfrac{1}{|\mathcal M|}\sum_{model \in \mathcal M} \bar r^{\,b}_{G,model},
+    a_i = r^{release}_i - r^{b^*}_i, \qquad a_G = \bar a_G, \qquad
+    b^* = \arg\max_{b} \tfrac{1}{|\mathcal M|}\sum_{model \in \mathcal M} \bar r^{\,b}_{model},
 
 - ``attack = "share"``: r^release is the Rao-Blackwellised risk r̃_i and the baselines
   b ∈ {loo, public} their exact probabilities; the realised share is shown beside it;
 - ``attack = "average"``: r is the 0/1 hit of the average attack's point guess; the release uses
-  its stronger form (geometric or arithmetic, per model and group), the baselines
+  its stronger form (geometric or arithmetic, per model, chosen on all records), the baselines
   b ∈ {loo, public} × {geometric, arithmetic}.
 
-The stronger baseline b* is chosen **once per measure and group**, by its mean over the models,
-and used for every model, so the two models are compared against the same attacker; per-record
-attributable risk a_i = r_i^release − r_i^{b*} uses the choice made on the group asked for
-(default ``"all"``). a may be negative: the release then tells less than the baseline.
+**One baseline rule.** b* is chosen **once per measure and attack, on all records**, by its mean
+over the models, and used for every model, every group row and every per-record a_i (hence
+for the verdict and the risk rule): a group's ``largest_attributable`` is the largest of the
+verdict's a_i over the same records. The group's own stronger baseline is not chosen again
+(that made the at-risk group's largest and the verdict's largest disagree). a may be negative:
+the release then tells less than the baseline.
+
+**Monte Carlo error** (:meth:`AttributableSummary.record_attributable_se`): for the share attack
+
+.. math::
+
+    se(a_i)^2 = \frac{s^2_{p,i}}{L_p} + \frac{s^2_{b,i}}{L_b} - 2\,\frac{c_{pb,i}}{L},
+
+with s² the sample variances over implicates of the exact probabilities of the release and of
+b*, and c their covariance paired by implicate index (0 when b* has another number of rows;
+:mod:`synthgeo.risk.records`). The average attack's a_i are 0/1 outcomes of the file actually
+released and of the baselines' point guesses: they are not Monte Carlo estimates of a
+probability and get se = 0 (their variability over other releases is what the share attack
+measures).
 """
 
 from __future__ import annotations
@@ -65,21 +80,23 @@ class AttributableSummary:
     ----------
     table : pandas.DataFrame
         One row per model × group × measure × attack, columns :data:`SUMMARY_COLUMNS`:
-        ``release`` (mean r̃ for "share", the stronger form's hit share for "average"),
-        ``release_realised`` (mean realised share; NaN for "average"), ``release_form``,
-        ``baseline_loo`` and ``baseline_public`` (the stronger form's, for "average"),
-        ``baseline_source`` (b*), ``baseline`` (its mean), ``attributable``,
-        ``largest_attributable`` (max a_i in the group), ``loo_stronger_share`` (share of
+        ``release`` (mean r̃ for "share"; for "average" the hit share of the form chosen on
+        all records), ``release_realised`` (mean realised share; NaN for "average"),
+        ``release_form``, ``baseline_loo`` and ``baseline_public`` (descriptive: for
+        "average" each one's stronger form in the group), ``baseline_source`` (b*, the same
+        for every group), ``baseline`` (its mean), ``attributable`` (mean a_i),
+        ``largest_attributable`` (max a_i in the group: the verdict's a_i, the same b*),
+        ``loo_stronger_share`` (share of
         records whose LOO probability ≥ the public one; "share" only). Empty groups: NaN.
     choices : dict
-        (measure key, attack, group) → b*.
+        (measure key, attack) → b*, chosen on all records (one baseline rule).
     records : dict of str to RecordRisk
         The per-record inputs, by model (confidential).
     groups : dict of str to ndarray of bool
     """
 
     table: pd.DataFrame
-    choices: dict[tuple[str, str, str], str]
+    choices: dict[tuple[str, str], str]
     records: dict[str, RecordRisk] = field(repr=False)
     groups: dict[str, np.ndarray] = field(repr=False)
 
@@ -87,28 +104,66 @@ class AttributableSummary:
         """Return the summary table (a copy)."""
         return self.table.copy()
 
-    def release_form(self, model: str, key: str, group: str = "all") -> str:
-        """Return the average attack's stronger form for ``model`` on ``group``."""
-        rr, mask = self.records[model], self.groups[group]
-        shares = [_per_record(rr, key, "average", f"release/{f}")[mask].mean() for f in FORMS]
+    def release_form(self, model: str, key: str) -> str:
+        """Return the average attack's stronger form for ``model``, chosen on all records."""
+        rr = self.records[model]
+        shares = [_per_record(rr, key, "average", f"release/{f}").mean() for f in FORMS]
         return FORMS[int(np.argmax(shares))]
 
-    def record_attributable(self, model: str, key: str, attack: str = "share",
-                            group: str = "all") -> np.ndarray:
-        """Per-record a_i (n_records,) against the baseline chosen on ``group``.
+    def _release_source(self, model: str, key: str, attack: str) -> str:
+        return "release" if attack == "share" else f"release/{self.release_form(model, key)}"
+
+    def record_attributable(self, model: str, key: str, attack: str = "share") -> np.ndarray:
+        """Per-record a_i (n_records,) against the one baseline b* of ``key`` and ``attack``.
 
         Raises
         ------
         KeyError
-            For an unknown model, measure key, attack or group.
+            For an unknown model, measure key or attack.
         """
-        source = self.choices[(key, attack, group)]
+        source = self.choices[(key, attack)]
         rr = self.records[model]
-        rel = "release" if attack == "share" else f"release/{self.release_form(model, key, group)}"
+        rel = self._release_source(model, key, attack)
         return _per_record(rr, key, attack, rel) - _per_record(rr, key, attack, source)
 
+    def record_attributable_se(self, model: str, key: str, attack: str = "share") -> np.ndarray:
+        r"""Monte Carlo se (n_records,) of :meth:`record_attributable` (module docstring).
 
-def _row(rrs, name, gname, mask, key, attack, source) -> dict:
+        √(s²_p/L_p + s²_b/L_b − 2 c_pb/L) for the share attack, with the covariance of the
+        release's and b*'s exact probabilities paired by implicate; 0 for the average attack.
+
+        Raises
+        ------
+        KeyError
+            For an unknown model, measure key or attack.
+
+        Examples
+        --------
+        >>> from synthgeo.risk.measure import Measure
+        >>> from synthgeo.risk.predictive import Predictive
+        >>> from synthgeo.risk.records import score_records
+        >>> rel = Predictive(mean=np.array([[0.0], [2.0]]), sd=np.ones((2, 1)))
+        >>> base = Predictive(mean=np.array([[0.5], [2.5]]), sd=np.ones((2, 1)))
+        >>> rr = score_records(np.zeros(1), synthetic=np.zeros((2, 1)), release=rel,
+        ...                    baseline_loo=base, baseline_public=base,
+        ...                    measures=[Measure(kind="abs", tol=1.0)], g="identity")
+        >>> s = attributable_summary({"m": rr})
+        >>> bool(s.record_attributable_se("m", "abs:1")[0] < rr.se("release", "abs:1")[0])
+        True
+        """
+        source = self.choices[(key, attack)]
+        rr = self.records[model]
+        if attack != "share":
+            return np.zeros(rr.n_records)
+        ds = rr.per_record.sel(measure=key)
+        L_p, L_b = rr.n_rows("release"), rr.n_rows(source)
+        var = ds["var_release"].values / L_p + ds[f"var_{source}"].values / L_b
+        if L_p == L_b:
+            var = var - 2.0 * ds[f"cov_release_{source}"].values / L_p
+        return np.sqrt(np.clip(var, 0.0, None))
+
+
+def _row(rrs, name, gname, mask, key, attack, source, form) -> dict:
     rr = rrs[name]
     nan = float("nan")
     base = {"model": name, "group": gname, "measure": key, "attack": attack,
@@ -123,9 +178,8 @@ def _row(rrs, name, gname, mask, key, attack, source) -> dict:
         loo_stronger = float((loo[mask] >= pub[mask]).mean())
         loo_m, pub_m = float(loo[mask].mean()), float(pub[mask].mean())
     else:
-        hits = {f: _per_record(rr, key, attack, f"release/{f}") for f in FORMS}
-        form = max(FORMS, key=lambda f: hits[f][mask].mean())
-        rel, realised, loo_stronger = hits[form], nan, nan
+        rel = _per_record(rr, key, attack, f"release/{form}")
+        realised, loo_stronger = nan, nan
         loo_m, pub_m = (max(_per_record(rr, key, attack, f"{b}/{f}")[mask].mean()
                             for f in FORMS) for b in ("loo", "public"))
     b = _per_record(rr, key, attack, source)
@@ -198,17 +252,21 @@ def attributable_summary(records: Mapping[str, RecordRisk],
             raise ValueError(f"model {name!r} was scored on other records, measures or g than "
                              "the first model; score every model the same way.")
     masks = _check_groups(groups, first.n_records)
-    rows, choices = [], {}
+    choices = {}
+    for key in (m.key for m in first.measures):
+        for attack in ATTACKS:  # one baseline rule: b* on all records, mean over the models
+            cands = _candidates(attack)
+            strength = [np.mean([_per_record(rr, key, attack, c).mean() for rr in rrs.values()])
+                        for c in cands]
+            choices[(key, attack)] = cands[int(np.argmax(strength))]
+    out = AttributableSummary(table=pd.DataFrame(), choices=choices, records=rrs, groups=masks)
+    rows = []
     for key in (m.key for m in first.measures):
         for attack in ATTACKS:
             for gname, mask in masks.items():
-                cands = _candidates(attack)
-                strength = [np.mean([_per_record(rr, key, attack, c)[mask].mean()
-                                     for rr in rrs.values()]) if mask.any() else 0.0
-                            for c in cands]
-                choices[(key, attack, gname)] = cands[int(np.argmax(strength))]
                 for name in rrs:
+                    form = "" if attack == "share" else out.release_form(name, key)
                     rows.append(_row(rrs, name, gname, mask, key, attack,
-                                     choices[(key, attack, gname)]))
+                                     choices[(key, attack)], form))
     table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
     return AttributableSummary(table=table, choices=choices, records=rrs, groups=masks)

@@ -118,7 +118,7 @@ def unit_figures(unit: str, summary: AttributableSummary, models: Sequence[str],
     --------
     >>> from types import SimpleNamespace as NS
     >>> s = NS(record_attributable=lambda m, k, a: np.array([0.1, 0.3]),
-    ...        choices={("rel:0.1", "share", "all"): "loo"})
+    ...        choices={("rel:0.1", "share"): "loo"})
     >>> f = unit_figures("record", s, ["restricted"], ["rel:0.1"],
     ...                  differs=np.array([True, False]))
     >>> f.rows()[0]["largest_attributable"], f.n_records_block_differs
@@ -129,7 +129,7 @@ def unit_figures(unit: str, summary: AttributableSummary, models: Sequence[str],
     return UnitFigures(unit=unit, same_blocks=bool(same_blocks),
                        n_records_block_differs=int(np.count_nonzero(differs)),
                        attributable=att,
-                       baseline_source={k: summary.choices[(k, "share", "all")] for k in keys},
+                       baseline_source={k: summary.choices[(k, "share")] for k in keys},
                        seconds=float(seconds))
 
 

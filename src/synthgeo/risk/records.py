@@ -9,7 +9,15 @@ For record i and a measure (within p or within ε on the person's scale):
 - ``hit_release`` / ``hit_loo`` / ``hit_public``: whether the average attack's point guess
   (geometric or arithmetic, :data:`synthgeo.risk.baselines.FORMS`) lands within it.
 
-Attributable risk (release − the stronger baseline) is formed by group in
+Monte Carlo moments (``var_release``, ``var_loo``, ``var_public``: sample variances over the
+rows of each predictive of the exact probabilities p_iℓ; ``cov_release_loo``,
+``cov_release_public``: their covariance with the release's, paired by implicate index when the
+baseline has the release's L rows, else 0) give every mean its standard error without storing
+an (L, n) array: se(r̃_i) = √(var_i / L) (:meth:`RecordRisk.se`). The LOO baseline is drawn at
+the unrestricted model's draws, so its pairing with the unrestricted release keeps their
+correlation (docs/risk-and-utility.md, "Monte Carlo error and the decisions taken on it").
+
+Attributable risk (release − the stronger baseline) is formed in
 :mod:`synthgeo.risk.attributable`. Sources: Reiter, Wang & Zhang (2014),
 doi:10.29012/jpc.v6i1.635; Giomi et al. (2022), doi:10.56553/popets-2023-0055;
 docs/risk-and-utility.md. The per-record table is confidential (it is computed from y).
@@ -28,14 +36,16 @@ from synthgeo.model.transform import BACK_TRANSFORMS, within_tolerance
 from synthgeo.risk.baselines import FORMS, point_guesses, synthetic_point_guesses
 from synthgeo.risk.measure import Measure
 from synthgeo.risk.predictive import Predictive
-from synthgeo.risk.rao_blackwell import rb_risk
+from synthgeo.risk.rao_blackwell import within_probability
 from synthgeo.risk.within_eps import RiskResult
 
-__all__ = ["RecordRisk", "score_records", "PROBABILITIES", "HITS"]
+__all__ = ["RecordRisk", "score_records", "PROBABILITIES", "HITS", "MOMENTS"]
 
 #: Per-record probabilities (record, measure) and average-attack hits (record, measure, form).
 PROBABILITIES = ("share", "release", "loo", "public")
 HITS = ("hit_release", "hit_loo", "hit_public")
+#: Per-record Monte Carlo moments over implicates (record, measure); see the module docstring.
+MOMENTS = ("var_release", "var_loo", "var_public", "cov_release_loo", "cov_release_public")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -48,7 +58,9 @@ class RecordRisk:
         Dims ``record``, ``measure`` (keys such as ``"rel:0.1"``), ``form`` (``"geometric"``,
         ``"arithmetic"``). Variables ``share``, ``release``, ``loo``, ``public``
         (record, measure) in [0, 1]; ``hit_release``, ``hit_loo``, ``hit_public``
-        (record, measure, form), bool.
+        (record, measure, form), bool; :data:`MOMENTS` (record, measure): sample variances
+        (ddof = 1; 0 with one row) and covariances over implicates of the exact probabilities.
+        Attrs ``n_rows``: rows (implicates or draws) of ``release``, ``loo``, ``public``.
     measures : tuple of Measure
     g : {"exp", "identity"}
     n_implicates : int
@@ -61,7 +73,7 @@ class RecordRisk:
 
     def __post_init__(self) -> None:
         """Check that the dataset holds every variable over the stated measures."""
-        missing = [v for v in (*PROBABILITIES, *HITS) if v not in self.per_record]
+        missing = [v for v in (*PROBABILITIES, *HITS, *MOMENTS) if v not in self.per_record]
         if missing:
             raise ValueError(f"RecordRisk.per_record lacks {missing}.")
         keys = [m.key for m in self.measures]
@@ -73,17 +85,60 @@ class RecordRisk:
         """Number of records."""
         return int(self.per_record.sizes["record"])
 
-    def to_dataframe(self) -> pd.DataFrame:
-        """One row per record; columns ``<var>[<measure>]`` and ``<hit>[<measure>/<form>]``."""
+    def n_rows(self, source: str) -> int:
+        """Rows (implicates or posterior draws) the mean ``source`` was taken over."""
+        if source == "share":
+            return self.n_implicates
+        return int(self.per_record.attrs["n_rows"][("release", "loo", "public").index(source)])
+
+    def se(self, source: str, key: str) -> np.ndarray:
+        """Monte Carlo se (n_records,) of ``source`` ∈ {"release", "loo", "public"}: √(var/L).
+
+        Examples
+        --------
+        >>> from synthgeo.risk.predictive import Predictive
+        >>> rel = Predictive(mean=np.array([[0.0], [2.0]]), sd=np.ones((2, 1)))
+        >>> rr = score_records(np.zeros(1), synthetic=np.zeros((2, 1)), release=rel,
+        ...                    baseline_loo=rel, baseline_public=rel,
+        ...                    measures=[Measure(kind="abs", tol=1.0)], g="identity")
+        >>> rr.se("release", "abs:1").round(4).tolist()  # p = .6827, .1573: sd .3715 / √2
+        [0.2627]
+        """
+        var = self.per_record[f"var_{source}"].sel(measure=key).values
+        return np.sqrt(var / self.n_rows(source))
+
+    def to_dataframe(self, id_column: str | None = None) -> pd.DataFrame:
+        """One row per record: ``<var>[<measure>]``, ``<var>_se[<measure>]``, hits.
+
+        Columns ``share``, ``release``, ``release_se``, ``loo``, ``loo_se``, ``public``,
+        ``public_se`` per measure (``<var>[<measure>]``), then ``<hit>[<measure>/<form>]``
+        (docs/release.md, "Per-record risk columns"); the index holds the record ids, named
+        ``id_column`` (default: the data's id column given to :func:`score_records`).
+        """
+        id_column = id_column or self.per_record.attrs.get("id_column", "record")
         ds, cols = self.per_record, {}
         for var in PROBABILITIES:
             for j, key in enumerate(ds["measure"].values):
                 cols[f"{var}[{key}]"] = ds[var].values[:, j]
+                if var != "share":
+                    cols[f"{var}_se[{key}]"] = self.se(var, key)
         for var in HITS:
             for j, key in enumerate(ds["measure"].values):
                 for f, form in enumerate(FORMS):
                     cols[f"{var}[{key}/{form}]"] = ds[var].values[:, j, f]
-        return pd.DataFrame(cols, index=pd.Index(ds["record"].values, name="record"))
+        return pd.DataFrame(cols, index=pd.Index(ds["record"].values, name=id_column))
+
+
+def _var(p: np.ndarray) -> np.ndarray:
+    """Sample variance over implicates (ddof = 1); 0 with a single row (nothing to estimate)."""
+    return p.var(axis=0, ddof=1) if p.shape[0] > 1 else np.zeros(p.shape[1])
+
+
+def _cov(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Covariance over implicates paired by index (ddof = 1); 0 when the rows differ."""
+    if p.shape[0] != q.shape[0] or p.shape[0] < 2:
+        return np.zeros(p.shape[1])
+    return np.einsum("ln,ln->n", p - p.mean(axis=0), q - q.mean(axis=0)) / (p.shape[0] - 1)
 
 
 def _hits(guesses: dict[str, np.ndarray], y: np.ndarray, m: Measure, g: str) -> np.ndarray:
@@ -94,6 +149,7 @@ def score_records(
     truth: np.ndarray, *, synthetic: np.ndarray, release: Predictive, baseline_loo: Predictive,
     baseline_public: Predictive, measures: Sequence[Measure], g: str = "exp",
     record: np.ndarray | None = None, realised: RiskResult | None = None,
+    id_column: str = "record",
 ) -> RecordRisk:
     """Score every record under the release and both baselines, for every measure.
 
@@ -115,6 +171,8 @@ def score_records(
         Map to the person's scale.
     record : ndarray of shape (n_records,), optional
         Record ids (default 0..n−1).
+    id_column : str, default="record"
+        The name of the ids (the data's id column), for :meth:`RecordRisk.to_dataframe`.
     realised : RiskResult, optional
         :func:`~synthgeo.risk.within_eps.within_eps_risk` of the same implicates, truth and
         ``g``: its realised shares are taken, not counted again (a measure it lacks is counted
@@ -164,7 +222,7 @@ def score_records(
         raise ValueError("`realised` must be the within-ε risk of these implicates under the "
                          f"same g ({g!r}, L = {Y.shape[0]}, {n} records).")
     counted = realised.shares() if realised is not None else {}
-    out: dict[str, list] = {v: [] for v in (*PROBABILITIES, *HITS)}
+    out: dict[str, list] = {v: [] for v in (*PROBABILITIES, *HITS, *MOMENTS)}
     guesses = {"hit_release": synthetic_point_guesses(Y, g),
                "hit_loo": point_guesses(baseline_loo, g),
                "hit_public": point_guesses(baseline_public, g)}
@@ -172,16 +230,26 @@ def score_records(
         share = counted.get(m.key)
         out["share"].append(within_tolerance(Y, y[None, :], m.kind, m.tol, g).mean(axis=0)
                             if share is None else share)
-        for var, pred in (("release", release), ("loo", baseline_loo),
-                          ("public", baseline_public)):
-            out[var].append(rb_risk(pred, y, m, g))
+        p_rel = within_probability(release, y, m, g)
+        out["release"].append(p_rel.mean(axis=0))
+        out["var_release"].append(_var(p_rel))
+        for var, pred in (("loo", baseline_loo), ("public", baseline_public)):
+            p = within_probability(pred, y, m, g)
+            out[var].append(p.mean(axis=0))
+            out[f"var_{var}"].append(_var(p))
+            out[f"cov_release_{var}"].append(_cov(p_rel, p))
+            del p
+        del p_rel
         for var, gs in guesses.items():
             out[var].append(_hits(gs, y, m, g))
     ds = xr.Dataset(
         {**{v: (("record", "measure"), np.stack(out[v], axis=1)) for v in PROBABILITIES},
+         **{v: (("record", "measure"), np.stack(out[v], axis=1)) for v in MOMENTS},
          **{v: (("record", "measure", "form"), np.stack(out[v], axis=1)) for v in HITS}},
         coords={"record": np.arange(n) if record is None else np.asarray(record),
                 "measure": [m.key for m in measures], "form": list(FORMS)},
-        attrs={"g": g, "n_implicates": int(Y.shape[0])},
+        attrs={"g": g, "n_implicates": int(Y.shape[0]), "id_column": str(id_column),
+               "n_rows": (release.n_implicates, baseline_loo.n_implicates,
+                          baseline_public.n_implicates)},
     )
     return RecordRisk(per_record=ds, measures=measures, g=g, n_implicates=int(Y.shape[0]))

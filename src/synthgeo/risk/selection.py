@@ -1,10 +1,12 @@
 r"""Choosing records by risk: at-risk records beyond spatial isolation, and unbiased showcases.
 
 **At-risk rule** (``[model] at_risk``, docs/risk-and-utility.md): ``"spatial"`` keeps the
-paper's rule; ``"risk"`` makes at risk every record whose Rao-Blackwellised attributable risk
-under the *unrestricted* fit exceeds a ``[risk.targets] record_threshold``; ``"both"`` takes
-either. The Rao-Blackwellised risk is used, not the realised share: with L = 100 the share's
-Monte Carlo sd reaches 0.05, so a threshold on shares flags noise.
+paper's rule; ``"risk"`` makes at risk every record whose Rao-Blackwellised attributable
+risk under the *unrestricted* fit *possibly* exceeds a ``[risk.targets] record_threshold``
+— its upper Monte Carlo bound a_i + z se_i does (:mod:`synthgeo.risk.noise`: protection
+errs on the safe side); ``"both"`` takes either. The Rao-Blackwellised risk is used, not the
+realised share: with L = 100 the share's Monte Carlo sd reaches 0.05, so a threshold on shares
+flags noise.
 
 **Showcase records** (the report's histograms): choosing records by their *unrestricted* risk
 and then showing both models' risk shows a "fall" even between identical models (regression to
@@ -71,7 +73,8 @@ class AtRiskChoice:
 
 
 def choose_at_risk(rule: str, spatial: np.ndarray, *, attributable: np.ndarray | None = None,
-                   record_threshold: float | np.ndarray | None = None) -> AtRiskChoice:
+                   record_threshold: float | np.ndarray | None = None,
+                   se: np.ndarray | None = None, z: float = 0.0) -> AtRiskChoice:
     """Apply the at-risk rule.
 
     Parameters
@@ -83,7 +86,12 @@ def choose_at_risk(rule: str, spatial: np.ndarray, *, attributable: np.ndarray |
         Rao-Blackwellised attributable risk under the unrestricted fit, one row per target
         (needed unless ``rule = "spatial"``).
     record_threshold : float or ndarray of shape (n_targets,), optional
-        A record is at risk by risk when it exceeds the threshold of any row.
+        A record is at risk by risk when its upper bound ``attributable + z * se`` exceeds the
+        threshold of any row.
+    se : ndarray shaped like ``attributable``, optional
+        Monte Carlo se of a_i (default 0: the point estimate).
+    z : float, default=0.0
+        Per-record one-sided quantile (:func:`synthgeo.risk.noise.z_value`).
 
     Returns
     -------
@@ -100,6 +108,10 @@ def choose_at_risk(rule: str, spatial: np.ndarray, *, attributable: np.ndarray |
     ...                    attributable=np.array([0.0, 0.2, 0.05]), record_threshold=0.1)
     >>> c.at_risk.tolist(), c.by_risk.tolist()
     ([True, True, False], [False, True, False])
+    >>> c = choose_at_risk("risk", np.zeros(3, bool), attributable=np.array([0.0, 0.2, 0.05]),
+    ...                    record_threshold=0.1, se=np.array([0.0, 0.0, 0.04]), z=1.645)
+    >>> c.by_risk.tolist()  # record 2: 0.05 + 1.645 * 0.04 = 0.116 > 0.1
+    [False, True, True]
     """
     if rule not in RULES:
         raise ValueError(f"`rule` must be one of {RULES}, got {rule!r}.")
@@ -115,7 +127,10 @@ def choose_at_risk(rule: str, spatial: np.ndarray, *, attributable: np.ndarray |
     if a.shape[1] != n or t.shape != (a.shape[0],):
         raise ValueError(f"`attributable` must be (n_targets, {n}) with one threshold per row, "
                          f"got {a.shape} and {t.shape}.")
-    by_risk = (a > t[:, None]).any(axis=0)
+    s = np.zeros_like(a) if se is None else np.atleast_2d(np.asarray(se, dtype=float))
+    if s.shape != a.shape:
+        raise ValueError(f"`se` must have the shape of `attributable` {a.shape}, got {s.shape}.")
+    by_risk = (a + float(z) * s > t[:, None]).any(axis=0)
     at_risk = by_risk if rule == "risk" else (by_risk | sp_mask)
     return AtRiskChoice(rule=rule, at_risk=at_risk, spatial=sp_mask, by_risk=by_risk)
 

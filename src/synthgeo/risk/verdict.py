@@ -4,9 +4,17 @@ Targets (``[risk.targets]``, :class:`synthgeo.config.RiskTarget`) are set before
 apply to the released model's per-record attributable risk a_i
 (:meth:`synthgeo.risk.attributable.AttributableSummary.record_attributable`):
 
-- ``max_attributable_record``: PASS when max_i a_i ≤ the limit;
-- ``record_threshold`` with ``max_share_above``: PASS when the share of records with
-  a_i > threshold is ≤ the limit (a threshold alone is reported, not judged).
+- ``max_attributable_record``: PASS when the simultaneous upper bound
+  max_i(a_i + z_{1−α/n} se_i) ≤ the limit (the point max_i a_i, biased upwards, and the lower
+  bound are reported);
+- ``record_threshold`` with ``max_share_above``: PASS when the share of records *possibly*
+  above the threshold (a_i + z_{1−α} se_i > threshold) is ≤ the limit, so the target holds
+  with the Monte Carlo margin; the point and *certain* (a_i − z_{1−α} se_i > threshold) counts
+  are reported beside it (a threshold alone is reported, not judged).
+
+se_i is the Monte Carlo standard error of a_i
+(:meth:`~synthgeo.risk.attributable.AttributableSummary.record_attributable_se`), the level
+1 − α is ``[risk] confidence``; the rules are :mod:`synthgeo.risk.noise`.
 
 With no target the verdict is "NOT ASSESSED", never PASS. Cumulative figures (repeated
 releases) are the same measures over pooled implicates
@@ -29,6 +37,7 @@ from synthgeo._errors import RiskError
 from synthgeo.risk.attributable import AttributableSummary
 from synthgeo.risk.joint import JointCount
 from synthgeo.risk.measure import Measure
+from synthgeo.risk.noise import max_bounds, threshold_counts
 
 __all__ = ["TargetCheck", "RiskVerdict", "assess_risk", "apply_risk_gate", "STATUSES"]
 
@@ -49,10 +58,20 @@ class TargetCheck:
         The board's limit (None for a threshold reported alone).
     record_threshold : float or None
     value : float
-        The largest a_i, or the share of records above the threshold.
+        The point estimate: the largest a_i (biased upwards), or the share of records with
+        a_i above the threshold.
     n_above : int or None
         Records with a_i above ``record_threshold`` (None for the first criterion).
     status : {"PASS", "FAIL", "NOT ASSESSED"}
+        Judged on ``upper``.
+    lower, upper : float
+        Monte Carlo bounds at ``confidence``: for the largest, max_i(a_i ∓ z_{1−α/n} se_i);
+        for a share, the share certainly (a_i − z se_i > t) and possibly (a_i + z se_i > t)
+        above the threshold.
+    n_certain, n_possible : int or None
+        Records certainly / possibly above the threshold (None for the first criterion).
+    confidence : float
+        1 − α (``[risk] confidence``).
     """
 
     measure: str
@@ -63,6 +82,11 @@ class TargetCheck:
     value: float
     n_above: int | None
     status: str
+    lower: float = float("nan")
+    upper: float = float("nan")
+    n_certain: int | None = None
+    n_possible: int | None = None
+    confidence: float = 0.95
 
     def __post_init__(self) -> None:
         """Refuse an unknown status."""
@@ -128,33 +152,40 @@ class RiskVerdict:
         return pd.DataFrame([c.to_dict() for c in self.checks], columns=cols)
 
 
-def _checks(target, a: np.ndarray) -> list[TargetCheck]:
+def _checks(target, a: np.ndarray, se: np.ndarray | None = None,
+            confidence: float = 0.95, n_rows: int | None = None) -> list[TargetCheck]:
+    """Judge one target on a_i (n,) with its Monte Carlo se (zeros when None)."""
     key = Measure.parse(target.measure).key
+    se = np.zeros_like(a, dtype=float) if se is None else np.asarray(se, float)
     common = {"measure": key, "attack": target.attack,
-              "record_threshold": target.record_threshold}
+              "record_threshold": target.record_threshold, "confidence": float(confidence)}
     out = []
     if target.max_attributable_record is not None:
-        top = float(a.max())
-        out.append(TargetCheck(**common, criterion="max_attributable_record",
-                               limit=float(target.max_attributable_record), value=top,
-                               n_above=None,
-                               status="PASS" if top <= target.max_attributable_record
-                               else "FAIL"))
+        b = max_bounds(a, se, confidence, n_rows)
+        limit = float(target.max_attributable_record)
+        out.append(TargetCheck(**common, criterion="max_attributable_record", limit=limit,
+                               value=b["point"], lower=b["lower"], upper=b["upper"],
+                               n_above=None, status="PASS" if b["upper"] <= limit else "FAIL"))
     if target.record_threshold is not None:
-        n_above = int((a > target.record_threshold).sum())
-        share = n_above / a.size
+        counts, _, _ = threshold_counts(a, se, target.record_threshold, confidence, n_rows)
+        n = max(a.size, 1)
         limit = target.max_share_above
-        status = ("NOT ASSESSED" if limit is None else "PASS" if share <= limit else "FAIL")
+        share_possible = counts["n_possible"] / n
+        status = ("NOT ASSESSED" if limit is None
+                  else "PASS" if share_possible <= limit else "FAIL")
         out.append(TargetCheck(**common, criterion=("record_threshold" if limit is None
                                                     else "max_share_above"),
-                               limit=None if limit is None else float(limit), value=share,
-                               n_above=n_above, status=status))
+                               limit=None if limit is None else float(limit),
+                               value=counts["n_point"] / n, lower=counts["n_certain"] / n,
+                               upper=share_possible, n_above=counts["n_point"],
+                               n_certain=counts["n_certain"], n_possible=counts["n_possible"],
+                               status=status))
     return out
 
 
 def assess_risk(summary: AttributableSummary, targets: Sequence[Any], *,
-                model: str = "restricted", group: str = "all", cumulative: bool = False,
-                joint: JointCount | None = None) -> RiskVerdict:
+                model: str = "restricted", cumulative: bool = False,
+                joint: JointCount | None = None, confidence: float = 0.95) -> RiskVerdict:
     """Judge each target on the released model's per-record attributable risk.
 
     Parameters
@@ -166,11 +197,11 @@ def assess_risk(summary: AttributableSummary, targets: Sequence[Any], *,
         ``record_threshold``, ``max_share_above``).
     model : str, default="restricted"
         The released model.
-    group : str, default="all"
-        Whose stronger-baseline choice defines a_i.
     cumulative : bool, default=False
         Set when ``summary`` was scored on implicates pooled over releases.
     joint : JointCount, optional
+    confidence : float, default=0.95
+        1 − α of the Monte Carlo bounds (``[risk] confidence``; :mod:`synthgeo.risk.noise`).
 
     Returns
     -------
@@ -202,8 +233,9 @@ def assess_risk(summary: AttributableSummary, targets: Sequence[Any], *,
     checks: list[TargetCheck] = []
     for t in targets:
         key = Measure.parse(t.measure).key
-        a = summary.record_attributable(model, key, t.attack, group)
-        checks.extend(_checks(t, a))
+        a = summary.record_attributable(model, key, t.attack)
+        se = summary.record_attributable_se(model, key, t.attack)
+        checks.extend(_checks(t, a, se, confidence, summary.records[model].n_implicates))
     statuses = {c.status for c in checks}
     status = "FAIL" if "FAIL" in statuses else "PASS" if "PASS" in statuses else "NOT ASSESSED"
     return RiskVerdict(status=status, model=model, checks=tuple(checks), cumulative=cumulative,
@@ -238,7 +270,8 @@ def apply_risk_gate(verdict: RiskVerdict, on_risk_failure: str = "stop") -> None
         raise ValueError(f'`on_risk_failure` must be "stop" or "warn", got {on_risk_failure!r}.')
     if verdict.status != "FAIL":
         return
-    failed = "; ".join(f"{c.measure} {c.attack} {c.criterion}: {c.value:.3g} > {c.limit:.3g}"
+    failed = "; ".join(f"{c.measure} {c.attack} {c.criterion}: {c.value:.3g} (upper bound "
+                       f"{c.upper:.3g} at {c.confidence:g}) > {c.limit:.3g}"
                        for c in verdict.checks if c.status == "FAIL")
     msg = f"disclosure-risk targets failed for the {verdict.model} model ({failed})"
     if on_risk_failure == "stop":

@@ -140,22 +140,31 @@ class RiskResult:
                 out[f"{kind}:{_fmt(tol)}"] = values[:, j]
         return out
 
-    def to_dataframe(self) -> pd.DataFrame:
-        """Return one row per record.
+    def to_dataframe(self, id_column: str = "record") -> pd.DataFrame:
+        """Return one row per record, columns named as every per-record risk table.
+
+        Parameters
+        ----------
+        id_column : str, default="record"
+            Name of the index (the data's id column).
 
         Returns
         -------
         pandas.DataFrame
-            Index ``record``; columns ``risk_abs_<eps>``, ``risk_rel_<p>``, ``attack_abs_<eps>``,
-            ``attack_rel_<p>`` (e.g. ``risk_abs_10000``, ``risk_rel_0.1``).
+            Columns ``share[<measure>]`` (realised share within the tolerance) and
+            ``hit_release[<measure>/geometric]`` (the implicate-average attack on the model
+            scale, the geometric form of :mod:`synthgeo.risk.baselines`), e.g.
+            ``share[abs:10000]``, ``hit_release[rel:0.1/geometric]`` (docs/release.md).
         """
         ds, cols = self.per_record, {}
-        for var in ("risk_abs", "risk_rel", "attack_abs", "attack_rel"):
-            dim = "eps" if var.endswith("abs") else "p"
-            values = ds[var].transpose("record", dim).values
-            for j, tol in enumerate(ds[dim].values):
-                cols[f"{var}_{_fmt(tol)}"] = values[:, j]
-        return pd.DataFrame(cols, index=pd.Index(ds["record"].values, name="record"))
+        for prefix, suffix, kinds in (("share", "", ("risk_abs", "risk_rel")),
+                                      ("hit_release", "/geometric", ("attack_abs", "attack_rel"))):
+            for var in kinds:
+                kind, dim = ("abs", "eps") if var.endswith("abs") else ("rel", "p")
+                values = ds[var].transpose("record", dim).values
+                for j, tol in enumerate(ds[dim].values):
+                    cols[f"{prefix}[{kind}:{_fmt(tol)}{suffix}]"] = values[:, j]
+        return pd.DataFrame(cols, index=pd.Index(ds["record"].values, name=id_column))
 
 
 def within_eps_risk(

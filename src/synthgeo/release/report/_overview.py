@@ -123,9 +123,13 @@ def _verdict_row(result) -> tuple[str, str, str]:
         return ("risk verdict (released model)",
                 "NOT ASSESSED: no [risk.targets] were set", "")
     v = scores.verdict
-    parts = [f"{c.measure} {c.attack}: {c.criterion} {c.value:.3g}"
-             + ("" if c.limit is None else f" ≤ {c.limit:.3g}?") + f" {c.status}"
-             for c in v.checks]
+    parts = [f"{c.measure} {c.attack}: {c.criterion} {c.value:.3g} "
+             f"(Monte Carlo bounds {c.lower:.3g} to {c.upper:.3g} at {c.confidence:g}"
+             + ("" if c.n_possible is None else
+                f"; records above: {c.n_above} by the estimate, {c.n_certain} certainly, "
+                f"{c.n_possible} possibly")
+             + ")" + ("" if c.limit is None else f", upper bound ≤ {c.limit:.3g}?")
+             + f" {c.status}" for c in v.checks]
     return ("risk verdict (released model)", f"{v.status}: " + "; ".join(parts),
             "ok" if v.status == "PASS" else "warn" if v.status == "FAIL" else "")
 
@@ -139,11 +143,11 @@ def _joint_row(result) -> tuple[str, str, str] | None:
                 f"NOT ASSESSED (no record_threshold); {int(scores.identifiable.sum())} "
                 "identifiable by location (below k, or unique on location + covariates)", "")
     j = scores.joint.to_dict()
-    return ("records identifiable by location and above the attributable threshold "
-            f"({j['threshold']:g})",
+    return ("records identifiable by location and possibly above the attributable threshold "
+            f"({j['threshold']:g}; upper Monte Carlo bound)",
             f"{j['n_joint']} of {j['n_records']} ({j['n_identifiable']} identifiable: "
             f"{j['n_below_k']} below k, {j['n_unique']} unique on location + covariates; "
-            f"{j['n_above']} above)", "warn" if j["n_joint"] else "ok")
+            f"{j['n_above']} possibly above)", "warn" if j["n_joint"] else "ok")
 
 
 def _location_row(result) -> tuple[str, str, str]:
