@@ -33,7 +33,7 @@ from synthgeo.release.schema import validate_release_record
 from synthgeo.risk.verdict import RiskVerdict
 
 __all__ = ["check_output_dir", "id_map_sha256", "input_paths", "write_release", "release_frames",
-           "release_record", "sequential_record", "write_result",
+           "release_record", "sequential_record", "write_result", "signing_text",
            "EMPTY_REVIEW"]
 
 #: ``verdicts.risk`` of a release whose risk was not judged (no risk stage, or a route that
@@ -534,7 +534,28 @@ def write_result(result, out: str | os.PathLike, *, overwrite: bool = False,
 
     check_output_dir(Path(out), overwrite=overwrite, inputs=input_paths(result.spec))
     return write_release(result, out, overwrite=overwrite, ledger=ledger,
-                         report_html=render_report(result, progressbar=progressbar))
+                         report_html=render_report(result, progressbar=progressbar,
+                                                   signing=signing_text(ledger)))
+
+
+def signing_text(ledger) -> str:
+    """Say whether release.json is signed and where the release is registered (the report).
+
+    Examples
+    --------
+    >>> from synthgeo.register import Ledger
+    >>> signing_text(Ledger(None, None))[:40]
+    'release.json UNSIGNED (no release key gi'
+    """
+    if ledger is None:
+        from synthgeo.register import Ledger
+
+        ledger = Ledger(None, None)
+    sig = (f"release.json signed (HMAC-SHA256, key id {ledger.key.key_id})" if ledger.key
+           else f"release.json UNSIGNED ({ledger.unsigned_reason})")
+    reg = ledger.register
+    return sig + (f"; registered in {reg.location}." if reg is not None
+                  else "; not in a release register.")
 
 
 def id_map_sha256(folder: Path) -> str | None:
