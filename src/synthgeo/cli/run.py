@@ -182,7 +182,7 @@ def closing_lines(rel, out: Path) -> list[str]:
 
 
 def _register_line(rel, out: Path) -> list[str]:
-    """The register line: the release's number and whether it is signed (nothing if none)."""
+    """Return the register line: the release's number and whether it is signed."""
     import json
 
     reg = getattr(getattr(rel, "ledger", None), "register", None)

@@ -131,8 +131,8 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
         No register; no release.json, or one the register does not hold (fabricated, edited,
         never registered), an HMAC that does not verify, a file missing or changed against
         the register (size or SHA-256), a file under ``release/`` that the register does not
-        list (:meth:`synthgeo.register.Register.verify_folder`), no ``[data] id``, another id column or
-        response than the earlier release, an id repeated within an implicate, this
+        list (:meth:`synthgeo.register.Register.verify_folder`), no ``[data] id``, another
+        id column or response than the earlier release, an id repeated within an implicate, this
         spec's seed equal to a seed of the chain (its implicates would repeat), other
         covariates, responses or transform (a column released real that was synthesised), or
         another ``[anonymity]`` after a release that applied the location treatment.

@@ -36,7 +36,7 @@ class Ledger:
     allow_unsigned: bool = False
 
     def seed_hashes(self, seed: int) -> list[str]:
-        """The seed's hashes the register may hold: unkeyed, and under the key when given."""
+        """Return the seed's hashes the register may hold: unkeyed, and keyed when a key is set."""
         return [seed_hash(seed, None)] + ([seed_hash(seed, self.key)] if self.key else [])
 
     def check_seed(self, seed: int | None) -> None:

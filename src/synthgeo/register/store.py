@@ -128,7 +128,7 @@ def new_uid() -> str:
 
 
 def _sqlite_engine(path: Path) -> Engine:
-    """A SQLite engine: WAL, busy timeout, foreign keys, writes under BEGIN IMMEDIATE."""
+    """Return a SQLite engine: WAL, busy timeout, foreign keys, BEGIN IMMEDIATE."""
     engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_S})
 
     @event.listens_for(engine, "connect")
@@ -449,7 +449,7 @@ def _seed_refusal(location: str, id: int) -> InputError:
 
 
 def files_dir_of(sqlite_path: Path) -> Path:
-    """The files folder beside a SQLite register: ``<file>.files``."""
+    """Return the files folder beside a SQLite register: ``<file>.files``."""
     return sqlite_path.with_name(sqlite_path.name + ".files")
 
 

@@ -177,7 +177,8 @@ def page(*, title: str, sections: list[Section], skipped: list[str], source: obj
     -------
     str
     """
-    return str(render("page.html.j2", signing=signing, confidential_line=Markup(CONFIDENTIAL_LINE), title=title,
+    return str(render("page.html.j2", signing=signing,
+                      confidential_line=Markup(CONFIDENTIAL_LINE), title=title,
                       sections=sections, skipped=skipped, source=source, n_records=n_records,
                       n_implicates=n_implicates, failed=failed,
                       verdict_failed=list(verdict_failed), cross_fit=cross_fit))
