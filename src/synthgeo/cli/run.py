@@ -156,8 +156,9 @@ def closing_lines(rel, out: Path) -> list[str]:
     Returns
     -------
     list of str
-        ``verdicts: location X, risk Y``; the records read, dropped by ``[data] missing =
-        "drop"`` and released; then the release and report paths. No record-level value.
+        Whether release.json is signed and where it is registered; ``verdicts: location X,
+        risk Y``; the records read, dropped by ``[data] missing = "drop"`` and released; then
+        the release and report paths. No record-level value.
     """
     v = rel.verdicts
     lines = [f"verdicts: location {v['location']}, risk {v['risk']}"
@@ -177,8 +178,7 @@ def closing_lines(rel, out: Path) -> list[str]:
     lines.append(line)
     lines += [f"release (restricted model's implicates): {out / 'release'}",
               f"report (confidential): {out / 'report.html'}"]
-    lines += _register_line(rel, out)
-    return lines
+    return _register_line(rel, out) + lines
 
 
 def _register_line(rel, out: Path) -> list[str]:
