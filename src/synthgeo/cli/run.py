@@ -96,8 +96,9 @@ def run(args: argparse.Namespace, say) -> int:
         say(risk.to_string(index=False))
         if "attributable" in tables:
             say("\nRelease vs baselines (release = Rao-Blackwellised risk for share, the "
-                "stronger average guess for average; attributable = release - the stronger "
-                "baseline):")
+                "rate of records the stronger average guess hits for average; attributable = "
+                "release - the stronger baseline, attributable_se its Monte Carlo se; "
+                "largest_attributable = the largest per-record a_i, share attack only):")
             say(tables["attributable"].to_string(index=False))
         units = getattr(rel.result.risk_scores, "loo_units", None)
         if units is not None:
