@@ -269,7 +269,7 @@ def test_targets_are_judged_on_the_pooled_implicates_too(first, tmp_path):
     from synthgeo.config import RiskTarget
     from synthgeo.risk.attributable import _per_record
 
-    _, _, out_a = first
+    _, res_a, out_a = first
     target = RiskTarget(measure="rel:0.1", attack="share", max_attributable_record=0.99,
                         record_threshold=0.2, max_share_above=1.0)
     spec = _spec(9).replace("risk", targets=[target], on_risk_failure="warn")
@@ -279,12 +279,20 @@ def test_targets_are_judged_on_the_pooled_implicates_too(first, tmp_path):
                           ledger=LEDGER[0])
     v = res.cumulative.verdict
     assert v.cumulative and v.status == "PASS"
-    # by hand: pooled realised share minus b_i = release_i − a_i of this release
+    # by hand: pooled Rao-Blackwellised share minus b_i = release_i − a_i of this release;
+    # the pooled r̃ is the L-weighted mean of each release's own r̃ (the earlier one's from
+    # the predictive summaries the register points to; L = 5 each)
     rr = res.risk_scores.summary.records["restricted"]
     a = res.risk_scores.summary.record_attributable("restricted", "rel:0.1", "share")
-    b = _per_record(rr, "rel:0.1", "share", "release") - a
-    pooled = res.cumulative.cumulative.per_record["risk_rel"].sel(p=0.1).values
-    want = pooled - b  # same record order: every record is linked
+    release_b = _per_record(rr, "rel:0.1", "share", "release")
+    release_a = _per_record(res_a.risk_scores.summary.records["restricted"], "rel:0.1",
+                            "share", "release")
+    rb = res.cumulative.rb["rel:0.1"]
+    np.testing.assert_allclose(rb["this"], release_b, rtol=1e-12)
+    np.testing.assert_allclose(rb["previous"], release_a, rtol=1e-9)
+    pooled = (release_a + release_b) / 2
+    np.testing.assert_allclose(rb["cumulative"], pooled, rtol=1e-9)
+    want = pooled - (release_b - a)  # same record order: every record is linked
     assert v.checks[0].value == pytest.approx(float(want.max()))
     assert v.checks[1].n_above == int((want > 0.2).sum())
     rec = json.loads((write_release(res, tmp_path / "c") / "release.json").read_text())
@@ -302,15 +310,21 @@ def test_a_pooled_failure_says_it_is_the_pooled_figure(first):
     """Break-it finding: the stop message named no cumulative figure."""
     from synthgeo._errors import RiskError
     from synthgeo.config import RiskTarget
+    from synthgeo.pipeline.risk_stage import gate_cumulative
 
     _, _, out_a = first
-    # this release alone: max a_i 0.13, simultaneous upper bound 0.46 (L = 5); pooled: 0.52
-    target = RiskTarget(measure="rel:0.1", attack="share", max_attributable_record=0.48)
-    spec = _spec(2).replace("risk", targets=[target], on_risk_failure="stop")
+    # pooled Rao-Blackwellised max a_i ≈ 0.09 here (the pooled check has no Monte Carlo bound,
+    # this release's own has: its upper bound ≈ 0.46 at L = 5), so a limit of 0.01 fails both;
+    # under "warn" both verdicts are FAIL, and the pooled one's gate names the pooled figure
+    target = RiskTarget(measure="rel:0.1", attack="share", max_attributable_record=0.01)
+    spec = _spec(2).replace("risk", targets=[target], on_risk_failure="warn")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        alone = run_release(spec, fitter=fake_fitter(n_draws=100))  # this release passes
-        assert alone.risk_scores.verdict.status == "PASS"
-        with pytest.raises(RiskError, match=r"^cumulative \(pooled with the earlier releases\)"):
-            run_release(spec, fitter=fake_fitter(n_draws=100), previous=out_a,
-                        ledger=LEDGER[0])
+        res = run_release(spec, fitter=fake_fitter(n_draws=100), previous=out_a,
+                          ledger=LEDGER[0])
+    assert res.cumulative.verdict.status == "FAIL" and res.cumulative.verdict.cumulative
+    stop = spec.replace("risk", on_risk_failure="stop")
+    with pytest.raises(RiskError, match=r"^cumulative \(pooled with the earlier releases\)"):
+        gate_cumulative(stop, res.risk_scores, res.cumulative.verdict)
+    warned = gate_cumulative(spec, res.risk_scores, res.cumulative.verdict)
+    assert any(w["message"].startswith("cumulative (pooled") for w in warned.warnings)

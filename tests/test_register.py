@@ -304,9 +304,16 @@ def test_second_release_is_chained_registered_and_shows_the_worst(first, tmp_pat
     rec = json.loads((out_b / "release.json").read_text())
     chain = rec["previous_releases"]["chain"]
     assert chain[-1]["register_id"] == 1 and chain[-1]["signed"] is True
-    for row in rec["previous_releases"]["cumulative_risk"]:
-        assert row["mean_worst"] == max(row["mean_this"], row["mean_previous"],
-                                        row["mean_cumulative"])
+    rows = rec["previous_releases"]["cumulative_risk"]
+    for row in rows:
+        if row["n_records"]:
+            assert row["mean_worst"] == max(row["mean_this"], row["mean_previous"],
+                                            row["mean_cumulative"])
+            # the pooled Rao-Blackwellised share, from the summaries beside the register
+            assert row["rb_worst"] == max(row["rb_this"], row["rb_previous"],
+                                          row["rb_cumulative"])
+            assert min(row["rb_this"], row["rb_previous"]) <= row["rb_cumulative"] <= max(
+                row["rb_this"], row["rb_previous"])
     entry = ledger.register.by_release_json(file_sha256(out_b / "release.json"))
     assert entry.previous_id == 1 and [e.id for e in ledger.register.chain(entry.id)][0] == 1
     # the predictive summaries beside the register, pointed to with their hash

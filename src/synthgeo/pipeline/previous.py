@@ -70,6 +70,10 @@ class PreviousRelease:
         model scale (log-dollars for a log model).
     entry : RegisteredRelease
         Its row in the register.
+    predictive : tuple of pandas.DataFrame, optional
+        ``(mean, sd)`` of its released model's predictive, each shaped as ``synthetic``
+        (model scale), read from the summaries the register points to (SHA-256 checked);
+        None when the register holds none (then the pooled figures are realised shares only).
     """
 
     path: Path
@@ -77,6 +81,7 @@ class PreviousRelease:
     release_json_sha256: str
     synthetic: pd.DataFrame = field(repr=False)
     entry: RegisteredRelease | None = field(default=None, repr=False)
+    predictive: tuple[pd.DataFrame, pd.DataFrame] | None = field(default=None, repr=False)
 
     def chain_entry(self) -> dict[str, Any]:
         """Return what release.json records of this earlier release (hashes, no path)."""
@@ -184,9 +189,17 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
         wide = _confidential_index(folder, wide, d.id, record.get("release_ids_sha256"))
     if getattr(d, "transform", None) == "log":  # released on the original scale
         wide = np.log(wide)
+    predictive = None
+    if entry.summary is not None:  # the register's pointer, its SHA-256 checked on reading
+        summ = ledger.register.read_summary(entry)
+        predictive = tuple(summ.pivot(index="record", columns="implicate", values=v)
+                           for v in ("mean", "sd"))
+        if set(predictive[0].index) != set(wide.index):
+            raise _refuse(folder, "its predictive summaries in the register are not of its "
+                                  "released records")
     return PreviousRelease(path=folder, record=record,
                            release_json_sha256=entry.release_json_sha256, synthetic=wide,
-                           entry=entry)
+                           entry=entry, predictive=predictive)
 
 
 def _check_same_release_design(folder: Path, earlier: dict[str, Any], spec: ReleaseSpec, *,
@@ -276,6 +289,11 @@ class CumulativeRisk:
     n_linked, n_new, n_implicates_pooled : int
     chain : list of dict
         :meth:`PreviousRelease.chain`.
+    rb : dict, optional
+        Rao-Blackwellised within-tolerance probability per linked record, by measure key and
+        member (``"this"``, ``"previous"``, ``"cumulative"``): r̃ of each release from its
+        predictive, pooled as the L-weighted mean (L_prev r̃_prev + L r̃_this) / (L_prev + L).
+        None when the earlier release's predictive summaries are not in the register.
     """
 
     summary: pd.DataFrame
@@ -288,6 +306,7 @@ class CumulativeRisk:
     n_implicates_pooled: int
     chain: list[dict[str, Any]]
     verdict: Any = None
+    rb: dict[str, dict[str, np.ndarray]] | None = field(default=None, repr=False)
 
     def to_record(self) -> dict[str, Any]:
         """release.json's ``previous_releases`` block (aggregates and hashes only)."""
@@ -317,7 +336,7 @@ def _measures(rr: RiskResult):
 
 def cumulative_risk(previous: PreviousRelease, spec: ReleaseSpec, truth: np.ndarray,
                     record_id: np.ndarray, synthetic: np.ndarray,
-                    at_risk: np.ndarray) -> CumulativeRisk:
+                    at_risk: np.ndarray, predictive=None) -> CumulativeRisk:
     """Score the linked records on each release alone and pooled (both attacks).
 
     The board's cumulative figure is the largest of the three (``*_worst``): the pooled share
@@ -334,6 +353,10 @@ def cumulative_risk(previous: PreviousRelease, spec: ReleaseSpec, truth: np.ndar
     synthetic : ndarray of shape (L, n_records)
         This release's (restricted) implicates, model scale.
     at_risk : ndarray of bool, shape (n_records,)
+    predictive : Predictive, optional
+        This release's released predictive, shape (L, n_records): with the earlier release's
+        (``previous.predictive``) the pooled Rao-Blackwellised shares (``rb_*`` columns and
+        :attr:`CumulativeRisk.rb`).
 
     Returns
     -------
@@ -373,6 +396,7 @@ def cumulative_risk(previous: PreviousRelease, spec: ReleaseSpec, truth: np.ndar
     r_this, r_prev, r_cum = score(this), score(prev), score(pooled)
     groups = {"all": np.ones(int(linked.sum()), bool), "at_risk": np.asarray(at_risk)[linked]}
     groups["other"] = ~groups["at_risk"]
+    rb = _pooled_rb(previous, spec, y, ids[linked], linked, predictive, r_this)
     rows = []
     for gname, mask in groups.items():
         for key, risk, attack, dim, j in _measures(r_this):
@@ -389,12 +413,41 @@ def cumulative_risk(previous: PreviousRelease, spec: ReleaseSpec, truth: np.ndar
                 worst = max(members, key=lambda m: -np.inf if np.isnan(members[m])
                             else members[m])
                 vals[f"{stat}_worst"], vals[of] = members[worst], worst
+            for label in ("this", "previous", "cumulative"):
+                vals[f"rb_{label}"] = (float(rb[key][label][mask].mean())
+                                       if rb is not None and mask.any() else float("nan"))
+            vals["rb_worst"] = (max(vals["rb_this"], vals["rb_previous"], vals["rb_cumulative"])
+                                if rb is not None and mask.any() else float("nan"))
             rows.append({"group": gname, "measure": key, "n_records": int(mask.sum()), **vals})
     return CumulativeRisk(summary=pd.DataFrame(rows), this=r_this, cumulative=r_cum,
                           previous=r_prev,
                           record_id=ids[linked], n_linked=int(linked.sum()),
                           n_new=int((~linked).sum()), n_implicates_pooled=pooled.shape[0],
-                          chain=previous.chain())
+                          chain=previous.chain(), rb=rb)
+
+
+def _pooled_rb(previous: PreviousRelease, spec: ReleaseSpec, y: np.ndarray, ids: np.ndarray,
+               linked: np.ndarray, predictive, r_this: RiskResult):
+    """r̃ per linked record and measure: this release, the earlier one, pooled (L-weighted)."""
+    if previous.predictive is None or predictive is None:
+        return None
+    from synthgeo.pipeline.data import response_scale
+    from synthgeo.risk.measure import Measure
+    from synthgeo.risk.predictive import Predictive
+    from synthgeo.risk.rao_blackwell import rb_risk
+
+    mean, sd = (f.loc[ids].to_numpy(float).T for f in previous.predictive)  # (L_prev, n)
+    prev = Predictive(mean=mean, sd=sd, name="previous")
+    this = Predictive(mean=np.asarray(predictive.mean)[:, linked],
+                      sd=np.asarray(predictive.sd)[:, linked], name="release")
+    g = response_scale(spec).g_name
+    lp, lt = prev.n_implicates, this.n_implicates
+    out = {}
+    for key, *_ in _measures(r_this):
+        m = Measure.parse(key)
+        a, b = rb_risk(prev, y, m, g), rb_risk(this, y, m, g)
+        out[key] = {"this": b, "previous": a, "cumulative": (lp * a + lt * b) / (lp + lt)}
+    return out
 
 
 def cumulative_verdict(cumulative: CumulativeRisk, scores, targets, record_id: np.ndarray):
@@ -402,11 +455,11 @@ def cumulative_verdict(cumulative: CumulativeRisk, scores, targets, record_id: n
 
     For record i, a_i(cumulative) = the pooled figure − the baseline this release's verdict
     used for i (b_i = release_i − a_i of the restricted model, so the same stronger baseline,
-    chosen once per measure and attack): the pooled figure is the share of pooled implicates
-    within the tolerance (share attack) or the pooled implicate-average hit, 0/1 (average
-    attack). The earlier releases' predictives are not kept, so the pooled release figure is
-    the realised share, not the Rao-Blackwellised risk; with L_prev + L implicates its Monte
-    Carlo noise is smaller than one release's.
+    chosen once per measure and attack): the pooled figure is, for the share attack, the
+    pooled Rao-Blackwellised probability (L_prev r̃_prev + L r̃_this) / (L_prev + L) when the
+    register holds the earlier release's predictive summaries (:attr:`CumulativeRisk.rb`),
+    else the realised share of pooled implicates within the tolerance; for the average attack
+    the pooled implicate-average hit, 0/1.
 
     Parameters
     ----------
@@ -437,6 +490,10 @@ def cumulative_verdict(cumulative: CumulativeRisk, scores, targets, record_id: n
         if t.attack == "share":
             release = _per_record(rr, m.key, "share", "release")
             pooled = ds["risk_rel" if m.kind == "rel" else "risk_abs"]
+            if cumulative.rb is not None and m.key in cumulative.rb:  # Rao-Blackwellised
+                baseline = (release - a_this)[idx]
+                checks.extend(_checks(t, cumulative.rb[m.key]["cumulative"] - baseline))
+                continue
         else:
             form = scores.summary.release_form("restricted", m.key)
             release = _per_record(rr, m.key, "average", f"release/{form}")

@@ -41,7 +41,12 @@ from synthgeo.pipeline.at_risk_rule import risk_rule, run_neighbour_check, score
 from synthgeo.pipeline.data import PreparedData, check_formula_names, prepare_data
 from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult
-from synthgeo.pipeline.risk_stage import gate_cumulative, loo_predictive, score_release_risk
+from synthgeo.pipeline.risk_stage import (
+    gate_cumulative,
+    loo_predictive,
+    release_predictive_of,
+    score_release_risk,
+)
 from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
 from synthgeo.synthesis.cross_fit import draw_cross_fitted, implicate_sources
@@ -498,8 +503,10 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
     cumulative = None
     if earlier is not None:
         with _timed(seconds, "cumulative_risk"):
-            cumulative = cumulative_risk(earlier, spec, data.y, data.record_id,
-                                         d.synthetic["restricted"], d.at_risk.at_risk)
+            cumulative = cumulative_risk(
+                earlier, spec, data.y, data.record_id, d.synthetic["restricted"],
+                d.at_risk.at_risk,
+                predictive=release_predictive_of(d.implicates["restricted"]))
         say(f"cumulative risk over {cumulative.n_implicates_pooled} pooled implicates of "
             f"{cumulative.n_linked} linked records ({cumulative.n_new} new)")
         if spec.risk.targets:  # the board's targets on the pooled figures too (item 9)
