@@ -357,3 +357,38 @@ def test_releases_command_lists_and_backs_up(first, tmp_path, capsys):
     assert (copy.files_dir / entry.summary["path"]).is_file()
     assert cli_main(["releases", "--register", reg_path(ledger), "--backup", str(dest)]) != 0
     assert "exists" in capsys.readouterr().err
+
+
+def test_releases_needs_a_register(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("SYNTHGEO_REGISTER", raising=False)
+    assert cli_main(["releases"]) != 0
+    assert "give --register PATH" in capsys.readouterr().err
+    assert cli_main(["releases", "--register", str(tmp_path / "none.sqlite")]) != 0
+    assert "no register there" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_cli_run_signs_registers_and_pools(tmp_path, capsys, monkeypatch):
+    """The command line end to end: a signed, registered release, then a repeated one."""
+    text = bundled_spec_path().read_text(encoding="utf-8")
+    text = text.replace("draws = 1000", "draws = 100").replace("n_implicates = 100",
+                                                               "n_implicates = 5")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text, encoding="utf-8")
+    reg = tmp_path / "register.sqlite"
+    monkeypatch.setenv(KEY_ENV, KEY.secret.decode())
+    common = ["--register", str(reg), "--progress", "never", "--implicates", "5"]
+    assert cli_main(["run", str(spec), "--seed", "31", "--out", str(tmp_path / "a"),
+                     *common]) == 0
+    out = capsys.readouterr().out
+    assert f"register: release 1 in {reg}; release.json signed (HMAC-SHA256, key " \
+           f"{KEY.key_id})" in out
+    html = (tmp_path / "a" / "report.html").read_text(encoding="utf-8")
+    assert f"release.json signed (HMAC-SHA256, key id {KEY.key_id}); registered in" in html
+    assert cli_main(["run", str(spec), "--seed", "32", "--previous", str(tmp_path / "a"),
+                     "--out", str(tmp_path / "b"), *common]) == 0
+    assert "register: release 2 in" in capsys.readouterr().out
+    frame = open_register(reg).list()
+    assert list(frame["previous_id"].fillna(0).astype(int)) == [0, 1]
+    rec = json.loads((tmp_path / "b" / "release.json").read_text())
+    assert verify_record(rec, KEY) and rec["register"]["previous_uid"] == frame["release_uid"][0]
