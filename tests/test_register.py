@@ -10,6 +10,7 @@ a missing URL a failure, as in CI).
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import threading
@@ -128,7 +129,9 @@ def _add_many(location: str, files_dir: str, start: int, n: int) -> list[int]:
 
 def test_two_concurrent_writers_serialise(register):
     """Two processes write 15 releases each into one register at once: 30 rows, none lost."""
-    with ProcessPoolExecutor(max_workers=2) as pool:
+    register.engine.dispose()  # no pooled connection crosses the fork (SQLAlchemy's advice)
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork")
+                             ) as pool:
         jobs = [pool.submit(_add_many, register.location if register.is_sqlite else PG_URL,
                             str(register.files_dir), start, 15) for start in (100, 200)]
         ids = [i for j in jobs for i in j.result()]
