@@ -11,7 +11,8 @@
     A pointer (path relative to the register's files folder, bytes, SHA-256) to the
     per-record predictive summaries of the released model (mean and sd per implicate and
     record, model scale): what a later release needs to pool Rao-Blackwellised risk. They are
-    files, not rows: at 10⁶ records and L = 100 they are about 1.6 GB a release.
+    files, not rows: two float64 per record and implicate, 1.6 GB a release at 10⁶ records and
+    L = 100.
 ``synthgeo_register_info``
     ``schema_version`` and when the register was created.
 
