@@ -148,7 +148,7 @@ def _joint_row(result) -> tuple[str, str, str] | None:
             f"({j['threshold']:g}; upper Monte Carlo bound)",
             f"{j['n_joint']} of {j['n_records']} ({j['n_identifiable']} identifiable: "
             f"{j['n_below_k']} below k, {j['n_unique']} unique on location + covariates; "
-            f"{j['n_above']} possibly above)", "warn" if j["n_joint"] else "ok")
+            f"{j['n_above']} possibly above)", "")  # a count, not a target: no colour
 
 
 def _location_row(result) -> tuple[str, str, str]:
