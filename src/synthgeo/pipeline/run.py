@@ -44,7 +44,12 @@ from synthgeo.pipeline.result import MODELS, ReleaseResult
 from synthgeo.pipeline.risk_stage import gate_cumulative, loo_predictive, score_release_risk
 from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
-from synthgeo.synthesis.cross_fit import draw_cross_fitted, implicate_sources
+from synthgeo.synthesis.cross_fit import (
+    calibrate_covariates,
+    draw_cross_fitted,
+    implicate_sources,
+    own_value_leak,
+)
 from synthgeo.synthesis.implicates import draw_implicates
 from synthgeo.utility.glm import response_correlations
 
@@ -233,13 +238,24 @@ def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed):
     Under ``[synthesis] predictive = "cross_fit"`` the released ("restricted") implicates are
     the unrestricted fit's cross-fitted predictive (:mod:`synthgeo.synthesis.cross_fit`), at
     the draws :func:`draw_implicates` would use, from the leave-out predictive the risk stage's
-    baseline computes (:func:`~synthgeo.pipeline.risk_stage.loo_predictive`).
+    baseline computes (:func:`~synthgeo.pipeline.risk_stage.loo_predictive`); under
+    ``cross_fit_calibration = "covariates"`` its means calibrated to the confidential OLS,
+    with the own-value leak's aggregates in ``attrs["own_value_leak"]``.
     """
     if name == "restricted" and spec.synthesis.predictive == "cross_fit":
         sources = implicate_sources(fit, spec.synthesis.n_implicates)
-        loo = loo_predictive(spec, data, fit, sources)
-        return draw_cross_fitted(loo.mean, loo.sd, sources=sources, random_seed=seed,
-                                 record_id=data.record_id)
+        calibration = spec.synthesis.cross_fit_calibration
+        weight: dict | None = {} if calibration == "covariates" else None
+        loo = loo_predictive(spec, data, fit, sources, own_weight=weight)
+        mean = loo.mean
+        if calibration == "covariates":  # the implicates' OLS on X: the confidential's
+            mean = calibrate_covariates(loo.mean, data.y, data.X)
+        ds = draw_cross_fitted(mean, loo.sd, sources=sources, random_seed=seed,
+                               record_id=data.record_id, calibration=calibration)
+        if weight:  # aggregates only: how much of its own value a record's mean carries
+            ds.attrs["own_value_leak"] = own_value_leak(weight[spec.loo_unit], loo.mean,
+                                                        loo.sd, data.y)
+        return ds
     return draw_implicates(fit, data.X, n_implicates=spec.synthesis.n_implicates,
                            record_id=data.record_id, random_seed=seed,
                            at_risk_effect=(spec.model.at_risk_effect
