@@ -149,7 +149,10 @@ def test_bundled_spec_with_cross_fit_end_to_end(cross_release, tmp_path):
     assert rec["synthesis"]["restricted_fit"] is False
     assert rec["synthesis"]["leave_out_unit"] == "site"
     assert rec["synthesis"]["calibration"] == "none" and rec["synthesis"]["own_value_leak"] is None
+    assert rec["detector"]["applicable"] is False  # nobody selected: nothing to detect
+    assert "nobody is selected" in rec["detector"]["reason"]
     html = (out / "report.html").read_text()
+    assert "id='detector-not-run'" in html
     assert "cross-fit-note" in html and "no restricted model is fitted" in html
     assert (out / "release" / "implicates.parquet").is_file()
 

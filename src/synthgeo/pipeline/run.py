@@ -41,6 +41,7 @@ from synthgeo.pipeline.at_risk_rule import risk_rule, run_neighbour_check, score
 from synthgeo.pipeline.data import PreparedData, check_formula_names, prepare_data
 from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult
+from synthgeo.pipeline.detector_stage import detector_block
 from synthgeo.pipeline.risk_stage import gate_cumulative, loo_predictive, score_release_risk
 from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
@@ -504,6 +505,8 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
     say(scores.verdict_line())
     with _timed(seconds, "neighbour_check"):
         neighbours = run_neighbour_check(spec, data, d.implicates, d.at_risk, d.choice)
+    with _timed(seconds, "detector"):  # can the protected records be told apart?
+        detector = detector_block(spec, data, d.implicates, d.at_risk.at_risk)
     cumulative = None
     if earlier is not None:
         with _timed(seconds, "cumulative_risk"):
@@ -525,7 +528,7 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
         spec=spec, data=data, fits=d.fits, at_risk=d.at_risk, at_risk_sensitivity=d.sensitivity,
         implicates=d.implicates, risk=risk, risk_summary=summary, utility=utility,
         seconds=seconds, locations=locations, neighbour_check=neighbours, cumulative=cumulative,
-        risk_scores=scores, seed=seed)
+        risk_scores=scores, seed=seed, detector=detector)
 
 
 def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], locations,

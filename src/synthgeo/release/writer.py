@@ -267,6 +267,8 @@ def release_record(
         "review": dict(EMPTY_REVIEW),
     }
     rec["synthesis"] = _synthesis_record(spec, result.implicates.get("restricted"))
+    if getattr(result, "detector", None) is not None:  # counts and settings only
+        rec["detector"] = result.detector
     if getattr(result, "locations", None) is not None:
         rec["locations"] = result.locations.summary()
     rec["neighbour_check"] = result.neighbour_check.summary()  # aggregates only
