@@ -331,3 +331,15 @@ def test_calibration_key_validated():
     """An unknown calibration is refused with the key named."""
     with pytest.raises(SpecError, match=r"\[synthesis\] cross_fit_calibration"):
         SynthesisConfig(cross_fit_calibration="ols")
+
+
+@pytest.mark.parametrize("name", ["synthgeo.synthesis.cross_fit",
+                                  "synthgeo.pipeline.detector_stage"])
+def test_examples_run(name):
+    """The Examples sections of the cross-fit and the detector stage run as written."""
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(name),
+                             extraglobs={"np": np}, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0 and result.attempted > 0

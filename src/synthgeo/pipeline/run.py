@@ -39,9 +39,9 @@ from synthgeo.model.smoothing import Smoothing
 from synthgeo.pipeline import responses
 from synthgeo.pipeline.at_risk_rule import risk_rule, run_neighbour_check, score_unrestricted
 from synthgeo.pipeline.data import PreparedData, check_formula_names, prepare_data
+from synthgeo.pipeline.detector_stage import detector_block
 from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult
-from synthgeo.pipeline.detector_stage import detector_block
 from synthgeo.pipeline.risk_stage import gate_cumulative, loo_predictive, score_release_risk
 from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk

@@ -204,7 +204,7 @@ def own_value_bound(weight: np.ndarray, mean: np.ndarray, sd: np.ndarray,
 
 def own_value_leak(weight: np.ndarray, mean: np.ndarray, sd: np.ndarray,
                    y: np.ndarray) -> dict[str, float | int]:
-    """Aggregates of :func:`own_value_bound` for release.json (no record's value).
+    """Return the aggregates of :func:`own_value_bound` for release.json (no record's value).
 
     Parameters
     ----------
