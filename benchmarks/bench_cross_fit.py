@@ -345,6 +345,29 @@ def _frontier_table(rec: dict) -> str:
     for r in rows:
         coef.append(f"| {r['data']} | {r['variant']} | " + "; ".join(
             f"{t} {v['overlap']:.3f}" for t, v in r["utility"].items()) + " |")
+    reading = ["", "Per data set (computed from the rows above; PASS on the cross-fit rows is "
+               "in-sample):", ""]
+    for name in dict.fromkeys(r["data"] for r in rows):
+        mine = [r for r in rows if r["data"] == name]
+        by = {r["variant"]: r for r in mine}
+        passing = [r for r in mine if r["verdict"] == "PASS"]
+        best = max(passing, key=lambda r: r["min_overlap"]) if passing else None
+        ref = by.get("gamma=inf")
+        line = (f"- {name}: PASS for {', '.join(r['variant'] for r in passing) or 'none'}"
+                + (f"; of these the most utility (smallest CI overlap) is {best['variant']} "
+                   f"({best['min_overlap']:.3f}; smallest over the γ rows "
+                   f"{min(r['min_overlap'] for r in mine if r['variant'].startswith('gamma')):.3f}"
+                   f"), run in {best['seconds']:.0f} s"
+                   + (f" against γ = ∞'s {ref['seconds']:.0f} s" if ref else "")
+                   if best else "")
+                + "; records above 0.10 by the upper bound (" + ", ".join(keys) + "): "
+                + "; ".join(f"{r['variant']} " + "/".join(str(r['risk'][k]['n_above_upper'])
+                                                       for k in keys) for r in mine)
+                + "; neighbour rises beyond noise (" + ", ".join(keys) + "): "
+                + "; ".join(f"{r['variant']} " + "/".join(
+                    str(r['neighbour_check']['by_measure'][k]['n_rose']) for k in keys)
+                    for r in mine) + ".")
+        reading.append(line)
     load = rec.get("load", {})
     note = (f"Record `benchmarks/results/{rec['_file']}` ({rec['date']}, commit "
             f"{str(rec['git']['commit'])[:7]}{' + changes' if rec['git']['dirty'] else ''}; "
@@ -356,7 +379,18 @@ def _frontier_table(rec: dict) -> str:
             "`at_risk = \"both\"`. Cross-fit rows: in-sample risk (raw: 0 by construction; "
             "calibrated: the calibration shift against the leave-one-out baseline at the same "
             "draws). Seconds: the whole `run_release`.")
-    return "\n".join([FBEGIN, note, "", *out, *coef, FEND])
+    return "\n".join([FBEGIN, note, "", *out, *reading, *coef, FEND])
+
+
+def newest_frontier_record() -> tuple[Path, dict] | None:
+    """The newest ``--frontier`` record of both data sets in benchmarks/results/, or None."""
+    paths = sorted((ROOT / "benchmarks" / "results").glob(
+        "bench_cross_fit-frontier-" + "+".join(FRONTIER_DATA) + "-*.json"))
+    if not paths:
+        return None
+    rec = json.loads(paths[-1].read_text())
+    rec["_file"] = paths[-1].name
+    return paths[-1], rec
 
 
 def write_frontier_docs(rec: dict) -> None:

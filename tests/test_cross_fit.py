@@ -343,3 +343,29 @@ def test_examples_run(name):
     result = doctest.testmod(importlib.import_module(name),
                              extraglobs={"np": np}, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_frontier_docs_block_is_what_the_benchmark_makes_from_its_record():
+    """docs/risk-and-utility.md "Comparing the mechanisms" comes from the newest --frontier
+    record of bench_cross_fit (both data sets, every variant)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    spec = importlib.util.spec_from_file_location("bench_cross_fit", bench / "bench_cross_fit.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(bench))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(bench))
+    found = mod.newest_frontier_record()
+    assert found is not None, "no bench_cross_fit --frontier record in benchmarks/results/"
+    _, rec = found
+    rows = rec["detail"]["rows"]
+    assert {(r["data"], r["variant"]) for r in rows} == {
+        (d, v) for d in mod.FRONTIER_DATA for v in mod.VARIANTS}
+    text = mod.DOCS.read_text(encoding="utf-8")
+    i, j = text.index(mod.FBEGIN), text.index(mod.FEND) + len(mod.FEND)
+    assert text[i:j] == mod._frontier_table(rec)
