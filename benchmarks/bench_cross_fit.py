@@ -376,7 +376,8 @@ def _frontier_table(rec: dict) -> str:
             f"{load.get('end', ['?'])[0]} at the end). Targets for each of "
             f"{', '.join(keys)} (share attack): largest a_i ≤ {THRESHOLD:g}, share above "
             f"{THRESHOLD:g} ≤ 0.01, judged on the upper Monte Carlo bound; the γ rows use "
-            "`at_risk = \"both\"`. Cross-fit rows: in-sample risk (raw: 0 by construction; "
+            "`at_risk = \"both\"`. Cross-fit rows: every record is treated (\"at risk\" is the "
+            "spatial rule's reporting group); in-sample risk (raw: 0 by construction; "
             "calibrated: the calibration shift against the leave-one-out baseline at the same "
             "draws). Seconds: the whole `run_release`.")
     return "\n".join([FBEGIN, note, "", *out, *reading, *coef, FEND])
