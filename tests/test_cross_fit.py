@@ -328,9 +328,15 @@ def test_calibrated_release(calibrated_release, cross_release):
 
 
 def test_calibration_key_validated():
-    """An unknown calibration is refused with the key named."""
+    """An unknown calibration is refused with the key named; so is "none" beside the posterior
+    predictive (it would be silently ignored)."""
     with pytest.raises(SpecError, match=r"\[synthesis\] cross_fit_calibration"):
         SynthesisConfig(cross_fit_calibration="ols")
+    spec = load_spec(bundled_spec_path())
+    with pytest.raises(SpecError, match="cross_fit_calibration.*predictive = \"cross_fit\""):
+        spec.replace("synthesis", cross_fit_calibration="none")
+    raw = spec.replace("synthesis", predictive="cross_fit", cross_fit_calibration="none")
+    assert raw.synthesis.cross_fit_calibration == "none"
 
 
 @pytest.mark.parametrize("name", ["synthgeo.synthesis.cross_fit",
