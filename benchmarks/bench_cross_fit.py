@@ -36,7 +36,8 @@ calibrated (``"covariates"``). Per variant: the largest attributable risk and th
 0.10 (point estimate and by the upper Monte Carlo bound) per measure, the verdict, the
 smallest Reiter CI overlap and each coefficient's, the neighbour check, the calibrated
 cross-fit's own-value leak, and the run time. Its record rewrites the block of section
-"Comparing the mechanisms" (``--frontier-docs RECORD`` rewrites it without rerunning). The
+"Comparing the mechanisms" from the newest record of each data set (``--frontier-docs``
+rewrites it without rerunning; ``--frontier --data NAME ...`` measures other data sets). The
 cross-fit rows' risk is in-sample: the raw cross-fit's is 0 by construction, the calibrated
 one's measures its calibration shift against the leave-one-out baseline at the same draws.
 
@@ -324,9 +325,13 @@ def measure_frontier(name: str, path: Path) -> list[dict]:
     return rows
 
 
-def _frontier_table(rec: dict) -> str:
-    """The docs block of "Comparing the mechanisms", from a --frontier record."""
-    rows = rec["detail"]["rows"]
+def _frontier_table(chosen: dict[str, dict]) -> str:
+    """Return the docs block of "Comparing the mechanisms": each data set's rows from its record.
+
+    ``chosen``: data set → the --frontier record its rows come from
+    (:func:`newest_frontier_records`).
+    """
+    rows = [r for name, rec in chosen.items() for r in rec["detail"]["rows"] if r["data"] == name]
     keys = list(TARGET_MEASURES)
     head = ("| data | variant | at risk | seconds | verdict | smallest CI overlap | "
             + " | ".join(f"{k}: largest a_i / above {THRESHOLD:g} (upper bound)" for k in keys)
@@ -368,12 +373,17 @@ def _frontier_table(rec: dict) -> str:
                     str(r['neighbour_check']['by_measure'][k]['n_rose']) for k in keys)
                     for r in mine) + ".")
         reading.append(line)
-    load = rec.get("load", {})
-    note = (f"Record `benchmarks/results/{rec['_file']}` ({rec['date']}, commit "
+    sources = []
+    for rec in {id(r): r for r in chosen.values()}.values():
+        load = rec.get("load", {})
+        names = ", ".join(n for n, r in chosen.items() if r is rec)
+        sources.append(
+            f"{names}: record `benchmarks/results/{rec['_file']}` ({rec['date']}, commit "
             f"{str(rec['git']['commit'])[:7]}{' + changes' if rec['git']['dirty'] else ''}; "
             f"`{rec['command']}`; {rec['machine'].get('nproc')} CPUs shared with other jobs, "
             f"load average {load.get('start', ['?'])[0]} at the start, "
-            f"{load.get('end', ['?'])[0]} at the end). Targets for each of "
+            f"{load.get('end', ['?'])[0]} at the end)")
+    note = ("; ".join(sources) + ". Targets for each of "
             f"{', '.join(keys)} (share attack): largest a_i ≤ {THRESHOLD:g}, share above "
             f"{THRESHOLD:g} ≤ 0.01, judged on the upper Monte Carlo bound; the γ rows use "
             "`at_risk = \"both\"`. Cross-fit rows: every record is treated (\"at risk\" is the "
@@ -383,27 +393,32 @@ def _frontier_table(rec: dict) -> str:
     return "\n".join([FBEGIN, note, "", *out, *reading, *coef, FEND])
 
 
-def newest_frontier_record() -> tuple[Path, dict] | None:
-    """The newest ``--frontier`` record of both data sets in benchmarks/results/, or None."""
-    paths = sorted((ROOT / "benchmarks" / "results").glob(
-        "bench_cross_fit-frontier-" + "+".join(FRONTIER_DATA) + "-*.json"))
-    if not paths:
-        return None
-    rec = json.loads(paths[-1].read_text())
-    rec["_file"] = paths[-1].name
-    return paths[-1], rec
+def newest_frontier_records() -> dict[str, dict]:
+    """Return data set → the newest ``--frontier`` record that measured it, in ``DATA`` order."""
+    recs = []
+    for path in (ROOT / "benchmarks" / "results").glob("bench_cross_fit-frontier-*.json"):
+        rec = json.loads(path.read_text())
+        rec["_file"] = path.name
+        recs.append(rec)
+    chosen: dict[str, dict] = {}
+    for rec in sorted(recs, key=lambda r: r["date"]):  # newer records replace older ones
+        for r in rec["detail"]["rows"]:
+            chosen[r["data"]] = rec
+    return {name: chosen[name] for name in DATA if name in chosen}
 
 
-def write_frontier_docs(rec: dict) -> None:
+def write_frontier_docs() -> None:
+    """Rewrite the block of "Comparing the mechanisms" from the newest records."""
     text = DOCS.read_text(encoding="utf-8")
     if FBEGIN not in text or FEND not in text:
         raise SystemExit(f"{DOCS}: the markers of the frontier block are missing")
     head, rest = text.split(FBEGIN, 1)
     _, tail = rest.split(FEND, 1)
-    DOCS.write_text(head + _frontier_table(rec) + tail, encoding="utf-8")
+    DOCS.write_text(head + _frontier_table(newest_frontier_records()) + tail, encoding="utf-8")
 
 
 def run_frontier(data: list[str]) -> None:
+    """Measure every variant on ``data``, write the record, rewrite the docs block."""
     rec = Record.start("bench_cross_fit", case="frontier-" + "+".join(data))
     rows = []
     for name in data:
@@ -420,9 +435,7 @@ def run_frontier(data: list[str]) -> None:
     path = rec.finish(detail={"rows": rows, "threshold": THRESHOLD,
                               "targets": list(TARGET_MEASURES)})
     print(f"record: {path}")
-    out = json.loads(path.read_text())
-    out["_file"] = path.name
-    write_frontier_docs(out)
+    write_frontier_docs()
     print(f"docs: {DOCS}")
 
 
@@ -432,12 +445,11 @@ def main() -> None:
     ap.add_argument("--docs", help="rewrite the docs block from this record and exit")
     ap.add_argument("--frontier", action="store_true",
                     help="compare the mechanisms under the board's targets (module docstring)")
-    ap.add_argument("--frontier-docs", help="rewrite the frontier block from this record")
+    ap.add_argument("--frontier-docs", action="store_true",
+                    help="rewrite the frontier block from the newest records and exit")
     args = ap.parse_args()
     if args.frontier_docs:
-        rec = json.loads(Path(args.frontier_docs).read_text())
-        rec["_file"] = Path(args.frontier_docs).name
-        write_frontier_docs(rec)
+        write_frontier_docs()
         return
     if args.frontier:
         run_frontier(args.data or list(FRONTIER_DATA))
