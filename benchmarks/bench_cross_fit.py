@@ -276,6 +276,8 @@ VARIANTS = {
     "cross_fit raw": [("synthesis", {"predictive": "cross_fit", "cross_fit_calibration": "none"})],
     "cross_fit calibrated": [("synthesis", {"predictive": "cross_fit",
                                             "cross_fit_calibration": "covariates"})],
+    "cross_fit calibrated loo": [("synthesis", {"predictive": "cross_fit",
+                                                "cross_fit_calibration": "covariates_loo"})],
 }
 
 
@@ -312,11 +314,11 @@ def frontier_row(name: str, variant: str, res, secs: float) -> dict:
             "own_value_leak": released.attrs.get("own_value_leak")}
 
 
-def measure_frontier(name: str, path: Path) -> list[dict]:
-    """Every variant of one data set, each a whole ``run_release`` with the spec's seed."""
+def measure_frontier(name: str, path: Path, variants=None) -> list[dict]:
+    """Each variant of one data set (default: all), a whole ``run_release`` with its seed."""
     spec = load_spec(path)
     rows = []
-    for variant in VARIANTS:
+    for variant in variants or VARIANTS:
         res, secs = _run(frontier_spec(spec, variant))
         row = frontier_row(name, variant, res, secs)
         print("ROW " + json.dumps(row, default=str), flush=True)
@@ -325,13 +327,14 @@ def measure_frontier(name: str, path: Path) -> list[dict]:
     return rows
 
 
-def _frontier_table(chosen: dict[str, dict]) -> str:
-    """Return the docs block of "Comparing the mechanisms": each data set's rows from its record.
+def _frontier_table(chosen: dict[tuple[str, str], dict]) -> str:
+    """Return the docs block of "Comparing the mechanisms": each row from its newest record.
 
-    ``chosen``: data set → the --frontier record its rows come from
+    ``chosen``: (data set, variant) → the --frontier record its row comes from
     (:func:`newest_frontier_records`).
     """
-    rows = [r for name, rec in chosen.items() for r in rec["detail"]["rows"] if r["data"] == name]
+    rows = [next(r for r in rec["detail"]["rows"] if (r["data"], r["variant"]) == key)
+            for key, rec in chosen.items()]
     keys = list(TARGET_MEASURES)
     head = ("| data | variant | at risk | seconds | verdict | smallest CI overlap | "
             + " | ".join(f"{k}: largest a_i / above {THRESHOLD:g} (upper bound)" for k in keys)
@@ -376,7 +379,9 @@ def _frontier_table(chosen: dict[str, dict]) -> str:
     sources = []
     for rec in {id(r): r for r in chosen.values()}.values():
         load = rec.get("load", {})
-        names = ", ".join(n for n, r in chosen.items() if r is rec)
+        names = ", ".join(dict.fromkeys(
+            f"{d}" + ("" if all(chosen.get((d, v)) is rec for v in VARIANTS) else f" ({v})")
+            for (d, v), r in chosen.items() if r is rec))
         sources.append(
             f"{names}: record `benchmarks/results/{rec['_file']}` ({rec['date']}, commit "
             f"{str(rec['git']['commit'])[:7]}{' + changes' if rec['git']['dirty'] else ''}; "
@@ -393,18 +398,21 @@ def _frontier_table(chosen: dict[str, dict]) -> str:
     return "\n".join([FBEGIN, note, "", *out, *reading, *coef, FEND])
 
 
-def newest_frontier_records() -> dict[str, dict]:
-    """Return data set → the newest ``--frontier`` record that measured it, in ``DATA`` order."""
+def newest_frontier_records() -> dict[tuple[str, str], dict]:
+    """Return (data set, variant) → the newest ``--frontier`` record that measured it.
+
+    In ``DATA`` then ``VARIANTS`` order.
+    """
     recs = []
     for path in (ROOT / "benchmarks" / "results").glob("bench_cross_fit-frontier-*.json"):
         rec = json.loads(path.read_text())
         rec["_file"] = path.name
         recs.append(rec)
-    chosen: dict[str, dict] = {}
+    chosen: dict[tuple[str, str], dict] = {}
     for rec in sorted(recs, key=lambda r: r["date"]):  # newer records replace older ones
         for r in rec["detail"]["rows"]:
-            chosen[r["data"]] = rec
-    return {name: chosen[name] for name in DATA if name in chosen}
+            chosen[(r["data"], r["variant"])] = rec
+    return {(d, v): chosen[(d, v)] for d in DATA for v in VARIANTS if (d, v) in chosen}
 
 
 def write_frontier_docs() -> None:
@@ -417,12 +425,13 @@ def write_frontier_docs() -> None:
     DOCS.write_text(head + _frontier_table(newest_frontier_records()) + tail, encoding="utf-8")
 
 
-def run_frontier(data: list[str]) -> None:
-    """Measure every variant on ``data``, write the record, rewrite the docs block."""
-    rec = Record.start("bench_cross_fit", case="frontier-" + "+".join(data))
+def run_frontier(data: list[str], variants=None) -> None:
+    """Measure the variants on ``data``, write the record, rewrite the docs block."""
+    rec = Record.start("bench_cross_fit", case="frontier-" + "+".join(data) + (
+        "" if not variants else "-" + "+".join(v.replace(" ", "_") for v in variants)))
     rows = []
     for name in data:
-        rows.extend(measure_frontier(name, DATA[name]))
+        rows.extend(measure_frontier(name, DATA[name], variants))
     for r in rows:
         tag = f"{r['data']} {r['variant']}"
         rec.figure(f"frontier {tag}: run time", round(r["seconds"], 1), "s")
@@ -445,6 +454,8 @@ def main() -> None:
     ap.add_argument("--docs", help="rewrite the docs block from this record and exit")
     ap.add_argument("--frontier", action="store_true",
                     help="compare the mechanisms under the board's targets (module docstring)")
+    ap.add_argument("--variants", nargs="*", default=None, choices=list(VARIANTS),
+                    help="with --frontier: only these variants (default: all)")
     ap.add_argument("--frontier-docs", action="store_true",
                     help="rewrite the frontier block from the newest records and exit")
     args = ap.parse_args()
@@ -452,7 +463,7 @@ def main() -> None:
         write_frontier_docs()
         return
     if args.frontier:
-        run_frontier(args.data or list(FRONTIER_DATA))
+        run_frontier(args.data or list(FRONTIER_DATA), args.variants)
         return
     args.data = args.data or list(DATA)
     if args.docs:

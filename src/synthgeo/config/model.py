@@ -207,12 +207,14 @@ class SynthesisConfig:
     projection of their leave-out errors onto the covariates, so that the implicate's OLS on
     the covariates equals the confidential one in expectation
     (:func:`synthgeo.synthesis.cross_fit.calibrate_covariates`; docs/risk-and-utility.md,
-    "Calibrated cross-fit"), or left raw ("none"). Ignored under ``predictive = "posterior"``.
+    "Calibrated cross-fit"); "covariates_loo" fits each record's shift without its own
+    leave-out error (a smaller own-value weight, an O(p/n) inexact match); "none" leaves it
+    raw. Refused beside ``predictive = "posterior"`` unless left at its default.
     """
 
     n_implicates: int = 100
     predictive: Literal["posterior", "cross_fit"] = "posterior"
-    cross_fit_calibration: Literal["covariates", "none"] = "covariates"
+    cross_fit_calibration: Literal["covariates", "covariates_loo", "none"] = "covariates"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -221,8 +223,8 @@ class SynthesisConfig:
         if self.predictive not in ("posterior", "cross_fit"):
             raise _err("synthesis", "predictive", self.predictive,
                        '"posterior" or "cross_fit"')
-        if self.cross_fit_calibration not in ("covariates", "none"):
+        if self.cross_fit_calibration not in ("covariates", "covariates_loo", "none"):
             raise _err("synthesis", "cross_fit_calibration", self.cross_fit_calibration,
-                       '"covariates" or "none"')
+                       '"covariates", "covariates_loo" or "none"')
 
 

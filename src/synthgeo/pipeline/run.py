@@ -49,6 +49,7 @@ from synthgeo.synthesis.cross_fit import (
     calibrate_covariates,
     draw_cross_fitted,
     implicate_sources,
+    leverage,
     own_value_leak,
 )
 from synthgeo.synthesis.implicates import draw_implicates
@@ -246,16 +247,21 @@ def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed):
     if name == "restricted" and spec.synthesis.predictive == "cross_fit":
         sources = implicate_sources(fit, spec.synthesis.n_implicates)
         calibration = spec.synthesis.cross_fit_calibration
-        weight: dict | None = {} if calibration == "covariates" else None
+        calibrated = calibration != "none"
+        weight: dict | None = {} if calibrated else None
         loo = loo_predictive(spec, data, fit, sources, own_weight=weight)
         mean = loo.mean
-        if calibration == "covariates":  # the implicates' OLS on X: the confidential's
-            mean = calibrate_covariates(loo.mean, data.y, data.X)
+        if calibrated:  # the implicates' OLS on X: the confidential's
+            own_out = calibration == "covariates_loo"
+            mean = calibrate_covariates(loo.mean, data.y, data.X, leave_own_out=own_out)
         ds = draw_cross_fitted(mean, loo.sd, sources=sources, random_seed=seed,
                                record_id=data.record_id, calibration=calibration)
         if weight:  # aggregates only: how much of its own value a record's mean carries
-            ds.attrs["own_value_leak"] = own_value_leak(weight[spec.loo_unit], loo.mean,
-                                                        loo.sd, data.y)
+            w = weight[spec.loo_unit]
+            if own_out:  # the leverage term left out: (w − h)/(1 − h)
+                h = leverage(data.X)[None, :]
+                w = (w - h) / (1.0 - h)
+            ds.attrs["own_value_leak"] = own_value_leak(w, loo.mean, loo.sd, data.y)
         return ds
     return draw_implicates(fit, data.X, n_implicates=spec.synthesis.n_implicates,
                            record_id=data.record_id, random_seed=seed,

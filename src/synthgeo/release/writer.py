@@ -311,7 +311,10 @@ def _synthesis_record(spec, released=None) -> dict[str, Any]:
         how = ("; each implicate's means calibrated so that its OLS on the covariates equals "
                "the confidential one in expectation (a record's own value enters its mean "
                "with weight own_value_leak.largest_weight at most)"
-               if calibration == "covariates" else "; raw (no calibration)")
+               + ("; each record's shift fitted without its own leave-out error (the match "
+                  "is then exact up to a term of order p/n)"
+                  if calibration == "covariates_loo" else "")
+               if calibration != "none" else "; raw (no calibration)")
         return {"predictive": "cross_fit", "restricted_fit": False,
                 "leave_out_unit": spec.loo_unit,  # [risk] loo_unit, as for the LOO baseline
                 "released": "every record drawn from the unrestricted fit's cross-fitted "
@@ -321,7 +324,7 @@ def _synthesis_record(spec, released=None) -> dict[str, Any]:
                             "are the released, cross-fitted implicates of the unrestricted "
                             "fit)",
                 "calibration": calibration,
-                "own_value_leak": leak if calibration == "covariates" else None}
+                "own_value_leak": leak if calibration != "none" else None}
     return {"predictive": "posterior", "restricted_fit": True, "leave_out_unit": None,
             "released": "the restricted (differentially smoothed) fit's posterior predictive",
             "calibration": None, "own_value_leak": None}

@@ -54,7 +54,7 @@ import xarray as xr
 from synthgeo.inference.result import GPFit
 from synthgeo.synthesis.implicates import implicate_draw_index, implicate_seeds
 
-__all__ = ["PREDICTIVES", "CALIBRATIONS", "implicate_sources", "calibrate_covariates",
+__all__ = ["PREDICTIVES", "CALIBRATIONS", "implicate_sources", "calibrate_covariates", "leverage",
            "own_value_bound", "own_value_leak", "draw_cross_fitted"]
 
 #: ``[synthesis] predictive``: the posterior predictive of the released (restricted) fit, or
@@ -62,8 +62,9 @@ __all__ = ["PREDICTIVES", "CALIBRATIONS", "implicate_sources", "calibrate_covari
 PREDICTIVES = ("posterior", "cross_fit")
 
 #: ``[synthesis] cross_fit_calibration``: the cross-fitted means' covariate part calibrated to
-#: the confidential regression (:func:`calibrate_covariates`), or left raw.
-CALIBRATIONS = ("covariates", "none")
+#: the confidential regression (:func:`calibrate_covariates`; "covariates_loo": each record's
+#: shift fitted without its own leave-out error), or left raw.
+CALIBRATIONS = ("covariates", "covariates_loo", "none")
 
 
 def implicate_sources(fit: GPFit, n_implicates: int) -> xr.Dataset:
@@ -98,7 +99,8 @@ def implicate_sources(fit: GPFit, n_implicates: int) -> xr.Dataset:
                               "source_draw": ("implicate", post["draw"].values[di])})
 
 
-def calibrate_covariates(mean: np.ndarray, y: np.ndarray, X: np.ndarray) -> np.ndarray:
+def calibrate_covariates(mean: np.ndarray, y: np.ndarray, X: np.ndarray, *,
+                         leave_own_out: bool = False) -> np.ndarray:
     r"""Calibrate each implicate's cross-fitted means so that their OLS on X is the confidential.
 
     For implicate ℓ with cross-fitted means μ̃_ℓ (one per record, each without the record's
@@ -128,6 +130,13 @@ def calibrate_covariates(mean: np.ndarray, y: np.ndarray, X: np.ndarray) -> np.n
         The confidential response, model scale.
     X : ndarray of shape (n_records, p)
         The model's design matrix (intercept included): the released covariates.
+    leave_own_out : bool, default=False
+        Shift record i by x_i δ_(i), δ_(i) the regression of the leave-out errors on X
+        *without record i* (the deletion formula x_i δ_(i) = x_i δ − h_ii ε_i / (1 − h_ii),
+        ε = e − Xδ; Cook & Weisberg 1982, *Residuals and Influence in Regression*, Sect.
+        3.4): the leverage term of y_i's own error leaves its mean, so its own weight becomes
+        (w_i − h_ii)/(1 − h_ii); the OLS match is then off by −(XᵀX)⁻¹Xᵀ diag(h/(1−h)) ε per
+        implicate, O(p/n) (docs/risk-and-utility.md, "Calibrated cross-fit").
 
     Returns
     -------
@@ -154,8 +163,33 @@ def calibrate_covariates(mean: np.ndarray, y: np.ndarray, X: np.ndarray) -> np.n
                          f"p); got {mean.shape}, {y.shape} and {X.shape}")
     if not (np.isfinite(mean).all() and np.isfinite(y).all() and np.isfinite(X).all()):
         raise ValueError("`mean`, `y` and `X` of the covariate calibration must be finite")
-    delta = np.linalg.lstsq(X, (y[None, :] - mean).T, rcond=None)[0]  # (p, L)
-    return mean + (X @ delta).T
+    e = y[None, :] - mean  # (L, n) leave-out errors
+    delta = np.linalg.lstsq(X, e.T, rcond=None)[0]  # (p, L)
+    shift = (X @ delta).T
+    if leave_own_out:  # x_i δ_(i) = x_i δ − h_ii ε_i / (1 − h_ii)
+        h = leverage(X)
+        shift = shift - (h / (1.0 - h))[None, :] * (e - shift)
+    return mean + shift
+
+
+def leverage(X: np.ndarray) -> np.ndarray:
+    """Return h_ii, the diagonal of the hat matrix X(XᵀX)⁻¹Xᵀ (dimensionless, in [0, 1]).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, p)
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> leverage(np.column_stack([np.ones(3), [0.0, 1.0, 2.0]])).round(3).tolist()
+    [0.833, 0.333, 0.833]
+    """
+    X = np.asarray(X, float)
+    return np.einsum("ij,ij->i", X @ np.linalg.pinv(X.T @ X), X)
 
 
 def own_value_bound(weight: np.ndarray, mean: np.ndarray, sd: np.ndarray,
@@ -251,7 +285,7 @@ def draw_cross_fitted(
         same seed gives the same values.
     record_id : ndarray of shape (n_records,), optional
         Values of the ``record`` coordinate.
-    calibration : {"none", "covariates"}, default="none"
+    calibration : {"none", "covariates", "covariates_loo"}, default="none"
         How ``mean`` was calibrated (:func:`calibrate_covariates`), kept in
         ``attrs["calibration"]``: the risk stage reuses the predictive as its leave-one-out
         baseline only when it is "none" (raw cross-fit).
