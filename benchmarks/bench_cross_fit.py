@@ -32,7 +32,7 @@ sales under the board's targets (for each of ``rel:0.1`` and ``abs:10000``, shar
 ``on_risk_failure = "warn"`` so that every variant is scored): γ = ∞, γ = 1 and γ = "auto",
 each with ``[model] at_risk = "both"`` (the spatial rule and the records above the threshold
 under the unrestricted fit), and the cross-fit, raw (``cross_fit_calibration = "none"``) and
-calibrated (``"covariates"``). Per variant: the largest attributable risk and the records above
+calibrated (``"covariates"`` and ``"covariates_loo"``). Per variant: the largest attributable risk and the records above
 0.10 (point estimate and by the upper Monte Carlo bound) per measure, the verdict, the
 smallest Reiter CI overlap and each coefficient's, the neighbour check, the calibrated
 cross-fit's own-value leak, and the run time. Its record rewrites the block of section
@@ -379,9 +379,12 @@ def _frontier_table(chosen: dict[tuple[str, str], dict]) -> str:
     sources = []
     for rec in {id(r): r for r in chosen.values()}.values():
         load = rec.get("load", {})
-        names = ", ".join(dict.fromkeys(
-            f"{d}" + ("" if all(chosen.get((d, v)) is rec for v in VARIANTS) else f" ({v})")
-            for (d, v), r in chosen.items() if r is rec))
+        parts = {}
+        for d in dict.fromkeys(d for (d, _), r in chosen.items() if r is rec):
+            used = [v for (dd, v), r in chosen.items() if dd == d and r is rec]
+            own = [r["variant"] for r in rec["detail"]["rows"] if r["data"] == d]
+            parts[d] = d if used == own else f"{d} ({', '.join(used)})"
+        names = ", ".join(parts.values())
         sources.append(
             f"{names}: record `benchmarks/results/{rec['_file']}` ({rec['date']}, commit "
             f"{str(rec['git']['commit'])[:7]}{' + changes' if rec['git']['dirty'] else ''}; "
