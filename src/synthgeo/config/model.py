@@ -201,10 +201,20 @@ class SynthesisConfig:
     block (its site, and its subject) at the implicate's posterior draw: every record is
     treated, no restricted model is fitted (:mod:`synthgeo.synthesis.cross_fit`;
     docs/risk-and-utility.md, "Cross-fitted synthesis").
+
+    ``cross_fit_calibration`` {"covariates", "none"}, default "covariates": under
+    ``predictive = "cross_fit"``, each implicate's cross-fitted means are shifted by the
+    projection of their leave-out errors onto the covariates, so that the implicate's OLS on
+    the covariates equals the confidential one in expectation
+    (:func:`synthgeo.synthesis.cross_fit.calibrate_covariates`; docs/risk-and-utility.md,
+    "Calibrated cross-fit"); "covariates_loo" fits each record's shift without its own
+    leave-out error (a smaller own-value weight, an O(p/n) inexact match); "none" leaves it
+    raw. Refused beside ``predictive = "posterior"`` unless left at its default.
     """
 
     n_implicates: int = 100
     predictive: Literal["posterior", "cross_fit"] = "posterior"
+    cross_fit_calibration: Literal["covariates", "covariates_loo", "none"] = "covariates"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -213,5 +223,8 @@ class SynthesisConfig:
         if self.predictive not in ("posterior", "cross_fit"):
             raise _err("synthesis", "predictive", self.predictive,
                        '"posterior" or "cross_fit"')
+        if self.cross_fit_calibration not in ("covariates", "covariates_loo", "none"):
+            raise _err("synthesis", "cross_fit_calibration", self.cross_fit_calibration,
+                       '"covariates", "covariates_loo" or "none"')
 
 

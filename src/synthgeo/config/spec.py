@@ -84,6 +84,11 @@ class ReleaseSpec:
             )
         if self.synthesis.predictive == "cross_fit":
             self._check_cross_fit()
+        elif self.synthesis.cross_fit_calibration != "covariates":
+            raise SpecError(
+                f'`[synthesis] cross_fit_calibration = "{self.synthesis.cross_fit_calibration}"` '
+                'applies to the cross-fitted predictive only; remove it or set '
+                '`[synthesis] predictive = "cross_fit"`')
         if self.model.gp == "nngp" and self.sampling.sampler != "grid":
             raise SpecError(
                 'spec `[model] gp = "nngp"` needs `[sampling] sampler = "grid"`: NUTS over the '

@@ -76,6 +76,10 @@ class ReleaseResult:
     seed : int or None
         The seed the run used (the spec's, or a fresh random one): a key, written to
         ``confidential/`` only.
+    detector : dict or None
+        release.json's ``detector`` block (:func:`synthgeo.pipeline.detector_stage.
+        detector_block`): can the protected records be told apart from release/ (AUC and its
+        interval, counts only), or why the detector did not run; None when not computed.
     """
 
     def __repr__(self) -> str:
@@ -103,6 +107,7 @@ class ReleaseResult:
     cumulative: CumulativeRisk | None = None
     risk_scores: RiskScores | None = None
     seed: int | None = field(default=None, repr=False)
+    detector: dict | None = None
 
     @property
     def M_m(self) -> float:  # noqa: N802

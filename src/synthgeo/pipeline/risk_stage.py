@@ -107,7 +107,8 @@ def record_blocks(spec: ReleaseSpec, data, unit: str | None = None) -> np.ndarra
 
 
 def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
-                   own_X: np.ndarray | None = None, unit: str | None = None) -> Predictive:
+                   own_X: np.ndarray | None = None, unit: str | None = None,
+                   own_weight: dict[str, np.ndarray] | None = None) -> Predictive:
     """Return the leave-one-out baseline at the draws that made the implicates ``ds`` of ``fit``.
 
     Parameters
@@ -131,6 +132,9 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
         later response's baselines").
     unit : {"site", "subject", "record"}, optional
         Another leave-out unit than the spec's (the comparison of units).
+    own_weight : dict, optional
+        Filled with unit → (L, n_records) weight of each record's own value in its
+        covariate-calibrated cross-fitted mean (:func:`synthgeo.risk.loo.baseline_loo_sets`).
 
     Returns
     -------
@@ -139,17 +143,18 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
     """
     unit = unit or spec.loo_unit
     return loo_predictives(spec, data, fit, ds, {unit: record_blocks(spec, data, unit)},
-                           own_X=own_X)[unit]
+                           own_X=own_X, own_weight=own_weight)[unit]
 
 
 def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
                     blocks: dict[str, np.ndarray], *, own_X: np.ndarray | None = None,
-                    seconds: dict[str, float] | None = None) -> dict[str, Predictive]:
+                    seconds: dict[str, float] | None = None,
+                    own_weight: dict[str, np.ndarray] | None = None) -> dict[str, Predictive]:
     """:func:`loo_predictive` under several block sets, each precision built once.
 
     Parameters
     ----------
-    spec, data, fit, ds, own_X
+    spec, data, fit, ds, own_X, own_weight
         As :func:`loo_predictive`.
     blocks : dict of str to ndarray of int
         Leave-out unit → its blocks (:func:`record_blocks`).
@@ -171,7 +176,7 @@ def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
         precision_of = exact_precision(coords)
     loos = baseline_loo_sets(data.y, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
                              alpha=d["nugget"] / d["sigma2"], precision_of=precision_of,
-                             block_sets=blocks, seconds=seconds)
+                             block_sets=blocks, seconds=seconds, own_weight=own_weight)
     if own_X is None:
         return loos
     shift = d["beta"] @ (np.asarray(own_X, float) - data.X).T  # (L, n_records)
@@ -470,7 +475,9 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     released = implicates["restricted"]
     same_draws = all(np.array_equal(released[c].values, implicates["unrestricted"][c].values)
                      for c in ("source_chain", "source_draw"))
-    reuse = released.attrs.get("predictive") == "cross_fit" and own_X is None and same_draws
+    # a raw cross-fit's predictive is the baseline itself; a calibrated one's is not
+    reuse = (released.attrs.get("predictive") == "cross_fit" and own_X is None and same_draws
+             and released.attrs.get("calibration", "none") == "none")
     solve_seconds: dict[str, float] = {}
     if reuse and len(blocks) == 1:
         # cross-fitted release: drawn from this very predictive at the same posterior draws

@@ -39,6 +39,7 @@ from synthgeo.model.smoothing import Smoothing
 from synthgeo.pipeline import responses
 from synthgeo.pipeline.at_risk_rule import risk_rule, run_neighbour_check, score_unrestricted
 from synthgeo.pipeline.data import PreparedData, check_formula_names, prepare_data
+from synthgeo.pipeline.detector_stage import detector_block
 from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult
 from synthgeo.pipeline.risk_stage import (
@@ -49,7 +50,13 @@ from synthgeo.pipeline.risk_stage import (
 )
 from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
-from synthgeo.synthesis.cross_fit import draw_cross_fitted, implicate_sources
+from synthgeo.synthesis.cross_fit import (
+    calibrate_covariates,
+    draw_cross_fitted,
+    implicate_sources,
+    leverage,
+    own_value_leak,
+)
 from synthgeo.synthesis.implicates import draw_implicates
 from synthgeo.utility.glm import response_correlations
 
@@ -238,13 +245,29 @@ def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed):
     Under ``[synthesis] predictive = "cross_fit"`` the released ("restricted") implicates are
     the unrestricted fit's cross-fitted predictive (:mod:`synthgeo.synthesis.cross_fit`), at
     the draws :func:`draw_implicates` would use, from the leave-out predictive the risk stage's
-    baseline computes (:func:`~synthgeo.pipeline.risk_stage.loo_predictive`).
+    baseline computes (:func:`~synthgeo.pipeline.risk_stage.loo_predictive`); under
+    ``cross_fit_calibration = "covariates"`` its means calibrated to the confidential OLS,
+    with the own-value leak's aggregates in ``attrs["own_value_leak"]``.
     """
     if name == "restricted" and spec.synthesis.predictive == "cross_fit":
         sources = implicate_sources(fit, spec.synthesis.n_implicates)
-        loo = loo_predictive(spec, data, fit, sources)
-        return draw_cross_fitted(loo.mean, loo.sd, sources=sources, random_seed=seed,
-                                 record_id=data.record_id)
+        calibration = spec.synthesis.cross_fit_calibration
+        calibrated = calibration != "none"
+        weight: dict | None = {} if calibrated else None
+        loo = loo_predictive(spec, data, fit, sources, own_weight=weight)
+        mean = loo.mean
+        if calibrated:  # the implicates' OLS on X: the confidential's
+            own_out = calibration == "covariates_loo"
+            mean = calibrate_covariates(loo.mean, data.y, data.X, leave_own_out=own_out)
+        ds = draw_cross_fitted(mean, loo.sd, sources=sources, random_seed=seed,
+                               record_id=data.record_id, calibration=calibration)
+        if weight:  # aggregates only: how much of its own value a record's mean carries
+            w = weight[spec.loo_unit]
+            if own_out:  # the leverage term left out: (w − h)/(1 − h)
+                h = leverage(data.X)[None, :]
+                w = (w - h) / (1.0 - h)
+            ds.attrs["own_value_leak"] = own_value_leak(w, loo.mean, loo.sd, data.y)
+        return ds
     return draw_implicates(fit, data.X, n_implicates=spec.synthesis.n_implicates,
                            record_id=data.record_id, random_seed=seed,
                            at_risk_effect=(spec.model.at_risk_effect
@@ -500,6 +523,8 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
     say(scores.verdict_line())
     with _timed(seconds, "neighbour_check"):
         neighbours = run_neighbour_check(spec, data, d.implicates, d.at_risk, d.choice)
+    with _timed(seconds, "detector"):  # can the protected records be told apart?
+        detector = detector_block(spec, data, d.implicates, d.at_risk.at_risk)
     cumulative = None
     if earlier is not None:
         with _timed(seconds, "cumulative_risk"):
@@ -523,7 +548,7 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
         spec=spec, data=data, fits=d.fits, at_risk=d.at_risk, at_risk_sensitivity=d.sensitivity,
         implicates=d.implicates, risk=risk, risk_summary=summary, utility=utility,
         seconds=seconds, locations=locations, neighbour_check=neighbours, cumulative=cumulative,
-        risk_scores=scores, seed=seed)
+        risk_scores=scores, seed=seed, detector=detector)
 
 
 def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], locations,

@@ -31,6 +31,9 @@ __all__ = ["release_schema", "spec_schema", "validate_release_record", "SCHEMA_F
 SCHEMA_FILE = "release.schema.json"
 #: The placeholder the shipped file holds where :func:`spec_schema`'s output goes.
 _SPEC_PLACEHOLDER = "generated from synthgeo.config by synthgeo.release.schema.spec_schema"
+#: The placeholder of the ``detector`` block, filled from :data:`synthgeo.risk.detector.
+#: DETECTOR_SCHEMA` (one home for the detector's schema).
+_DETECTOR_PLACEHOLDER = "generated from synthgeo.risk.detector.DETECTOR_SCHEMA"
 
 _SCALARS: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean",
                             type(None): "null"}
@@ -174,6 +177,16 @@ def _release_schema() -> dict[str, Any]:
                            f'{{"$comment": "{_SPEC_PLACEHOLDER}"}}; the spec part is built '
                            "from synthgeo.config (add keys to the config dataclasses)")
     schema["properties"]["spec"] = spec_schema()
+    if schema["properties"].get("detector") != {"$comment": _DETECTOR_PLACEHOLDER}:
+        raise RuntimeError(f"{SCHEMA_FILE}: properties.detector must be the placeholder "
+                           f'{{"$comment": "{_DETECTOR_PLACEHOLDER}"}}')
+    from synthgeo.risk.detector import DETECTOR_SCHEMA
+
+    schema["properties"]["detector"] = {
+        "description": "Can a protected record be told apart from release/? The detector's "
+                       "AUC with its interval (synthgeo.pipeline.detector_stage), or why it "
+                       "did not run (a cross-fitted release selects nobody)",
+        **copy.deepcopy(DETECTOR_SCHEMA)}
     return schema
 
 

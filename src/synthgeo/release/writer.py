@@ -266,7 +266,9 @@ def release_record(
         "seconds": seconds,
         "review": dict(EMPTY_REVIEW),
     }
-    rec["synthesis"] = _synthesis_record(spec)
+    rec["synthesis"] = _synthesis_record(spec, result.implicates.get("restricted"))
+    if getattr(result, "detector", None) is not None:  # counts and settings only
+        rec["detector"] = result.detector
     if getattr(result, "locations", None) is not None:
         rec["locations"] = result.locations.summary()
     rec["neighbour_check"] = result.neighbour_check.summary()  # aggregates only
@@ -297,18 +299,35 @@ def release_record(
     return jsonable(rec)
 
 
-def _synthesis_record(spec) -> dict[str, Any]:
-    """Return how the released implicates were drawn (``[synthesis] predictive``)."""
+def _synthesis_record(spec, released=None) -> dict[str, Any]:
+    """Return how the released implicates were drawn (``[synthesis] predictive``).
+
+    ``released``: the released implicates (their ``attrs["own_value_leak"]`` under a
+    calibrated cross-fit: aggregates only).
+    """
     if spec.synthesis.predictive == "cross_fit":
+        calibration = spec.synthesis.cross_fit_calibration
+        leak = None if released is None else released.attrs.get("own_value_leak")
+        how = ("; each implicate's means calibrated so that its OLS on the covariates equals "
+               "the confidential one in expectation (a record's own value enters its mean "
+               "with weight own_value_leak.largest_weight at most)"
+               + ("; each record's shift fitted without its own leave-out error (the match "
+                  "is then exact up to a term of order p/n)"
+                  if calibration == "covariates_loo" else "")
+               if calibration != "none" else "; raw (no calibration)")
         return {"predictive": "cross_fit", "restricted_fit": False,
                 "leave_out_unit": spec.loo_unit,  # [risk] loo_unit, as for the LOO baseline
                 "released": "every record drawn from the unrestricted fit's cross-fitted "
                             "predictive: y_i given every response outside its leave-out unit, "
-                            "at the implicate's posterior draw, one record at a time; no "
-                            "restricted model is fitted ('restricted' figures and fits are "
-                            "the released, cross-fitted implicates of the unrestricted fit)"}
+                            "at the implicate's posterior draw, one record at a time" + how
+                            + "; no restricted model is fitted ('restricted' figures and fits "
+                            "are the released, cross-fitted implicates of the unrestricted "
+                            "fit)",
+                "calibration": calibration,
+                "own_value_leak": leak if calibration != "none" else None}
     return {"predictive": "posterior", "restricted_fit": True, "leave_out_unit": None,
-            "released": "the restricted (differentially smoothed) fit's posterior predictive"}
+            "released": "the restricted (differentially smoothed) fit's posterior predictive",
+            "calibration": None, "own_value_leak": None}
 
 
 def _at_risk_rule_text(spec) -> str:

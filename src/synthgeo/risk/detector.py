@@ -120,7 +120,9 @@ _RESULT_SCHEMA: dict = {
         "note": {"type": ["string", "null"]},
         "min_protected": {"type": "integer", "minimum": 1},
         "features": {"type": "array", "items": {"type": "string"}},
-        "coefficients": {"type": "object", "additionalProperties": {"type": "number"}},
+        "coefficients": {"type": "object",  # closed: one per feature (FEATURES)
+                         "properties": {name: {"type": "number"} for name in FEATURES},
+                         "additionalProperties": False},
         "classifier": {"type": "string"},
         "folds": {"type": "integer", "minimum": 2},
         "k_neighbours": {"type": "integer", "minimum": 1},

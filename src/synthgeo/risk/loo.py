@@ -42,7 +42,8 @@ from synthgeo.model.vecchia import ordered_neighbours, vecchia_factors
 from synthgeo.risk.predictive import Predictive
 
 __all__ = ["loo_blocks", "leave_out_blocks", "block_differs", "LOO_UNITS", "loo_conditional",
-           "exact_precision", "nngp_precision", "baseline_loo", "baseline_loo_sets"]
+           "exact_precision", "nngp_precision", "baseline_loo", "baseline_loo_sets",
+           "block_solve", "calibration_own_weight"]
 
 #: ``precision_of(phi_per_m, alpha)``: precision of y over records in units of 1/σ², input order.
 PrecisionFn = Callable[[float, float], "np.ndarray | sp.spmatrix"]
@@ -249,6 +250,91 @@ def loo_conditional(residual: np.ndarray, precision, blocks: np.ndarray | None =
     return (mean[:, 0] if r.ndim == 1 else mean), var
 
 
+def block_solve(precision, A: np.ndarray, blocks: np.ndarray | None = None) -> np.ndarray:
+    """Λ A with Λ = blockdiag(Q_BB⁻¹): each block's rows of A solved with its own Q_BB.
+
+    Parameters
+    ----------
+    precision : ndarray or scipy sparse matrix, shape (n, n)
+        Q.
+    A : ndarray of shape (n,) or (n, k)
+    blocks : ndarray of int, shape (n,), optional
+        Block labels (:func:`leave_out_blocks`); default: every record alone (Λ = diag(Q)⁻¹).
+
+    Returns
+    -------
+    ndarray, shape of ``A``
+
+    Examples
+    --------
+    >>> Q = np.array([[2.0, 0.5, 0.0], [0.5, 2.0, 0.1], [0.0, 0.1, 1.0]])
+    >>> block_solve(Q, np.ones(3), np.array([0, 0, 1])).round(3).tolist()
+    [0.4, 0.4, 1.0]
+    """
+    A = np.asarray(A, dtype=float)
+    A2 = A[:, None] if A.ndim == 1 else A
+    n = A2.shape[0]
+    Q = precision.tocsr() if sp.issparse(precision) else np.asarray(precision, dtype=float)
+    labels = np.arange(n) if blocks is None else np.asarray(blocks)
+    out = np.empty_like(A2)
+    _, inv, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    order = np.argsort(inv, kind="stable")
+    sizes = counts[inv[order]]
+    diag = Q.diagonal() if sp.issparse(Q) else np.diagonal(Q)
+    for s in np.unique(sizes):
+        idx = order[sizes == s].reshape(-1, s)
+        if s == 1:
+            out[idx[:, 0]] = A2[idx[:, 0]] / diag[idx[:, 0], None]
+            continue
+        qbb = _entries(Q, np.repeat(idx[:, :, None], s, 2), np.repeat(idx[:, None, :], s, 1))
+        out[idx] = np.linalg.solve(qbb, A2[idx])
+    return out[:, 0] if A.ndim == 1 else out
+
+
+def calibration_own_weight(X: np.ndarray, precision, blocks: np.ndarray | None = None
+                           ) -> np.ndarray:
+    r"""Weight of each record's own value in its covariate-calibrated cross-fitted mean.
+
+    The calibrated mean (:func:`synthgeo.synthesis.cross_fit.calibrate_covariates`) is
+    μ^c = μ̃ + H e with H = X(XᵀX)⁻¹Xᵀ and e = y − μ̃ = ΛQr the leave-out errors
+    (r = y − Xβ, Λ = blockdiag(Q_BB⁻¹); :func:`loo_conditional`). The raw mean μ̃_i does not
+    depend on y_i (nor on its block), so with β and the other responses fixed
+
+    .. math::
+
+        w_i = \partial\mu^c_i/\partial y_i = [H\Lambda Q]_{ii}
+            = \sum_j [X(X^	op X)^{-1}]_{i\cdot}\,[Q\Lambda X]_{j\cdot}\,\mathbb 1[j=i]
+            = \mathrm{rowsum}igl(X(X^	op X)^{-1} \circ Q\Lambda Xigr)_i,
+
+    and replacing y_i by its leave-out mean μ̃_i would move μ^c_i by w_i e_i (the mean is
+    linear in y given β): the record's own contribution to its released mean.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, p)
+        The model's design (the calibration's regressors).
+    precision : ndarray or scipy sparse matrix, shape (n, n)
+        Q, the precision of y over records (any positive scale: w does not depend on it).
+    blocks : ndarray of int, shape (n,), optional
+        Leave-out blocks; default: every record alone.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        w_i (dimensionless).
+
+    Examples
+    --------
+    >>> X = np.column_stack([np.ones(3), [0.0, 1.0, 2.0]])
+    >>> calibration_own_weight(X, np.eye(3)).round(3).tolist()  # Q = I: w = leverage h_ii
+    [0.833, 0.333, 0.833]
+    """
+    X = np.asarray(X, dtype=float)
+    XG = X @ np.linalg.inv(X.T @ X)
+    QLX = precision @ block_solve(precision, X, blocks)
+    return np.einsum("ij,ij->i", XG, np.asarray(QLX))
+
+
 def exact_precision(coords_m: np.ndarray) -> PrecisionFn:
     """``precision_of(φ, α)`` for the exact GP: (R(φ) + αI)⁻¹ over records, dense.
 
@@ -385,6 +471,7 @@ def baseline_loo_sets(
     y: np.ndarray, X: np.ndarray, *, beta: np.ndarray, sigma2: np.ndarray, phi: np.ndarray,
     alpha: np.ndarray, precision_of: PrecisionFn, block_sets: Mapping[str, np.ndarray | None],
     n_threads: int = 2, seconds: dict[str, float] | None = None,
+    own_weight: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Predictive]:
     """:func:`baseline_loo` under several block sets, each precision built once.
 
@@ -400,6 +487,10 @@ def baseline_loo_sets(
         Name → :func:`leave_out_blocks` labels (None: each record alone).
     seconds : dict, optional
         Filled with name → the seconds of that set's block solves, summed over the threads.
+    own_weight : dict, optional
+        Filled with name → (L, n) :func:`calibration_own_weight` at each draw's (φ, α): the
+        weight of a record's own value in its covariate-calibrated cross-fitted mean, with
+        ``X`` as the calibration's regressors (one extra block solve of X per cell).
 
     Returns
     -------
@@ -434,6 +525,7 @@ def baseline_loo_sets(
     mu = beta @ X.T  # (L, n)
     resid = np.asarray(y, float)[None, :] - mu
     out = {k: (np.empty_like(mu), np.empty_like(mu)) for k in block_sets}
+    weights = {k: np.empty_like(mu) for k in block_sets} if own_weight is not None else None
     spent = {k: [] for k in block_sets}
     cells, cell = np.unique(np.column_stack([phi, alpha]), axis=0, return_inverse=True)
 
@@ -446,10 +538,14 @@ def baseline_loo_sets(
             mean, sd = out[name]
             mean[rows] = mu[rows] + cond.T
             sd[rows] = np.sqrt(sigma2[rows, None] * var[None, :])
+            if weights is not None:
+                weights[name][rows] = calibration_own_weight(X, Q, blocks)[None, :]
             spent[name].append(time.perf_counter() - t0)  # list.append: thread-safe
 
     with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=max(1, n_threads)) as ex:
         list(ex.map(one_cell, range(len(cells))))
     if seconds is not None:
         seconds.update({k: float(sum(v)) for k, v in spent.items()})
+    if weights is not None:
+        own_weight.update(weights)
     return {k: Predictive(mean=m, sd=sd, name="baseline_loo") for k, (m, sd) in out.items()}

@@ -13,6 +13,7 @@ from synthgeo.release.report._html import page
 from synthgeo.release.report._locations import section_locations
 from synthgeo.release.report._overview import section_overview
 from synthgeo.release.report._risk_sections import (
+    section_detector,
     section_histograms,
     section_neighbours,
     section_risk,
@@ -33,6 +34,7 @@ SECTIONS: tuple[tuple[str, Callable], ...] = (
     ("Synthetic values of selected records", section_histograms),
     ("Disclosure risk", section_risk),
     ("Neighbour check and repeated releases", section_neighbours),
+    ("Can a protected record be told apart?", section_detector),
     ("Utility", section_utility),
     ("Convergence", section_convergence),
     _LOCATIONS,

@@ -151,6 +151,15 @@ def section_risk(result) -> Section | None:
     return Section("risk", "Disclosure risk", body)
 
 
+def section_detector(result) -> Section | None:
+    """Return the detector of protected records: its AUC, or why it did not run."""
+    block = getattr(result, "detector", None)
+    if block is None:
+        return None
+    body = render("detector.html.j2", block=block)
+    return Section("detector", "Can a protected record be told apart?", body)
+
+
 def section_neighbours(result) -> Section | None:
     """Return the neighbour check's aggregates and, for a repeated release, the pooled risk."""
     nc = getattr(result, "neighbour_check", None)
