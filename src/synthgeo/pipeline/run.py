@@ -143,14 +143,16 @@ def _warm_start(spec: ReleaseSpec, fitter: Fitter | None, fit: GPFit,
     The two posteriors of (range, nugget share) are close (they differ at the at-risk sites
     only), so the restricted fit starts where the unrestricted one ended instead of on the
     whole prior box; its own checks (cell mass, edge mass) still decide, and a box that is
-    too narrow is widened at its open edges (docs/inference.md). When no site is at risk the
-    restricted model *is* the unrestricted one (D = I, no extra variance): ``posterior``, the
-    unrestricted grid posterior, is reused as it is (the draws are still the restricted fit's
-    own). Other engines: nothing.
+    too narrow is widened at its open edges (docs/inference.md). When D = I (no site at risk,
+    or γ = 0) and no extra variance, the restricted model *is* the unrestricted one:
+    ``posterior``, the unrestricted grid posterior, is reused as it is; with the one seed both
+    fits take (common random numbers) its draws, effects and implicates are then bit-identical
+    to the unrestricted fit's, and every difference between the two models is exactly 0.
+    Other engines: nothing.
     """
     if fitter is not None or spec.sampling.sampler != "grid":
         return {}
-    if (smoothing is not None and fit.grid is not None and not np.any(smoothing.a)
+    if (smoothing is not None and fit.grid is not None
             and smoothing.at_risk_nugget != "marginal" and not smoothing.depends_on_nugget
             and np.all(smoothing.scale() == 1.0)):
         return {"posterior": fit.grid}
@@ -291,10 +293,17 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
                   X_syn: dict, *, fitter, say, progressbar: bool, several: bool) -> _Drawn:
     """Fit unrestricted → at-risk set → fit restricted → synthesise, for one response.
 
-    ``streams``: the response's four seed streams (two fits, two models' synthesis).
+    ``streams``: the response's four seed streams. Common random numbers (docs/inference.md):
+    ``streams[0]`` seeds *both* fits (the grid's θ draws and each draw's effect normals, keyed
+    by the draw's index), ``streams[2]`` both models' implicates (the normals of implicate ℓ),
+    so a difference between the two models' per-record risks is the models', not the
+    sampler's; ``streams[1]`` the risk rule's selection implicates (``at_risk = "risk" |
+    "both"``, drawn at other posterior draws than the released ones:
+    :func:`~synthgeo.synthesis.implicates.selection_draw_index`); ``streams[3]`` is not used
+    (kept so that a later response's streams are unchanged).
     """
     sec: dict[str, float] = {}
-    fit_seed = [int(s.generate_state(1)[0]) for s in streams[:2]]
+    fit_seed = int(streams[0].generate_state(1)[0])  # both fits: common random numbers
     gaussian = rc.family == "gaussian"
     if gaussian:
         fit = make_fitter(spec, data_j, progressbar=progressbar, fitter=fitter)
@@ -303,7 +312,7 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
     if not several:
         say("fitting the unrestricted model")
     with _timed(sec, "fit_unrestricted"):
-        fits = {"unrestricted": (fit(random_seed=fit_seed[0], label="unrestricted")
+        fits = {"unrestricted": (fit(random_seed=fit_seed, label="unrestricted")
                                  if gaussian else fit())}
     with _timed(sec, "at_risk"):
         drawn = ({} if spec.model.at_risk == "spatial" else  # the risk rule scores them
@@ -329,7 +338,7 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
             fits["restricted"] = fits["unrestricted"]
         elif gaussian:  # several responses: no reuse of the unrestricted posterior (phase 1)
             fits["restricted"] = fit(
-                scale=smoothing, random_seed=fit_seed[1], label="restricted",
+                scale=smoothing, random_seed=fit_seed, label="restricted",
                 **_warm_start(spec, fitter, fits["unrestricted"], None if several else smoothing))
         elif np.any(np.asarray(smoothing.a) > 0) and smoothing.gamma != 0:
             fits["restricted"] = fit(scale=smoothing)
@@ -343,18 +352,18 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
     with _timed(sec, "synthesize"):
         implicates = None
         if gaussian:
-            implicates = {
-                m: drawn[m] if m in drawn else _draw(spec, data_j, fits[m], m, streams[2 + i])
-                for i, m in progress_iter(enumerate(MODELS), enabled=progressbar,
-                                          desc="synthesis", total=len(MODELS), unit="model")}
+            implicates = {  # one stream for both models: common random numbers
+                m: drawn[m] if m in drawn else _draw(spec, data_j, fits[m], m, streams[2])
+                for m in progress_iter(MODELS, enabled=progressbar, desc="synthesis",
+                                       total=len(MODELS), unit="model")}
             if X_syn["restricted"] is not None:  # a later response: given the earlier ones
                 implicates = {m: responses.shift_to_earlier(ds, fits[m], data_j.X, X_syn[m])
                               for m, ds in implicates.items()}
             synthetic = {m: ds["y_synthetic"].values for m, ds in implicates.items()}
         else:
             synthetic = {m: responses.draw_discrete(spec, fits[m], data_j.X, X_syn[m],
-                                                    streams[2 + i])
-                         for i, m in enumerate(MODELS)}
+                                                    streams[2])
+                         for m in MODELS}
     return _Drawn(config=rc, data=data_j, fits=fits, at_risk=at_risk, sensitivity=sens,
                   choice=choice, implicates=implicates, synthetic=synthetic, seconds=sec)
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from synthgeo._seed import keyed_seeds
 from synthgeo.compute import map_batches
 from synthgeo.inference.result import GPFit
 from synthgeo.model.kriging import kriged_effects
@@ -83,13 +84,7 @@ def implicate_seeds(
     >>> all((x.generate_state(2) == y.generate_state(2)).all() for x, y in zip(a, b))
     True
     """
-    if isinstance(seed, np.random.Generator):
-        seed = np.random.SeedSequence(seed.integers(0, 2**32, size=4, dtype=np.uint64))
-    elif not isinstance(seed, np.random.SeedSequence):
-        seed = np.random.SeedSequence(seed)
-    return [np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, ell),
-                                   pool_size=seed.pool_size)
-            for ell in range(n_implicates)]
+    return keyed_seeds(seed, range(n_implicates))
 
 
 @dataclass(frozen=True, kw_only=True)
