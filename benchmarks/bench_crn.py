@@ -190,7 +190,8 @@ def render_block(records: dict[str, tuple[str, dict]]) -> str:
                 f"| {TITLES[case]} | {MEASURE_WORDS.get(r['measure'], r['measure'])} | "
                 f"{b['mean']:.4f} → **{a['mean']:.4f}** | {b['median']:.4f} → "
                 f"{a['median']:.4f} | {b['p90']:.4f} → {a['p90']:.4f} | {b['max']:.4f} → "
-                f"{a['max']:.4f} | {b['mean'] / a['mean']:.1f}× |")
+                f"{a['max']:.4f} | "
+                + (f"{b['mean'] / a['mean']:.1f}× |" if a["mean"] > 0 else "to exactly 0 |"))
         sec = d["seconds"]
         notes.append(
             f"{TITLES[case]}: {len(d['seeds'])} seeds ({d['seeds'][0]}–{d['seeds'][-1]}), "
