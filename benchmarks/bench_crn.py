@@ -186,6 +186,12 @@ def render_block(records: dict[str, tuple[str, dict]]) -> str:
         d = rec["detail"]
         for r in d["rows"]:
             b, a = r["before"], r["after"]
+            if a["max"] == 0.0:  # the two models are one: bit-identical implicates
+                lines.append(
+                    f"| {TITLES[case]} | {MEASURE_WORDS.get(r['measure'], r['measure'])} | "
+                    f"{b['mean']:.4f} → **0** | {b['median']:.4f} → 0 | {b['p90']:.4f} → 0 | "
+                    f"{b['max']:.4f} → 0 | to exactly 0 (bit-identical models) |")
+                continue
             lines.append(
                 f"| {TITLES[case]} | {MEASURE_WORDS.get(r['measure'], r['measure'])} | "
                 f"{b['mean']:.4f} → **{a['mean']:.4f}** | {b['median']:.4f} → "
