@@ -373,7 +373,9 @@ def test_run_compare_validate_share_one_declaration_of_their_options():
         assert run[dest] == compare[dest], dest
     assert validate["spec"] == run["spec"]
     # each command's own option: compare's frontier, run's earlier release
-    assert set(run) - set(compare) == {"previous"} and set(compare) - set(run) == {"frontier"}
+    # (and --strict: a FAIL under "warn" exits non-zero after writing, issue 26)
+    assert set(run) - set(compare) == {"previous", "strict"}
+    assert set(compare) - set(run) == {"frontier"}
 
 
 # --- every [data] key through the front door -------------------------------------------------

@@ -214,35 +214,22 @@ def test_single_gaussian_route_takes_a_text_covariate_and_records_its_levels(tmp
 
 # --- the single-gaussian route is unchanged ----------------------------------------------------
 
-#: release/ files of ``run_release`` + ``write_release`` on the bundled spec with
-#: ``fake_spec(n_draws=150, n_implicates=4)``, ``release_ids = "original"`` and
-#: ``fake_fitter(n_draws=150)``, recorded with common random numbers (issue 24 item 1: both
-#: models' implicates from one stream). The synthetic values' last digits follow numpy/SciPy's
-#: arithmetic, the CSV text pandas' formatting and the Parquet bytes pyarrow's writer, so these
-#: hashes are checked only under the library versions they were recorded with (major.minor of
-#: numpy, scipy, pandas, pyarrow); under others the test says so and skips. The checks that do
-#: not depend on the versions (two runs give the same bytes; the released values are the
-#: seeded formula; the pseudonyms a permutation) are in
-#: :func:`test_single_gaussian_release_files_are_reproducible`.
-MAIN_HASH_VERSIONS = {"numpy": "2.4", "scipy": "1.17", "pandas": "3.1", "pyarrow": "26.0"}
-MAIN_HASHES = {
-    "release/README.md":
-        "24a04fc49442150c17dae85313364615e676daa64b4b0ab1c80843867fa5e066",
-    "release/csv/implicate_001.csv":
-        "94de5542b03353e90960265b62e7aab38477c0d481af7262e3ecfdee609e7ed4",
-    "release/csv/implicate_002.csv":
-        "49e56faedb0c699372d15ab8e7331f05fcd55a31cbf1b9f8d376abb324dcc729",
-    "release/csv/implicate_003.csv":
-        "dc30e72bc1c4c7792a3aad4a2bfc56bb2673fb4c05ab6aea54972fdeccf9d37b",
-    "release/csv/implicate_004.csv":
-        "7d9910e6d0f9f2d2142e28d4813b0a5d70d1342625db5a39c113984f51558c38",
-    "release/implicates.parquet":
-        "f59bf2dfc236b17986e62d18c0361f43e7a2640a71762a00b41f2fb356b99bb6",
-}
+#: release/ of ``run_release`` on the bundled spec with ``fake_spec(n_draws=150,
+#: n_implicates=4)``, ``release_ids = "original"`` and ``fake_fitter(n_draws=150)``, recorded
+#: with common random numbers (issue 24 item 1: both models' implicates from one stream,
+#: ``streams[2]``). The synthetic values' last bits follow the machine's BLAS kernels (the same
+#: library versions gave other CSV bytes on the CI machine than here), so the files whose bytes
+#: depend on floating-point arithmetic are pinned by their values to 1e-9 (relative) and the
+#: text file by its bytes; a change of method moves the sums by far more than that.
+MAIN_README_SHA256 = "24a04fc49442150c17dae85313364615e676daa64b4b0ab1c80843867fa5e066"
+MAIN_COLUMNS = ["id", "lon", "lat", "sqft_living", "log_price"]
+#: per implicate: the sum of the released log_price (log-dollars)
+MAIN_LOG_PRICE_SUMS = [1653.9737717669418, 1662.816691414941,
+                       1657.7077141812338, 1648.8927316647487]
 
 
 def _single_gaussian_release(out: Path, release_ids: str = "original"):
-    """The bundled spec, fake fitter (a new one per job), written to ``out``: result, folder."""
+    """Return the bundled job's result (fake fitter, a new one per job) and its folder."""
     from synthgeo.pipeline.run import run_release
     from synthgeo.release.writer import write_release
 
@@ -257,8 +244,46 @@ def _release_hashes(out: Path) -> dict[str, str]:
             for p in sorted((out / "release").rglob("*")) if p.is_file()}
 
 
+def test_single_gaussian_release_files_are_the_same_as_before(tmp_path):
+    from synthgeo.release.writer import write_release
+
+    result, out = _single_gaussian_release(tmp_path / "a")
+    assert hashlib.sha256((out / "release/README.md").read_bytes()).hexdigest() \
+        == MAIN_README_SHA256
+    points = pd.read_csv(bundled_spec_path().parent / "sacramento_home_sales.csv",
+                         index_col="id")
+    frames = [pd.read_csv(out / f"release/csv/implicate_{i:03d}.csv") for i in range(1, 5)]
+    for frame, total in zip(frames, MAIN_LOG_PRICE_SUMS):
+        assert list(frame.columns) == MAIN_COLUMNS
+        assert frame["log_price"].sum() == pytest.approx(total, rel=1e-9, abs=0)
+        # the released covariate is the confidential one, row for row
+        assert frame["sqft_living"].tolist() == points.loc[frame["id"], "sqft_living"].tolist()
+        pd.testing.assert_frame_equal(frame.drop(columns="log_price"),
+                                      frames[0].drop(columns="log_price"))
+    # the Parquet holds the same rows, a row group per implicate, and is written reproducibly
+    parquet = pd.read_parquet(out / "release/implicates.parquet")
+    for i, frame in enumerate(frames, start=1):
+        got = parquet[parquet["implicate"] == i][MAIN_COLUMNS].reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, frame, check_dtype=False, rtol=1e-12)
+    again = write_release(result, tmp_path / "c")
+    for name in ["release/implicates.parquet", "release/csv/implicate_002.csv"]:
+        assert (again / name).read_bytes() == (out / name).read_bytes(), name
+    pseudo = write_release(dataclasses.replace(
+        result, spec=result.spec.replace("data", release_ids="pseudonymous")), tmp_path / "b")
+    before = pd.read_csv(out / "release/csv/implicate_002.csv")
+    after = pd.read_csv(pseudo / "release/csv/implicate_002.csv")
+    id_map = pd.read_csv(pseudo / "confidential/release_ids.csv")
+    pd.testing.assert_frame_equal(
+        after.drop(columns="id"),
+        before.set_index("id").loc[id_map["id"]].reset_index(drop=True))
+
+
 def test_single_gaussian_release_files_are_reproducible(tmp_path):
-    """Same spec and seed, two runs: the same bytes; the values are the seeded formula."""
+    """Same spec and seed, two runs: the same bytes; the values are the seeded formula.
+
+    Neither depends on the library versions or the machine: a random step without the seed,
+    or a change of which stream draws the released implicates, fails it.
+    """
     from synthgeo.synthesis.implicates import implicate_seeds
 
     result, out = _single_gaussian_release(tmp_path / "a")
@@ -277,31 +302,6 @@ def test_single_gaussian_release_files_are_reproducible(tmp_path):
     values = pd.Series(ds["y_synthetic"].values[1], index=ds["record"].values)
     np.testing.assert_allclose(csv.loc[values.index, "log_price"].to_numpy(), values.to_numpy(),
                                rtol=1e-12)
-    # pseudonymous ids: the same rows, permuted and renumbered (map in confidential/)
-    from synthgeo.release.writer import write_release
-
-    pseudo = write_release(dataclasses.replace(
-        result, spec=result.spec.replace("data", release_ids="pseudonymous")), tmp_path / "p")
-    before = pd.read_csv(out / "release/csv/implicate_002.csv")
-    after = pd.read_csv(pseudo / "release/csv/implicate_002.csv")
-    id_map = pd.read_csv(pseudo / "confidential/release_ids.csv")
-    pd.testing.assert_frame_equal(
-        after.drop(columns="id"),
-        before.set_index("id").loc[id_map["id"]].reset_index(drop=True))
-
-
-def test_single_gaussian_release_files_match_the_recorded_hashes(tmp_path):
-    """The recorded bytes, under the library versions they were recorded with only."""
-    import importlib
-
-    versions = {name: ".".join(importlib.import_module(name).__version__.split(".")[:2])
-                for name in MAIN_HASH_VERSIONS}
-    if versions != MAIN_HASH_VERSIONS:
-        pytest.skip(f"hashes recorded under {MAIN_HASH_VERSIONS}, running {versions}: the "
-                    "last digits and the file writers' bytes may differ (the version-free "
-                    "checks are test_single_gaussian_release_files_are_reproducible)")
-    _, out = _single_gaussian_release(tmp_path / "a")
-    assert _release_hashes(out) == MAIN_HASHES
 
 
 # --- sequential synthesis ---------------------------------------------------------------------

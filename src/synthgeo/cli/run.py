@@ -81,8 +81,9 @@ def run(args: argparse.Namespace, say) -> int:
         say(risk.to_string(index=False))
         if "attributable" in tables:
             say("\nRelease vs baselines (release = Rao-Blackwellised risk for share, the "
-                "stronger average guess for average; attributable = release - the stronger "
-                "baseline):")
+                "rate of records the stronger average guess hits for average; attributable = "
+                "release - the stronger baseline, attributable_se its Monte Carlo se; "
+                "largest_attributable = the largest per-record a_i, share attack only):")
             say(tables["attributable"].to_string(index=False))
         units = getattr(rel.result.risk_scores, "loo_units", None)
         if units is not None:
@@ -116,6 +117,15 @@ def _write_sequential(rel, out, args, say, t0, t, bars) -> int:
         for r in rel.result.responses:
             say(f"\n{r.name} ({r.family}): risk")
             say(r.risk_summary.to_string(index=False))
+            if r.attributable is not None:  # gaussian: release vs baselines, the largest a_i
+                t = r.attributable
+                say(f"{r.name}: release vs baselines (attributable = release - the stronger "
+                    "baseline; largest_attributable = the largest per-record a_i, share "
+                    "attack; the average attack's figures are rates):")
+                say(t[t["group"].isin(["all", "at_risk"])][
+                    ["measure", "attack", "group", "model", "n_records", "release", "baseline",
+                     "attributable", "attributable_se", "largest_attributable"]
+                ].to_string(index=False))
             say(f"utility, Reiter (2003) for {r.formula!r}:")
             say(r.utility[["model", "term", "estimate", "lower", "upper", "ci_overlap",
                            "std_diff"]].to_string(index=False))
