@@ -85,7 +85,7 @@ def test_risk_rule_flags_a_high_risk_record_the_spatial_rule_misses():
     # the pair by its point estimate; a few others only because their upper Monte Carlo bound
     # a_i + z se_i crosses the threshold (L = 20: protection errs on the safe side)
     flagged = np.flatnonzero(choice.by_risk).tolist()
-    assert set(pair) <= set(flagged) and len(flagged) <= 6
+    assert set(pair) <= set(flagged) and len(flagged) <= 10  # 8 of 62 on these selection draws
     both = _run("both")
     assert both.at_risk.at_risk[pair].all()
     assert both.at_risk.n_at_risk == int((choice.by_risk | both.neighbour_check.choice.spatial)
@@ -119,6 +119,44 @@ def test_neighbour_check_summary_in_release_json_and_rows_in_confidential(tmp_pa
     text = json.dumps(json.loads((out / "release.json").read_text())["neighbour_check"])
     assert "risk_unrestricted" not in text and "\"id\"" not in text
     assert not any("neighbour" in p.name for p in (out / "release").rglob("*"))
+    # fresh draws for judgement: selected on draws disjoint from the implicates' (issue 24)
+    sel = json.loads((out / "release.json").read_text())["at_risk_selection"]
+    assert sel["rule"] == "risk" and sel["draws_disjoint"] is True
+    assert sel["n_selection_draws"] == sel["n_judged_draws"] == 20
+    (t,) = sel["targets"]
+    assert t["selection_unrestricted"]["n_records"] == flagged
+    assert t["selection_unrestricted"]["n_possible"] == flagged  # how they were selected
+    assert t["status"] == ("PASS" if t["fresh_restricted"]["n_possible"] == 0 else "FAIL")
+    assert t["regression_to_mean"] == pytest.approx(
+        t["selection_unrestricted"]["mean"] - t["fresh_unrestricted"]["mean"])
+    risk = result.risk_scores.summary
+    np.testing.assert_allclose(  # the fresh figures are the risk stage's, on the release draws
+        t["fresh_restricted"]["mean"],
+        risk.record_attributable("restricted", "rel:0.1")[choice_mask(result)].mean())
+    ds = result.implicates["unrestricted"]
+    post = result.fits["unrestricted"].posterior
+    judged = ds["source_chain"].values * post.sizes["draw"] + ds["source_draw"].values
+    assert not np.intersect1d(judged, result.at_risk_selection.selection_draws).size
+    from synthgeo.release.report import section_neighbours
+
+    html = section_neighbours(result).body
+    assert "table-fresh-draws" in html and "selection draws, unrestricted" in html
+
+
+def choice_mask(result):
+    """The records the risk rule selected (before the site rule)."""
+    return result.neighbour_check.choice.by_risk
+
+
+def test_too_few_posterior_draws_for_fresh_draws_is_a_spec_error():
+    from synthgeo._errors import SpecError
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        with pytest.raises(SpecError, match=r'at_risk = "risk".*at least 40 retained '
+                                             r"posterior draws.*\[sampling\] draws"):
+            run_release(_spec("risk"), points=_points(), fitter=fake_fitter(n_draws=15))
+    assert _run("spatial").at_risk_selection is None
 
 
 def test_neighbour_check_in_the_pipeline_flags_a_constructed_neighbour():

@@ -146,6 +146,7 @@ def test_conditionals_are_exact_at_the_drawn_point(gp_fit):
 
 def test_effects_use_each_draws_own_point(gp_fit):
     """w for a draw equals the exact conditional draw at that draw's continuous (φ, α, β)."""
+    from synthgeo._seed import keyed_seeds
     from synthgeo.inference.conditionals import draw_effects_exact
 
     sim, sites, _, fit = gp_fit
@@ -157,9 +158,12 @@ def test_effects_use_each_draws_own_point(gp_fit):
            "phi_km": post["phi"].values.ravel()[flat] * 1000.0,
            "beta": post["beta"].values.reshape(-1, 2)[flat]}
     seed = np.random.SeedSequence(5).spawn(2)[1]
+    # each draw's normals from its own seed, keyed by its flattened index
     want = draw_effects_exact(sel, sim["y"], sim["X"], sites, scale=np.ones(sites.n_sites),
-                              random_seed=np.random.default_rng(seed))
+                              random_seed=keyed_seeds(seed, flat))
     np.testing.assert_allclose(w, want, rtol=1e-7)
+    # a draw does not depend on which other draws are asked for with it (common random numbers)
+    np.testing.assert_allclose(fit.effects(np.array([250, 7]))[0], w[1], rtol=1e-12)
 
 
 def test_continuous_median_of_phi_is_not_a_node(gp_fit):

@@ -59,14 +59,16 @@ def test_schema_is_valid_and_every_object_is_closed():
     assert open_objects == []
     # optional: the location diagnostics (a run may skip that stage), the baselines, the chain
     # of earlier releases (only with --previous), the design of text covariates, dropped
-    # records, and the sequential release's blocks; a record has either the single-response
-    # blocks or `responses` (issue 15); the signature and register blocks, which the writer
-    # adds (release_record() alone has neither; issue 26)
+    # records, the fresh-draw judgement (null or absent under at_risk = "spatial"; records
+    # before issue 24 item 3 have none), and the sequential release's blocks; a record has
+    # either the single-response blocks or `responses` (issue 15); the signature and register
+    # blocks, which the writer adds (release_record() alone has neither; issue 26)
     single = {"at_risk", "priors", "fits", "risk_summary", "utility", "neighbour_check",
               "synthesis"}
     assert set(schema["properties"]) - set(schema["required"]) == {
         "locations", "risk_attributable", "previous_releases", "design", "missing", "responses",
-        "joint_risk", "correlations", "signature", "register", "detector", *single}
+        "joint_risk", "correlations", "signature", "register", "detector",
+        "at_risk_selection", *single}
     assert set(schema["anyOf"][0]["required"]) == single
     assert schema["anyOf"][1] == {"required": ["responses"]}
 

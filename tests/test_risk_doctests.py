@@ -14,6 +14,8 @@ MODULES = [
     "synthgeo.risk.records", "synthgeo.risk.attributable", "synthgeo.risk.verdict",
     "synthgeo.risk.joint", "synthgeo.risk.selection", "synthgeo.risk.neighbours",
     "synthgeo.risk.within_eps", "synthgeo.risk.detector", "synthgeo.risk.noise",
+    "synthgeo.risk.fresh_draws", "synthgeo._seed", "synthgeo.inference.conditionals",
+    "synthgeo.synthesis.implicates",
 ]
 
 

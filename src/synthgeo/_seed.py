@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["resolve_seed", "seed_sha256", "run_seed", "write_seed", "SEED_FILE"]
+import numpy as np
+
+__all__ = ["resolve_seed", "seed_sha256", "run_seed", "write_seed", "keyed_seeds", "SEED_FILE"]
 
 #: The file under ``confidential/`` that holds the seed.
 SEED_FILE = "seed.txt"
@@ -62,3 +65,40 @@ def write_seed(confidential: Path, seed: int | None) -> None:
     """Write the seed to ``confidential/`` (:data:`SEED_FILE`); nothing when it is None."""
     if seed is not None:  # the key of the noise draws: confidential/ only
         (confidential / SEED_FILE).write_text(f"{int(seed)}\n", encoding="utf-8")
+
+
+def keyed_seeds(seed, keys: Iterable[int]) -> list[np.random.SeedSequence]:
+    """One child seed per key: ``SeedSequence(seed)``'s child with spawn key ``(..., key)``.
+
+    The child for key k is ``SeedSequence(seed).spawn(k + 1)[k]``, computed without spawning
+    from (and so without changing) a SeedSequence passed in: the same argument always gives
+    the same children, and a child depends on its key only, not on which other keys are asked
+    for. This is what makes a random step *per item* (per implicate ℓ, per posterior draw d):
+    item d of two computations with one seed uses the same random numbers (common random
+    numbers), whatever else each computes.
+
+    Parameters
+    ----------
+    seed : int, SeedSequence, Generator or None
+        A Generator contributes 128 bits drawn from it; None, fresh entropy.
+    keys : iterable of int
+        Non-negative item indices.
+
+    Returns
+    -------
+    list of numpy.random.SeedSequence
+
+    Examples
+    --------
+    >>> a = keyed_seeds(5, [2, 0])
+    >>> b = np.random.SeedSequence(5).spawn(3)
+    >>> bool((a[0].generate_state(2) == b[2].generate_state(2)).all())
+    True
+    """
+    if isinstance(seed, np.random.Generator):
+        seed = np.random.SeedSequence(seed.integers(0, 2**32, size=4, dtype=np.uint64))
+    elif not isinstance(seed, np.random.SeedSequence):
+        seed = np.random.SeedSequence(seed)
+    return [np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, int(k)),
+                                   pool_size=seed.pool_size)
+            for k in keys]

@@ -14,26 +14,69 @@ module draws (β, w) from p(β, w | θ, y) exactly, the way spBayes' ``spRecover
 
    which has exactly the full-conditional law above, and stays well defined where D_ss = 0:
    there w_s follows its prior given the other sites (its "kriged" value plus noise).
+
+Every posterior draw takes its normals from its own generator (:func:`draw_generators`): the
+grid route keys them by the draw's flattened (chain, draw) index, so that draw d of two models
+fitted with one seed (the unrestricted and the restricted one) uses the same z and e₀, and the
+difference of their effects is the models', not the sampler's (common random numbers;
+docs/inference.md).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import xarray as xr
 from scipy.linalg import solve_triangular
 
 from synthgeo._progress import progress_iter
+from synthgeo._seed import keyed_seeds
 from synthgeo.inference.factor import cho_factor, cho_solve
 from synthgeo.inference.quadrature import thread_map
 from synthgeo.model.kernels import Sites, exponential_correlation, one_record_per_site
 from synthgeo.model.restricted_gp import GPPriors
 from synthgeo.model.smoothing import scale_function
 
-__all__ = ["recover_effects", "draw_effects_exact", "JITTER"]
+__all__ = ["recover_effects", "draw_effects_exact", "draw_generators", "JITTER"]
 
 #: Relative jitter added to σ²R's diagonal before its Cholesky (R is positive definite over
 #: distinct sites; the jitter only guards round-off for sites a few metres apart).
 JITTER = 1e-8
+
+
+def draw_generators(random_seed, n_draws: int) -> list[np.random.Generator]:
+    """One generator per posterior draw.
+
+    Parameters
+    ----------
+    random_seed : int, Generator, SeedSequence, None, or sequence of such
+        A sequence of ``n_draws`` seeds: draw j's generator is ``default_rng(random_seed[j])``
+        (the caller keys them, e.g. by flattened posterior index); otherwise one root whose
+        children :func:`synthgeo._seed.keyed_seeds` ``(root, range(n_draws))`` seed the draws.
+    n_draws : int
+
+    Returns
+    -------
+    list of numpy.random.Generator
+
+    Raises
+    ------
+    ValueError
+        If a sequence of seeds does not have ``n_draws`` items.
+
+    Examples
+    --------
+    >>> g = draw_generators([np.random.SeedSequence(1), 7], 2)
+    >>> float(g[1].standard_normal()) == float(np.random.default_rng(7).standard_normal())
+    True
+    """
+    if isinstance(random_seed, Sequence) and not isinstance(random_seed, (str, bytes)):
+        if len(random_seed) != n_draws:
+            raise ValueError(f"`random_seed` holds {len(random_seed)} per-draw seeds for "
+                             f"{n_draws} draws; give one per draw or a single root seed")
+        return [np.random.default_rng(s) for s in random_seed]
+    return [np.random.default_rng(s) for s in keyed_seeds(random_seed, range(n_draws))]
 
 
 def _noise_var(sigma2: float, nugget: float, n: int, extra) -> np.ndarray:
@@ -126,7 +169,9 @@ def draw_effects_exact(
     scale : ndarray of shape (S,) or Smoothing
         D's diagonal, or a :class:`~synthgeo.model.smoothing.Smoothing` evaluated at each
         draw's α (γ = "auto").
-    random_seed : int, Generator or None
+    random_seed : int, Generator, SeedSequence, None, or sequence of them
+        A root, or one seed per draw (:func:`draw_generators`): draw j's normals (z of w₀,
+        then e₀) come from its own generator, so a draw does not depend on the others.
     extra : ndarray of shape (N,), optional
         Extra noise variance per record in units of σ² (``[model] at_risk_nugget =
         "marginal"``: 1 at records of sites with d = 0).
@@ -136,16 +181,17 @@ def draw_effects_exact(
     ndarray of shape (L, S)
         w on the model scale, before the D scaling.
     """
-    rng = np.random.default_rng(random_seed)
     d_of = scale_function(scale, sites.n_sites)
     dist_km = sites.distance_km()
     idx = sites.site_index
     n_draws = draws["sigma2"].shape[0]
+    rngs = draw_generators(random_seed, n_draws)
     sigma2 = np.asarray(draws["sigma2"], float)
     nugget = np.asarray(draws["alpha"], float) * sigma2
-    # every random number first, in draw order, so that threads cannot change the result
-    noise = [_prior_noise(rng, sites.n_sites, y.shape[0], float(sigma2[j]), float(nugget[j]),
-                          extra) for j in range(n_draws)]
+    # every random number first, each draw from its own generator, so that threads cannot
+    # change the result
+    noise = [_prior_noise(rngs[j], sites.n_sites, y.shape[0], float(sigma2[j]),
+                          float(nugget[j]), extra) for j in range(n_draws)]
 
     def one(j: int) -> np.ndarray:
         d = d_of(float(draws["alpha"][j]))

@@ -28,6 +28,7 @@ import xarray as xr
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
+from synthgeo._seed import keyed_seeds
 from synthgeo.config import ModelConfig, SamplingConfig
 from synthgeo.inference.conditionals import draw_effects_exact
 from synthgeo.inference.covariance import make_covariance
@@ -112,7 +113,12 @@ def _posterior(draws: GridDraws, shape: tuple[int, int], coef_names: list[str]) 
 
 def _effect_sampler(draws: dict, y, X, sites, d_arg, gp, n_neighbors, effect_solver, seed,
                     seconds: dict, extra=None):
-    """``effect_sampler(flat_index) -> w`` drawing at each draw's own (φ, α), cached."""
+    """``effect_sampler(flat_index) -> w`` drawing at each draw's own (φ, α), cached.
+
+    Draw d's normals come from ``keyed_seeds(seed, [d])``, keyed by its flattened (chain,
+    draw) index: the same draw gets the same w whichever other draws are asked for with it,
+    and two fits with one seed use the same normals at draw d (common random numbers).
+    """
     nngp = (None if gp == "exact" else
             NNGPEffects(y, X, sites, d_arg, n_neighbors=n_neighbors, solver=effect_solver))
     cache: dict[tuple, np.ndarray] = {}
@@ -122,13 +128,13 @@ def _effect_sampler(draws: dict, y, X, sites, d_arg, gp, n_neighbors, effect_sol
         if key not in cache:
             t = time.perf_counter()
             sel = {k: v[np.asarray(flat_index)] for k, v in draws.items()}
-            rng = np.random.default_rng(seed)
+            seeds = keyed_seeds(seed, key)  # per draw, by its index: common random numbers
             with threadpool_limits(limits=1):
                 if nngp is None:
                     cache[key] = draw_effects_exact(sel, y, X, sites, scale=d_arg,
-                                                   random_seed=rng, extra=extra)
+                                                   random_seed=seeds, extra=extra)
                 else:  # at-risk records (d = 0) carry no information on w: no `extra` needed
-                    cache[key] = nngp.draw(sel, rng)
+                    cache[key] = nngp.draw(sel, seeds)
             seconds["recover"] += time.perf_counter() - t
         return cache[key]
 

@@ -17,6 +17,12 @@ COLAMD ordering) or preconditioned conjugate gradients (Jacobi); ``benchmarks/be
 measures both. At inactive sites (d_s = 0) w follows its NNGP prior conditional given the
 m nearest active sites (kriging plus conditional noise) — it never enters the data or the
 synthetic values under γ = ∞, but it is the "kriged" effect when that variant is asked for.
+
+Each posterior draw takes its normals from its own generator, indexed by *site* (z₁, z₂ and the
+inactive sites' noise are three standard normals per site, the active or inactive ones used):
+two models fitted with one seed, whose active sets differ (the restricted model's at-risk
+sites are inactive under γ = ∞), use the same normal at the same site in draw d (common random
+numbers; :func:`synthgeo.inference.conditionals.draw_generators`).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, cg, splu
 from scipy.spatial import cKDTree
 
+from synthgeo.inference.conditionals import draw_generators
 from synthgeo.inference.quadrature import thread_map
 from synthgeo.model.kernels import METRES_PER_KM, Sites, exponential_correlation
 from synthgeo.model.smoothing import Smoothing, scale_function
@@ -89,14 +96,17 @@ class NNGPEffects:
         F = np.maximum(1.0 - np.einsum("nm,nm->n", b, c), 0.0)
         return b, F
 
-    def draw(self, draws: dict[str, np.ndarray], rng: np.random.Generator) -> np.ndarray:
+    def draw(self, draws: dict[str, np.ndarray], rng) -> np.ndarray:
         """Draw w at every site for each posterior draw.
 
         Parameters
         ----------
         draws : dict
             ``sigma2`` (L,), ``alpha`` (L,), ``phi_km`` (L,), ``beta`` (L, p), ``cell`` (L,).
-        rng : numpy.random.Generator
+        rng : int, Generator, SeedSequence, None, or sequence of L of them
+            A root, or one seed per draw
+            (:func:`~synthgeo.inference.conditionals.draw_generators`): draw j's normals
+            (3 per site: z₁, z₂, the inactive sites' noise) come from its own generator.
 
         Returns
         -------
@@ -105,21 +115,21 @@ class NNGPEffects:
         """
         L = draws["sigma2"].shape[0]
         S = self.sites.n_sites
+        rngs = draw_generators(rng, L)
         w = np.zeros((L, S))
         resid = self.y[None, :] - draws["beta"] @ self.X.T  # (L, N)
         cells = [np.flatnonzero(draws["cell"] == c) for c in np.unique(draws["cell"])]
         run = thread_map(self.n_threads)
         chunk = 2 * max(1, self.n_threads)
         for start in range(0, len(cells), chunk):
-            # every random number first, in the serial order (z₁, z₂, then the inactive
-            # sites' noise, cell after cell): the threads cannot change the draws
+            # every random number first, each draw from its own generator, by site (z₁, z₂,
+            # the inactive sites' noise): neither the threads nor the cells change the draws
             plan = []
             for rows in cells[start:start + chunk]:
-                k = rows.size
-                z = ((rng.standard_normal((k, self.active.size)),
-                      rng.standard_normal((k, self.active.size))) if self.active.size else None)
-                noise = (rng.standard_normal((k, self.inactive.size)) if self.inactive.size
-                         else None)
+                normals = np.stack([rngs[r].standard_normal((3, S)) for r in rows])  # (k, 3, S)
+                z = ((normals[:, 0, self.perm], normals[:, 1, self.perm]) if self.active.size
+                     else None)
+                noise = normals[:, 2, self.inactive] if self.inactive.size else None
                 plan.append((rows, z, noise))
             for rows, w_rows, its in run(lambda item: self._draw_cell(draws, resid, *item),
                                          plan):

@@ -34,6 +34,13 @@ rise > :data:`RISE_REPORTED`) are kept as ``n_rose_any`` and ``n_rose_any_above_
 same-model raw count as ``n_rose_any_same_model``. The rise of r̃ equals the rise of the share
 attack's attributable risk, whose baseline is common to both models. release.json keeps
 aggregates only; the per-record rows go to ``confidential/``.
+
+**Fresh draws for judgement** (issue 24, item 3): the risk rule scores the unrestricted model
+on its *selection draws* (:func:`synthgeo.synthesis.implicates.selection_draw_index`, disjoint
+from the implicates' draws), and the release is judged on the implicates' draws;
+:func:`judge_on_fresh_draws` sets the selected records' figures on both side by side
+(:mod:`synthgeo.risk.fresh_draws`; release.json ``at_risk_selection``, the report's "Records
+selected by risk" table).
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ from synthgeo.pipeline.risk_stage import (
     score_model,
 )
 from synthgeo.risk.attributable import attributable_summary
+from synthgeo.risk.fresh_draws import FreshDrawJudgement, fresh_draw_judgement
 from synthgeo.risk.measure import Measure
 from synthgeo.risk.neighbours import NeighbourCheck, neighbour_check, same_model_rises
 from synthgeo.risk.noise import paired_se, z_value
@@ -64,7 +72,7 @@ from synthgeo.risk.records import RecordRisk
 from synthgeo.risk.selection import AtRiskChoice, choose_at_risk
 
 __all__ = ["score_unrestricted", "risk_rule", "NeighbourChecks", "run_neighbour_check",
-           "RISE_REPORTED"]
+           "RISE_REPORTED", "AtRiskSelection", "judge_on_fresh_draws", "FRESH_DRAW_RULE"]
 
 #: Rises of r̃ above this are counted separately in release.json (the smallest rise a board
 #: would read as a change of risk: 1 percentage point).
@@ -95,6 +103,19 @@ def score_unrestricted(spec: ReleaseSpec, data: PreparedData, fit: GPFit,
     """
     loo = loo_predictive(spec, data, fit, implicates)
     return score_model(data, implicates, loo, risk_measures(spec), spec.data.back_transform)
+
+
+def _selection_attributable(record_risk: RecordRisk, targets) -> tuple[list, np.ndarray,
+                                                                       np.ndarray]:
+    """Measure keys, a_i and se_i (n_targets, n_records) of the unrestricted model, share attack.
+
+    b* chosen on the unrestricted model alone, over all records (the risk rule's baseline).
+    """
+    summary = attributable_summary({"unrestricted": record_risk})
+    keys = [Measure.parse(t.measure).key for t in targets]
+    a = np.stack([summary.record_attributable("unrestricted", k, "share") for k in keys])
+    se = np.stack([summary.record_attributable_se("unrestricted", k, "share") for k in keys])
+    return keys, a, se
 
 
 def risk_rule(spec: ReleaseSpec, data: PreparedData, spatial: AtRiskResult,
@@ -145,10 +166,7 @@ def risk_rule(spec: ReleaseSpec, data: PreparedData, spatial: AtRiskResult,
     if record_risk is None or not targets:
         raise ValueError(f'at_risk = "{rule}" needs the unrestricted record risk and a '
                          "[risk.targets] record_threshold.")
-    summary = attributable_summary({"unrestricted": record_risk})
-    keys = [Measure.parse(t.measure).key for t in targets]
-    a = np.stack([summary.record_attributable("unrestricted", k, "share") for k in keys])
-    se = np.stack([summary.record_attributable_se("unrestricted", k, "share") for k in keys])
+    keys, a, se = _selection_attributable(record_risk, targets)
     thresholds = np.array([t.record_threshold for t in targets], float)
     choice = choose_at_risk(rule, np.asarray(spatial.at_risk, bool), attributable=a,
                             record_threshold=thresholds, se=se,
@@ -285,3 +303,104 @@ def run_neighbour_check(spec: ReleaseSpec, data: PreparedData, implicates: dict[
     return NeighbourChecks(checks=checks, choice=choice, at_risk=flags,
                            record_id=np.asarray(data.record_id), id_column=data.id_column,
                            same_model=same)
+
+
+#: How the risk rule's selection and the judgement use the posterior draws (release.json).
+FRESH_DRAW_RULE = (
+    "records selected by risk on the unrestricted model's selection draws (posterior draws no "
+    "implicate is made from); judged on the implicates' draws (fresh for them): PASS when no "
+    "selected record is possibly above the record_threshold (upper Monte Carlo bound) under "
+    "the released model there")
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class AtRiskSelection:
+    """The risk rule's selection draws and the fresh-draw judgement of what it selected.
+
+    Attributes
+    ----------
+    rule : {"risk", "both"}
+    selection_draws, judged_draws : ndarray of int
+        Flattened (chain, draw) indices: where the selection scored the unrestricted model,
+        and where the implicates (the judgement) come from.
+    judgements : tuple of FreshDrawJudgement
+        One per ``[risk.targets]`` target with a ``record_threshold``.
+    """
+
+    rule: str
+    selection_draws: np.ndarray = field(repr=False)
+    judged_draws: np.ndarray = field(repr=False)
+    judgements: tuple[FreshDrawJudgement, ...]
+
+    @property
+    def draws_disjoint(self) -> bool:
+        """Whether no posterior draw is both a selection and a judged draw."""
+        return not np.intersect1d(self.selection_draws, self.judged_draws).size
+
+    @property
+    def status(self) -> str:
+        """FAIL when any judgement fails; NOTHING SELECTED when none selected anything."""
+        statuses = [j.status for j in self.judgements]
+        if "FAIL" in statuses:
+            return "FAIL"
+        return "PASS" if "PASS" in statuses else "NOTHING SELECTED"
+
+    def summary(self) -> dict:
+        """Return the aggregates for release.json's ``at_risk_selection`` (no per-record value)."""
+        return {"rule": self.rule, "n_selection_draws": int(self.selection_draws.size),
+                "n_judged_draws": int(self.judged_draws.size),
+                "draws_disjoint": self.draws_disjoint, "status": self.status,
+                "rule_text": FRESH_DRAW_RULE,
+                "targets": [j.to_dict() for j in self.judgements]}
+
+
+def _flat_draws(fit: GPFit, ds: xr.Dataset) -> np.ndarray:
+    """Flattened (chain, draw) index of each implicate of ``ds`` (chain-major)."""
+    post = fit.posterior
+    chain = np.searchsorted(post["chain"].values, ds["source_chain"].values)
+    draw = np.searchsorted(post["draw"].values, ds["source_draw"].values)
+    return chain * post.sizes["draw"] + draw
+
+
+def judge_on_fresh_draws(spec: ReleaseSpec, choice: AtRiskChoice, selection_risk: RecordRisk,
+                         selection_draws: np.ndarray, fits: dict[str, GPFit],
+                         implicates: dict[str, xr.Dataset], summary) -> AtRiskSelection:
+    """Judge the records selected by risk on the release's draws, beside their selection draws.
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        ``[model] at_risk`` ("risk" or "both"), ``[risk.targets]``, ``[risk] confidence``.
+    choice : AtRiskChoice
+        The risk rule's flags (``by_risk``: the records judged).
+    selection_risk : RecordRisk
+        :func:`score_unrestricted` on the selection draws (what selected them).
+    selection_draws : ndarray of int
+        Their flattened posterior indices.
+    fits : dict of str to GPFit
+    implicates : dict of str to xarray.Dataset
+        Both models' released implicates (the fresh draws).
+    summary : AttributableSummary
+        The risk stage's (:func:`~synthgeo.pipeline.risk_stage.score_release_risk`): both
+        models' a_i and se_i on the fresh draws, under the one baseline rule.
+
+    Returns
+    -------
+    AtRiskSelection
+    """
+    targets = [t for t in spec.risk.targets if t.record_threshold is not None]
+    keys, a_sel, se_sel = _selection_attributable(selection_risk, targets)
+    confidence = getattr(spec.risk, "confidence", 0.95)
+    n_rows = selection_risk.n_implicates
+    judgements = []
+    for i, (key, t) in enumerate(zip(keys, targets)):
+        fresh = {m: (summary.record_attributable(m, key, "share"),
+                     summary.record_attributable_se(m, key, "share"))
+                 for m in ("unrestricted", "restricted")}
+        judgements.append(fresh_draw_judgement(
+            choice.by_risk, (a_sel[i], se_sel[i]), fresh, threshold=t.record_threshold,
+            measure=key, confidence=confidence, n_rows=n_rows))
+    return AtRiskSelection(rule=choice.rule, selection_draws=np.asarray(selection_draws, int),
+                           judged_draws=_flat_draws(fits["restricted"],
+                                                    implicates["restricted"]),
+                           judgements=tuple(judgements))

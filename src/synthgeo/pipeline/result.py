@@ -22,7 +22,7 @@ from synthgeo.model.at_risk import AtRiskResult
 from synthgeo.risk.within_eps import RiskResult
 
 if TYPE_CHECKING:
-    from synthgeo.pipeline.at_risk_rule import NeighbourChecks
+    from synthgeo.pipeline.at_risk_rule import AtRiskSelection, NeighbourChecks
     from synthgeo.pipeline.data import PreparedData
     from synthgeo.pipeline.previous import CumulativeRisk
     from synthgeo.pipeline.risk_stage import RiskScores
@@ -80,6 +80,10 @@ class ReleaseResult:
         release.json's ``detector`` block (:func:`synthgeo.pipeline.detector_stage.
         detector_block`): can the protected records be told apart from release/ (AUC and its
         interval, counts only), or why the detector did not run; None when not computed.
+    at_risk_selection : AtRiskSelection or None
+        Under ``[model] at_risk = "risk" | "both"``: the records selected by risk, on the
+        selection draws that chose them and on the fresh draws the release is judged on
+        (:func:`synthgeo.pipeline.at_risk_rule.judge_on_fresh_draws`); None under "spatial".
     """
 
     def __repr__(self) -> str:
@@ -108,6 +112,7 @@ class ReleaseResult:
     risk_scores: RiskScores | None = None
     seed: int | None = field(default=None, repr=False)
     detector: dict | None = None
+    at_risk_selection: AtRiskSelection | None = None
 
     @property
     def M_m(self) -> float:  # noqa: N802

@@ -37,7 +37,12 @@ from synthgeo.model.kernels import M_FROM_RHO0, Sites
 from synthgeo.model.restricted_gp import GPPriors, default_priors
 from synthgeo.model.smoothing import Smoothing
 from synthgeo.pipeline import responses
-from synthgeo.pipeline.at_risk_rule import risk_rule, run_neighbour_check, score_unrestricted
+from synthgeo.pipeline.at_risk_rule import (
+    judge_on_fresh_draws,
+    risk_rule,
+    run_neighbour_check,
+    score_unrestricted,
+)
 from synthgeo.pipeline.data import PreparedData, check_formula_names, prepare_data
 from synthgeo.pipeline.detector_stage import detector_block
 from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
@@ -57,7 +62,7 @@ from synthgeo.synthesis.cross_fit import (
     leverage,
     own_value_leak,
 )
-from synthgeo.synthesis.implicates import draw_implicates
+from synthgeo.synthesis.implicates import draw_implicates, selection_draw_index
 from synthgeo.utility.glm import response_correlations
 
 __all__ = ["Fitter", "run_release", "restricted_smoothing", "as_spec", "make_fitter"]
@@ -155,14 +160,16 @@ def _warm_start(spec: ReleaseSpec, fitter: Fitter | None, fit: GPFit,
     The two posteriors of (range, nugget share) are close (they differ at the at-risk sites
     only), so the restricted fit starts where the unrestricted one ended instead of on the
     whole prior box; its own checks (cell mass, edge mass) still decide, and a box that is
-    too narrow is widened at its open edges (docs/inference.md). When no site is at risk the
-    restricted model *is* the unrestricted one (D = I, no extra variance): ``posterior``, the
-    unrestricted grid posterior, is reused as it is (the draws are still the restricted fit's
-    own). Other engines: nothing.
+    too narrow is widened at its open edges (docs/inference.md). When D = I (no site at risk,
+    or γ = 0) and no extra variance, the restricted model *is* the unrestricted one:
+    ``posterior``, the unrestricted grid posterior, is reused as it is; with the one seed both
+    fits take (common random numbers) its draws, effects and implicates are then bit-identical
+    to the unrestricted fit's, and every difference between the two models is exactly 0.
+    Other engines: nothing.
     """
     if fitter is not None or spec.sampling.sampler != "grid":
         return {}
-    if (smoothing is not None and fit.grid is not None and not np.any(smoothing.a)
+    if (smoothing is not None and fit.grid is not None
             and smoothing.at_risk_nugget != "marginal" and not smoothing.depends_on_nugget
             and np.all(smoothing.scale() == 1.0)):
         return {"posterior": fit.grid}
@@ -211,13 +218,14 @@ def _locations_message(spec: ReleaseSpec, locations: LocationDiagnostics) -> str
 
 
 def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit, seed=None, *,
-             implicates=None) -> tuple[AtRiskResult, dict, float, AtRiskChoice]:
-    """Return the at-risk records, the spatial rule's sensitivity to φ, φ̂ (1/metre), the choice.
+             implicates=None) -> tuple[AtRiskResult, dict, float, AtRiskChoice, object]:
+    """At-risk records, the spatial rule's sensitivity to φ, φ̂ (1/metre), the choice, the score.
 
     The spatial rule at M (φ̂ or ``M_m``); under ``[model] at_risk = "risk" | "both"`` also the
-    records whose Rao-Blackwellised attributable risk under the unrestricted fit (its implicates
-    drawn with ``seed``, as the synthesis will, or given as ``implicates``) exceeds a
-    ``record_threshold`` (:mod:`synthgeo.pipeline.at_risk_rule`).
+    records whose Rao-Blackwellised attributable risk under the unrestricted fit (scored on
+    ``implicates``, drawn at its selection draws, or drawn here with ``seed``) exceeds a
+    ``record_threshold`` (:mod:`synthgeo.pipeline.at_risk_rule`). The last item is that
+    :class:`~synthgeo.risk.records.RecordRisk` (None under "spatial").
     """
     coords = coordinates_m(data.gdf)
     subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
@@ -232,15 +240,28 @@ def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit, seed=None, *,
         sens[label] = {"phi_per_m": float(phi), "M_m": m_q, "n_at_risk": r.n_at_risk}
     record_risk = None
     if spec.model.at_risk != "spatial":
-        ds = implicates if implicates is not None else _draw(spec, data, fit, "unrestricted",
-                                                              seed)
+        ds = implicates if implicates is not None else _draw(
+            spec, data, fit, "unrestricted", seed, draw_index=_selection_draws(spec, fit))
         record_risk = score_unrestricted(spec, data, fit, ds)
     choice, at_risk = risk_rule(spec, data, at_risk, record_risk)
-    return at_risk, sens, float(phi_q[1]), choice
+    return at_risk, sens, float(phi_q[1]), choice, record_risk
 
 
-def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed):
+def _selection_draws(spec: ReleaseSpec, fit: GPFit) -> np.ndarray:
+    """Return the risk rule's posterior draws (:func:`selection_draw_index`), or raise SpecError."""
+    post = fit.posterior
+    try:
+        return selection_draw_index(post.sizes["chain"], post.sizes["draw"],
+                                    spec.synthesis.n_implicates)
+    except ValueError as exc:
+        raise SpecError(f'[model] at_risk = "{spec.model.at_risk}": {exc}') from None
+
+
+def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed, *,
+          draw_index: np.ndarray | None = None):
     """One model's implicates (:func:`draw_implicates`) with the spec's L and at-risk effect.
+
+    ``draw_index``: other posterior draws than the implicates' (the risk rule's selection).
 
     Under ``[synthesis] predictive = "cross_fit"`` the released ("restricted") implicates are
     the unrestricted fit's cross-fitted predictive (:mod:`synthgeo.synthesis.cross_fit`), at
@@ -272,7 +293,8 @@ def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed):
                            record_id=data.record_id, random_seed=seed,
                            at_risk_effect=(spec.model.at_risk_effect
                                            if name == "restricted" else "zero"),
-                           scheduler=spec.compute.scheduler)  # [compute]: where blocks run
+                           scheduler=spec.compute.scheduler,  # [compute]: where blocks run
+                           draw_index=draw_index)
 
 
 def _refuse_on_several(spec: ReleaseSpec, previous) -> None:
@@ -313,16 +335,24 @@ class _Drawn:
     implicates: dict | None  # gaussian: each model's draw_implicates Dataset
     synthetic: dict  # each model's (L, n_records) model-scale values
     seconds: dict
+    selection: tuple | None = None  # the risk rule's (RecordRisk, selection draws) or None
 
 
 def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, streams,
                   X_syn: dict, *, fitter, say, progressbar: bool, several: bool) -> _Drawn:
     """Fit unrestricted → at-risk set → fit restricted → synthesise, for one response.
 
-    ``streams``: the response's four seed streams (two fits, two models' synthesis).
+    ``streams``: the response's four seed streams. Common random numbers (docs/inference.md):
+    ``streams[0]`` seeds *both* fits (the grid's θ draws and each draw's effect normals, keyed
+    by the draw's index), ``streams[2]`` both models' implicates (the normals of implicate ℓ),
+    so a difference between the two models' per-record risks is the models', not the
+    sampler's; ``streams[1]`` the risk rule's selection implicates (``at_risk = "risk" |
+    "both"``, drawn at other posterior draws than the released ones:
+    :func:`~synthgeo.synthesis.implicates.selection_draw_index`); ``streams[3]`` is not used
+    (kept so that a later response's streams are unchanged).
     """
     sec: dict[str, float] = {}
-    fit_seed = [int(s.generate_state(1)[0]) for s in streams[:2]]
+    fit_seed = int(streams[0].generate_state(1)[0])  # both fits: common random numbers
     gaussian = rc.family == "gaussian"
     if gaussian:
         fit = make_fitter(spec, data_j, progressbar=progressbar, fitter=fitter)
@@ -331,16 +361,19 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
     if not several:
         say("fitting the unrestricted model")
     with _timed(sec, "fit_unrestricted"):
-        fits = {"unrestricted": (fit(random_seed=fit_seed[0], label="unrestricted")
+        fits = {"unrestricted": (fit(random_seed=fit_seed, label="unrestricted")
                                  if gaussian else fit())}
     with _timed(sec, "at_risk"):
-        drawn = ({} if spec.model.at_risk == "spatial" else  # the risk rule scores them
-                 {"unrestricted": _draw(spec, data_j, fits["unrestricted"], "unrestricted",
-                                        streams[2])})
+        # the risk rule scores the unrestricted model on its selection draws (streams[1]),
+        # disjoint from the implicates' draws the release is judged on (fresh draws)
+        selection_draws = (None if spec.model.at_risk == "spatial" else
+                           _selection_draws(spec, fits["unrestricted"]))
         phi_of = fits["unrestricted"] if gaussian else responses.PhiOfGLMM(fits["unrestricted"])
-        at_risk, sens, phi_hat, choice = _at_risk(spec, data_j, phi_of,
-                                                  streams[2] if gaussian else None,
-                                                  implicates=drawn.get("unrestricted"))
+        at_risk, sens, phi_hat, choice, selection_risk = _at_risk(
+            spec, data_j, phi_of, streams[1] if gaussian else None,
+            implicates=None if selection_draws is None else _draw(
+                spec, data_j, fits["unrestricted"], "unrestricted", streams[1],
+                draw_index=selection_draws))
     say(f"M = {at_risk.radius_m:,.0f} m: {at_risk.n_at_risk} at-risk records"
         + ("" if choice.rule == "spatial" else
            f' (at_risk = "{choice.rule}": {int(choice.spatial.sum())} by location, '
@@ -357,7 +390,7 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
             fits["restricted"] = fits["unrestricted"]
         elif gaussian:  # several responses: no reuse of the unrestricted posterior (phase 1)
             fits["restricted"] = fit(
-                scale=smoothing, random_seed=fit_seed[1], label="restricted",
+                scale=smoothing, random_seed=fit_seed, label="restricted",
                 **_warm_start(spec, fitter, fits["unrestricted"], None if several else smoothing))
         elif np.any(np.asarray(smoothing.a) > 0) and smoothing.gamma != 0:
             fits["restricted"] = fit(scale=smoothing)
@@ -371,20 +404,22 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
     with _timed(sec, "synthesize"):
         implicates = None
         if gaussian:
-            implicates = {
-                m: drawn[m] if m in drawn else _draw(spec, data_j, fits[m], m, streams[2 + i])
-                for i, m in progress_iter(enumerate(MODELS), enabled=progressbar,
-                                          desc="synthesis", total=len(MODELS), unit="model")}
+            implicates = {  # one stream for both models: common random numbers
+                m: _draw(spec, data_j, fits[m], m, streams[2])
+                for m in progress_iter(MODELS, enabled=progressbar, desc="synthesis",
+                                       total=len(MODELS), unit="model")}
             if X_syn["restricted"] is not None:  # a later response: given the earlier ones
                 implicates = {m: responses.shift_to_earlier(ds, fits[m], data_j.X, X_syn[m])
                               for m, ds in implicates.items()}
             synthetic = {m: ds["y_synthetic"].values for m, ds in implicates.items()}
         else:
             synthetic = {m: responses.draw_discrete(spec, fits[m], data_j.X, X_syn[m],
-                                                    streams[2 + i])
-                         for i, m in enumerate(MODELS)}
+                                                    streams[2])
+                         for m in MODELS}
     return _Drawn(config=rc, data=data_j, fits=fits, at_risk=at_risk, sensitivity=sens,
-                  choice=choice, implicates=implicates, synthetic=synthetic, seconds=sec)
+                  choice=choice, implicates=implicates, synthetic=synthetic, seconds=sec,
+                  selection=(None if selection_risk is None
+                             else (selection_risk, selection_draws)))
 
 
 def run_release(spec: ReleaseSpec | str | os.PathLike, *,
@@ -525,6 +560,11 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
         neighbours = run_neighbour_check(spec, data, d.implicates, d.at_risk, d.choice)
     with _timed(seconds, "detector"):  # can the protected records be told apart?
         detector = detector_block(spec, data, d.implicates, d.at_risk.at_risk)
+    selection = None
+    if d.selection is not None:  # at_risk = "risk" | "both": judged on fresh draws
+        selection = judge_on_fresh_draws(spec, d.choice, *d.selection, d.fits, d.implicates,
+                                         scores.summary)
+        say(f"records selected by risk, judged on fresh draws: {selection.status}")
     cumulative = None
     if earlier is not None:
         with _timed(seconds, "cumulative_risk"):
@@ -548,7 +588,7 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
         spec=spec, data=data, fits=d.fits, at_risk=d.at_risk, at_risk_sensitivity=d.sensitivity,
         implicates=d.implicates, risk=risk, risk_summary=summary, utility=utility,
         seconds=seconds, locations=locations, neighbour_check=neighbours, cumulative=cumulative,
-        risk_scores=scores, seed=seed, detector=detector)
+        risk_scores=scores, seed=seed, detector=detector, at_risk_selection=selection)
 
 
 def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], locations,

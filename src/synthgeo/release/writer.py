@@ -272,6 +272,8 @@ def release_record(
     if getattr(result, "locations", None) is not None:
         rec["locations"] = result.locations.summary()
     rec["neighbour_check"] = result.neighbour_check.summary()  # aggregates only
+    selection = getattr(result, "at_risk_selection", None)
+    rec["at_risk_selection"] = None if selection is None else selection.summary()
     if getattr(result, "cumulative", None) is not None:  # repeated release: chain + pooled
         rec["previous_releases"] = result.cumulative.to_record()
     if getattr(data, "levels", None):  # text covariates: treatment coding

@@ -13,6 +13,7 @@ the one stronger baseline, per record and by group, with its se),
 :mod:`~synthgeo.risk.noise` (decisions on Monte Carlo estimates: bounds, counts, the largest,
 rises), :mod:`~synthgeo.risk.verdict` (targets, PASS/FAIL, the gate),
 :mod:`~synthgeo.risk.joint` (identifiable by location and possibly above threshold),
-:mod:`~synthgeo.risk.selection` (at-risk by risk, unbiased showcase records) and
-:mod:`~synthgeo.risk.neighbours` (the neighbour check).
+:mod:`~synthgeo.risk.selection` (at-risk by risk, unbiased showcase records),
+:mod:`~synthgeo.risk.fresh_draws` (the records selected by risk, judged on fresh posterior
+draws) and :mod:`~synthgeo.risk.neighbours` (the neighbour check).
 """

@@ -25,12 +25,13 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from synthgeo._seed import keyed_seeds
 from synthgeo.compute import map_batches
 from synthgeo.inference.result import GPFit
 from synthgeo.model.kriging import kriged_effects
 
 __all__ = ["ImplicateDraws", "draw_implicates", "implicate_blocks", "implicate_draw_index",
-           "implicate_predictive", "implicate_seeds", "DEFAULT_CHUNK"]
+           "implicate_predictive", "implicate_seeds", "selection_draw_index", "DEFAULT_CHUNK"]
 
 #: Implicates per block (one task on a cluster).
 DEFAULT_CHUNK = 10
@@ -58,6 +59,50 @@ def implicate_draw_index(n_chain: int, n_draw: int, n_implicates: int) -> np.nda
     return np.unique(np.round(np.linspace(0, total - 1, n_implicates)).astype(int))
 
 
+def selection_draw_index(n_chain: int, n_draw: int, n_implicates: int) -> np.ndarray:
+    """Return L posterior draws disjoint from the implicates' ones, evenly spread, (L,).
+
+    The risk rule (``[model] at_risk = "risk" | "both"``) selects the records to protect on
+    these draws, and the release is judged on the implicates' draws
+    (:func:`implicate_draw_index`): independent posterior draws, so a record flagged because
+    its estimate came out high on the selection draws is not judged on the same draws
+    (regression to the mean; docs/risk-and-utility.md, "Fresh draws for judgement"). The
+    draws left by :func:`implicate_draw_index`, of which L are taken evenly spread.
+
+    Parameters
+    ----------
+    n_chain, n_draw : int
+        Retained posterior draws per chain, and chains.
+    n_implicates : int
+        L.
+
+    Returns
+    -------
+    ndarray of int, shape (L,)
+        Flattened (chain, draw) indices (chain-major), none of which makes an implicate.
+
+    Raises
+    ------
+    ValueError
+        With fewer than 2L retained posterior draws (the message names the fix).
+
+    Examples
+    --------
+    >>> implicate_draw_index(2, 5, 3).tolist(), selection_draw_index(2, 5, 3).tolist()
+    ([0, 4, 9], [1, 5, 8])
+    """
+    total = n_chain * n_draw
+    if total < 2 * n_implicates:
+        raise ValueError(
+            f"the risk rule selects records on {n_implicates} posterior draws and the release "
+            f"is judged on {n_implicates} others: at least {2 * n_implicates} retained "
+            f"posterior draws are needed, got {total}; raise `[sampling] draws` (or `chains`) "
+            "or lower `[synthesis] n_implicates`"
+        )
+    rest = np.setdiff1d(np.arange(total), implicate_draw_index(n_chain, n_draw, n_implicates))
+    return rest[np.unique(np.round(np.linspace(0, rest.size - 1, n_implicates)).astype(int))]
+
+
 def implicate_seeds(
     seed: int | np.random.SeedSequence | np.random.Generator | None, n_implicates: int
 ) -> list[np.random.SeedSequence]:
@@ -83,13 +128,20 @@ def implicate_seeds(
     >>> all((x.generate_state(2) == y.generate_state(2)).all() for x, y in zip(a, b))
     True
     """
-    if isinstance(seed, np.random.Generator):
-        seed = np.random.SeedSequence(seed.integers(0, 2**32, size=4, dtype=np.uint64))
-    elif not isinstance(seed, np.random.SeedSequence):
-        seed = np.random.SeedSequence(seed)
-    return [np.random.SeedSequence(seed.entropy, spawn_key=(*seed.spawn_key, ell),
-                                   pool_size=seed.pool_size)
-            for ell in range(n_implicates)]
+    return keyed_seeds(seed, range(n_implicates))
+
+
+def _draw_index(n_chain: int, n_draw: int, n_implicates: int, draw_index) -> np.ndarray:
+    """``draw_index`` checked (L distinct draws of the posterior), or the implicates' own."""
+    if draw_index is None:
+        return implicate_draw_index(n_chain, n_draw, n_implicates)
+    flat = np.asarray(draw_index)
+    if (flat.ndim != 1 or flat.size != n_implicates or not np.issubdtype(flat.dtype, np.integer)
+            or np.unique(flat).size != flat.size or flat.min() < 0
+            or flat.max() >= n_chain * n_draw):
+        raise ValueError(f"`draw_index` must hold {n_implicates} distinct flattened posterior "
+                         f"draws in [0, {n_chain * n_draw}), got {flat.size} values")
+    return flat.astype(int)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,8 +191,8 @@ class ImplicateDraws:
         return int(np.shape(self.beta)[0])
 
     @classmethod
-    def from_fit(cls, fit: GPFit, n_implicates: int, *,
-                 at_risk_effect: str = "zero") -> ImplicateDraws:
+    def from_fit(cls, fit: GPFit, n_implicates: int, *, at_risk_effect: str = "zero",
+                 draw_index: np.ndarray | None = None) -> ImplicateDraws:
         """Return the draws of ``fit`` that become ``n_implicates`` implicates.
 
         Parameters
@@ -155,6 +207,9 @@ class ImplicateDraws:
             Effect at sites with d_s = 0 in every draw (at risk under γ = ∞): none (the
             paper), or the kriging mean of w there from the other sites' w of the same draw
             (:func:`synthgeo.model.kriging.kriged_effects`; beyond the paper, docs/model.md).
+        draw_index : ndarray of int, shape (L,), optional
+            The flattened (chain, draw) indices to use (e.g. :func:`selection_draw_index`);
+            default :func:`implicate_draw_index`.
 
         Returns
         -------
@@ -163,14 +218,15 @@ class ImplicateDraws:
         Raises
         ------
         ValueError
-            For an unknown ``at_risk_effect`` or an impossible L.
+            For an unknown ``at_risk_effect``, an impossible L, or a ``draw_index`` that is
+            not L distinct posterior draws.
         """
         if at_risk_effect not in ("zero", "kriged"):
             raise ValueError(f"`at_risk_effect` must be 'zero' or 'kriged', got "
                              f"{at_risk_effect!r}")
         post = fit.posterior
         n_draw = post.sizes["draw"]
-        flat = implicate_draw_index(post.sizes["chain"], n_draw, n_implicates)
+        flat = _draw_index(post.sizes["chain"], n_draw, n_implicates, draw_index)
         ci, di = np.divmod(flat, n_draw)
         w = fit.effects(flat)  # (L, S)
         d = fit.scales(flat)  # (L, S)
@@ -339,6 +395,7 @@ def draw_implicates(
     at_risk_effect: str = "zero",
     scheduler=None,
     chunk: int = DEFAULT_CHUNK,
+    draw_index: np.ndarray | None = None,
 ) -> xr.Dataset:
     """Draw L partially synthetic responses for every record, in memory.
 
@@ -361,6 +418,10 @@ def draw_implicates(
         Compute the blocks on a ``dask.distributed`` cluster (same values).
     chunk : int, default=DEFAULT_CHUNK
         Implicates per block (one task); the values do not depend on it.
+    draw_index : ndarray of int, shape (n_implicates,), optional
+        The posterior draws (flattened chain-major) to draw from; default
+        :func:`implicate_draw_index`. The risk rule's selection uses
+        :func:`selection_draw_index` (draws no implicate is made from).
 
     Returns
     -------
@@ -383,7 +444,8 @@ def draw_implicates(
     if n_implicates < 5:
         warnings.warn(f"only {n_implicates} implicates: Reiter intervals will be unstable",
                       UserWarning, stacklevel=2)
-    draws = ImplicateDraws.from_fit(fit, n_implicates, at_risk_effect=at_risk_effect)
+    draws = ImplicateDraws.from_fit(fit, n_implicates, at_risk_effect=at_risk_effect,
+                                    draw_index=draw_index)
     site_index = fit.constant_data["site_index"].values
     y = np.empty((draws.n_implicates, X.shape[0]))
     for lo, block in implicate_blocks(draws, X, site_index, seed=random_seed, chunk=chunk,

@@ -160,6 +160,32 @@ def section_detector(result) -> Section | None:
     return Section("detector", "Can a protected record be told apart?", body)
 
 
+#: Rows of the fresh-draw table: (figure key, label).
+_FRESH_ROWS = (("n_records", "records selected by risk"), ("mean", "mean a_i"),
+               ("largest", "largest a_i"),
+               ("largest_upper", "largest a_i, simultaneous upper bound"),
+               ("n_above", "above the threshold (point)"),
+               ("n_certain", "certainly above (lower bound)"),
+               ("n_possible", "possibly above (upper bound)"))
+
+
+def fresh_draw_table(selection) -> pd.DataFrame:
+    """Return the selected records' figures, selection draws beside fresh draws, per target.
+
+    One row per figure and target; columns: the selection draws (unrestricted model, what
+    selected them), the fresh draws under the unrestricted and the released model
+    (:mod:`synthgeo.risk.fresh_draws`).
+    """
+    rows = []
+    for t in selection.summary()["targets"]:
+        for key, label in _FRESH_ROWS:
+            rows.append({"measure": t["measure"], "threshold": t["threshold"], "figure": label,
+                         "selection draws, unrestricted": t["selection_unrestricted"][key],
+                         "fresh draws, unrestricted": t["fresh_unrestricted"][key],
+                         "fresh draws, released": t["fresh_restricted"][key]})
+    return pd.DataFrame(rows)
+
+
 def section_neighbours(result) -> Section | None:
     """Return the neighbour check's aggregates and, for a repeated release, the pooled risk."""
     nc = getattr(result, "neighbour_check", None)
@@ -169,8 +195,11 @@ def section_neighbours(result) -> Section | None:
     rows = [{"measure": key, **{k: v for k, v in m.items()}}
             for key, m in summ["by_measure"].items()]
     cum = getattr(result, "cumulative", None)
+    selection = getattr(result, "at_risk_selection", None)
     body = render(
         "neighbours.html.j2", rule=summ["rule"], n_at_risk=summ["n_at_risk"],
+        selection=None if selection is None else selection.summary(),
+        selection_table=None if selection is None else fresh_draw_table(selection),
         n_spatial=summ["n_spatial"], n_by_risk=summ["n_by_risk"],
         min_rise=summ["min_rise_reported"], neighbours=pd.DataFrame(rows),
         cumulative=None if cum is None else cum.summary,
