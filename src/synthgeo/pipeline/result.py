@@ -24,6 +24,7 @@ from synthgeo.risk.within_eps import RiskResult
 if TYPE_CHECKING:
     from synthgeo.pipeline.at_risk_rule import NeighbourChecks
     from synthgeo.pipeline.data import PreparedData
+    from synthgeo.pipeline.general_utility import GeneralUtility
     from synthgeo.pipeline.previous import CumulativeRisk
     from synthgeo.pipeline.risk_stage import RiskScores
 
@@ -76,6 +77,10 @@ class ReleaseResult:
     seed : int or None
         The seed the run used (the spec's, or a fresh random one): a key, written to
         ``confidential/`` only.
+    general_utility : GeneralUtility or None
+        pMSE, its ratio and S_pMSE against the paired null and SPECKS of both models' implicates,
+        with the per-variable and per-region breakdowns
+        (:mod:`synthgeo.pipeline.general_utility`); None when not computed.
     """
 
     def __repr__(self) -> str:
@@ -103,6 +108,7 @@ class ReleaseResult:
     cumulative: CumulativeRisk | None = None
     risk_scores: RiskScores | None = None
     seed: int | None = field(default=None, repr=False)
+    general_utility: GeneralUtility | None = None
 
     @property
     def M_m(self) -> float:  # noqa: N802

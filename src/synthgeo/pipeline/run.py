@@ -1,8 +1,8 @@
 """The main job: points → fit both models → at-risk → synthesize → risk → utility.
 
 Order: prepare the data → location diagnostics → fit unrestricted → at-risk rule at M → fit
-restricted → synthesize → risk → utility (docs/model.md, docs/risk-and-utility.md). Writing the
-outputs is :mod:`synthgeo.release.writer`'s job.
+restricted → synthesize → risk → utility → general utility (pMSE) (docs/model.md,
+docs/risk-and-utility.md). Writing the outputs is :mod:`synthgeo.release.writer`'s job.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from synthgeo.model.smoothing import Smoothing
 from synthgeo.pipeline import responses
 from synthgeo.pipeline.at_risk_rule import risk_rule, run_neighbour_check, score_unrestricted
 from synthgeo.pipeline.data import PreparedData, check_formula_names, prepare_data
+from synthgeo.pipeline.general_utility import general_utility
 from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult
 from synthgeo.pipeline.risk_stage import gate_cumulative, loo_predictive, score_release_risk
@@ -505,11 +506,18 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
                                    spec.formula,
                                    truth=data.frame[spec.data.response].to_numpy(),
                                    progressbar=progressbar)
+    say("general utility: pMSE of every implicate against the paired null")
+    with _timed(seconds, "general_utility"):
+        name = d.config.name
+        general = general_utility(
+            spec, data.frame.drop(columns=[spec.data.response], errors="ignore"),
+            {name: data.y}, {m: {name: d.synthetic[m]} for m in MODELS},
+            coordinates_m(data.gdf), seed=seed)
     return ReleaseResult(
         spec=spec, data=data, fits=d.fits, at_risk=d.at_risk, at_risk_sensitivity=d.sensitivity,
         implicates=d.implicates, risk=risk, risk_summary=summary, utility=utility,
         seconds=seconds, locations=locations, neighbour_check=neighbours, cumulative=cumulative,
-        risk_scores=scores, seed=seed)
+        risk_scores=scores, seed=seed, general_utility=general)
 
 
 def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], locations,

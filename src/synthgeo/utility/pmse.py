@@ -55,13 +55,15 @@ from scipy.special import expit
 from scipy.stats import ks_2samp
 from threadpoolctl import threadpool_limits
 
+from synthgeo.config import PMSE_COORDINATES, PMSE_TERMS
+
 __all__ = ["TERMS", "COORDINATES", "propensity_formula", "fit_logistic", "pmse",
            "PMSEResult", "pmse_scores", "pmse_by_variable", "grid_regions"]
 
 #: ``[utility] pmse_terms``: main effects, or main effects and every two-way interaction.
-TERMS = ("main", "interactions")
+TERMS = PMSE_TERMS
 #: ``[utility] pmse_coordinates``: no coordinate term, linear, or a B-spline of each axis.
-COORDINATES = ("none", "linear", "spline")
+COORDINATES = PMSE_COORDINATES
 #: Names of the coordinate columns inside the propensity frame (metres).
 _X, _Y = "__easting_m", "__northing_m"
 
@@ -218,7 +220,9 @@ def grid_regions(coords_m: np.ndarray, *, n_cells: int = 6,
     coords_m : ndarray of shape (n_records, 2)
         Coordinates, metres.
     n_cells : int, default=6
-        Cells per axis (equal width over the bounding box).
+        Cells per axis (equal width over the bounding box, snapped outwards to a tenth of the
+        extent's power of ten, so that the published bounds do not give away the outermost
+        records' coordinates).
     min_records : int, default=10
         Cells with fewer records are labelled −1 (not reported: a small cell's figure is
         noise, and close to a single record's).
@@ -235,11 +239,18 @@ def grid_regions(coords_m: np.ndarray, *, n_cells: int = 6,
     --------
     >>> xy = np.array([[0.0, 0.0], [1.0, 1.0], [0.1, 0.1]])
     >>> labels, cells = grid_regions(xy, n_cells=2, min_records=2)
-    >>> labels.tolist(), cells["n_records"].tolist()
-    ([0, -1, 0], [2])
+    >>> labels.tolist(), cells["n_records"].tolist(), cells["x_max_m"].tolist()
+    ([0, -1, 0], [2], [0.5])
     """
     xy = np.asarray(coords_m, float)
     lo, hi = xy.min(axis=0), xy.max(axis=0)
+    # snap the extent outwards to a round step (a tenth of the extent's order of magnitude):
+    # the cell bounds are published and must not give away the outermost records' coordinates
+    extent = float(np.max(hi - lo))
+    if extent > 0:
+        step = 10.0 ** np.floor(np.log10(extent / 10.0))
+        lo, hi = np.floor(lo / step) * step, np.ceil(hi / step) * step
+        hi = np.where(hi > lo, hi, lo + step)
     width = np.where(hi > lo, (hi - lo) / n_cells, 1.0)
     ij = np.clip(((xy - lo) / width).astype(int), 0, n_cells - 1)
     cell = ij[:, 1] * n_cells + ij[:, 0]
