@@ -220,3 +220,65 @@ def test_examples_run():
 def test_repr_shows_no_record_value():
     r = pmse_scores(HAND_CONF, HAND_SYN, synthesized=["x"], random_seed=1)
     assert "PMSEResult(n_implicates=1" in repr(r)
+
+
+# --- the spec keys and the release stage ---------------------------------------------------
+
+@pytest.mark.parametrize("key, value, match", [
+    ("pmse_terms", "cubic", r'`\[utility\] pmse_terms` must be "main" or "interactions"'),
+    ("pmse_coordinates", "tensor", r"`\[utility\] pmse_coordinates` must be \"none\""),
+    ("pmse_spline_df", 2, r"`\[utility\] pmse_spline_df` must be an integer >= 3"),
+    ("pmse_permutations", 1.5, r"`\[utility\] pmse_permutations` must be an integer >= 2"),
+    ("pmse_null_max_pairs", True, r"`\[utility\] pmse_null_max_pairs` must be an integer"),
+])
+def test_spec_keys_refuse_bad_values(key, value, match):
+    from synthgeo import SpecError
+    from synthgeo.config import bundled_spec_path, load_spec
+
+    spec = load_spec(bundled_spec_path())
+    with pytest.raises(SpecError, match=match):
+        spec.replace("utility", **{key: value})
+
+
+def test_spec_keys_reach_the_stage():
+    from synthgeo.config import bundled_spec_path, load_spec
+    from synthgeo.pipeline.general_utility import general_utility
+
+    spec = load_spec(bundled_spec_path()).replace(
+        "utility", pmse_terms="interactions", pmse_coordinates="linear",
+        pmse_permutations=3, pmse_null_max_pairs=40)
+    conf, syn, xy = _data(400, 11)  # ~11 records per cell of the 6 x 6 grid
+    g = general_utility(spec, conf[["x"]], {"y": conf["y"].to_numpy()},
+                        {"unrestricted": {"y": syn}, "restricted": {"y": syn[:2]}}, xy, seed=5)
+    s = g.settings
+    assert (s["terms"], s["coordinates"], s["n_permutations"], s["n_null_pairs"]) == (
+        "interactions", "linear", 3, 40)
+    assert "**2" in s["formula"] and "__easting_m" in s["formula"]
+    pooled = g.pooled().set_index("model")
+    assert pooled.loc["restricted", "n_implicates"] == 2
+    assert set(g.by_region()["model"]) == {"unrestricted", "restricted"}
+    assert (g.by_region()["n_records"] >= 10).all()
+    again = general_utility(spec, conf[["x"]], {"y": conf["y"].to_numpy()},
+                            {"unrestricted": {"y": syn}, "restricted": {"y": syn[:2]}}, xy,
+                            seed=5)
+    pd.testing.assert_frame_equal(g.by_implicate(), again.by_implicate())  # seeded
+
+
+def test_release_json_carries_the_general_utility_block():
+    import json
+
+    from synthgeo.release.schema import validate_release_record
+    from synthgeo.release.writer import release_record
+    from synthgeo.testing import fake_release_result
+
+    result = fake_release_result(n_implicates=4)
+    rec = json.loads(json.dumps(release_record(result, seconds={"total": 1.0})))
+    validate_release_record(rec)
+    general = rec["utility"]["general"]
+    assert {p["model"] for p in general["pooled"]} == {"unrestricted", "restricted"}
+    assert len(general["by_implicate"]) == 8
+    assert general["n_pairs"] == result.data.n_records
+    assert all(r["n_records"] >= general["min_region_records"] for r in general["by_region"])
+    assert {v["variable"] for v in general["by_variable"]} == {"log_price", "sqft_living",
+                                                              "location"}
+    assert "general_utility" in result.seconds

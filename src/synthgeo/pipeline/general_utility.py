@@ -83,9 +83,10 @@ class GeneralUtility:
 
     def by_region(self) -> pd.DataFrame:
         """Return the per-region table of both models, with each cell's bounds (metres)."""
-        return pd.concat([self.regions.merge(r.by_region.drop(columns="n_records"),
-                                             on="region").assign(model=m)
-                          for m, r in self.by_model.items()], ignore_index=True)
+        cols = [*self.regions.columns, "pmse", "null_mean", "ratio", "model"]
+        parts = [self.regions.merge(r.by_region.drop(columns="n_records"), on="region")
+                 .assign(model=m) for m, r in self.by_model.items() if r.by_region is not None]
+        return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
 
     def to_record(self) -> dict:
         """Return the release.json block ``utility.general`` (aggregates only)."""
