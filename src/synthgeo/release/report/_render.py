@@ -9,6 +9,7 @@ from synthgeo.pipeline import MODELS
 from synthgeo.pipeline.responses import SequentialResult
 from synthgeo.pipeline.result import verdicts
 from synthgeo.release.report._fits import section_convergence, section_utility
+from synthgeo.release.report._general_utility import section_general_utility
 from synthgeo.release.report._html import page
 from synthgeo.release.report._locations import section_locations
 from synthgeo.release.report._overview import section_overview
@@ -34,6 +35,7 @@ SECTIONS: tuple[tuple[str, Callable], ...] = (
     ("Disclosure risk", section_risk),
     ("Neighbour check and repeated releases", section_neighbours),
     ("Utility", section_utility),
+    ("General utility (pMSE)", section_general_utility),
     ("Convergence", section_convergence),
     _LOCATIONS,
 )
