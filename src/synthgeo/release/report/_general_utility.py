@@ -12,7 +12,7 @@ __all__ = ["section_general_utility"]
 
 
 def section_general_utility(result) -> Section | None:
-    """pMSE ratio, S_pMSE and SPECKS of both models, per variable, and the per-region map.
+    """Return the section: pMSE ratio, S_pMSE, SPECKS, per variable, the per-region map.
 
     Returns None when the stage did not run (``result.general_utility`` absent).
     """
