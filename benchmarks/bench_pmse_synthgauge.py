@@ -2,8 +2,9 @@
 
 synthgauge 2.2.0 needs seaborn < 0.12, which does not import beside the matplotlib synthgeo
 uses, so this script makes its own virtual environment (``--venv``, default
-``/tmp/synthgeo-synthgauge-venv``; made once, reused after) and installs ``synthgauge==2.2.0``
-and ``seaborn<0.12`` into it with pip, from the package index pip is configured with. The
+``/tmp/synthgeo-synthgauge-venv``; made once, reused after) and installs ``synthgauge==2.2.0``,
+``seaborn<0.12``, ``matplotlib<3.9`` and ``numpy<2`` into it with pip (:data:`REQUIREMENTS`),
+from the package index pip is configured with. The
 confidential rows and one implicate of each case are written to CSV files, synthgauge scores
 them in its environment and synthgeo here:
 
@@ -47,7 +48,9 @@ from _record import Record  # noqa: E402
 
 from synthgeo.utility.pmse import pmse_scores  # noqa: E402
 
-REQUIREMENTS = ["synthgauge==2.2.0", "seaborn<0.12"]
+#: seaborn 0.11 calls matplotlib.cm.register_cmap (gone in matplotlib 3.9), and matplotlib 3.8
+#: wheels are built against numpy 1.x: hence the two upper bounds beside the issue's.
+REQUIREMENTS = ["synthgauge==2.2.0", "seaborn<0.12", "matplotlib<3.9", "numpy<2"]
 
 #: Run in synthgauge's environment: argv = real.csv synth.csv; prints JSON.
 SYNTHGAUGE_SCRIPT = r"""

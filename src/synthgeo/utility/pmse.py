@@ -481,6 +481,7 @@ def pmse_by_variable(
     confidential: pd.DataFrame, synthetic, *, synthesized: Sequence[str],
     coords_m: np.ndarray | None = None, coordinates: str = "none", spline_df: int = 4,
     n_permutations: int = 20, null_max_pairs: int = 5000, random_seed=None,
+    n_threads: int | None = None,
 ) -> pd.DataFrame:
     """Per-variable breakdown: the pMSE ratio of a propensity model on one variable at a time.
 
@@ -492,7 +493,7 @@ def pmse_by_variable(
     Parameters
     ----------
     confidential, synthetic, synthesized, coords_m, coordinates, spline_df, n_permutations,
-    null_max_pairs, random_seed
+    null_max_pairs, random_seed, n_threads
         As :func:`pmse_scores`.
 
     Returns
@@ -527,7 +528,7 @@ def pmse_by_variable(
         r = pmse_scores(sub, syn, synthesized=which, coords_m=coords_m, terms=terms,
                         coordinates=coord, spline_df=spline_df,
                         n_permutations=n_permutations, null_max_pairs=null_max_pairs,
-                        random_seed=ss)
+                        random_seed=ss, n_threads=n_threads)
         pooled = r.pooled()
         rows.append({"variable": name, "synthesized": bool(is_syn), "formula": r.formula,
                      **{k: pooled[k] for k in ("pmse", "null_mean", "ratio", "s_pmse",
