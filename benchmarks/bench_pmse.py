@@ -55,6 +55,7 @@ def simulate(n: int, n_implicates: int, seed: int = 27):
 
 
 def main(argv=None) -> None:
+    """Simulate, time and record (module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--implicates", type=int, default=100)

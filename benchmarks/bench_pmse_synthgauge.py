@@ -84,7 +84,7 @@ def ensure_venv(venv: Path) -> Path:
 
 
 def bundled_case():
-    """The bundled example: confidential (model scale) and the restricted first implicate."""
+    """Return the bundled example: confidential (model scale), restricted implicate 1."""
     from synthgeo.config import bundled_spec_path
     from synthgeo.pipeline import run_release
 
@@ -98,7 +98,7 @@ def bundled_case():
 
 
 def simulated_case(n: int = 2000, seed: int = 2027):
-    """A file with two numeric covariates and a text one; the synthesis misses an interaction."""
+    """Return a file with a text covariate whose synthesis misses an interaction."""
     rng = np.random.default_rng(seed)
     a, b = rng.normal(size=n), rng.uniform(0, 3, size=n)
     kind = rng.choice(["house", "condo", "multi"], size=n, p=[0.6, 0.3, 0.1])
@@ -135,6 +135,7 @@ def score(python: Path, conf: pd.DataFrame, syn: pd.DataFrame, synthesized: str)
 
 
 def main(argv=None) -> None:
+    """Score every case with both, print and record (module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--venv", type=Path, default=Path("/tmp/synthgeo-synthgauge-venv"))
     args = ap.parse_args(argv)

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -127,7 +128,9 @@ def fit_logistic(X: np.ndarray, t: np.ndarray, *, max_iter: int = 30,
                  tol: float = 1e-8) -> np.ndarray:
     """Fitted probabilities of a logistic regression of ``t`` on ``X`` (maximum likelihood).
 
-    Newton–Raphson with step-halving on the deviance. Under (quasi-)separation the
+    Newton–Raphson with step-halving on the deviance; the Hessian XᵀWX is accumulated in
+    single precision (it only sets the step: the gradient, and so the maximum, is computed in
+    double precision; the tests compare the fit with statsmodels). Under (quasi-)separation the
     coefficients diverge; the fit stops after ``max_iter`` steps with the probabilities near 0
     and 1, which is the limit pMSE needs (it tends to 1/4 for a perfect separation).
 
@@ -154,17 +157,20 @@ def fit_logistic(X: np.ndarray, t: np.ndarray, *, max_iter: int = 30,
     [0.5, 0.5, 0.0, 0.0]
     """
     X = np.asarray(X, float)
-    t = np.asarray(t, float)
+    X32 = X.astype(np.float32)  # the Hessian only steers the steps: single precision halves
+    t = np.asarray(t, float)    # its cost; the gradient, and so the fixed point, is float64
     beta = np.zeros(X.shape[1])
     eta = np.zeros(X.shape[0])
     dev = _deviance(eta, t)
     for _ in range(max_iter):
         p = expit(eta)
-        w = p * (1.0 - p)
-        H = (X * w[:, None]).T @ X
+        w = (p * (1.0 - p)).astype(np.float32)
+        H = ((X32 * w[:, None]).T @ X32).astype(float)
         g = X.T @ (t - p)
         try:
-            step = sla.solve(H, g, assume_a="pos", check_finite=False)
+            with warnings.catch_warnings():  # near separation H is ill-conditioned: expected
+                warnings.simplefilter("ignore", sla.LinAlgWarning)
+                step = sla.solve(H, g, assume_a="pos", check_finite=False)
         except (sla.LinAlgError, ValueError):
             step = np.linalg.lstsq(H, g, rcond=None)[0]
         if not np.all(np.isfinite(step)):
