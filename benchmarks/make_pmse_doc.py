@@ -137,7 +137,9 @@ def block() -> str:
                 f"**{wall:g} s** for every implicate with the per-region breakdown (goal ≤ 30 s); "
                 f"the per-variable breakdown (10 implicates) {var:g} s more. Pooled ratio of the "
                 f"simulated synthesis (which drops the spatial field): "
-                f"{d['pooled']['ratio']:.3g}.", ""]
+                f"{d['pooled']['ratio']:.3g}; per variable: "
+                + ", ".join(f"{v['variable']} {v['ratio']:.3g}" for v in d["by_variable"])
+                + ".", ""]
     rows = [(c, _newest("make_pmse_doc", c)) for c in CASES]
     rows = [(c, d) for c, d in rows if d is not None]
     if rows:
