@@ -125,7 +125,7 @@ def propensity_formula(variables: Sequence[str], synthesized: Sequence[str], *,
 
 
 def fit_logistic(X: np.ndarray, t: np.ndarray, *, max_iter: int = 30,
-                 tol: float = 1e-8) -> np.ndarray:
+                 tol: float = 1e-8, start: np.ndarray | None = None) -> np.ndarray:
     """Fitted probabilities of a logistic regression of ``t`` on ``X`` (maximum likelihood).
 
     Newton–Raphson with step-halving on the deviance; the Hessian XᵀWX is accumulated in
@@ -144,6 +144,8 @@ def fit_logistic(X: np.ndarray, t: np.ndarray, *, max_iter: int = 30,
     max_iter : int, default=30
     tol : float, default=1e-8
         Stop when the largest change of a coefficient is below ``tol``.
+    start : ndarray of shape (k,), optional
+        Starting coefficients (default 0); the maximum does not depend on it.
 
     Returns
     -------
@@ -156,11 +158,17 @@ def fit_logistic(X: np.ndarray, t: np.ndarray, *, max_iter: int = 30,
     >>> fit_logistic(X, np.array([1.0, 0.0, 0.0, 0.0])).round(3).tolist()
     [0.5, 0.5, 0.0, 0.0]
     """
+    return _newton(X, t, max_iter=max_iter, tol=tol, start=start)[0]
+
+
+def _newton(X, t, *, max_iter: int = 30, tol: float = 1e-8,
+            start=None) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(p̂, β̂)`` of :func:`fit_logistic`."""
     X = np.asarray(X, float)
     X32 = X.astype(np.float32)  # the Hessian only steers the steps: single precision halves
     t = np.asarray(t, float)    # its cost; the gradient, and so the fixed point, is float64
-    beta = np.zeros(X.shape[1])
-    eta = np.zeros(X.shape[0])
+    beta = np.zeros(X.shape[1]) if start is None else np.asarray(start, float).copy()
+    eta = X @ beta
     dev = _deviance(eta, t)
     for _ in range(max_iter):
         p = expit(eta)
@@ -182,11 +190,12 @@ def fit_logistic(X: np.ndarray, t: np.ndarray, *, max_iter: int = 30,
                 break
             step = step / 2.0
         beta, eta = beta + step, new_eta
-        converged = np.max(np.abs(step)) < tol or abs(dev - new_dev) < tol * (1.0 + abs(dev))
+        converged = (np.max(np.abs(step)) < tol
+                     or abs(dev - new_dev) < 1e-12 * (1.0 + abs(dev)))
         dev = new_dev
         if converged:
             break
-    return expit(eta)
+    return expit(eta), beta
 
 
 def _deviance(eta: np.ndarray, t: np.ndarray) -> float:
@@ -433,10 +442,10 @@ def pmse_scores(
     reg = None if regions is None else np.asarray(regions, int)
     n_reg = 0 if reg is None or not np.any(reg >= 0) else int(reg.max()) + 1
 
-    def one(i: int) -> tuple[dict, np.ndarray, np.ndarray, np.ndarray]:
+    def one(i: int, start=None) -> tuple:
         X = np.vstack([X_conf_std, (design_of(frames[i]) - mu) / scale])
         t = np.r_[np.zeros(n), np.ones(n)]
-        p = fit_logistic(X, t)
+        p, beta = _newton(X, t, start=start)
         obs = pmse(p)
         specks = float(ks_2samp(p[n:], p[:n]).statistic)
         rng = np.random.default_rng(seeds[i])
@@ -454,7 +463,7 @@ def pmse_scores(
                "ratio": obs / mean if mean > 0 else np.nan,
                "s_pmse": (obs - mean) / sd if sd > 0 else np.nan, "specks": specks}
         if not n_reg:
-            return row, np.zeros(0), np.zeros(0), np.zeros(0)
+            return row, np.zeros(0), np.zeros(0), np.zeros(0), beta
         r2 = np.r_[reg, reg]
         ok = r2 >= 0
         obs_r = (np.bincount(r2[ok], weights=((p - 0.5) ** 2)[ok], minlength=n_reg)
@@ -463,11 +472,15 @@ def pmse_scores(
         oks = rs >= 0
         null_sum = np.bincount(rs[oks], weights=null_rows[oks] / n_permutations * m / n,
                                minlength=n_reg)
-        return row, obs_r, null_sum, np.bincount(rs[oks], minlength=n_reg).astype(float)
+        return (row, obs_r, null_sum, np.bincount(rs[oks], minlength=n_reg).astype(float),
+                beta)
 
+    # the first implicate's coefficients start the others' fits (the implicates are alike, so
+    # this saves Newton steps; the maximum, and so every figure, does not depend on the start)
     with threadpool_limits(limits=1), ThreadPoolExecutor(
             max_workers=max(1, int(n_threads or os.cpu_count() or 1))) as ex:
-        out = list(ex.map(one, range(len(frames))))  # in implicate order
+        first = one(0)
+        out = [first, *ex.map(lambda i: one(i, first[4]), range(1, len(frames)))]
     by_region = None
     if n_reg:
         obs_r = np.mean([o[1] for o in out], axis=0)
