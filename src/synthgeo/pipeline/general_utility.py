@@ -76,6 +76,13 @@ class GeneralUtility:
         return pd.DataFrame([{"model": m, "n_implicates": len(r.by_implicate), **r.pooled()}
                              for m, r in self.by_model.items()])
 
+    def summary_line(self) -> str:
+        """Return the console's line: each model's pooled ratio, S_pMSE and SPECKS."""
+        parts = [f"{m} ratio {r['ratio']:.2f}, S_pMSE {r['s_pmse']:.2f}, SPECKS {r['specks']:.3f}"
+                 for m, r in ((m, res.pooled()) for m, res in self.by_model.items())]
+        return "general utility (pMSE against the paired null, mean over implicates): " + \
+            "; ".join(parts)
+
     def by_implicate(self) -> pd.DataFrame:
         """Return every implicate of both models (``model`` column first)."""
         return pd.concat([r.by_implicate.assign(model=m)[["model", *r.by_implicate.columns]]
