@@ -65,7 +65,7 @@ def test_schema_is_valid_and_every_object_is_closed():
               "synthesis"}
     assert set(schema["properties"]) - set(schema["required"]) == {
         "locations", "risk_attributable", "previous_releases", "design", "missing", "responses",
-        "joint_risk", "correlations", *single}
+        "joint_risk", "correlations", "general_utility", *single}
     assert set(schema["anyOf"][0]["required"]) == single
     assert schema["anyOf"][1] == {"required": ["responses"]}
 

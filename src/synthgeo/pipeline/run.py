@@ -561,6 +561,11 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
     joint, joint_per = responses.joint_risk(data, results) if len(results) > 1 else (None, None)
     correlations = response_correlations(
         {r.name: r.y for r in results}, {r.name: r.synthetic["restricted"] for r in results})
+    with _timed(seconds, "general_utility"):  # every response jointly
+        general = general_utility(spec, frame, {r.name: r.y for r in results},
+                                  {m: {r.name: r.synthetic[m] for r in results} for m in MODELS},
+                                  coordinates_m(data.gdf), seed=seed)
     return responses.SequentialResult(
         spec=spec, data=data, responses=results, joint_risk=joint, joint_per_record=joint_per,
-        correlations=correlations, seconds=seconds, locations=locations, seed=seed)
+        correlations=correlations, seconds=seconds, locations=locations, seed=seed,
+        general_utility=general)

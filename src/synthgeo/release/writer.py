@@ -536,6 +536,8 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
     }
     if result.joint_risk is not None:
         rec["joint_risk"] = result.joint_risk.to_dict("records")
+    if getattr(result, "general_utility", None) is not None:
+        rec["general_utility"] = result.general_utility.to_record()
     if data.levels:
         rec["design"] = data.levels
     if data.missing is not None:

@@ -44,6 +44,7 @@ SECTIONS: tuple[tuple[str, Callable], ...] = (
 SEQUENTIAL_SECTIONS: tuple[tuple[str, Callable], ...] = (
     ("Key figures", section_key_figures),
     ("Responses: rates by area, risk, utility", section_responses),
+    ("General utility (pMSE)", section_general_utility),
     _LOCATIONS,
 )
 
