@@ -83,8 +83,8 @@ def main(argv=None) -> None:
           f"{threads} thread(s)")
     print(f"every implicate (with the per-region breakdown): {wall:.1f} s wall "
           f"({wall / args.implicates * 1000:.0f} ms per implicate); goal ≤ {GOAL_S:g} s; "
-          f"CPU time {cpu:.1f} s (all threads: on {threads} idle cores about "
-          f"{cpu / threads:.0f} s wall)")
+          f"CPU time {cpu:.1f} s over all threads (so at least {cpu / threads:.0f} s of wall "
+          f"on {threads} idle cores)")
     print(f"per-variable breakdown, first {BREAKDOWN_IMPLICATES} implicates: {wall_var:.1f} s")
     print(f"pooled: pMSE {pooled['pmse']:.3g}, ratio {pooled['ratio']:.3g}, "
           f"S_pMSE {pooled['s_pmse']:.3g}, SPECKS {pooled['specks']:.3g}")

@@ -139,9 +139,9 @@ def block() -> str:
                 f"**{wall:g} s** wall for every implicate with the per-region breakdown (goal ≤ "
                 f"30 s)"
                 + ("" if cpu is None else
-                   f", {cpu:g} s of CPU time over its threads (about {cpu / d['threads']:.0f} s "
-                   f"of wall on {d['threads']} idle cores; the wall time above is what the "
-                   "shared machine gave)")
+                   f", {cpu:g} s of CPU time over its threads (the wall time is what the "
+                   f"shared machine gave; on {d['threads']} idle cores it could not be under "
+                   f"{cpu / d['threads']:.0f} s)")
                 + "; "
                 f"the per-variable breakdown (10 implicates) {var:g} s more. Pooled ratio of the "
                 f"simulated synthesis (which drops the spatial field): "
