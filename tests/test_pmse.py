@@ -282,3 +282,43 @@ def test_release_json_carries_the_general_utility_block():
     assert {v["variable"] for v in general["by_variable"]} == {"log_price", "sqft_living",
                                                               "location"}
     assert "general_utility" in result.seconds
+
+
+@pytest.mark.slow
+def test_several_responses_are_scored_jointly():
+    """[[data.responses]]: one propensity model of every response; release.json's block."""
+    import json
+    import warnings
+
+    import synthgeo as sg
+    from synthgeo.config import (
+        AnonymityConfig,
+        DataConfig,
+        ModelConfig,
+        ReleaseSpec,
+        SamplingConfig,
+    )
+    from synthgeo.pipeline import run_release
+    from synthgeo.release.schema import validate_release_record
+    from synthgeo.release.writer import sequential_record
+    from synthgeo.testing import fake_fitter, fake_spec
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pts = sg.read_points("synthgeo:sacramento_home_sales.csv", x="lon", y="lat",
+                             crs="EPSG:4326", id="id", query="beds == 2")
+        pts["lp2"] = pts["log_price"] + 0.01 * np.random.default_rng(5).normal(size=len(pts))
+        spec = fake_spec(ReleaseSpec(
+            data=DataConfig(responses=[{"name": "log_price"}, {"name": "lp2"}],
+                            covariates=["sqft_living"], id="id"),
+            model=ModelConfig(gp="exact"), sampling=SamplingConfig(seed=11),
+            anonymity=AnonymityConfig(on_location_failure="warn")), n_draws=150,
+            n_implicates=4)
+        result = run_release(spec, points=pts, fitter=fake_fitter(n_draws=150))
+    g = result.general_utility
+    assert "Q('log_price')" in g.settings["formula"] and "Q('lp2')" in g.settings["formula"]
+    variables = set(g.by_variable["restricted"]["variable"])
+    assert {"log_price", "lp2", "sqft_living", "location"} <= variables
+    rec = json.loads(json.dumps(sequential_record(result, seconds={"total": 1.0})))
+    validate_release_record(rec)
+    assert len(rec["general_utility"]["by_implicate"]) == 8
