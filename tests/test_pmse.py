@@ -282,6 +282,11 @@ def test_release_json_carries_the_general_utility_block():
     assert {v["variable"] for v in general["by_variable"]} == {"log_price", "sqft_living",
                                                               "location"}
     assert "general_utility" in result.seconds
+    from synthgeo.api import Release
+
+    assert Release(result=result).general_utility is result.general_utility
+    line = result.general_utility.summary_line()
+    assert "restricted ratio" in line and "SPECKS" in line
 
 
 @pytest.mark.slow
