@@ -6,16 +6,16 @@ predicts which rows are synthetic, and
 
 .. math:: \mathrm{pMSE} = \frac{1}{N} \sum_{i=1}^{N} (\hat p_i - c)^2
 
-(Woo, Reiter, Oganian & Karr 2009, J. Privacy and Confidentiality 1(1), eq. 1). pMSE is 0 when
+(Woo, Reiter, Oganian & Karr 2009, J. Privacy and Confidentiality 1(1), Sect. 3). pMSE is 0 when
 the model cannot tell the two files apart and 1/4 when it separates them.
 
 **Paired null.** The rows are paired: in a partially synthetic file each synthetic row shares
 its covariates and location with one confidential row. The null distribution of pMSE therefore
 comes from permuting the confidential/synthetic label *within* each pair (each pair's two labels
 swapped with probability 1/2) and refitting the propensity model, as in the permutation
-approach of Snoke, Raab, Nowok, Dibben & Slavković (2018, JRSS-A 181(3), Sect. 3.2), with the
+approach of Snoke, Raab, Nowok, Dibben & Slavković (2018, JRSS-A 181(3), Sect. 3), with the
 permutation restricted to the pairs. The independent-sample expectation
-:math:`(k-1)(1-c)^2 c / N` (Snoke et al. 2018, eq. 2) assumes two independent samples and does
+:math:`(k-1)(1-c)^2 c / N` (Snoke et al. 2018, Sect. 3) assumes two independent samples and does
 not hold for paired rows (the hand-worked fixture in tests/test_pmse.py has 1/64 from the formula
 and 1/32 from the paired null). From the permutation values :math:`\mathrm{pMSE}^{(b)}`,
 
@@ -23,7 +23,7 @@ and 1/32 from the paired null). From the permutation values :math:`\mathrm{pMSE}
           S_\mathrm{pMSE} = \frac{\mathrm{pMSE} - \overline{\mathrm{pMSE}^{(b)}}}
                                  {\mathrm{sd}(\mathrm{pMSE}^{(b)})}
 
-(Snoke et al. 2018, Sect. 3.2; R synthpop's ``utility.gen``): ratio ≈ 1 and S_pMSE ≈ 0 when
+(Snoke et al. 2018, Sect. 3; R synthpop's ``utility.gen``): ratio ≈ 1 and S_pMSE ≈ 0 when
 the implicate is as good as a relabelled confidential file.
 
 On a large file the null is computed on a random subset of ``null_max_pairs`` pairs and scaled
@@ -204,7 +204,7 @@ def _deviance(eta: np.ndarray, t: np.ndarray) -> float:
 
 
 def pmse(p_hat: np.ndarray, c: float = 0.5) -> float:
-    r"""Return the mean of :math:`(\hat p_i - c)^2`, the pMSE (Woo et al. 2009, eq. 1).
+    r"""Return the mean of :math:`(\hat p_i - c)^2`, the pMSE (Woo et al. 2009).
 
     Parameters
     ----------
