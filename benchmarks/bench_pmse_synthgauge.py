@@ -123,7 +123,17 @@ def score(python: Path, conf: pd.DataFrame, syn: pd.DataFrame, synthesized: str)
                         coordinates="none", n_permutations=50, random_seed=1)
     main = pmse_scores(conf, [syn], synthesized=[synthesized], terms="main",
                        coordinates="none", n_permutations=50, random_seed=1)
+    # the same model by statsmodels (Newton, its own convergence), to say whose error the
+    # difference is
+    import patsy
+    import statsmodels.api as sm
+
+    info = patsy.dmatrix(inter.formula, conf).design_info
+    X = np.vstack([patsy.build_design_matrices([info], f)[0] for f in (conf, syn)])
+    t = np.r_[np.zeros(len(conf)), np.ones(len(conf))]
+    p_sm = sm.Logit(t, X).fit(disp=0, method="newton", maxiter=200, tol=1e-14).predict(X)
     ours = {"pmse_interactions": float(inter.by_implicate["pmse"].iloc[0]),
+            "pmse_statsmodels": float(np.mean((p_sm - 0.5) ** 2)),
             "ratio_paired_interactions": float(inter.by_implicate["ratio"].iloc[0]),
             "s_pmse_paired_interactions": float(inter.by_implicate["s_pmse"].iloc[0]),
             "specks_main": float(main.by_implicate["specks"].iloc[0])}
@@ -131,7 +141,10 @@ def score(python: Path, conf: pd.DataFrame, syn: pd.DataFrame, synthesized: str)
             "pmse_abs_diff": abs(sg["pmse_logr"] - ours["pmse_interactions"]),
             "pmse_rel_diff": abs(sg["pmse_logr"] - ours["pmse_interactions"])
             / ours["pmse_interactions"],
-            "specks_abs_diff": abs(sg["specks"] - ours["specks_main"])}
+            "specks_abs_diff": abs(sg["specks"] - ours["specks_main"]),
+            "pmse_rel_diff_statsmodels": abs(ours["pmse_statsmodels"]
+                                             - ours["pmse_interactions"])
+            / ours["pmse_interactions"]}
 
 
 def main(argv=None) -> None:
@@ -150,7 +163,8 @@ def main(argv=None) -> None:
         print(f"{name} ({r['n_records']} records), synthgauge {sg['version']}:")
         print(f"  pMSE (logr, interactions): synthgauge {sg['pmse_logr']:.10g}, synthgeo "
               f"{ours['pmse_interactions']:.10g}, |diff| {r['pmse_abs_diff']:.2g} "
-              f"(relative {r['pmse_rel_diff']:.2g})")
+              f"(relative {r['pmse_rel_diff']:.2g}); statsmodels {ours['pmse_statsmodels']:.10g} "
+              f"(relative to synthgeo {r['pmse_rel_diff_statsmodels']:.2g})")
         print(f"  SPECKS (main effects): synthgauge {sg['specks']:.10g}, synthgeo "
               f"{ours['specks_main']:.10g}, |diff| {r['specks_abs_diff']:.2g}")
         print(f"  ratio: synthgauge (independent-sample formula) {sg['ratio_logr']:.3g}, "

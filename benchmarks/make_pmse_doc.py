@@ -115,13 +115,16 @@ def block() -> str:
                 "effects in both. The ratios differ by design: synthgauge's null is the "
                 "independent-sample formula, synthgeo's the paired permutation null.", "",
                 "| case | records | pMSE synthgauge | pMSE synthgeo | relative difference | "
-                "SPECKS synthgauge | SPECKS synthgeo | ratio: synthgauge (formula) / synthgeo "
-                "(paired) |", "|---|---|---|---|---|---|---|---|"]
+                "synthgeo vs statsmodels | SPECKS synthgauge | SPECKS synthgeo | ratio: "
+                "synthgauge (formula) / synthgeo (paired) |",
+                "|---|---|---|---|---|---|---|---|---|"]
         for name, c in sg["detail"]["cases"].items():
             a, b = c["synthgauge"], c["synthgeo"]
             out.append(f"| {name} | {c['n_records']} | {a['pmse_logr']:.10g} | "
                        f"{b['pmse_interactions']:.10g} | {c['pmse_rel_diff']:.1e} | "
-                       f"{a['specks']:.10g} | {b['specks_main']:.10g} | "
+                       + (f"{c['pmse_rel_diff_statsmodels']:.1e} | "
+                          if "pmse_rel_diff_statsmodels" in c else "— | ")
+                       + f"{a['specks']:.10g} | {b['specks_main']:.10g} | "
                        f"{a['ratio_logr']:.3g} / {b['ratio_paired_interactions']:.3g} |")
         out.append("")
     bench = _newest("bench_pmse")
