@@ -10,7 +10,9 @@ model's implicates with the spec defaults (``[utility] pmse_terms = "main"``,
 implicate) and the per-region breakdown, timing the call (wall, and the CPU time of all its
 threads, which a shared machine's load does not inflate) — the issue's goal is ≤ 30 s on 2
 cores for every implicate. Then times the per-variable breakdown on the first 10
-implicates separately (the stage runs it too). Writes a record via ``_record.py``.
+implicates separately (the stage runs it too), and the paired null's calibration on 100
+small files whose synthesis is exchangeable with the confidential values (:func:`calibration`).
+Writes a record via ``_record.py``.
 
 Usage::
 
@@ -55,6 +57,31 @@ def simulate(n: int, n_implicates: int, seed: int = 27):
     return conf, syn, xy
 
 
+def calibration(n_files: int = 100, n: int = 1000) -> dict:
+    """Ratio and S_pMSE of exchangeable syntheses: the paired null's calibration.
+
+    Each of ``n_files`` simulated files (``n`` records, a covariate and a spatial field) gets one
+    implicate drawn from the confidential values' own model, so each pair is exchangeable and
+    the observed pMSE is a draw from the paired null: the ratio should average 1 and S_pMSE
+    have mean 0 and sd about 1. Spec defaults (main effects, spline coordinates).
+    """
+    ratios, s = [], []
+    for seed in range(n_files):
+        rng = np.random.default_rng(10_000 + seed)
+        xy = rng.uniform(0, 10_000, size=(n, 2))
+        x = rng.normal(size=n)
+        mean = 0.5 * x + 0.4 * np.sin(xy[:, 0] / 2000.0)
+        conf = pd.DataFrame({"y": mean + rng.normal(scale=0.5, size=n), "x": x})
+        syn = mean + rng.normal(scale=0.5, size=(1, n))
+        r = pmse_scores(conf, syn, synthesized=["y"], coords_m=xy, coordinates="spline",
+                        n_permutations=20, random_seed=seed).by_implicate.iloc[0]
+        ratios.append(float(r["ratio"]))
+        s.append(float(r["s_pmse"]))
+    return {"n_files": n_files, "n_records": n, "ratio_mean": float(np.mean(ratios)),
+            "ratio_se": float(np.std(ratios, ddof=1) / np.sqrt(n_files)),
+            "s_pmse_mean": float(np.mean(s)), "s_pmse_sd": float(np.std(s, ddof=1))}
+
+
 def main(argv=None) -> None:
     """Simulate, time and record (module docstring)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -89,6 +116,10 @@ def main(argv=None) -> None:
     print(f"pooled: pMSE {pooled['pmse']:.3g}, ratio {pooled['ratio']:.3g}, "
           f"S_pMSE {pooled['s_pmse']:.3g}, SPECKS {pooled['specks']:.3g}")
     print(by_var[["variable", "ratio", "s_pmse"]].to_string(index=False))
+    cal = calibration()
+    print(f"calibration ({cal['n_files']} exchangeable files of {cal['n_records']} records): "
+          f"ratio {cal['ratio_mean']:.3f} ± {cal['ratio_se']:.3f}, S_pMSE mean "
+          f"{cal['s_pmse_mean']:.2f}, sd {cal['s_pmse_sd']:.2f}")
     rec.figure("pMSE of every implicate, wall", round(wall, 2), "s", goal_max=GOAL_S)
     rec.figure("per implicate", round(wall / args.implicates * 1000, 1), "ms")
     rec.figure("CPU time of every implicate (all threads)", round(cpu, 2), "s")
@@ -98,7 +129,7 @@ def main(argv=None) -> None:
         "n_params": r.n_params, "formula": r.formula, "n_permutations": r.n_permutations,
         "n_null_pairs": r.n_null_pairs, "pooled": pooled,
         "by_variable": by_var.drop(columns="formula").to_dict("records"),
-        "seconds_breakdown": wall_var})
+        "seconds_breakdown": wall_var, "calibration": cal})
 
 
 if __name__ == "__main__":

@@ -150,7 +150,16 @@ def block() -> str:
                 f"simulated synthesis (which drops the spatial field): "
                 f"{d['pooled']['ratio']:.3g}; per variable: "
                 + ", ".join(f"{v['variable']} {v['ratio']:.3g}" for v in d["by_variable"])
-                + ".", ""]
+                + "."]
+        cal = d.get("calibration")
+        if cal:
+            out[-1] += (f" Calibration of the paired null (same record): {cal['n_files']} "
+                        f"simulated files of {cal['n_records']} records, each with one "
+                        "implicate drawn from the confidential values' own model (exchangeable "
+                        f"pairs): mean ratio {cal['ratio_mean']:.3f} ± {cal['ratio_se']:.3f} "
+                        f"(se), S_pMSE mean {cal['s_pmse_mean']:.2f} and sd "
+                        f"{cal['s_pmse_sd']:.2f} (1 and 0, 1 if calibrated).")
+        out.append("")
     rows = [(c, _newest("make_pmse_doc", c)) for c in CASES]
     rows = [(c, d) for c, d in rows if d is not None]
     if rows:
