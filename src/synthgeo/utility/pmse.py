@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -161,19 +162,25 @@ def fit_logistic(X: np.ndarray, t: np.ndarray, *, max_iter: int = 30,
     return _newton(X, t, max_iter=max_iter, tol=tol, start=start)[0]
 
 
-def _newton(X, t, *, max_iter: int = 30, tol: float = 1e-8,
-            start=None) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(p̂, β̂)`` of :func:`fit_logistic`."""
+def _newton(X, t, *, max_iter: int = 30, tol: float = 1e-8, start=None, X32=None,
+            work=None) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(p̂, β̂)`` of :func:`fit_logistic`.
+
+    ``X32``: X in single precision and ``work``: a float32 array of X's shape, when the caller
+    holds them (a fresh large array costs page faults; the stage reuses its buffers).
+    """
     X = np.asarray(X, float)
-    X32 = X.astype(np.float32)  # the Hessian only steers the steps: single precision halves
-    t = np.asarray(t, float)    # its cost; the gradient, and so the fixed point, is float64
+    if X32 is None:  # the Hessian only steers the steps: single precision halves its cost;
+        X32 = X.astype(np.float32)  # the gradient, and so the fixed point, is float64
+    A = np.empty_like(X32) if work is None else work
+    t = np.asarray(t, float)
     beta = np.zeros(X.shape[1]) if start is None else np.asarray(start, float).copy()
     eta = X @ beta
     dev = _deviance(eta, t)
     for _ in range(max_iter):
         p = expit(eta)
-        w = (p * (1.0 - p)).astype(np.float32)
-        H = ((X32 * w[:, None]).T @ X32).astype(float)
+        np.multiply(X32, np.sqrt(p * (1.0 - p)).astype(np.float32)[:, None], out=A)
+        H = (A.T @ A).astype(float)  # XᵀWX = (W½X)ᵀ(W½X)
         g = X.T @ (t - p)
         try:
             with warnings.catch_warnings():  # near separation H is ill-conditioned: expected
@@ -439,23 +446,44 @@ def pmse_scores(
     design_of = _design_function(info, conf, synthesized, X_conf)
     seeds = _seed_sequence(random_seed).spawn(len(frames))
     m = min(n, int(null_max_pairs))
+    k = X_conf.shape[1]
     reg = None if regions is None else np.asarray(regions, int)
     n_reg = 0 if reg is None or not np.any(reg >= 0) else int(reg.max()) + 1
+    local = threading.local()
+
+    def buffers() -> dict:
+        """Return the calling thread's arrays (made once, reused for its implicates)."""
+        if not hasattr(local, "b"):
+            b = {"X": np.empty((2 * n, k)), "X32": np.empty((2 * n, k), np.float32),
+                 "A": np.empty((2 * n, k), np.float32), "Xs": np.empty((2 * m, k)),
+                 "Xs32": np.empty((2 * m, k), np.float32),
+                 "As": np.empty((2 * m, k), np.float32)}
+            b["X"][:n] = X_conf_std
+            b["X32"][:n] = X_conf_std
+            local.b = b
+        return local.b
 
     def one(i: int, start=None) -> tuple:
-        X = np.vstack([X_conf_std, (design_of(frames[i]) - mu) / scale])
+        b = buffers()
+        X, X32 = b["X"], b["X32"]
+        design_of(frames[i], out=X[n:])
+        np.subtract(X[n:], mu, out=X[n:])
+        np.divide(X[n:], scale, out=X[n:])
+        X32[n:] = X[n:]
         t = np.r_[np.zeros(n), np.ones(n)]
-        p, beta = _newton(X, t, start=start)
+        p, beta = _newton(X, t, start=start, X32=X32, work=b["A"])
         obs = pmse(p)
         specks = float(ks_2samp(p[n:], p[:n]).statistic)
         rng = np.random.default_rng(seeds[i])
         sub = np.sort(rng.choice(n, size=m, replace=False)) if m < n else np.arange(n)
-        Xs = np.vstack([X[sub], X[n + sub]])
+        Xs, Xs32 = b["Xs"], b["Xs32"]
+        np.take(X, np.r_[sub, n + sub], axis=0, out=Xs)
+        Xs32[:] = Xs
         null, null_rows = np.empty(n_permutations), np.zeros(2 * m)
-        for b in range(n_permutations):
+        for j in range(n_permutations):
             swap = rng.random(m) < 0.5  # within each pair, swap the two labels
-            pb = fit_logistic(Xs, np.r_[swap, ~swap].astype(float))
-            null[b] = pmse(pb) * m / n
+            pb = _newton(Xs, np.r_[swap, ~swap].astype(float), X32=Xs32, work=b["As"])[0]
+            null[j] = pmse(pb) * m / n
             null_rows += (pb - 0.5) ** 2
         mean = float(null.mean())
         sd = float(null.std(ddof=1))
@@ -597,8 +625,16 @@ def _design_function(info, conf: pd.DataFrame, synthesized: Sequence[str], X_con
     whenever the check fails or a synthesized variable is not numeric.
     """
     syn = list(synthesized)
+
+    def by_patsy(frame: pd.DataFrame, out: np.ndarray | None = None) -> np.ndarray:
+        X = _design(info, frame)
+        if out is None:
+            return X
+        out[...] = X
+        return out
+
     if len(syn) > 3 or not all(pd.api.types.is_numeric_dtype(conf[v]) for v in syn):
-        return lambda frame: _design(info, frame)
+        return by_patsy
     corners = {}
     for bits in itertools.product((0, 1), repeat=len(syn)):
         corners[bits] = _design(info, conf.assign(**{v: float(b) for v, b in zip(syn, bits)}))
@@ -607,18 +643,21 @@ def _design_function(info, conf: pd.DataFrame, synthesized: Sequence[str], X_con
         coef[S] = sum((-1.0) ** (sum(S) - sum(T)) * corners[T] for T in corners
                       if all(t <= s for t, s in zip(T, S)))
 
-    def multilinear(frame: pd.DataFrame) -> np.ndarray:
+    # only the columns that depend on a synthesized variable change between implicates
+    varying = {S: np.flatnonzero(np.any(C != 0, axis=0)) for S, C in coef.items() if any(S)}
+
+    def multilinear(frame: pd.DataFrame, out: np.ndarray | None = None) -> np.ndarray:
         values = [frame[v].to_numpy(dtype=float) for v in syn]
-        X = coef[(0,) * len(syn)].copy()
-        for S, C in coef.items():
-            if any(S):
-                w = np.prod([values[j] for j, b in enumerate(S) if b], axis=0)
-                X += C * w[:, None]
+        X = np.empty_like(coef[(0,) * len(syn)]) if out is None else out
+        X[...] = coef[(0,) * len(syn)]
+        for S, cols in varying.items():
+            w = np.prod([values[j] for j, b in enumerate(S) if b], axis=0)
+            X[:, cols] += coef[S][:, cols] * w[:, None]
         return X
 
     scale = np.maximum(np.abs(X_conf).max(axis=0), 1.0)
     if not np.allclose(multilinear(conf) / scale, X_conf / scale, rtol=0, atol=1e-9):
-        return lambda frame: _design(info, frame)
+        return by_patsy
     return multilinear
 
 
