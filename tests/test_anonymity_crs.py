@@ -78,16 +78,21 @@ def test_counts_in_web_mercator_are_wrong_ours_match_geodesic(layout_52n, tmp_pa
     assert d_3857 / d_true == pytest.approx(1 / np.cos(np.radians(lat[0])), rel=2e-3)
 
 
-def test_layers_without_crs_or_in_web_mercator_are_refused(layout_52n, tmp_path):
-    lon, lat, _ = layout_52n
+def test_layers_without_crs_are_refused_lonlat_and_web_mercator_are_projected(layout_52n,
+                                                                              tmp_path):
+    lon, lat, truth = layout_52n
     pts = geopandas.points_from_xy(lon, lat)
     with pytest.raises(InputError, match="has no CRS"):
         measure_spatial_k(geopandas.GeoDataFrame(geometry=pts), 100.0)
-    with pytest.raises(InputError, match="is geographic"):
-        measure_spatial_k(geopandas.GeoDataFrame(geometry=pts, crs=4326), 100.0)
-    merc = geopandas.GeoDataFrame(geometry=pts, crs=4326).to_crs(3857)
-    with pytest.raises(InputError, match="Web Mercator"):
-        measure_spatial_k(merc, 100.0)
+    # lon/lat and Web Mercator frames are projected to UTM as sg.synthesize does (issue 26),
+    # so the counts are the geodesic ones, never measured in degrees or in 3857
+    lonlat = geopandas.GeoDataFrame(geometry=pts, crs=4326)
+    got = measure_spatial_k(lonlat, 100.0, k=5, k_max=None)
+    np.testing.assert_array_equal(got.spatial_k, truth)
+    assert pyproj.CRS(got.crs_wkt).to_epsg() == 32631
+    merc = lonlat.to_crs(3857)
+    np.testing.assert_array_equal(measure_spatial_k(merc, 100.0, k=5, k_max=None).spatial_k,
+                                  truth)
     with pytest.raises(InputError, match="Web Mercator"):
         coordinates_m(merc)
     # a Web Mercator file is reprojected to UTM by load_points, never measured in 3857

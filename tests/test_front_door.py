@@ -372,8 +372,15 @@ def test_run_compare_validate_share_one_declaration_of_their_options():
     for dest in shared:
         assert run[dest] == compare[dest], dest
     assert validate["spec"] == run["spec"]
-    # each command's own option: compare's frontier, run's earlier release
-    assert set(run) - set(compare) == {"previous"} and set(compare) - set(run) == {"frontier"}
+    # each command's own option: compare's frontier; run's earlier release, register, key and
+    # exit code (--strict: a FAIL under "warn" exits non-zero after writing, issue 26)
+    own = {"previous", "register", "key_file", "allow_unsigned"}
+    assert set(run) - set(compare) == own | {"strict"}
+    assert set(compare) - set(run) == {"frontier"}
+    # and the front door takes each of run's own options under the same name
+    import inspect
+
+    assert own <= set(inspect.signature(sg.run).parameters)
 
 
 # --- every [data] key through the front door -------------------------------------------------

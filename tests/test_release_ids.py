@@ -100,17 +100,22 @@ def test_previous_links_through_the_map_and_refuses_without_it(tmp_path):
     from synthgeo._errors import InputError
     from synthgeo.config import bundled_spec_path, load_spec
     from synthgeo.pipeline import run_release
+    from synthgeo.register import Ledger, ReleaseKey, open_register
     from synthgeo.testing import fake_fitter, fake_spec
+
+    ledger = Ledger(open_register(tmp_path / "register.sqlite"),
+                    ReleaseKey(b"a release key of 32 bytes, test!", source="test"))
 
     def release(seed, previous=None):
         spec = fake_spec(load_spec(bundled_spec_path()), n_draws=100, n_implicates=3)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             return run_release(spec.replace("sampling", seed=seed),
-                               fitter=fake_fitter(n_draws=100), previous=previous)
+                               fitter=fake_fitter(n_draws=100), previous=previous,
+                               ledger=ledger)
 
     a = release(1)
-    out_a = write_release(a, tmp_path / "a")
+    out_a = write_release(a, tmp_path / "a", ledger=ledger)
     b = release(2, previous=out_a)
     assert b.cumulative.n_linked == a.data.n_records
     # record by record: the pooled share is the mean of the two releases' (equal L)

@@ -60,12 +60,13 @@ def test_schema_is_valid_and_every_object_is_closed():
     # optional: the location diagnostics (a run may skip that stage), the baselines, the chain
     # of earlier releases (only with --previous), the design of text covariates, dropped
     # records, and the sequential release's blocks; a record has either the single-response
-    # blocks or `responses` (issue 15)
+    # blocks or `responses` (issue 15); the signature and register blocks, which the writer
+    # adds (release_record() alone has neither; issue 26)
     single = {"at_risk", "priors", "fits", "risk_summary", "utility", "neighbour_check",
               "synthesis"}
     assert set(schema["properties"]) - set(schema["required"]) == {
         "locations", "risk_attributable", "previous_releases", "design", "missing", "responses",
-        "joint_risk", "correlations", "general_utility", *single}
+        "joint_risk", "correlations", "general_utility", "signature", "register", *single}
     assert set(schema["anyOf"][0]["required"]) == single
     assert schema["anyOf"][1] == {"required": ["responses"]}
 

@@ -176,8 +176,14 @@ def test_one_baseline_rule_for_groups_records_and_verdict(fresh_seed_result):
             a = s.record_attributable(model, key, attack)
             for group, mask in (("all", np.ones_like(at)), ("at_risk", at), ("other", ~at)):
                 row = rows[(rows["model"] == model) & (rows["group"] == group)].iloc[0]
-                if mask.any():  # the group's largest is the verdict's largest on its records
+                if not mask.any():
+                    continue
+                if attack == "share":  # the group's largest is the verdict's on its records
                     assert row["largest_attributable"] == pytest.approx(a[mask].max())
+                    assert row["attributable_se"] > 0
+                else:  # a 0/1 attack: its rate, no "largest" of 1
+                    assert np.isnan(row["largest_attributable"])
+                assert row["attributable"] == pytest.approx(a[mask].mean())
 
 
 def _needles(result) -> list[str]:

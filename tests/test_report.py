@@ -369,16 +369,60 @@ def test_key_figures_box_is_the_key_figures_table(fake_result, fake_html):
     assert kf.iloc[1].tolist() == ["records (N)", f"{fake_result.data.n_records:,}", ""]
     assert kf["item"].str.startswith("location verdict").sum() == 1
     # every measure x attack, all and at-risk records, both models beside the baseline
-    risk = kf[kf["value"].str.startswith("release ")]
+    risk = kf[kf["value"].str.contains(": release ")]
     assert len(risk) == 2 * 2 * 2
     assert risk["value"].str.contains("baseline").all()
     assert risk["value"].str.contains("attributable").all()
-    assert set(risk["status"]) <= {"ok", "warn"}
-    worse = risk["value"].str.contains("restricted model worse")
-    assert (risk.loc[worse, "status"] == "warn").all()
-    assert (risk.loc[~worse, "status"] == "ok").all()
+    # no [risk.targets]: no colour, and the words say so (colour never compares the models)
+    assert set(risk["status"]) == {""}
+    assert risk["value"].str.startswith(("no target set:", "no target of its own")).all()
+    assert not risk["value"].str.contains("worse").any()
+    # the models' difference is read against its Monte Carlo noise, restricted − unrestricted
+    assert risk["value"].str.contains(
+        r"restricted − unrestricted [+-]\d+\.\d pp ± \d+\.\d pp: (?:no difference beyond "
+        r"Monte Carlo noise|restricted (?:lower|higher))").all()
+    share = risk[risk["item"].str.contains("Rao-Blackwellised")]
+    assert share["value"].str.contains(r"largest per-record a_i -?\d\.\d{3} → -?\d\.\d{3} "
+                                       r"\(upper bound").all()
+    # a 0/1 attack reports a rate, never a "largest" (of 1)
+    average = risk[risk["item"].str.contains("rate of records hit")]
+    assert len(average) == 4 and not average["value"].str.contains("largest").any()
     conv = kf[kf["item"].str.startswith("convergence")]
     assert conv["value"].tolist() == ["passed", "passed"] and set(conv["status"]) == {"ok"}
+
+
+def test_key_figures_colour_and_words_are_the_status_against_the_targets(fake_result):
+    """A target FAIL is red with "FAIL" in words, a PASS green with "PASS"; no target: plain."""
+    from types import SimpleNamespace
+
+    from synthgeo.config.risk import RiskTarget
+    from synthgeo.release.report import key_figures
+    from synthgeo.risk.verdict import assess_risk
+
+    scores = fake_result.risk_scores
+    keys = [m.key for m in scores.measures]
+    assert scores.summary.record_attributable("restricted", keys[0]).max() > 0
+    targets = [RiskTarget(measure=keys[0], max_attributable_record=0.0),
+               RiskTarget(measure=keys[1], max_attributable_record=1.0)]
+    verdict = assess_risk(scores.summary, targets)
+    assert [c.status for c in verdict.checks] == ["FAIL", "PASS"]
+
+    class WithTargets:
+        risk_scores = SimpleNamespace(**{k: getattr(scores, k) for k in (
+            "table", "measures", "summary", "joint", "identifiable")}, verdict=verdict)
+
+        def __getattr__(self, name):
+            return getattr(fake_result, name)
+
+    kf = key_figures(WithTargets())
+    rows = kf[kf["item"].str.contains("Rao-Blackwellised") & kf["item"].str.contains(
+        "all records")]
+    assert rows["status"].tolist() == ["warn", "ok"]
+    assert rows["value"].iloc[0].startswith("FAIL: misses the board's target")
+    assert rows["value"].iloc[1].startswith("PASS: meets the board's target")
+    others = kf[kf["value"].str.contains(": release ") & ~kf.index.isin(rows.index)]
+    assert set(others["status"]) == {""}
+    assert others["value"].str.startswith(("no target set:", "no target of its own")).all()
 
 
 def test_every_template_is_package_data():

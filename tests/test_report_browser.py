@@ -132,3 +132,44 @@ def test_bundled_run_report_in_chromium(browser, bundled_release, tmp_path):
     # confidential: beside release/, never inside it
     assert not any(p.suffix == ".html" for p in (out / "release").rglob("*"))
     _check_page(browser, report, tmp_path / "screenshots", "bundled", grid=True)
+
+
+@needs_browser
+def test_key_figure_colours_and_words_agree_for_fail_and_pass(browser, tmp_path):
+    """Green values say PASS (or passed), red ones FAIL, whatever the verdicts (issue 26)."""
+    import dataclasses
+
+    from synthgeo.config.risk import RiskTarget
+    from synthgeo.release.report import render_report
+    from synthgeo.risk.verdict import assess_risk
+    from synthgeo.testing import fake_release_result
+
+    result = fake_release_result(n_implicates=12)
+    scores = result.risk_scores
+    key = scores.measures[0].key
+    seen = {}
+    for tag, limit in (("FAIL", 0.0), ("PASS", 1.0)):
+        verdict = assess_risk(scores.summary, [RiskTarget(measure=key,
+                                                          max_attributable_record=limit)])
+        assert verdict.status == tag
+
+        class WithTarget:
+            risk_scores = dataclasses.replace(scores, verdict=verdict)
+
+            def __getattr__(self, name):
+                return getattr(result, name)
+
+        report = tmp_path / f"{tag}.html"
+        report.write_text(render_report(WithTarget()), encoding="utf-8")
+        browser.get(report.resolve().as_uri())
+        spans = browser.execute_script(
+            "return Array.from(document.querySelectorAll('#table-key-figures span'))"
+            ".map(s => [getComputedStyle(s).color, s.className, s.textContent]);")
+        for colour, cls, text in spans:
+            assert cls in ("ok", "warn"), cls
+            assert (("PASS" in text or text == "passed") if cls == "ok"
+                    else ("FAIL" in text)), (cls, text[:60])
+            seen.setdefault(cls, set()).add(colour)
+        verdict_row = browser.find_element("css selector", "#table-key-figures tr").text
+        assert f"risk verdict (released model) {tag}" in verdict_row
+    assert seen["ok"] and seen["warn"] and not (seen["ok"] & seen["warn"])

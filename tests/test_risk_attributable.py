@@ -118,7 +118,12 @@ def test_attributable_by_hand(records):
         assert row["release_realised"] == pytest.approx(ds["share"].values[mask].mean())
         avg = rows.loc[("restricted", group, "average")]
         a_avg = s.record_attributable("restricted", "abs:1", "average")
-        assert avg["largest_attributable"] == pytest.approx(a_avg[mask].max())
+        # a 0/1 attack reports its rate (the mean), never a "largest" of 1
+        assert np.isnan(avg["largest_attributable"])
+        assert avg["attributable"] == pytest.approx(a_avg[mask].mean())
+        assert avg["attributable_se"] == 0.0
+        # without the groups' rows (score_records(groups=None)) the group se is unknown
+        assert np.isnan(row["attributable_se"])
     # record a by hand: Phi((2 - .4)/sqrt(1.05)) - Phi(-.4/sqrt(1.05)) = .9408 - .3482
     assert loo[0] == pytest.approx(0.5926, abs=1e-4)
     # only record d (y = 2, LOO guess 0) has public > LOO
@@ -247,3 +252,42 @@ def test_attributable_se_keeps_the_pairing_of_release_and_baseline():
     assert float(ds["cov_release_public"].max()) == 0.0 and rr.n_rows("public") == 1
     # the average attack's 0/1 outcomes get se 0 (documented)
     assert np.all(s.record_attributable_se("m", "abs:1", "average") == 0.0)
+
+
+def test_group_se_is_the_se_over_rows_and_identical_models_differ_by_zero():
+    """se of a group's mean a from its per-row means; two identical models: difference 0 ± 0."""
+    from synthgeo.risk.measure import Measure
+    from synthgeo.risk.predictive import Predictive
+    from synthgeo.risk.rao_blackwell import within_probability
+    from synthgeo.risk.records import score_records
+
+    rng = np.random.default_rng(4)
+    L, n = 30, 12
+    y = rng.normal(size=n)
+    rel = Predictive(mean=rng.normal(size=(L, n)), sd=np.full((L, n), 0.8))
+    loo = Predictive(mean=rng.normal(size=(L, n)), sd=np.full((L, n), 1.2))
+    pub = Predictive(mean=np.zeros((L, n)), sd=np.full((L, n), 3.0))
+    m = Measure(kind="abs", tol=0.5)
+    mask = np.arange(n) < 5
+    groups = {"all": np.ones(n, bool), "at_risk": mask, "other": ~mask}
+    rr = score_records(y, synthetic=rel.mean, release=rel, baseline_loo=loo,
+                       baseline_public=pub, measures=[m], g="identity", groups=groups)
+    s = attributable_summary({"unrestricted": rr, "restricted": rr},
+                             {"at_risk": mask, "other": ~mask})
+    source = s.choices[(m.key, "share")]
+    base = loo if source == "loo" else pub
+    for gname, g in groups.items():
+        rows = (within_probability(rel, y, m, "identity")[:, g].mean(axis=1)
+                - within_probability(base, y, m, "identity")[:, g].mean(axis=1))
+        row = s.table.query("model == 'restricted' and attack == 'share' "
+                            "and group == @gname").iloc[0]
+        assert row["attributable"] == pytest.approx(rows.mean())
+        assert row["attributable_se"] == pytest.approx(rows.std(ddof=1) / np.sqrt(L))
+        assert s.difference(gname, m.key) == (0.0, 0.0)
+    # a model whose release moves away from the truth in every row: a difference beyond noise
+    far = Predictive(mean=rel.mean + 3.0, sd=rel.sd)
+    rr2 = score_records(y, synthetic=far.mean, release=far, baseline_loo=loo,
+                        baseline_public=pub, measures=[m], g="identity", groups=groups)
+    s2 = attributable_summary({"unrestricted": rr, "restricted": rr2})
+    diff, se = s2.difference("all", m.key)
+    assert diff < 0 and abs(diff) > 5 * se > 0

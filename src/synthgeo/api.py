@@ -75,6 +75,9 @@ class Release:
         return repr(self.result).replace(type(self.result).__name__, "Release", 1)
 
     result: ReleaseResult
+    #: The register and release key :meth:`write` signs and registers with (see
+    #: :func:`run`); None: unsigned unless SYNTHGEO_RELEASE_KEY is set, not registered.
+    ledger: Any = dataclasses.field(default=None, repr=False)
 
     def _single(self, what: str) -> None:
         """Refuse a single-response view of a sequential release (``[[data.responses]]``)."""
@@ -223,10 +226,16 @@ class Release:
         ------
         synthgeo.SpecError
             If `out` exists without `overwrite`, is not an earlier output, or holds an input.
+        synthgeo.InputError
+            If the register refuses the release (:func:`run`'s ``register``).
         """
+        from synthgeo.register import make_ledger
         from synthgeo.release.writer import write_result
 
-        return write_result(self.result, out, overwrite=overwrite, progressbar=progressbar)
+        ledger = self.ledger if self.ledger is not None else make_ledger(environ={
+            k: v for k, v in os.environ.items() if k == "SYNTHGEO_RELEASE_KEY"})
+        return write_result(self.result, out, overwrite=overwrite, progressbar=progressbar,
+                            ledger=ledger)
 
 
 Progress = Callable[[str], None] | None
@@ -472,7 +481,10 @@ def synthesize(
 
 def run(spec: ReleaseSpec | str | os.PathLike, *, fitter: Fitter | None = None,
         progress: Progress = None, progressbar: bool = False,
-        previous: str | os.PathLike | None = None) -> Release:
+        previous: str | os.PathLike | None = None,
+        register: str | os.PathLike | None = None,
+        key_file: str | os.PathLike | None = None,
+        allow_unsigned: bool = False) -> Release:
     """Run the release job a spec describes (``synthgeo run`` without writing).
 
     Parameters
@@ -482,9 +494,20 @@ def run(spec: ReleaseSpec | str | os.PathLike, *, fitter: Fitter | None = None,
     fitter, progress, progressbar
         As :func:`synthesize`.
     previous : path, optional
-        An earlier release of the same records (the folder ``synthgeo run`` wrote): its files
-        are checked against its release.json, records linked by ``[data] id``, the pooled
-        implicates scored and the chain recorded in release.json (``synthgeo run --previous``).
+        An earlier release of the same records (the folder ``synthgeo run`` wrote): checked
+        against the register (not its own release.json), records linked by ``[data] id``,
+        each release alone and the pooled implicates scored and the chain recorded in
+        release.json (``synthgeo run --previous``). Needs ``register``.
+    register : path or URL, optional
+        The release register (a SQLite file, or a SQLAlchemy URL such as
+        ``postgresql+psycopg://...``; default: ``SYNTHGEO_REGISTER`` when set): a seed a
+        registered release used is refused before fitting, and :meth:`Release.write`
+        registers the release (docs/release.md, "The release register").
+    key_file : path, optional
+        The release key's file (default: ``SYNTHGEO_RELEASE_KEY``): release.json gets an HMAC
+        under it. Required with a register unless ``allow_unsigned``.
+    allow_unsigned : bool, default=False
+        Register the release without a key (release.json and the report say it is unsigned).
 
     Returns
     -------
@@ -495,8 +518,10 @@ def run(spec: ReleaseSpec | str | os.PathLike, *, fitter: Fitter | None = None,
     Raises
     ------
     synthgeo.SpecError, synthgeo.InputError, synthgeo.ConvergenceError
-        As :func:`synthesize`; InputError also when ``previous`` does not match its
-        release.json.
+        As :func:`synthesize`; InputError also when ``previous`` is given without a register
+        or is not the release the register holds (fabricated, edited, unregistered, HMAC
+        wrong), when the seed was used by a registered release, or when a register is given
+        without a key and without ``allow_unsigned``.
 
     Examples
     --------
@@ -511,8 +536,13 @@ def run(spec: ReleaseSpec | str | os.PathLike, *, fitter: Fitter | None = None,
     >>> rel.implicates["restricted"].shape
     (4, 140)
     """
+    from synthgeo.register import make_ledger
+
+    ledger = make_ledger(register, key_file=key_file, allow_unsigned=allow_unsigned,
+                         need_register=previous is not None)
     return Release(result=run_release(as_spec(spec), fitter=fitter, progress=progress,
-                                      progressbar=progressbar, previous=previous))
+                                      progressbar=progressbar, previous=previous,
+                                      ledger=ledger), ledger=ledger)
 
 
 def compare(spec: ReleaseSpec | str | os.PathLike, *,

@@ -24,10 +24,22 @@ def add_parser(sub, common) -> None:
     add_spec_arguments(r)
     r.add_argument("--previous", metavar="DIR",
                    help="an earlier release of the same records (the folder `synthgeo run` "
-                        "wrote): its files are checked against its release.json, records "
-                        "linked by [data] id, the pooled implicates scored (cumulative risk) "
-                        "and the chain of releases recorded in release.json (default: none, "
-                        "a first release)")
+                        "wrote): checked against the register (not its own release.json; "
+                        "needs --register), records linked by [data] id, each release alone "
+                        "and the pooled implicates scored (cumulative risk = the largest) and "
+                        "the chain of releases recorded (default: none, a first release)")
+    r.add_argument("--register", metavar="PATH",
+                   help="the release register: a SQLite file in the confidential store "
+                        "(created when new) or a SQLAlchemy URL (postgresql+psycopg://...); "
+                        "a seed a registered release used is refused, and the release is "
+                        "registered when written (default: $SYNTHGEO_REGISTER, else none)")
+    r.add_argument("--key-file", metavar="PATH",
+                   help="the release key (kept outside the register): release.json is signed "
+                        "with an HMAC under it (default: $SYNTHGEO_RELEASE_KEY; a registered "
+                        "release needs one unless --allow-unsigned)")
+    r.add_argument("--allow-unsigned", action="store_true",
+                   help="register the release without a key; release.json and the report say "
+                        "it is unsigned (default: off: a registered release must be signed)")
     add_output_arguments(r, default="synthgeo-out",
                          holds="release/, confidential/, release.json, report.html")
     r.add_argument("--strict", action="store_true",
@@ -56,7 +68,10 @@ def run(args: argparse.Namespace, say) -> int:
         check_scheduler_reachable(spec.compute.scheduler)
     say(f"synthgeo {__version__}: {spec.source}")
     bars = getattr(args, "progressbar", False)
-    rel = sg.run(spec, progress=lambda m: say(f"  {m}"), progressbar=bars, previous=previous)
+    rel = sg.run(spec, progress=lambda m: say(f"  {m}"), progressbar=bars, previous=previous,
+                 register=getattr(args, "register", None),
+                 key_file=getattr(args, "key_file", None),
+                 allow_unsigned=getattr(args, "allow_unsigned", False))
     t = time.perf_counter()
     say("  writing the report and the release")
     if spec.data.sequential:  # [[data.responses]]: per-response tables
@@ -81,8 +96,9 @@ def run(args: argparse.Namespace, say) -> int:
         say(risk.to_string(index=False))
         if "attributable" in tables:
             say("\nRelease vs baselines (release = Rao-Blackwellised risk for share, the "
-                "stronger average guess for average; attributable = release - the stronger "
-                "baseline):")
+                "rate of records the stronger average guess hits for average; attributable = "
+                "release - the stronger baseline, attributable_se its Monte Carlo se; "
+                "largest_attributable = the largest per-record a_i, share attack only):")
             say(tables["attributable"].to_string(index=False))
         units = getattr(rel.result.risk_scores, "loo_units", None)
         if units is not None:
@@ -116,6 +132,15 @@ def _write_sequential(rel, out, args, say, t0, t, bars) -> int:
         for r in rel.result.responses:
             say(f"\n{r.name} ({r.family}): risk")
             say(r.risk_summary.to_string(index=False))
+            if r.attributable is not None:  # gaussian: release vs baselines, the largest a_i
+                t = r.attributable
+                say(f"{r.name}: release vs baselines (attributable = release - the stronger "
+                    "baseline; largest_attributable = the largest per-record a_i, share "
+                    "attack; the average attack's figures are rates):")
+                say(t[t["group"].isin(["all", "at_risk"])][
+                    ["measure", "attack", "group", "model", "n_records", "release", "baseline",
+                     "attributable", "attributable_se", "largest_attributable"]
+                ].to_string(index=False))
             say(f"utility, Reiter (2003) for {r.formula!r}:")
             say(r.utility[["model", "term", "estimate", "lower", "upper", "ci_overlap",
                            "std_diff"]].to_string(index=False))
@@ -141,8 +166,9 @@ def closing_lines(rel, out: Path) -> list[str]:
     Returns
     -------
     list of str
-        ``verdicts: location X, risk Y``; the records read, dropped by ``[data] missing =
-        "drop"`` and released; then the release and report paths. No record-level value.
+        Whether release.json is signed and where it is registered; ``verdicts: location X,
+        risk Y``; the records read, dropped by ``[data] missing = "drop"`` and released; then
+        the release and report paths. No record-level value.
     """
     v = rel.verdicts
     lines = [f"verdicts: location {v['location']}, risk {v['risk']}"
@@ -162,7 +188,28 @@ def closing_lines(rel, out: Path) -> list[str]:
     lines.append(line)
     lines += [f"release (restricted model's implicates): {out / 'release'}",
               f"report (confidential): {out / 'report.html'}"]
-    return lines
+    return _register_line(rel, out) + lines
+
+
+def _register_line(rel, out: Path) -> list[str]:
+    """Return the register line: the release's number and whether it is signed."""
+    import json
+
+    reg = getattr(getattr(rel, "ledger", None), "register", None)
+    path = out / "release.json"
+    if not path.is_file():
+        return []
+    rec = json.loads(path.read_text(encoding="utf-8"))
+    sig = rec.get("signature") or {}
+    signed = (f"signed (HMAC-SHA256, key {sig['key_id']})" if sig.get("value")
+              else f"UNSIGNED ({sig.get('unsigned_reason') or 'no key'})")
+    if reg is None:
+        return [f"release.json: {signed}; not registered (no --register)"]
+    from synthgeo.io.provenance import file_sha256
+
+    entry = reg.by_release_json(file_sha256(path))
+    number = "?" if entry is None else entry.id
+    return [f"register: release {number} in {reg.location}; release.json {signed}"]
 
 
 def _closing(rel, out: Path, args) -> int:

@@ -84,6 +84,25 @@ def _check_plausible(points: geopandas.GeoDataFrame, coords_m: np.ndarray) -> No
                      "`synthgeo.io.read.check_points_frame(gdf, accept_small_extent=True)` first")
 
 
+def _in_metres(points: geopandas.GeoDataFrame, id_column: str | None) -> geopandas.GeoDataFrame:
+    """Check and project a frame in lon/lat degrees (or another CRS not in metres).
+
+    The same checks and projection as :func:`synthgeo.synthesize` gives a frame in memory
+    (:func:`synthgeo.io.read.check_points_frame`, ``target_crs="utm"``), so the location
+    diagnostics accept what the release accepts; a frame in metres, or one without a CRS (the
+    error names the fix), is returned as it is. The input is never modified.
+    """
+    import pyproj
+
+    from synthgeo.io.crs import metric_problem
+
+    if points.crs is None or metric_problem(pyproj.CRS.from_user_input(points.crs)) is None:
+        return points
+    from synthgeo.io.read import check_points_frame
+
+    return check_points_frame(points, id_column=id_column, min_records=1)
+
+
 def prepare(
     points: geopandas.GeoDataFrame,
     *,
@@ -98,7 +117,9 @@ def prepare(
     TypeError
         If `points` is not a GeoDataFrame.
     InputError
-        Missing CRS, geographic or Web Mercator CRS, non-point geometry, missing column,
+        Missing CRS, implausible coordinates for a geographic CRS (which is otherwise
+        projected to its UTM zone, as :func:`synthgeo.synthesize` does), non-point geometry,
+        missing column,
         missing subject ids, or duplicate record ids; for a layer not loaded by
         :func:`synthgeo.io.points.load_points` (no ``extent`` in its ``attrs``), coordinates
         all next to an off-area CRS origin (km read as metres).
@@ -106,6 +127,7 @@ def prepare(
     if not isinstance(points, geopandas.GeoDataFrame):
         raise TypeError("`points` must be a GeoDataFrame (see synthgeo.io.points.load_points), "
                         f"got {type(points).__name__}")
+    points = _in_metres(points, id_column)
     coords = coordinates_m(points)
     if "extent" not in points.attrs:  # not through load_points / check_points_frame
         _check_plausible(points, coords)

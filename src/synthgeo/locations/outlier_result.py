@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import shapely
 
+from synthgeo._repr import confidential_repr
 from synthgeo.locations._axis import LABELS, cell_radius
 from synthgeo.locations._inputs import as_columns, check_columns
 from synthgeo.locations.policy import OutlierPolicy
@@ -130,6 +131,14 @@ class OutlierResult:
     crs_wkt: str = ""
     n_merges_too_wide: dict[str, int] = field(default_factory=dict)
     n_unplaced: dict[str, int] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        """Show counts and settings only (never an id, a distance or a published location)."""
+        values, counts = np.unique(np.asarray(self.disposal, dtype=str), return_counts=True)
+        return confidential_repr(
+            self, n_records=int(len(self.record_id)), k=self.policy.k,
+            r_max_m=self.policy.r_max_m, n_passes=self.n_passes, converged=self.converged,
+            refused=self.refused, disposals={str(v): int(c) for v, c in zip(values, counts)})
 
     @property
     def suppressed(self) -> np.ndarray:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pyproj
 
+from synthgeo._repr import confidential_repr
 from synthgeo.locations._inputs import as_columns, check_threshold, prepare
 from synthgeo.locations.nearest import nearest_other_subjects
 from synthgeo.locations.neighbours import radius_counts
@@ -94,6 +95,12 @@ class SpatialKResult:
     subject: np.ndarray | None
     coords_m: np.ndarray
     crs_wkt: str
+
+    def __repr__(self) -> str:
+        """Show counts and settings only (never an id, a count per record or a coordinate)."""
+        return confidential_repr(self, n_records=self.n_records, radius_m=self.radius_m,
+                                 k=self.k, k_max=self.k_max, group_by=self.group_by,
+                                 n_below_k=int(self.below_k.sum()))
 
     @property
     def n_records(self) -> int:

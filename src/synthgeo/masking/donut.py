@@ -23,6 +23,7 @@ from scipy.spatial import cKDTree
 from shapely.geometry.base import BaseGeometry
 
 from synthgeo._errors import InputError, SpecError
+from synthgeo._repr import confidential_repr
 from synthgeo.masking._validate import (
     check_cases_in_region,
     check_k,
@@ -99,6 +100,12 @@ class DonutMask:
     verification: dict[str, Any] | None = None
     method: str = "donut"
     largest_site: int = 1
+
+    def __repr__(self) -> str:
+        """Show counts and settings only (never a location, a displacement or the seed)."""
+        return confidential_repr(self, n_records=int(len(self.masked)), k=self.k,
+                                 method=self.method, n_redraws=self.n_redraws,
+                                 n_reused=self.n_reused)
 
     @property
     def verified(self) -> bool:

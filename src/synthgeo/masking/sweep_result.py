@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from synthgeo._repr import confidential_repr
 from synthgeo.masking.donut import INNER_RATIO
 
 __all__ = ["ALTERNATIVES", "ChooseKResult", "smallest_k_meeting", "finding", "notes"]
@@ -76,6 +77,12 @@ class ChooseKResult:
     urbanicity: dict[str, Any] = field(repr=False)
     verified: bool = False
     chosen_method: str | None = None
+
+    def __repr__(self) -> str:
+        """Show the choice and its size (the table: ``to_dataframe()``; the text: ``finding``)."""
+        return confidential_repr(self, chosen_k=self.chosen_k, chosen_method=self.chosen_method,
+                                 n_cases=self.n_cases, n_replicates=self.n_replicates,
+                                 n_rows=int(len(self.table)), verified=self.verified)
 
     def to_dataframe(self) -> pd.DataFrame:
         """Return the sweep table (a copy), one row per k."""

@@ -6,16 +6,23 @@ implicate-average attack over the pooled implicates (docs/risk-and-utility.md, "
 releases"; Reiter, Wang & Zhang 2014, doi:10.29012/jpc.v6i1.635). ``synthgeo run --previous
 DIR`` / ``sg.run(spec, previous=DIR)``:
 
-1. reads ``DIR/release.json`` and checks every file it lists under ``release_files`` (bytes and
-   SHA-256) before anything is fitted: a mismatch, a missing or an unlisted file is refused
-   (:class:`synthgeo.InputError`), since a release that is not the one the board approved
-   cannot be the basis of a cumulative figure;
+1. reads the **register** (:mod:`synthgeo.register`), not the folder's word: its release.json
+   must be a registered release's (by SHA-256), its HMAC must verify under the release key
+   when it was registered signed, and every file under ``release/`` must match the register's
+   list (bytes and SHA-256), before anything is fitted; a fabricated or edited release, or a
+   folder never registered, is refused (:class:`synthgeo.InputError`), and so is a seed any
+   registered release used (one seed, one release, whatever ``--draws`` says);
 2. links records by the id column (``[data] id``, the same in both releases);
 3. after the new synthesis, scores each linked record on its pooled implicates (the earlier
    release's, read back on the model scale, then this one's restricted implicates) with
    :func:`synthgeo.risk.within_eps.within_eps_risk` (both attacks), beside this release alone;
 4. records the chain in release.json (``previous_releases``): the earlier release.json's
-   SHA-256 and its files' hashes, after the chain that release itself recorded.
+   SHA-256, its register number and uid and its files' hashes, after the chain that release
+   itself recorded; the writer registers the new release after it.
+
+The cumulative figure a board reads is the **largest** of each member release alone and the
+pooled one (``*_worst``): pooling is a weighted average, so a more protective later release can
+lower the pooled share below an earlier release's own.
 
 Records new in this release have no earlier implicates; their cumulative risk is this
 release's and they are counted (``n_new``). Per-record cumulative risk is confidential.
@@ -23,7 +30,6 @@ release's and they are counted (``n_new``). Per-record cumulative risk is confid
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,9 +40,9 @@ import pandas as pd
 import xarray as xr
 
 from synthgeo._errors import InputError
-from synthgeo._seed import seed_sha256
 from synthgeo.config import ReleaseSpec
 from synthgeo.io.provenance import file_sha256
+from synthgeo.register import Ledger, RegisteredRelease
 from synthgeo.risk.within_eps import RiskResult, within_eps_risk
 
 __all__ = ["cumulative_verdict", "PreviousRelease", "load_previous", "CumulativeRisk",
@@ -62,17 +68,29 @@ class PreviousRelease:
     synthetic : pandas.DataFrame
         Rows: record ids; columns: its implicates; values: the released response on the
         model scale (log-dollars for a log model).
+    entry : RegisteredRelease
+        Its row in the register.
+    predictive : tuple of pandas.DataFrame, optional
+        ``(mean, sd)`` of its released model's predictive, each shaped as ``synthetic``
+        (model scale), read from the summaries the register points to (SHA-256 checked);
+        None when the register holds none (then the pooled figures are realised shares only).
     """
 
     path: Path
     record: dict[str, Any] = field(repr=False)
     release_json_sha256: str
     synthetic: pd.DataFrame = field(repr=False)
+    entry: RegisteredRelease | None = field(default=None, repr=False)
+    predictive: tuple[pd.DataFrame, pd.DataFrame] | None = field(default=None, repr=False)
 
     def chain_entry(self) -> dict[str, Any]:
         """Return what release.json records of this earlier release (hashes, no path)."""
         r = self.record
+        e = self.entry
         return {"release_json_sha256": self.release_json_sha256,
+                "register_id": None if e is None else e.id,
+                "release_uid": None if e is None else e.release_uid,
+                "signed": None if e is None else e.signed,
                 "seed_sha256": r.get("seed_sha256"),
                 "created_at": r.get("created_at"), "n_records": r.get("n_records"),
                 "n_implicates": r.get("n_implicates"),
@@ -91,8 +109,9 @@ def _refuse(folder: Path, what: str) -> InputError:
 
 
 def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
-                  frame_sha256: str | None = None) -> PreviousRelease:
-    """Read an earlier release and verify its files against its release.json.
+                  frame_sha256: str | None = None,
+                  ledger: Ledger | None = None) -> PreviousRelease:
+    """Read an earlier release and verify it against the register.
 
     Parameters
     ----------
@@ -104,6 +123,8 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
     frame_sha256 : str, optional
         This release's records (``gdf.attrs["frame_sha256"]``): after an earlier release that
         applied the location treatment they must be the same records.
+    ledger : Ledger
+        The register (required) and the release key (:func:`synthgeo.register.make_ledger`).
 
     Returns
     -------
@@ -112,9 +133,11 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
     Raises
     ------
     synthgeo.InputError
-        No release.json, a listed file missing or changed (size or SHA-256), a file under
-        ``release/`` that release.json does not list, no ``[data] id``, another id column or
-        response than the earlier release, an id repeated within an implicate, this
+        No register; no release.json, or one the register does not hold (fabricated, edited,
+        never registered), an HMAC that does not verify, a file missing or changed against
+        the register (size or SHA-256), a file under ``release/`` that the register does not
+        list (:meth:`synthgeo.register.Register.verify_folder`), no ``[data] id``, another
+        id column or response than the earlier release, an id repeated within an implicate, this
         spec's seed equal to a seed of the chain (its implicates would repeat), other
         covariates, responses or transform (a column released real that was synthesised), or
         another ``[anonymity]`` after a release that applied the location treatment.
@@ -125,38 +148,24 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
     >>> try:
     ...     load_previous("/nonexistent", load_spec(bundled_spec_path()))
     ... except Exception as exc:
-    ...     print(str(exc)[:57])
-    --previous '/nonexistent': no release.json there; nothing
+    ...     print(str(exc)[:62])
+    --previous reads the release register, not the folder's own re
     """
     folder = Path(folder)
-    rec_path = folder / "release.json"
-    if not rec_path.is_file():
-        raise _refuse(folder, "no release.json there")
-    try:
-        record = json.loads(rec_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise _refuse(folder, f"release.json is not readable JSON ({exc})") from None
-    files = record.get("release_files") or []
-    if not files:
-        raise _refuse(folder, "its release.json lists no release files")
-    for f in files:
-        p = folder / f["path"]
-        if not p.is_file():
-            raise _refuse(folder, f"{f['path']} is listed in its release.json but missing")
-        if p.stat().st_size != f["bytes"] or file_sha256(p) != f["sha256"]:
-            raise _refuse(folder, f"{f['path']} does not match the SHA-256 in its "
-                                  "release.json (changed after release)")
-    listed = {f["path"] for f in files}
-    extra = sorted(p.relative_to(folder).as_posix() for p in (folder / "release").rglob("*")
-                   if p.is_file() and p.relative_to(folder).as_posix() not in listed)
-    if extra:
-        raise _refuse(folder, f"release/ holds files its release.json does not list: {extra}")
+    if ledger is None or ledger.register is None:
+        from synthgeo.register import make_ledger
+
+        make_ledger(need_register=True, environ={})  # raises: the message names --register
+    entry, record = ledger.register.verify_folder(folder, ledger.key,
+                                                  allow_unsigned=ledger.allow_unsigned)
+    listed = {f["path"] for f in entry.files}
     if IMPLICATES not in listed:
-        raise _refuse(folder, f"its release.json does not list {IMPLICATES}")
+        raise _refuse(folder, f"the register does not list its {IMPLICATES}")
     chain = (record.get("previous_releases") or {}).get("chain", [])
     seed = spec.sampling.seed
-    earlier_seeds = {record.get("seed_sha256"), *(e.get("seed_sha256") for e in chain)} - {None}
-    if seed is not None and seed_sha256(seed) in earlier_seeds:
+    earlier_seeds = {record.get("seed_sha256"), *(e.get("seed_sha256") for e in chain),
+                     *(e.seed_hash for e in ledger.register.chain(entry.id))} - {None}
+    if seed is not None and set(ledger.seed_hashes(seed)) & earlier_seeds:
         raise InputError(f"--previous {str(folder)!r}: this run's seed (`[sampling] seed` or "
                          "--seed) is one an earlier release in the chain used, so its "
                          "implicates would repeat that release's (no new draws, and the pooled "
@@ -180,8 +189,17 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
         wide = _confidential_index(folder, wide, d.id, record.get("release_ids_sha256"))
     if getattr(d, "transform", None) == "log":  # released on the original scale
         wide = np.log(wide)
-    return PreviousRelease(path=folder, record=record, release_json_sha256=file_sha256(rec_path),
-                           synthetic=wide)
+    predictive = None
+    if entry.summary is not None:  # the register's pointer, its SHA-256 checked on reading
+        summ = ledger.register.read_summary(entry)
+        predictive = tuple(summ.pivot(index="record", columns="implicate", values=v)
+                           for v in ("mean", "sd"))
+        if set(predictive[0].index) != set(wide.index):
+            raise _refuse(folder, "its predictive summaries in the register are not of its "
+                                  "released records")
+    return PreviousRelease(path=folder, record=record,
+                           release_json_sha256=entry.release_json_sha256, synthetic=wide,
+                           entry=entry, predictive=predictive)
 
 
 def _check_same_release_design(folder: Path, earlier: dict[str, Any], spec: ReleaseSpec, *,
@@ -257,27 +275,38 @@ class CumulativeRisk:
     Attributes
     ----------
     summary : pandas.DataFrame
-        One row per group (``all``, ``at_risk``, ``other``) × measure: ``n_records``,
-        ``mean_this``, ``mean_cumulative`` (share of implicates within tolerance),
-        ``attack_share_this``, ``attack_share_cumulative`` (implicate-average attack).
-    this, cumulative : RiskResult
-        Per-record risk of the linked records (confidential).
+        One row per group (``all``, ``at_risk``, ``other``) × measure: ``n_records``;
+        ``mean_this``, ``mean_previous``, ``mean_cumulative`` (share of implicates within
+        tolerance: this release alone, the earlier release alone, pooled) and ``mean_worst``,
+        their largest, which the board reads (``worst_mean_of`` names it); the same four
+        ``attack_share_*`` columns for the implicate-average attack, and
+        ``worst_attack_share_of``.
+    this, previous, cumulative : RiskResult
+        Per-record risk of the linked records (confidential): this release's implicates, the
+        earlier release's, the pooled ones.
     record_id : ndarray
         Ids of the linked records.
     n_linked, n_new, n_implicates_pooled : int
     chain : list of dict
         :meth:`PreviousRelease.chain`.
+    rb : dict, optional
+        Rao-Blackwellised within-tolerance probability per linked record, by measure key and
+        member (``"this"``, ``"previous"``, ``"cumulative"``): r̃ of each release from its
+        predictive, pooled as the L-weighted mean (L_prev r̃_prev + L r̃_this) / (L_prev + L).
+        None when the earlier release's predictive summaries are not in the register.
     """
 
     summary: pd.DataFrame
     this: RiskResult = field(repr=False)
     cumulative: RiskResult = field(repr=False)
+    previous: RiskResult | None = field(default=None, repr=False)
     record_id: np.ndarray = field(repr=False)
     n_linked: int
     n_new: int
     n_implicates_pooled: int
     chain: list[dict[str, Any]]
     verdict: Any = None
+    rb: dict[str, dict[str, np.ndarray]] | None = field(default=None, repr=False)
 
     def to_record(self) -> dict[str, Any]:
         """release.json's ``previous_releases`` block (aggregates and hashes only)."""
@@ -287,10 +316,13 @@ class CumulativeRisk:
                 "verdict": None if self.verdict is None else self.verdict.to_dict()}
 
     def per_record(self, id_column: str) -> pd.DataFrame:
-        """Per-record risk, this release and cumulative (confidential)."""
-        t = self.this.to_dataframe().reset_index(drop=True).add_suffix("_this")
-        c = self.cumulative.to_dataframe().reset_index(drop=True).add_suffix("_cumulative")
-        return pd.concat([pd.DataFrame({id_column: self.record_id}), t, c], axis=1)
+        """Per-record risk: this release, the earlier one alone, pooled (confidential)."""
+        parts = [pd.DataFrame({id_column: self.record_id})]
+        for label, rr in (("this", self.this), ("previous", self.previous),
+                          ("cumulative", self.cumulative)):
+            if rr is not None:
+                parts.append(rr.to_dataframe().reset_index(drop=True).add_suffix(f"_{label}"))
+        return pd.concat(parts, axis=1)
 
 
 def _measures(rr: RiskResult):
@@ -304,8 +336,11 @@ def _measures(rr: RiskResult):
 
 def cumulative_risk(previous: PreviousRelease, spec: ReleaseSpec, truth: np.ndarray,
                     record_id: np.ndarray, synthetic: np.ndarray,
-                    at_risk: np.ndarray) -> CumulativeRisk:
-    """Score the linked records on this release's implicates and the pooled ones (both attacks).
+                    at_risk: np.ndarray, predictive=None) -> CumulativeRisk:
+    """Score the linked records on each release alone and pooled (both attacks).
+
+    The board's cumulative figure is the largest of the three (``*_worst``): the pooled share
+    is a weighted average of the members', so it can fall below one of them.
 
     Parameters
     ----------
@@ -318,6 +353,10 @@ def cumulative_risk(previous: PreviousRelease, spec: ReleaseSpec, truth: np.ndar
     synthetic : ndarray of shape (L, n_records)
         This release's (restricted) implicates, model scale.
     at_risk : ndarray of bool, shape (n_records,)
+    predictive : Predictive, optional
+        This release's released predictive, shape (L, n_records): with the earlier release's
+        (``previous.predictive``) the pooled Rao-Blackwellised shares (``rb_*`` columns and
+        :attr:`CumulativeRisk.rb`).
 
     Returns
     -------
@@ -354,25 +393,61 @@ def cumulative_risk(previous: PreviousRelease, spec: ReleaseSpec, truth: np.ndar
         return within_eps_risk(da, y, eps=spec.risk.eps, p=spec.risk.p,
                                transform=spec.data.back_transform)
 
-    r_this, r_cum = score(this), score(pooled)
+    r_this, r_prev, r_cum = score(this), score(prev), score(pooled)
     groups = {"all": np.ones(int(linked.sum()), bool), "at_risk": np.asarray(at_risk)[linked]}
     groups["other"] = ~groups["at_risk"]
+    rb = _pooled_rb(previous, spec, y, ids[linked], linked, predictive, r_this)
     rows = []
     for gname, mask in groups.items():
         for key, risk, attack, dim, j in _measures(r_this):
             vals = {}
-            for label, rr in (("this", r_this), ("cumulative", r_cum)):
+            for label, rr in (("this", r_this), ("previous", r_prev), ("cumulative", r_cum)):
                 ds = rr.per_record
                 vals[f"mean_{label}"] = (float(ds[risk].transpose("record", dim).values[mask, j]
                                                .mean()) if mask.any() else float("nan"))
                 vals[f"attack_share_{label}"] = (
                     float(ds[attack].transpose("record", dim).values[mask, j].mean())
                     if mask.any() else float("nan"))
+            for stat, of in (("mean", "worst_mean_of"), ("attack_share", "worst_attack_share_of")):
+                members = {m: vals[f"{stat}_{m}"] for m in ("this", "previous", "cumulative")}
+                worst = max(members, key=lambda m: -np.inf if np.isnan(members[m])
+                            else members[m])
+                vals[f"{stat}_worst"], vals[of] = members[worst], worst
+            for label in ("this", "previous", "cumulative"):
+                vals[f"rb_{label}"] = (float(rb[key][label][mask].mean())
+                                       if rb is not None and mask.any() else float("nan"))
+            vals["rb_worst"] = (max(vals["rb_this"], vals["rb_previous"], vals["rb_cumulative"])
+                                if rb is not None and mask.any() else float("nan"))
             rows.append({"group": gname, "measure": key, "n_records": int(mask.sum()), **vals})
     return CumulativeRisk(summary=pd.DataFrame(rows), this=r_this, cumulative=r_cum,
+                          previous=r_prev,
                           record_id=ids[linked], n_linked=int(linked.sum()),
                           n_new=int((~linked).sum()), n_implicates_pooled=pooled.shape[0],
-                          chain=previous.chain())
+                          chain=previous.chain(), rb=rb)
+
+
+def _pooled_rb(previous: PreviousRelease, spec: ReleaseSpec, y: np.ndarray, ids: np.ndarray,
+               linked: np.ndarray, predictive, r_this: RiskResult):
+    """r̃ per linked record and measure: this release, the earlier one, pooled (L-weighted)."""
+    if previous.predictive is None or predictive is None:
+        return None
+    from synthgeo.pipeline.data import response_scale
+    from synthgeo.risk.measure import Measure
+    from synthgeo.risk.predictive import Predictive
+    from synthgeo.risk.rao_blackwell import rb_risk
+
+    mean, sd = (f.loc[ids].to_numpy(float).T for f in previous.predictive)  # (L_prev, n)
+    prev = Predictive(mean=mean, sd=sd, name="previous")
+    this = Predictive(mean=np.asarray(predictive.mean)[:, linked],
+                      sd=np.asarray(predictive.sd)[:, linked], name="release")
+    g = response_scale(spec).g_name
+    lp, lt = prev.n_implicates, this.n_implicates
+    out = {}
+    for key, *_ in _measures(r_this):
+        m = Measure.parse(key)
+        a, b = rb_risk(prev, y, m, g), rb_risk(this, y, m, g)
+        out[key] = {"this": b, "previous": a, "cumulative": (lp * a + lt * b) / (lp + lt)}
+    return out
 
 
 def cumulative_verdict(cumulative: CumulativeRisk, scores, targets, record_id: np.ndarray):
@@ -380,11 +455,11 @@ def cumulative_verdict(cumulative: CumulativeRisk, scores, targets, record_id: n
 
     For record i, a_i(cumulative) = the pooled figure − the baseline this release's verdict
     used for i (b_i = release_i − a_i of the restricted model, so the same stronger baseline,
-    chosen once per measure and attack): the pooled figure is the share of pooled implicates
-    within the tolerance (share attack) or the pooled implicate-average hit, 0/1 (average
-    attack). The earlier releases' predictives are not kept, so the pooled release figure is
-    the realised share, not the Rao-Blackwellised risk; with L_prev + L implicates its Monte
-    Carlo noise is smaller than one release's.
+    chosen once per measure and attack): the pooled figure is, for the share attack, the
+    pooled Rao-Blackwellised probability (L_prev r̃_prev + L r̃_this) / (L_prev + L) when the
+    register holds the earlier release's predictive summaries (:attr:`CumulativeRisk.rb`),
+    else the realised share of pooled implicates within the tolerance; for the average attack
+    the pooled implicate-average hit, 0/1.
 
     Parameters
     ----------
@@ -415,6 +490,10 @@ def cumulative_verdict(cumulative: CumulativeRisk, scores, targets, record_id: n
         if t.attack == "share":
             release = _per_record(rr, m.key, "share", "release")
             pooled = ds["risk_rel" if m.kind == "rel" else "risk_abs"]
+            if cumulative.rb is not None and m.key in cumulative.rb:  # Rao-Blackwellised
+                baseline = (release - a_this)[idx]
+                checks.extend(_checks(t, cumulative.rb[m.key]["cumulative"] - baseline))
+                continue
         else:
             form = scores.summary.release_form("restricted", m.key)
             release = _per_record(rr, m.key, "average", f"release/{form}")

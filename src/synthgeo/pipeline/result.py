@@ -136,11 +136,13 @@ def verdicts(result) -> dict[str, str]:
     >>> verdicts(NS(locations=None, risk_scores=None))
     {'location': 'NOT ASSESSED', 'risk': 'NOT ASSESSED'}
     """
-    loc = getattr(result, "locations", None)
-    scores = getattr(result, "risk_scores", None)
-    return {"location": "NOT ASSESSED" if loc is None else loc.verdict.status,
-            "risk": ("NOT ASSESSED" if scores is None or scores.verdict is None
-                     else scores.verdict.status)}
+    def status(stage) -> str:
+        # a stage that did not run, or one without a verdict (no target), is never PASS
+        verdict = getattr(stage, "verdict", None)
+        return "NOT ASSESSED" if verdict is None else verdict.status
+
+    return {"location": status(getattr(result, "locations", None)),
+            "risk": status(getattr(result, "risk_scores", None))}
 
 
 def risk_per_record(result: ReleaseResult) -> pd.DataFrame:

@@ -186,17 +186,18 @@ def release_predictive_of(ds: xr.Dataset) -> Predictive:
 
 
 def score_model(data, ds: xr.Dataset, loo: Predictive, measures, g: str,
-                realised=None) -> RecordRisk:
+                realised=None, groups=None) -> RecordRisk:
     """Per-record risk of one model's implicates: release (RB), share, LOO, public, hits.
 
     ``realised``: the implicates' :func:`~synthgeo.risk.within_eps.within_eps_risk`, whose
-    shares are reused (:func:`~synthgeo.risk.records.score_records`).
+    shares are reused; ``groups``: masks whose per-row means are kept for the se of a group's
+    mean (:func:`~synthgeo.risk.records.score_records`).
     """
     synthetic = ds["y_synthetic"].transpose("implicate", "record").values
     return score_records(data.y, synthetic=synthetic, release=release_predictive_of(ds),
                          baseline_loo=loo, baseline_public=baseline_public(synthetic, data.X),
                          measures=measures, g=g, record=np.asarray(data.record_id),
-                         realised=realised, id_column=data.id_column)
+                         realised=realised, id_column=data.id_column, groups=groups)
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -481,11 +482,13 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                                blocks, own_X=own_X, seconds=solve_seconds)
     loo = loos[spec.loo_unit]
     public = data if own_X is None else dataclasses.replace(data, X=own_X)
-    records = {m: score_model(public, implicates[m], loo, measures, g, (realised or {}).get(m))
-               for m in _MODELS}
     mask = np.asarray(at_risk, bool)
+    groups = {"at_risk": mask, "other": ~mask}
+    records = {m: score_model(public, implicates[m], loo, measures, g, (realised or {}).get(m),
+                              groups={"all": np.ones(mask.size, bool), **groups})
+               for m in _MODELS}
     confidence = getattr(spec.risk, "confidence", 0.95)
-    summary = attributable_summary(records, groups={"at_risk": mask, "other": ~mask})
+    summary = attributable_summary(records, groups=groups)
     below, unique = _identifiable(spec, data, locations)
     joint = None
     target = next((t for t in spec.risk.targets if t.record_threshold is not None), None)

@@ -42,7 +42,12 @@ from synthgeo.pipeline.data import PreparedData, check_formula_names, prepare_da
 from synthgeo.pipeline.general_utility import general_utility
 from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult
-from synthgeo.pipeline.risk_stage import gate_cumulative, loo_predictive, score_release_risk
+from synthgeo.pipeline.risk_stage import (
+    gate_cumulative,
+    loo_predictive,
+    release_predictive_of,
+    score_release_risk,
+)
 from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
 from synthgeo.synthesis.cross_fit import draw_cross_fitted, implicate_sources
@@ -363,7 +368,7 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
 def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                 points: geopandas.GeoDataFrame | None = None, progress=None,
                 progressbar: bool = False, fitter: Fitter | None = None,
-                previous: str | os.PathLike | None = None):
+                previous: str | os.PathLike | None = None, ledger=None):
     """Fit both models, synthesise, score risk and utility (writes nothing): every release.
 
     One route: data → locations → per response (fit unrestricted, at-risk set, fit
@@ -390,9 +395,14 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     progressbar : bool, default=False
         Progress bars on stderr (sampling, recovery of β and w, synthesis, risk, utility).
     previous : path, optional
-        An earlier release of the same records (its ``synthgeo run`` folder): its files are
-        verified against its release.json before fitting, records linked by id, and the pooled
-        implicates scored (:mod:`synthgeo.pipeline.previous`). One gaussian response only.
+        An earlier release of the same records (its ``synthgeo run`` folder): verified against
+        the register (``ledger``) before fitting, records linked by id, and each release
+        alone and the pooled implicates scored (:mod:`synthgeo.pipeline.previous`). One
+        gaussian response only.
+    ledger : synthgeo.register.Ledger, optional
+        The release register and key (:func:`synthgeo.register.make_ledger`): required with
+        ``previous``; with a register, a seed a registered release used is refused before
+        fitting (one seed, one release).
 
     Returns
     -------
@@ -403,8 +413,8 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     Raises
     ------
     synthgeo.InputError
-        Bad input data, or an earlier release (``previous``) whose files do not match its
-        release.json.
+        Bad input data; an earlier release (``previous``) without a register, or one the
+        register does not hold or whose files or HMAC do not match it; a registered seed.
     synthgeo.SpecError
         A bad spec, an engine the spec cannot use, or a key not applied yet to several
         responses (``[risk.targets]``, ``at_risk = "risk" | "both"``, the marginal nugget,
@@ -419,6 +429,8 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     several = spec.data.sequential  # [[data.responses]]: several responses or a GLMM family
     if several:
         _refuse_on_several(spec, previous)
+    if ledger is not None:  # one seed, one release: before anything is read or fitted
+        ledger.check_seed(spec.sampling.seed)
     with _timed(seconds, "load"):
         data = prepare_data(spec, points)
     formulas = [responses.response_formula(spec, rc, j == 0) if several else spec.formula
@@ -429,7 +441,7 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         + (f"; dropped {data.missing['n_dropped']} with a missing value" if data.missing
            else ""))
     earlier = None if previous is None else load_previous(  # before fitting
-        previous, spec, frame_sha256=data.gdf.attrs.get("frame_sha256"))
+        previous, spec, frame_sha256=data.gdf.attrs.get("frame_sha256"), ledger=ledger)
     if earlier is not None and len(earlier.chain()) > 1:
         note(data.gdf.attrs.setdefault("warnings", []), "cumulative_partial",
              f"the cumulative risk pools this release with the one given to --previous only: "
@@ -492,8 +504,10 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
     cumulative = None
     if earlier is not None:
         with _timed(seconds, "cumulative_risk"):
-            cumulative = cumulative_risk(earlier, spec, data.y, data.record_id,
-                                         d.synthetic["restricted"], d.at_risk.at_risk)
+            cumulative = cumulative_risk(
+                earlier, spec, data.y, data.record_id, d.synthetic["restricted"],
+                d.at_risk.at_risk,
+                predictive=release_predictive_of(d.implicates["restricted"]))
         say(f"cumulative risk over {cumulative.n_implicates_pooled} pooled implicates of "
             f"{cumulative.n_linked} linked records ({cumulative.n_new} new)")
         if spec.risk.targets:  # the board's targets on the pooled figures too (item 9)

@@ -33,7 +33,7 @@ from synthgeo.release.schema import validate_release_record
 from synthgeo.risk.verdict import RiskVerdict
 
 __all__ = ["check_output_dir", "id_map_sha256", "input_paths", "write_release", "release_frames",
-           "release_record", "sequential_record", "write_result",
+           "release_record", "sequential_record", "write_result", "signing_text",
            "EMPTY_REVIEW"]
 
 #: ``verdicts.risk`` of a release whose risk was not judged (no risk stage, or a route that
@@ -383,8 +383,9 @@ def _location_verdict_and_warnings(result: ReleaseResult) -> dict[str, Any]:
 def write_release(
     result: ReleaseResult, out: str | os.PathLike, *, overwrite: bool = False,
     report_html: str | None = None, seconds: dict[str, float] | None = None,
+    ledger=None,
 ) -> Path:
-    """Write all outputs atomically.
+    """Write all outputs atomically; sign release.json and register the release.
 
     Parameters
     ----------
@@ -399,6 +400,12 @@ def write_release(
     seconds : dict, optional
         Stage timings for the release record (default: the run's); ``write_files`` (writing
         ``release/`` and ``confidential/``) is added.
+    ledger : synthgeo.register.Ledger, optional
+        The register and release key (:func:`synthgeo.register.make_ledger`). With a key,
+        release.json carries an HMAC (``signature``) and a keyed seed hash; with a register,
+        the release is registered (seed hash, spec, file hashes, the release it was pooled
+        with, its predictive summaries written beside the register) in one transaction
+        before the folder is moved into place. Default: unsigned, not registered.
 
     Returns
     -------
@@ -409,7 +416,13 @@ def write_release(
     ------
     SpecError
         If ``out`` exists without ``overwrite`` or contains the input.
+    InputError
+        If the register refuses the release (its seed registered meanwhile by another run);
+        nothing is written then.
     """
+    from synthgeo.register import Ledger
+
+    ledger = ledger if ledger is not None else Ledger(None, None)
     several = isinstance(result, SequentialResult)  # [[data.responses]]: its own layout
 
     def write(tmp: Path) -> None:
@@ -420,17 +433,95 @@ def write_release(
         record = (sequential_record if several else release_record)(
             result, seconds=stages, release_files=_file_list(tmp / "release"))
         record["release_ids_sha256"] = id_map_sha256(tmp)
+        uid = _sign_and_stamp(record, result, ledger)
         validate_release_record(record)
         (tmp / "release.json").write_text(dumps(record, indent=2), encoding="utf-8")
         if report_html is not None:
             (tmp / "report.html").write_text(report_html, encoding="utf-8")
+        if ledger.register is not None:  # last: a refusal leaves nothing written
+            _register(result, record, tmp, Path(out).resolve(), uid, ledger)
 
     return write_folder(out, write, marker="release.json", overwrite=overwrite,
                         inputs=input_paths(result.spec), what="an earlier synthgeo output")
 
 
+def _sign_and_stamp(record: dict[str, Any], result, ledger) -> str | None:
+    """Add the ``register`` and ``signature`` blocks (and the keyed seed hash); return the uid."""
+    from synthgeo.register import seed_hash, sign_record
+    from synthgeo.register.store import new_uid
+
+    seed = run_seed(result)
+    if seed is not None:
+        record["seed_sha256"] = seed_hash(seed, ledger.key)
+    uid = None
+    if ledger.register is not None:
+        uid = new_uid()
+        chain = (record.get("previous_releases") or {}).get("chain") or []
+        record["register"] = {"location": ledger.register.location, "release_uid": uid,
+                              "previous_uid": chain[-1].get("release_uid") if chain else None}
+    record["signature"] = sign_record(record, ledger.key, reason=ledger.unsigned_reason)
+    return uid
+
+
+def _register(result, record: dict[str, Any], tmp: Path, out: Path, uid: str, ledger) -> None:
+    """Write the predictive summaries beside the register and register the release."""
+    from synthgeo import __version__
+    from synthgeo.register import NewRelease
+
+    reg = ledger.register
+    summary = None
+    path = reg.summary_path(uid)
+    if not isinstance(result, SequentialResult):  # pooling is single-response only
+        summary = _write_predictive_summary(result, path)
+        summary["path"] = path.relative_to(reg.files_dir).as_posix()
+    chain = (record.get("previous_releases") or {}).get("chain") or []
+    sig = record["signature"]
+    spec = record["spec"]
+    new = NewRelease(
+        release_uid=uid, created_at=record.get("created_at"), folder=str(out),
+        release_json_sha256=file_sha256(tmp / "release.json"),
+        seed_hash=record.get("seed_sha256"),
+        seed_hash_kind="hmac-sha256" if ledger.key is not None else "sha256",
+        signed=sig["value"] is not None, signature=sig["value"], key_id=sig["key_id"],
+        unsigned_reason=sig.get("unsigned_reason"), spec=spec,
+        n_records=int(record["n_records"]), n_implicates=int(record["n_implicates"]),
+        n_draws=(spec.get("sampling") or {}).get("draws"),
+        previous_id=chain[-1].get("register_id") if chain else None,
+        synthgeo_version=__version__, files=record.get("release_files") or [])
+    try:
+        reg.add(new, summary=summary)
+    except BaseException:
+        path.unlink(missing_ok=True)
+        raise
+
+
+def _write_predictive_summary(result: ReleaseResult, path: Path) -> dict[str, Any]:
+    """Write the released model's predictive N(mean, sd²) per implicate and record (Parquet).
+
+    What a later release needs to pool Rao-Blackwellised risk with this one: columns
+    ``record`` (confidential id), ``implicate``, ``mean``, ``sd`` (model scale). Returns the
+    register's pointer fields (``bytes``, ``sha256``, counts, scale).
+    """
+    from synthgeo.pipeline.risk_stage import release_predictive_of
+
+    pred = release_predictive_of(result.implicates["restricted"])
+    L, n = pred.mean.shape
+    frame = pd.DataFrame({"record": np.tile(np.asarray(result.data.record_id), L),
+                          "implicate": np.repeat(np.arange(1, L + 1), n),
+                          "mean": pred.mean.ravel(), "sd": pred.sd.ravel()})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    frame.to_parquet(partial, index=False)
+    partial.replace(path)
+    g = response_scale(result.spec).g_name
+    return {"bytes": path.stat().st_size, "sha256": file_sha256(path), "n_records": int(n),
+            "n_implicates": int(L),
+            "scale": "model scale (" + ("log of the response; released = exp" if g == "exp"
+                                        else "the response's own units") + ")"}
+
+
 def write_result(result, out: str | os.PathLike, *, overwrite: bool = False,
-                 progressbar: bool = False) -> Path:
+                 progressbar: bool = False, ledger=None) -> Path:
     """Write exactly what ``synthgeo run`` writes: release/, confidential/, record, report.
 
     The report (:func:`synthgeo.release.report.render_report`) is drawn after the output
@@ -444,8 +535,29 @@ def write_result(result, out: str | os.PathLike, *, overwrite: bool = False,
     from synthgeo.release.report import render_report
 
     check_output_dir(Path(out), overwrite=overwrite, inputs=input_paths(result.spec))
-    return write_release(result, out, overwrite=overwrite,
-                         report_html=render_report(result, progressbar=progressbar))
+    return write_release(result, out, overwrite=overwrite, ledger=ledger,
+                         report_html=render_report(result, progressbar=progressbar,
+                                                   signing=signing_text(ledger)))
+
+
+def signing_text(ledger) -> str:
+    """Say whether release.json is signed and where the release is registered (the report).
+
+    Examples
+    --------
+    >>> from synthgeo.register import Ledger
+    >>> signing_text(Ledger(None, None))[:40]
+    'release.json UNSIGNED (no release key gi'
+    """
+    if ledger is None:
+        from synthgeo.register import Ledger
+
+        ledger = Ledger(None, None)
+    sig = (f"release.json signed (HMAC-SHA256, key id {ledger.key.key_id})" if ledger.key
+           else f"release.json UNSIGNED ({ledger.unsigned_reason})")
+    reg = ledger.register
+    return sig + (f"; registered in {reg.location}." if reg is not None
+                  else "; not in a release register.")
 
 
 def id_map_sha256(folder: Path) -> str | None:

@@ -33,7 +33,19 @@ b*, and c their covariance paired by implicate index (0 when b* has another numb
 :mod:`synthgeo.risk.records`). The average attack's a_i are 0/1 outcomes of the file actually
 released and of the baselines' point guesses: they are not Monte Carlo estimates of a
 probability and get se = 0 (their variability over other releases is what the share attack
-measures).
+measures). A group's average-attack figure is a **rate** (the share of its records hit); its
+``largest_attributable`` is not reported (NaN): the largest of 0/1 outcomes is 1 whenever one
+record is hit, which reads as "100 % attributable".
+
+**A group's mean** (``attributable_se``): records share posterior draws, so the se of the mean
+is not the records' se averaged. From the per-row group means of
+:attr:`~synthgeo.risk.records.RecordRisk.group_rows` (release rows p̄_ℓ, baseline rows b̄_ℓ),
+se(ā_G)² = s²(p̄_ℓ − b̄_ℓ)/L when both have L rows (paired by implicate index), else
+s²(p̄)/L_p + s²(b̄)/L_b; NaN when the rows were not kept. **Two models' difference**
+(:meth:`AttributableSummary.difference`): the same, over the paired rows of both models (with
+common random numbers, their shared noise cancels); for the average attack, the paired 0/1
+hits over the group's records, se = s(h^r_i − h^u_i)/√n (how much the realised file's rate
+could differ by chance, records as the replicates).
 """
 
 from __future__ import annotations
@@ -53,7 +65,7 @@ ATTACKS = ("share", "average")
 SUMMARY_COLUMNS = (
     "model", "group", "measure", "attack", "n_records", "release", "release_realised",
     "release_form", "baseline_loo", "baseline_public", "baseline_source", "baseline",
-    "attributable", "largest_attributable", "loo_stronger_share",
+    "attributable", "attributable_se", "largest_attributable", "loo_stronger_share",
 )
 
 
@@ -162,6 +174,77 @@ class AttributableSummary:
             var = var - 2.0 * ds[f"cov_release_{source}"].values / L_p
         return np.sqrt(np.clip(var, 0.0, None))
 
+    def difference(self, group: str, key: str, attack: str = "share",
+                   first: str = "unrestricted", second: str = "restricted"
+                   ) -> tuple[float, float]:
+        """Group mean attributable risk of ``second`` minus ``first``, and its Monte Carlo se.
+
+        Returns
+        -------
+        (difference, se) : tuple of float
+            In probability units (×100 for percentage points). se is NaN when the group's rows
+            were not kept (:func:`~synthgeo.risk.records.score_records` without ``groups``);
+            NaN, NaN for an empty group.
+
+        Raises
+        ------
+        KeyError
+            For an unknown group, model, measure key or attack.
+
+        Examples
+        --------
+        >>> from synthgeo.risk.measure import Measure
+        >>> from synthgeo.risk.predictive import Predictive
+        >>> from synthgeo.risk.records import score_records
+        >>> def score(mean):
+        ...     rel = Predictive(mean=np.array(mean), sd=np.ones((2, 1)))
+        ...     base = Predictive(mean=np.full((2, 1), 3.0), sd=np.ones((2, 1)))
+        ...     return score_records(np.zeros(1), synthetic=np.zeros((2, 1)), release=rel,
+        ...                          baseline_loo=base, baseline_public=base,
+        ...                          measures=[Measure(kind="abs", tol=1.0)], g="identity",
+        ...                          groups={"all": np.ones(1, bool)})
+        >>> s = attributable_summary({"u": score([[0.0], [2.0]]), "r": score([[0.0], [2.0]])})
+        >>> s.difference("all", "abs:1", first="u", second="r")  # identical models
+        (0.0, 0.0)
+        """
+        mask = self.groups[group]
+        if not mask.any():
+            return float("nan"), float("nan")
+        a = {m: self.record_attributable(m, key, attack)[mask] for m in (first, second)}
+        diff = float(a[second].mean() - a[first].mean())
+        if attack != "share":
+            d = a[second] - a[first]
+            return diff, (float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else 0.0)
+        rows = {m: _group_rows(self.records[m], group, key, self.choices[(key, attack)])
+                for m in (first, second)}
+        if any(r is None for r in rows.values()):
+            return diff, float("nan")
+        (p1, b1), (p2, b2) = rows[first], rows[second]
+        if len({p1.size, b1.size, p2.size, b2.size}) == 1:
+            return diff, _mean_se((p2 - b2) - (p1 - b1))
+        return diff, float(np.sqrt(sum(_mean_se(x) ** 2 for x in (p1, b1, p2, b2))))
+
+
+def _mean_se(rows: np.ndarray) -> float:
+    """Monte Carlo se of the mean of ``rows`` (ddof = 1); 0 for a single row."""
+    return float(rows.std(ddof=1) / np.sqrt(rows.size)) if rows.size > 1 else 0.0
+
+
+def _group_rows(rr: RecordRisk, group: str, key: str, source: str):
+    """(release rows, baseline rows) of a group kept by score_records, or None."""
+    rel, base = (rr.group_rows.get((group, s, key)) for s in ("release", source))
+    return None if rel is None or base is None else (rel, base)
+
+
+def _attributable_se(rr: RecordRisk, group: str, key: str, source: str) -> float:
+    rows = _group_rows(rr, group, key, source)
+    if rows is None:
+        return float("nan")
+    rel, base = rows
+    if rel.size == base.size:
+        return _mean_se(rel - base)
+    return float(np.sqrt(_mean_se(rel) ** 2 + _mean_se(base) ** 2))
+
 
 def _row(rrs, name, gname, mask, key, attack, source, form) -> dict:
     rr = rrs[name]
@@ -188,7 +271,11 @@ def _row(rrs, name, gname, mask, key, attack, source, form) -> dict:
         "release": float(rel[mask].mean()), "release_realised": realised, "release_form": form,
         "baseline_loo": float(loo_m), "baseline_public": float(pub_m),
         "baseline_source": source, "baseline": float(b[mask].mean()),
-        "attributable": float(a.mean()), "largest_attributable": float(a.max()),
+        "attributable": float(a.mean()),
+        "attributable_se": (_attributable_se(rr, gname, key, source) if attack == "share"
+                            else 0.0),
+        # a 0/1 attack reports its rate; the largest of 0/1 hits would read "100 %"
+        "largest_attributable": float(a.max()) if attack == "share" else nan,
         "loo_stronger_share": loo_stronger,
     }
 

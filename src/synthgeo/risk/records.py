@@ -17,6 +17,13 @@ an (L, n) array: se(r̃_i) = √(var_i / L) (:meth:`RecordRisk.se`). The LOO bas
 the unrestricted model's draws, so its pairing with the unrestricted release keeps their
 correlation (docs/risk-and-utility.md, "Monte Carlo error and the decisions taken on it").
 
+A group's mean has a Monte Carlo error of its own, which the records' se do not give (records
+share posterior draws, so their errors are correlated). With ``groups``, :func:`score_records`
+keeps, per group and measure, the **row means** over the group's records of each predictive's
+exact probabilities (one value per implicate or draw: an (L,) vector, not an (L, n) array), so
+that the se of a group's mean attributable risk, and of the difference between two models'
+(paired by implicate index), is the sample se over rows (:mod:`synthgeo.risk.attributable`).
+
 Attributable risk (release − the stronger baseline) is formed in
 :mod:`synthgeo.risk.attributable`. Sources: Reiter, Wang & Zhang (2014),
 doi:10.29012/jpc.v6i1.635; Giomi et al. (2022), doi:10.56553/popets-2023-0055;
@@ -25,8 +32,8 @@ docs/risk-and-utility.md. The per-record table is confidential (it is computed f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -64,12 +71,18 @@ class RecordRisk:
     measures : tuple of Measure
     g : {"exp", "identity"}
     n_implicates : int
+    group_rows : dict
+        ``(group, source, measure key)`` → ndarray of shape (rows,): the mean over the group's
+        records of ``source``'s exact probabilities in each row (``source`` ∈ {"release",
+        "loo", "public"}); empty unless :func:`score_records` was given ``groups``.
     """
 
     per_record: xr.Dataset
     measures: tuple[Measure, ...]
     g: str
     n_implicates: int
+    group_rows: dict[tuple[str, str, str], np.ndarray] = field(default_factory=dict,
+                                                                repr=False)
 
     def __post_init__(self) -> None:
         """Check that the dataset holds every variable over the stated measures."""
@@ -149,7 +162,7 @@ def score_records(
     truth: np.ndarray, *, synthetic: np.ndarray, release: Predictive, baseline_loo: Predictive,
     baseline_public: Predictive, measures: Sequence[Measure], g: str = "exp",
     record: np.ndarray | None = None, realised: RiskResult | None = None,
-    id_column: str = "record",
+    id_column: str = "record", groups: Mapping[str, np.ndarray] | None = None,
 ) -> RecordRisk:
     """Score every record under the release and both baselines, for every measure.
 
@@ -177,6 +190,9 @@ def score_records(
         :func:`~synthgeo.risk.within_eps.within_eps_risk` of the same implicates, truth and
         ``g``: its realised shares are taken, not counted again (a measure it lacks is counted
         here).
+    groups : mapping of str to ndarray of bool of shape (n_records,), optional
+        Groups whose per-row means are kept (:attr:`RecordRisk.group_rows`), for the Monte
+        Carlo se of a group's mean; an empty group is skipped.
 
     Returns
     -------
@@ -222,6 +238,19 @@ def score_records(
         raise ValueError("`realised` must be the within-ε risk of these implicates under the "
                          f"same g ({g!r}, L = {Y.shape[0]}, {n} records).")
     counted = realised.shares() if realised is not None else {}
+    masks = {}
+    for name, mask in (groups or {}).items():
+        mask = np.asarray(mask)
+        if mask.dtype != bool or mask.shape != (n,):
+            raise ValueError(f"group {name!r} must be a bool array of shape ({n},), got "
+                             f"{mask.dtype} {mask.shape}.")
+        if mask.any():
+            masks[str(name)] = mask
+    group_rows: dict[tuple[str, str, str], np.ndarray] = {}
+
+    def keep_rows(source: str, key: str, p: np.ndarray) -> None:
+        for name, mask in masks.items():
+            group_rows[(name, source, key)] = p[:, mask].mean(axis=1)
     out: dict[str, list] = {v: [] for v in (*PROBABILITIES, *HITS, *MOMENTS)}
     guesses = {"hit_release": synthetic_point_guesses(Y, g),
                "hit_loo": point_guesses(baseline_loo, g),
@@ -231,10 +260,12 @@ def score_records(
         out["share"].append(within_tolerance(Y, y[None, :], m.kind, m.tol, g).mean(axis=0)
                             if share is None else share)
         p_rel = within_probability(release, y, m, g)
+        keep_rows("release", m.key, p_rel)
         out["release"].append(p_rel.mean(axis=0))
         out["var_release"].append(_var(p_rel))
         for var, pred in (("loo", baseline_loo), ("public", baseline_public)):
             p = within_probability(pred, y, m, g)
+            keep_rows(var, m.key, p)
             out[var].append(p.mean(axis=0))
             out[f"var_{var}"].append(_var(p))
             out[f"cov_release_{var}"].append(_cov(p_rel, p))
@@ -252,4 +283,5 @@ def score_records(
                "n_rows": (release.n_implicates, baseline_loo.n_implicates,
                           baseline_public.n_implicates)},
     )
-    return RecordRisk(per_record=ds, measures=measures, g=g, n_implicates=int(Y.shape[0]))
+    return RecordRisk(per_record=ds, measures=measures, g=g, n_implicates=int(Y.shape[0]),
+                      group_rows=group_rows)

@@ -289,7 +289,8 @@ def plot_risk_by_group(summary: pd.DataFrame) -> Figure:
         for i, row in part.iterrows():
             red = row["reduction"]
             txt = "empty" if row["n_records"] == 0 else (
-                "—" if pd.isna(red) else f"−{red:.0%}" if red >= 0 else f"+{-red:.0%}")
+                "—" if pd.isna(red) else f"{red:.0%} lower" if red >= 0
+                else f"{-red:.0%} higher")
             top = np.nanmax([row["mean_unrestricted"], row["mean_restricted"], 0])
             ax.text(i, top + 0.02 * ylim, txt, ha="center", fontsize=8)
         ax.set_xticks(x, [f"{g}\n(n = {n})" for g, n in zip(part["group"], part["n_records"])],

@@ -146,7 +146,8 @@ def img(uri: str, *, alt: str, id: str, caption: str = "") -> Markup:  # noqa: A
 
 def page(*, title: str, sections: list[Section], skipped: list[str], source: object,
          n_records: int, n_implicates: int, failed: list[str],
-         verdict_failed: list[str] = (), cross_fit: bool = False) -> str:
+         verdict_failed: list[str] = (), cross_fit: bool = False,
+         signing: str | None = None) -> str:
     """Return the whole document: confidential first line, banner, contents, sections.
 
     Parameters
@@ -168,12 +169,16 @@ def page(*, title: str, sections: list[Section], skipped: list[str], source: obj
     cross_fit : bool, default=False
         ``[synthesis] predictive = "cross_fit"``: the page says that no restricted model was
         fitted and that "restricted" means the released, cross-fitted implicates.
+    signing : str, optional
+        Whether release.json is signed (HMAC) or unsigned and why, and the register, in words
+        (under the heading).
 
     Returns
     -------
     str
     """
-    return str(render("page.html.j2", confidential_line=Markup(CONFIDENTIAL_LINE), title=title,
+    return str(render("page.html.j2", signing=signing,
+                      confidential_line=Markup(CONFIDENTIAL_LINE), title=title,
                       sections=sections, skipped=skipped, source=source, n_records=n_records,
                       n_implicates=n_implicates, failed=failed,
                       verdict_failed=list(verdict_failed), cross_fit=cross_fit))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 
 from synthgeo._versions import package_versions
@@ -103,7 +104,7 @@ def summary_tables(result) -> dict[str, pd.DataFrame]:
         t = scores.table
         out["attributable"] = t[t["group"].isin(["all", "at_risk"])][
             ["measure", "attack", "group", "model", "n_records", "release", "baseline_loo",
-             "baseline_public", "attributable", "largest_attributable"]
+             "baseline_public", "attributable", "attributable_se", "largest_attributable"]
         ].reset_index(drop=True)
     return out
 
@@ -147,7 +148,7 @@ def _joint_row(result) -> tuple[str, str, str] | None:
             f"({j['threshold']:g}; upper Monte Carlo bound)",
             f"{j['n_joint']} of {j['n_records']} ({j['n_identifiable']} identifiable: "
             f"{j['n_below_k']} below k, {j['n_unique']} unique on location + covariates; "
-            f"{j['n_above']} possibly above)", "warn" if j["n_joint"] else "ok")
+            f"{j['n_above']} possibly above)", "")  # a count, not a target: no colour
 
 
 def _location_row(result) -> tuple[str, str, str]:
@@ -164,16 +165,62 @@ def _location_row(result) -> tuple[str, str, str]:
 def _risk_rows(result) -> list[tuple[str, str, str]]:
     """Return every measure × attack, all and at-risk records, both models.
 
-    Release / baseline / attributable; status "warn" where the restricted model is worse.
+    Release / baseline / attributable, the models' difference against its Monte Carlo noise,
+    the largest per-record a_i with its bound, and the status against the board's targets.
     """
     scores = result.risk_scores
-    return _attributable_rows(scores.table, scores.measures)
+    return _attributable_rows(scores.table, scores.measures, summary=scores.summary,
+                              verdict=scores.verdict)
 
 
-def _attributable_rows(t: pd.DataFrame, measures, prefix: str = "") -> list[tuple[str, str, str]]:
-    """Rows of :func:`_risk_rows` from an attributable-risk table (``risk.attributable``)."""
+#: The words beside each colour of the key figures: status against the board's targets.
+TARGET_WORDS = {"ok": "PASS: meets the board's target", "warn": "FAIL: misses the board's target"}
+
+
+def _target_status(verdict, key: str, attack: str) -> tuple[str, str]:
+    """(status, words) of the targets on ``key`` × ``attack``: ok / warn / "" (no target)."""
+    checks = [c for c in getattr(verdict, "checks", ()) if c.measure == key
+              and c.attack == attack and c.limit is not None]
+    if not checks:
+        return "", "no target set"
+    if any(c.status == "FAIL" for c in checks):
+        return "warn", TARGET_WORDS["warn"] + " (" + ", ".join(
+            c.criterion for c in checks if c.status == "FAIL") + ")"
+    if all(c.status == "PASS" for c in checks):
+        return "ok", TARGET_WORDS["ok"] + " (" + ", ".join(c.criterion for c in checks) + ")"
+    return "", "target not assessed"
+
+
+def _difference_text(diff: float, se: float, z: float) -> str:
+    """Restricted − unrestricted attributable risk, read against its Monte Carlo noise."""
+    if pd.isna(diff):
+        return ""
+    if pd.isna(se):
+        return f"; restricted − unrestricted {_pp(diff)} (Monte Carlo se not kept)"
+    if abs(diff) <= z * se:
+        return (f"; restricted − unrestricted {_pp(diff)} ± {100 * z * se:.1f} pp: "
+                "no difference beyond Monte Carlo noise")
+    return (f"; restricted − unrestricted {_pp(diff)} ± {100 * z * se:.1f} pp: restricted "
+            + ("lower" if diff < 0 else "higher"))
+
+
+def _attributable_rows(t: pd.DataFrame, measures, prefix: str = "", summary=None,
+                       verdict=None, confidence: float = 0.95) -> list[tuple[str, str, str]]:
+    """Rows of :func:`_risk_rows` from an attributable-risk table (``risk.attributable``).
+
+    One sign convention: every change is restricted − unrestricted (negative: the released
+    model tells less). Colour and words are the status against the board's targets (never
+    "restricted vs unrestricted"); the models' difference reads "no difference" within
+    z_{1−α/2}·se (two-sided at ``confidence``; paired rows with ``summary``, else the two
+    groups' se as if independent). The share attack's rows give the largest per-record a_i
+    with its simultaneous upper bound (the verdict's rule); the average attack's give rates.
+    """
     from synthgeo.risk.measure import Measure
+    from synthgeo.risk.noise import max_bounds, z_value
 
+    if verdict is not None and verdict.checks:
+        confidence = verdict.checks[0].confidence
+    z = z_value(0.5 + confidence / 2.0)
     rows = []
     for m in measures:
         for attack in ("share", "average"):
@@ -183,8 +230,8 @@ def _attributable_rows(t: pd.DataFrame, measures, prefix: str = "") -> list[tupl
                 if not len(sub):
                     continue
                 what = ("Rao-Blackwellised risk" if attack == "share" else
-                        "implicate-average attack (its stronger form: geometric or "
-                        "arithmetic mean)")
+                        "implicate-average attack, rate of records hit (its stronger form: "
+                        "geometric or arithmetic mean)")
                 n = int(sub["n_records"].iloc[0])
                 item = (f"{prefix}{Measure.parse(m.key).label}, {what}, {shown} records "
                         f"(n = {n:,})")
@@ -199,11 +246,38 @@ def _attributable_rows(t: pd.DataFrame, measures, prefix: str = "") -> list[tupl
                          f"{form['r']}; baseline "
                          f"({source}) {_pct(u['baseline'])} → {_pct(r['baseline'])}; "
                          f"attributable {_pp(u['attributable'])} → {_pp(r['attributable'])}")
-                worse = (r["attributable"] > u["attributable"] + 1e-12
-                         or r["release"] > u["release"] + 1e-12)
-                rows.append((item, value + ("  (restricted model worse)" if worse else ""),
-                             "warn" if worse else "ok"))
+                if summary is not None:
+                    diff, se = summary.difference(group, m.key, attack)
+                else:
+                    diff = r["attributable"] - u["attributable"]
+                    se = float(np.hypot(u.get("attributable_se", np.nan),
+                                        r.get("attributable_se", np.nan)))
+                value += _difference_text(diff, se, z)
+                if attack == "share" and summary is not None:
+                    mask = summary.groups[group]
+                    big = {mod: max_bounds(
+                        summary.record_attributable(mod, m.key)[mask],
+                        summary.record_attributable_se(mod, m.key)[mask], confidence,
+                        summary.records[mod].n_implicates) for mod in ("unrestricted",
+                                                                       "restricted")}
+                    value += (f"; largest per-record a_i {big['unrestricted']['point']:.3f} → "
+                              f"{big['restricted']['point']:.3f} (upper bound "
+                              f"{big['restricted']['upper']:.3f})")
+                elif attack == "share":
+                    value += (f"; largest per-record a_i {u['largest_attributable']:.3f} → "
+                              f"{r['largest_attributable']:.3f}")
+                status, words = (_target_status(verdict, m.key, attack) if group == "all"
+                                 else ("", "no target of its own (targets are judged on all "
+                                       "records)"))
+                rows.append((item, f"{words}: {value}", status))
     return rows
+
+
+def _relative_change(reduction: float) -> str:
+    """Say a reduction 1 − r/u in words: "30 % lower" / "12 % higher" (one sign convention)."""
+    if pd.isna(reduction):
+        return "—"
+    return f"{reduction:.0%} lower" if reduction >= 0 else f"{-reduction:.0%} higher"
 
 
 def _share_rows(result) -> list[tuple[str, str, str]]:
@@ -223,7 +297,7 @@ def _share_rows(result) -> list[tuple[str, str, str]]:
         red = r["reduction"]
         rows.append((f"risk {label}, {shown} records: unrestricted → restricted",
                      f"{r['mean_unrestricted']:.1%} → {r['mean_restricted']:.1%} "
-                     f"({'—' if pd.isna(red) else f'{red:.0%} reduction'})", ""))
+                     f"({_relative_change(red)})", ""))
         rows.append((f"implicate-average attack {label}, {shown} records",
                      f"{r['attack_share_unrestricted']:.1%} → "
                      f"{r['attack_share_restricted']:.1%}", ""))

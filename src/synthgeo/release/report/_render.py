@@ -49,7 +49,7 @@ SEQUENTIAL_SECTIONS: tuple[tuple[str, Callable], ...] = (
 )
 
 
-def render_report(result, *, progressbar: bool = False) -> str:
+def render_report(result, *, progressbar: bool = False, signing: str | None = None) -> str:
     """Render the report page.
 
     Parameters
@@ -59,6 +59,9 @@ def render_report(result, *, progressbar: bool = False) -> str:
         :data:`SEQUENTIAL_SECTIONS` for several responses).
     progressbar : bool, default=False
         Show a progress bar over the sections on stderr.
+    signing : str, optional
+        Whether release.json is signed and registered, in words (the writer's
+        :func:`synthgeo.release.writer.signing_text`), shown under the heading.
 
     Returns
     -------
@@ -89,4 +92,4 @@ def render_report(result, *, progressbar: bool = False) -> str:
                 source=spec.source, n_records=result.data.n_records,
                 n_implicates=spec.synthesis.n_implicates, failed=failed,
                 verdict_failed=verdict_failed,
-                cross_fit=spec.synthesis.predictive == "cross_fit")
+                cross_fit=spec.synthesis.predictive == "cross_fit", signing=signing)

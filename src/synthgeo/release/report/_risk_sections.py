@@ -116,14 +116,15 @@ def section_histograms(result) -> Section | None:
 def attributable_table(result):
     """Return the risk section's table: all and at-risk records, both models.
 
-    Every measure and attack: release, both baselines, the stronger one, attributable and its
-    largest record.
+    Every measure and attack: release, both baselines, the stronger one, attributable with its
+    Monte Carlo se and (share attack) its largest record; the average attack's figures are
+    rates (its largest is left empty: the largest of 0/1 hits is 1).
     """
     t = result.risk_scores.table
     t = t[t["group"].isin(["all", "at_risk"])]
     cols = ["measure", "attack", "group", "model", "n_records", "release",
             "release_realised", "baseline_loo", "baseline_public", "baseline_source",
-            "attributable", "largest_attributable", "loo_stronger_share"]
+            "attributable", "attributable_se", "largest_attributable", "loo_stronger_share"]
     return t[cols].reset_index(drop=True)
 
 

@@ -1,0 +1,528 @@
+"""The release register: a database of every release, and the files beside it.
+
+By default a SQLite file (through SQLAlchemy) in the agency's confidential store; any
+SQLAlchemy URL (``postgresql+psycopg://...``) for a server. SQLite runs in WAL mode with a
+busy timeout and every write in ``BEGIN IMMEDIATE``, so two runs registering at once wait for
+each other instead of failing or interleaving; on PostgreSQL a write takes an exclusive lock
+on the releases table. The per-record predictive summaries are files in the register's
+files folder (``<register>.files/`` beside a SQLite file), named by the release's uid and
+pointed to, with their SHA-256, by a row. docs/release.md ("The release register").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sqlalchemy import create_engine, event, insert, select, text
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+
+from synthgeo._errors import InputError
+from synthgeo.io.provenance import file_sha256
+from synthgeo.register.schema import (
+    SCHEMA_VERSION,
+    metadata,
+    predictive_summaries,
+    register_info,
+    release_files,
+    releases,
+)
+from synthgeo.register.signing import ReleaseKey, verify_record
+
+__all__ = ["REGISTER_ENV", "FILES_ENV", "BUSY_TIMEOUT_S", "Register", "RegisteredRelease",
+           "NewRelease", "open_register"]
+
+#: Environment variable naming the register (a SQLite path or a SQLAlchemy URL).
+REGISTER_ENV = "SYNTHGEO_REGISTER"
+#: Environment variable naming the files folder of a server register (PostgreSQL).
+FILES_ENV = "SYNTHGEO_REGISTER_FILES"
+#: How long a writer waits for another one's lock, seconds.
+BUSY_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class RegisteredRelease:
+    """One row of the register (no confidential value: hashes, counts, paths).
+
+    Attributes
+    ----------
+    id : int
+        The register's number of the release (1, 2, ...).
+    release_uid : str
+        32 hex digits, also in release.json's ``register`` block.
+    folder : str
+        Where the release was written.
+    release_json_sha256, seed_hash : str
+    signed : bool
+    key_id : str or None
+    previous_id : int or None
+        The release it was pooled with.
+    files : tuple of dict
+        ``{path, bytes, sha256}`` of every file under its ``release/``.
+    summary : dict or None
+        ``{path, bytes, sha256, n_records, n_implicates, scale}`` of its predictive summaries.
+    """
+
+    id: int
+    release_uid: str
+    registered_at: str
+    created_at: str | None
+    folder: str
+    release_json_sha256: str
+    seed_hash: str | None
+    seed_hash_kind: str
+    signed: bool
+    signature: str | None = field(repr=False)
+    key_id: str | None
+    unsigned_reason: str | None = field(repr=False)
+    spec_json: str = field(repr=False)
+    n_records: int
+    n_implicates: int
+    n_draws: int | None
+    previous_id: int | None
+    synthgeo_version: str
+    files: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+    summary: dict[str, Any] | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, kw_only=True)
+class NewRelease:
+    """What the writer registers for a release (see :meth:`Register.add`)."""
+
+    release_uid: str
+    created_at: str | None
+    folder: str
+    release_json_sha256: str
+    seed_hash: str | None
+    seed_hash_kind: str
+    signed: bool
+    signature: str | None
+    key_id: str | None
+    unsigned_reason: str | None
+    spec: dict[str, Any] = field(repr=False)
+    n_records: int
+    n_implicates: int
+    n_draws: int | None
+    previous_id: int | None
+    synthgeo_version: str
+    files: list[dict[str, Any]] = field(repr=False)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def new_uid() -> str:
+    """Return a fresh release uid (32 hex digits)."""
+    return uuid.uuid4().hex
+
+
+def _sqlite_engine(path: Path) -> Engine:
+    """Return a SQLite engine: WAL, busy timeout, foreign keys, BEGIN IMMEDIATE."""
+    engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_S})
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn, _record):  # SQLAlchemy docs, "Serializable isolation"
+        dbapi_conn.isolation_level = None  # SQLAlchemy emits BEGIN below, not pysqlite
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn):  # take the write lock at once: no deadlock between two readers-to-be
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+class Register:
+    """An open release register (see :func:`open_register`).
+
+    Attributes
+    ----------
+    url : str
+        The SQLAlchemy URL, password hidden.
+    files_dir : Path
+        The folder of the predictive summaries.
+    """
+
+    def __init__(self, engine: Engine, files_dir: Path, location: str) -> None:
+        self.engine, self.files_dir, self.location = engine, Path(files_dir), location
+        self.url = engine.url.render_as_string(hide_password=True)
+
+    def __repr__(self) -> str:
+        """Name the register (password hidden)."""
+        return f"Register({self.url!r}, files_dir={str(self.files_dir)!r})"
+
+    @property
+    def is_sqlite(self) -> bool:
+        """Whether the register is a SQLite file."""
+        return self.engine.dialect.name == "sqlite"
+
+    # --- reading -------------------------------------------------------------------------
+
+    def _row(self, conn: Connection, row) -> RegisteredRelease:
+        m = row._mapping
+        files = tuple(dict(r._mapping) for r in conn.execute(
+            select(release_files.c.path, release_files.c.bytes, release_files.c.sha256)
+            .where(release_files.c.release_id == m["id"]).order_by(release_files.c.path)))
+        s = conn.execute(select(predictive_summaries).where(
+            predictive_summaries.c.release_id == m["id"])).first()
+        summary = None if s is None else {k: v for k, v in s._mapping.items()
+                                          if k != "release_id"}
+        return RegisteredRelease(**{k: m[k] for k in releases.c.keys()}, files=files,
+                                 summary=summary)
+
+    def _one(self, where) -> RegisteredRelease | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(releases).where(where)).first()
+            return None if row is None else self._row(conn, row)
+
+    def get(self, id: int) -> RegisteredRelease:
+        """Return release number ``id``.
+
+        Raises
+        ------
+        synthgeo.InputError
+            If there is none.
+        """
+        r = self._one(releases.c.id == int(id))
+        if r is None:
+            raise InputError(f"the register {self.location!r} holds no release {id}; "
+                             "`synthgeo releases` lists them")
+        return r
+
+    def by_release_json(self, sha256: str) -> RegisteredRelease | None:
+        """Return the release whose release.json has this SHA-256, or None."""
+        return self._one(releases.c.release_json_sha256 == sha256)
+
+    def seed_used(self, hashes: Iterable[str]) -> RegisteredRelease | None:
+        """Return a release whose seed hash is one of ``hashes``, or None."""
+        hashes = [h for h in hashes if h]
+        return self._one(releases.c.seed_hash.in_(hashes)) if hashes else None
+
+    def chain(self, id: int) -> list[RegisteredRelease]:
+        """Return release ``id`` and every release it was pooled after, oldest first."""
+        out, seen, cur = [], set(), int(id)
+        while cur is not None:
+            if cur in seen:  # a foreign key cannot loop, but a hand-edited table could
+                raise InputError(f"the register {self.location!r}: the chain of release {id} "
+                                 "loops; restore the register from its backup")
+            seen.add(cur)
+            r = self.get(cur)
+            out.append(r)
+            cur = r.previous_id
+        return out[::-1]
+
+    def list(self) -> pd.DataFrame:
+        """Every release, one row each (no confidential value).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``id``, ``release_uid``, ``registered_at``, ``created_at``, ``previous_id``,
+            ``n_records``, ``n_implicates``, ``n_draws``, ``signed``, ``key_id``,
+            ``release_json_sha256`` (first 16 digits), ``folder``.
+        """
+        cols = [releases.c.id, releases.c.release_uid, releases.c.registered_at,
+                releases.c.created_at, releases.c.previous_id, releases.c.n_records,
+                releases.c.n_implicates, releases.c.n_draws, releases.c.signed,
+                releases.c.key_id, releases.c.release_json_sha256, releases.c.folder]
+        with self.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(select(*cols).order_by(releases.c.id))]
+        frame = pd.DataFrame(rows, columns=[c.name for c in cols])
+        frame["release_json_sha256"] = frame["release_json_sha256"].str[:16]
+        return frame
+
+    # --- writing -------------------------------------------------------------------------
+
+    def add(self, new: NewRelease, *, summary: dict[str, Any] | None = None) -> int:
+        """Register a release in one transaction; return its id.
+
+        Parameters
+        ----------
+        new : NewRelease
+        summary : dict, optional
+            ``{path, bytes, sha256, n_records, n_implicates, scale}`` of its predictive
+            summaries (the file already written under :attr:`files_dir`).
+
+        Raises
+        ------
+        synthgeo.InputError
+            Its seed hash or release.json is registered already (one seed, one release: a
+            concurrent run with the same seed loses here), or ``previous_id`` is unknown.
+        """
+        row = {k: getattr(new, k) for k in releases.c.keys() if k not in ("id", "spec_json",
+                                                                           "registered_at")}
+        row.update(spec_json=json.dumps(new.spec, sort_keys=True), registered_at=_now())
+        try:
+            with self.engine.begin() as conn:
+                if self.engine.dialect.name == "postgresql":  # writers one at a time
+                    conn.execute(text(f"LOCK TABLE {releases.name} IN EXCLUSIVE MODE"))
+                if new.seed_hash is not None:
+                    clash = conn.execute(select(releases.c.id).where(
+                        releases.c.seed_hash == new.seed_hash)).first()
+                    if clash is not None:
+                        raise _seed_refusal(self.location, clash[0])
+                if new.previous_id is not None and conn.execute(select(releases.c.id).where(
+                        releases.c.id == new.previous_id)).first() is None:
+                    raise InputError(f"the register {self.location!r} holds no release "
+                                     f"{new.previous_id} to chain after")
+                rid = conn.execute(insert(releases).values(**row)).inserted_primary_key[0]
+                if new.files:
+                    conn.execute(insert(release_files), [
+                        {"release_id": rid, "path": f["path"], "bytes": int(f["bytes"]),
+                         "sha256": f["sha256"]} for f in new.files])
+                if summary is not None:
+                    conn.execute(insert(predictive_summaries).values(release_id=rid, **summary))
+        except IntegrityError as exc:  # the unique seed hash or release.json, raced
+            raise InputError(f"the register {self.location!r} refused the release: its seed "
+                             "or release.json is registered already (another run with the same "
+                             "seed?); set a new `[sampling] seed` (or leave it out)") from exc
+        except OperationalError as exc:
+            raise InputError(f"the register {self.location!r} could not be written "
+                             f"({type(exc.orig).__name__}: {exc.orig}); check that the file "
+                             "or server is reachable and writable") from None
+        return int(rid)
+
+    def summary_path(self, uid: str) -> Path:
+        """Where the predictive summaries of release ``uid`` go (under :attr:`files_dir`)."""
+        return self.files_dir / "predictive" / f"{uid}.parquet"
+
+    # --- verifying an earlier release ------------------------------------------------------
+
+    def verify_folder(self, folder: str | os.PathLike, key: ReleaseKey | None, *,
+                      allow_unsigned: bool = False, flag: str = "--previous"
+                      ) -> tuple[RegisteredRelease, dict[str, Any]]:
+        """Check a release folder against the register; return its row and its release.json.
+
+        The register decides, not the folder: its release.json must be registered (by
+        SHA-256), its HMAC must verify under ``key`` when it was registered signed, and every
+        file under ``release/`` must match the register's list (bytes and SHA-256), none
+        missing and none extra.
+
+        Raises
+        ------
+        synthgeo.InputError
+            A folder without release.json, a release.json not in the register (fabricated,
+            edited, or never registered), a signature missing or wrong under ``key``, a signed
+            release checked without a key, an unsigned one without ``allow_unsigned``, or a
+            file that differs from the register's list.
+        """
+        folder = Path(folder)
+
+        def refuse(what: str) -> InputError:
+            return InputError(f"{flag} {str(folder)!r}: {what}; nothing was fitted")
+
+        rec_path = folder / "release.json"
+        if not rec_path.is_file():
+            raise refuse("no release.json there")
+        entry = self.by_release_json(file_sha256(rec_path))
+        if entry is None:
+            raise refuse(f"its release.json is not in the register {self.location!r} (a "
+                         "release written without this register, or edited or fabricated "
+                         "after it was registered); give a registered release's folder, "
+                         "unchanged (`synthgeo releases` lists them)")
+        try:
+            record = json.loads(rec_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise refuse(f"release.json is not readable JSON ({exc})") from None
+        if entry.signed:
+            if key is None:
+                raise refuse("it was signed, and no release key is given: set "
+                             "SYNTHGEO_RELEASE_KEY or give --key-file")
+            if key.key_id != entry.key_id:
+                raise refuse(f"it was signed under key {entry.key_id}, the key given is "
+                             f"{key.key_id}: give the key it was signed with")
+            sig = (record.get("signature") or {}).get("value")
+            if sig != entry.signature or not verify_record(record, key):
+                raise refuse("its release.json's HMAC does not verify under the release key "
+                             "(edited after signing)")
+        elif not allow_unsigned:
+            raise refuse("it was registered unsigned; pooling with an unsigned release needs "
+                         "--allow-unsigned (allow_unsigned=True)")
+        listed = {f["path"]: f for f in entry.files}
+        for path, f in listed.items():
+            p = folder / path
+            if not p.is_file():
+                raise refuse(f"{path} is in the register but missing")
+            if p.stat().st_size != f["bytes"] or file_sha256(p) != f["sha256"]:
+                raise refuse(f"{path} does not match the SHA-256 in the register (changed "
+                             "after release)")
+        extra = sorted(p.relative_to(folder).as_posix() for p in (folder / "release").rglob("*")
+                       if p.is_file() and p.relative_to(folder).as_posix() not in listed)
+        if extra:
+            raise refuse(f"release/ holds files the register does not list: {extra}")
+        return entry, record
+
+    def read_summary(self, entry: RegisteredRelease) -> pd.DataFrame:
+        """Read a release's predictive summaries, checked against the register's SHA-256.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``record`` (confidential id), ``implicate``, ``mean``, ``sd`` (model scale).
+
+        Raises
+        ------
+        synthgeo.InputError
+            None registered, the file missing, or its SHA-256 not the register's.
+        """
+        s = entry.summary
+        if s is None:
+            raise InputError(f"the register {self.location!r} holds no predictive summaries "
+                             f"for release {entry.id}")
+        path = self.files_dir / s["path"]
+        if not path.is_file():
+            raise InputError(f"the predictive summaries of release {entry.id} are missing "
+                             f"({path}): restore the register's files folder with the register")
+        if file_sha256(path) != s["sha256"]:
+            raise InputError(f"the predictive summaries of release {entry.id} ({path}) do not "
+                             "match the SHA-256 in the register (changed after release)")
+        return pd.read_parquet(path)
+
+    # --- backup --------------------------------------------------------------------------
+
+    def backup(self, dest: str | os.PathLike) -> Path:
+        """Write a consistent copy of a SQLite register and its files folder to ``dest``.
+
+        The database is copied with SQLite's online backup API (a consistent snapshot while
+        other runs may be writing); then the files folder (its files are written once and
+        never changed, so every file a copied row points to is there).
+
+        Parameters
+        ----------
+        dest : path
+            New SQLite file (its parent must exist); the files go to its files folder.
+
+        Returns
+        -------
+        Path
+
+        Raises
+        ------
+        synthgeo.InputError
+            ``dest`` exists, its folder does not, or the register is not SQLite (back up a
+            server register with its own tools, e.g. ``pg_dump``, and copy the files folder).
+        """
+        dest = Path(dest)
+        if not self.is_sqlite:
+            raise InputError(f"--backup copies a SQLite register; {self.url} is "
+                             f"{self.engine.dialect.name}: use its own backup (pg_dump) and "
+                             f"copy {self.files_dir}")
+        if dest.exists():
+            raise InputError(f"--backup {str(dest)!r} exists; give a new file name")
+        if not dest.parent.is_dir():
+            raise InputError(f"--backup {str(dest)!r}: folder {str(dest.parent)!r} does not "
+                             "exist")
+        raw = self.engine.raw_connection()
+        try:
+            target = sqlite3.connect(dest)
+            try:
+                raw.driver_connection.backup(target)
+            finally:
+                target.close()
+        finally:
+            raw.close()
+        if self.files_dir.is_dir():
+            shutil.copytree(self.files_dir, files_dir_of(dest))
+        return dest
+
+
+def _seed_refusal(location: str, id: int) -> InputError:
+    return InputError(f"this run's seed was used by release {id} of the register {location!r}: "
+                      "one seed, one release (its implicates would repeat that release's "
+                      "noise, whatever --draws or the spec say); set a new `[sampling] seed` "
+                      "(or leave it out for a fresh one)")
+
+
+def files_dir_of(sqlite_path: Path) -> Path:
+    """Return the files folder beside a SQLite register: ``<file>.files``."""
+    return sqlite_path.with_name(sqlite_path.name + ".files")
+
+
+def open_register(location: str | os.PathLike, *,
+                  files_dir: str | os.PathLike | None = None) -> Register:
+    """Open (and create when new) a register.
+
+    Parameters
+    ----------
+    location : path or str
+        A SQLite file (created when absent; its folder must exist), or a SQLAlchemy URL
+        (``postgresql+psycopg://user@host/db``).
+    files_dir : path, optional
+        The folder of the predictive summaries. Default: ``<file>.files`` beside a SQLite
+        file; for a server, :data:`FILES_ENV` (required).
+
+    Returns
+    -------
+    Register
+
+    Raises
+    ------
+    synthgeo.InputError
+        A SQLite file whose folder does not exist, an unreachable server, no files folder
+        for a server register, or a register of another schema version.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> reg = open_register(Path(tempfile.mkdtemp()) / "register.sqlite")
+    >>> len(reg.list())
+    0
+    """
+    text_loc = os.fspath(location)
+    if "://" in text_loc:
+        try:
+            engine = create_engine(text_loc)
+        except (SQLAlchemyError, ImportError) as exc:
+            raise InputError(f"--register {text_loc.split('@')[-1]!r} is not a usable "
+                             f"SQLAlchemy URL ({exc}); give a SQLite file path or a URL such as "
+                             "postgresql+psycopg://user@host/db") from None
+        files = files_dir if files_dir is not None else os.environ.get(FILES_ENV)
+        if not files:
+            raise InputError(f"a server register needs a folder for its files: set {FILES_ENV} "
+                             "(a folder in the agency's confidential store)")
+        shown = engine.url.render_as_string(hide_password=True)
+    else:
+        path = Path(text_loc).expanduser().resolve()
+        if not path.parent.is_dir():
+            raise InputError(f"--register {text_loc!r}: folder {str(path.parent)!r} does not "
+                             "exist; create it (in the agency's confidential store) first")
+        if path.is_dir():
+            raise InputError(f"--register {text_loc!r} is a folder; give a file name such as "
+                             "register.sqlite inside it")
+        engine = _sqlite_engine(path)
+        files = files_dir if files_dir is not None else files_dir_of(path)
+        shown = str(path)
+    try:
+        with engine.begin() as conn:
+            metadata.create_all(conn)
+            version = conn.execute(select(register_info.c.value).where(
+                register_info.c.name == "schema_version")).scalar()
+            if version is None:
+                conn.execute(insert(register_info), [
+                    {"name": "schema_version", "value": str(SCHEMA_VERSION)},
+                    {"name": "created_at", "value": _now()}])
+            elif int(version) != SCHEMA_VERSION:
+                raise InputError(f"the register {shown!r} has schema version {version}; this "
+                                 f"synthgeo reads version {SCHEMA_VERSION}")
+    except IntegrityError:  # two runs created a new register at once: the other one won
+        pass
+    except (OperationalError, sqlite3.DatabaseError) as exc:
+        raise InputError(f"the register {shown!r} cannot be opened ({exc.__class__.__name__}: "
+                         f"{getattr(exc, 'orig', exc)}); give a SQLite file or a reachable "
+                         "database") from None
+    return Register(engine, Path(files), shown)
