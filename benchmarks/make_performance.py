@@ -44,6 +44,8 @@ SECTIONS = {
     ("bench_workers", "default"): "Grid fit and implicate stream against dask.distributed "
                                   "workers",
     ("bench_scale", "default"): "Whole pipeline by size and engine (Lucas subsets, L = 100)",
+    ("bench_pmse", "n100000-L100"): "General utility: pMSE of every implicate against the "
+                                    "paired null at 10⁵ records, L = 100 (`bench_pmse.py`)",
 }
 
 HEADER = """\

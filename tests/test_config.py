@@ -153,7 +153,9 @@ def test_to_dict_contains_every_default(tmp_path):
     assert rec["risk"] == {"eps": [10000.0], "p": [0.1], "targets": [], "on_risk_failure": "stop",
                            "loo_unit": "site",  # the default as run: no [data] subject
                            "confidence": 0.95}
-    assert rec["utility"] == {"formula": None, "alpha": 0.05}
+    assert rec["utility"] == {"formula": None, "alpha": 0.05, "pmse_terms": "main",
+                              "pmse_coordinates": "spline", "pmse_spline_df": 4,
+                              "pmse_permutations": 20, "pmse_null_max_pairs": 5000}
     json.dumps(rec, allow_nan=False)  # JSON-serialisable as is
 
 

@@ -67,7 +67,7 @@ def test_schema_is_valid_and_every_object_is_closed():
               "synthesis"}
     assert set(schema["properties"]) - set(schema["required"]) == {
         "locations", "risk_attributable", "previous_releases", "design", "missing", "responses",
-        "joint_risk", "correlations", "signature", "register", "detector",
+        "joint_risk", "correlations", "general_utility", "signature", "register", "detector",
         "at_risk_selection", *single}
     assert set(schema["anyOf"][0]["required"]) == single
     assert schema["anyOf"][1] == {"required": ["responses"]}

@@ -227,14 +227,17 @@ def test_report_first_line_is_confidential(fake_html):
 
 def test_report_has_every_section_and_embeds_every_image(fake_html):
     for sid in ("overview", "at-risk", "surfaces", "histograms", "risk", "neighbours",
-                "utility", "convergence", "locations"):
+                "utility", "general-utility", "convergence", "locations"):
         assert f"<section id='{sid}'>" in fake_html
     for tid in ("table-key-figures", "table-overview", "table-versions", "table-risk",
                 "table-utility", "table-convergence", "table-at-risk-sensitivity",
-                "table-at-risk-effects", "table-neighbour-check"):
+                "table-at-risk-effects", "table-neighbour-check", "table-pmse-pooled",
+                "table-pmse-variables"):
         assert f"<table id='{tid}'>" in fake_html
     srcs = re.findall(r"<img [^>]*src='([^']+)'", fake_html)
-    assert len(srcs) == 8  # map, surfaces, histograms, 2 risk, utility, rank, spatial k
+    # map, surfaces, histograms, 2 risk, utility, pMSE region map, rank, spatial k
+    assert len(srcs) == 9
+    assert "id='fig-pmse-regions'" in fake_html
     for src in srcs:
         _png(src)
     # self-contained: nothing is fetched

@@ -134,6 +134,17 @@ class Release:
         return self.result.utility
 
     @property
+    def general_utility(self):
+        """pMSE, its ratio and S_pMSE against the paired null, SPECKS, both models.
+
+        A :class:`~synthgeo.pipeline.general_utility.GeneralUtility` (``.pooled()``,
+        ``.by_implicate()``, ``.by_variable``, ``.by_region()``; docs/risk-and-utility.md,
+        "General utility: pMSE"), or None when the stage did not run. For several responses,
+        every response jointly.
+        """
+        return getattr(self.result, "general_utility", None)
+
+    @property
     def seconds(self) -> dict[str, float]:
         """Wall time per stage, seconds."""
         return dict(self.result.seconds)

@@ -18,6 +18,8 @@ from synthgeo.config._common import (
     AT_RISK_RULES,
     AUTO_EXACT_MAX_RECORDS,
     BUNDLED_SPEC,
+    PMSE_COORDINATES,
+    PMSE_TERMS,
     RESPONSE_FAMILIES,
     SPEC_CONSTRAINTS,
 )
@@ -31,7 +33,7 @@ __all__ = [
     "ResponseConfig", "DataConfig", "ModelConfig", "SamplingConfig", "SynthesisConfig",
     "RiskConfig", "RiskTarget", "UtilityConfig", "AnonymityConfig", "ComputeConfig",
     "ReleaseSpec", "load_spec", "bundled_spec_path", "AUTO_EXACT_MAX_RECORDS", "AT_RISK_RULES",
-    "BUNDLED_SPEC", "RESPONSE_FAMILIES", "SPEC_CONSTRAINTS",
+    "BUNDLED_SPEC", "RESPONSE_FAMILIES", "SPEC_CONSTRAINTS", "PMSE_TERMS", "PMSE_COORDINATES",
 ]
 # private names other modules and tests use
 _ = (_POSITIVE_PRIORS, _PRIOR_KEYS, _SECTIONS)

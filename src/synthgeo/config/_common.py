@@ -52,6 +52,12 @@ _POSITIVE_PRIORS = (
     "beta_sd", "sigma2_shape", "sigma2_scale", "nugget_sd_scale", "range_min_m", "range_max_m",
 )
 _PRIOR_KEYS = ("beta_mean", *_POSITIVE_PRIORS)
+#: ``[utility] pmse_terms``: the propensity model's main effects, or also every two-way
+#: interaction (docs/risk-and-utility.md, "General utility: pMSE").
+PMSE_TERMS = ("main", "interactions")
+#: ``[utility] pmse_coordinates``: no coordinate term, linear, or a B-spline of each axis.
+PMSE_COORDINATES = ("none", "linear", "spline")
+
 
 #: Allowed values and ranges of spec keys, as JSON Schema keywords (``enum``, ``minimum``,
 #: ``exclusiveMaximum``, ``minItems``, ``items``, ...), by section and key. With the
@@ -94,7 +100,11 @@ SPEC_CONSTRAINTS: dict[str, dict[str, dict[str, Any]]] = {
     "synthesis": {"n_implicates": {"minimum": 2}},
     "risk": {key: {"minItems": 1, "items": {"exclusiveMinimum": 0}} for key in ("eps", "p")},
     "utility": {"formula": {"pattern": "~"}, "alpha": {"exclusiveMinimum": 0,
-                                                        "exclusiveMaximum": 1}},
+                                                        "exclusiveMaximum": 1},
+                "pmse_terms": {"enum": list(PMSE_TERMS)},
+                "pmse_coordinates": {"enum": list(PMSE_COORDINATES)},
+                "pmse_spline_df": {"minimum": 3}, "pmse_permutations": {"minimum": 2},
+                "pmse_null_max_pairs": {"minimum": 10}},
     "anonymity": {
         "radius_m": {"exclusiveMinimum": 0}, "k": {"minimum": 2},
         "r_max_m": {"exclusiveMinimum": 0},

@@ -7,7 +7,10 @@ from typing import Literal
 
 from synthgeo._errors import SpecError
 from synthgeo.config._common import (
+    PMSE_COORDINATES,
+    PMSE_TERMS,
     _err,
+    _is_int,
     _is_number,
     _sub_table,
 )
@@ -124,10 +127,23 @@ class RiskConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class UtilityConfig:
-    """The analyst's model: ``formula`` (patsy, OLS) and ``alpha`` for (1 − α) intervals."""
+    """The analyst's model and the general utility's propensity model.
+
+    ``formula`` (patsy, OLS) and ``alpha`` for (1 − α) intervals; the pMSE's propensity model
+    (docs/risk-and-utility.md, "General utility: pMSE"): ``pmse_terms`` ("main" or
+    "interactions"), ``pmse_coordinates`` ("none", "linear", "spline"), ``pmse_spline_df``
+    (B-spline degrees of freedom per axis, ≥ 3), ``pmse_permutations`` (label permutations
+    within pairs per implicate for the paired null, ≥ 2) and ``pmse_null_max_pairs`` (the null
+    is computed on at most this many pairs, a random subset, ≥ 10).
+    """
 
     formula: str | None = None
     alpha: float = 0.05
+    pmse_terms: str = "main"
+    pmse_coordinates: str = "spline"
+    pmse_spline_df: int = 4
+    pmse_permutations: int = 20
+    pmse_null_max_pairs: int = 5000
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -136,5 +152,16 @@ class UtilityConfig:
                        'a patsy formula such as "log_price ~ sqft_living" (or left out)')
         if not (_is_number(self.alpha) and 0 < self.alpha < 1):
             raise _err("utility", "alpha", self.alpha, "a number in (0, 1)")
+        if self.pmse_terms not in PMSE_TERMS:
+            raise _err("utility", "pmse_terms", self.pmse_terms,
+                       " or ".join(f'"{t}"' for t in PMSE_TERMS))
+        if self.pmse_coordinates not in PMSE_COORDINATES:
+            raise _err("utility", "pmse_coordinates", self.pmse_coordinates,
+                       ", ".join(f'"{t}"' for t in PMSE_COORDINATES))
+        for key, lo in (("pmse_spline_df", 3), ("pmse_permutations", 2),
+                        ("pmse_null_max_pairs", 10)):
+            v = getattr(self, key)
+            if not (_is_int(v) and v >= lo):
+                raise _err("utility", key, v, f"an integer >= {lo}")
 
 

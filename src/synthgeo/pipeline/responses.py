@@ -124,6 +124,9 @@ class SequentialResult:
         Pairwise correlations of the confidential and synthetic responses.
     seconds : dict
     locations : LocationDiagnostics
+    general_utility : GeneralUtility or None
+        pMSE against the paired null of every response jointly, both models
+        (:mod:`synthgeo.pipeline.general_utility`).
     """
 
     def __repr__(self) -> str:
@@ -142,6 +145,7 @@ class SequentialResult:
     seconds: dict
     locations: object = None
     seed: int | None = field(default=None, repr=False)
+    general_utility: object = None
 
     @property
     def M_m(self) -> float:  # noqa: N802

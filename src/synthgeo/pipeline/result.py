@@ -24,6 +24,7 @@ from synthgeo.risk.within_eps import RiskResult
 if TYPE_CHECKING:
     from synthgeo.pipeline.at_risk_rule import AtRiskSelection, NeighbourChecks
     from synthgeo.pipeline.data import PreparedData
+    from synthgeo.pipeline.general_utility import GeneralUtility
     from synthgeo.pipeline.previous import CumulativeRisk
     from synthgeo.pipeline.risk_stage import RiskScores
 
@@ -84,6 +85,10 @@ class ReleaseResult:
         Under ``[model] at_risk = "risk" | "both"``: the records selected by risk, on the
         selection draws that chose them and on the fresh draws the release is judged on
         (:func:`synthgeo.pipeline.at_risk_rule.judge_on_fresh_draws`); None under "spatial".
+    general_utility : GeneralUtility or None
+        pMSE, its ratio and S_pMSE against the paired null and SPECKS of both models' implicates,
+        with the per-variable and per-region breakdowns
+        (:mod:`synthgeo.pipeline.general_utility`); None when not computed.
     """
 
     def __repr__(self) -> str:
@@ -113,6 +118,7 @@ class ReleaseResult:
     seed: int | None = field(default=None, repr=False)
     detector: dict | None = None
     at_risk_selection: AtRiskSelection | None = None
+    general_utility: GeneralUtility | None = None
 
     @property
     def M_m(self) -> float:  # noqa: N802

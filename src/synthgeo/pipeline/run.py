@@ -1,8 +1,8 @@
 """The main job: points → fit both models → at-risk → synthesize → risk → utility.
 
 Order: prepare the data → location diagnostics → fit unrestricted → at-risk rule at M → fit
-restricted → synthesize → risk → utility (docs/model.md, docs/risk-and-utility.md). Writing the
-outputs is :mod:`synthgeo.release.writer`'s job.
+restricted → synthesize → risk → utility → general utility (pMSE) (docs/model.md,
+docs/risk-and-utility.md). Writing the outputs is :mod:`synthgeo.release.writer`'s job.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from synthgeo.pipeline.at_risk_rule import (
 )
 from synthgeo.pipeline.data import PreparedData, check_formula_names, prepare_data
 from synthgeo.pipeline.detector_stage import detector_block
+from synthgeo.pipeline.general_utility import general_utility
 from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult
 from synthgeo.pipeline.risk_stage import (
@@ -584,11 +585,20 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
                                    spec.formula,
                                    truth=data.frame[spec.data.response].to_numpy(),
                                    progressbar=progressbar)
+    say("general utility: pMSE of every implicate against the paired null")
+    with _timed(seconds, "general_utility"):
+        name = d.config.name
+        general = general_utility(
+            spec, data.frame.drop(columns=[spec.data.response], errors="ignore"),
+            {name: data.y}, {m: {name: d.synthetic[m]} for m in MODELS},
+            coordinates_m(data.gdf), seed=seed)
+    say(general.summary_line())
     return ReleaseResult(
         spec=spec, data=data, fits=d.fits, at_risk=d.at_risk, at_risk_sensitivity=d.sensitivity,
         implicates=d.implicates, risk=risk, risk_summary=summary, utility=utility,
         seconds=seconds, locations=locations, neighbour_check=neighbours, cumulative=cumulative,
-        risk_scores=scores, seed=seed, detector=detector, at_risk_selection=selection)
+        risk_scores=scores, seed=seed, detector=detector, at_risk_selection=selection,
+        general_utility=general)
 
 
 def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], locations,
@@ -631,6 +641,11 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
     joint, joint_per = responses.joint_risk(data, results) if len(results) > 1 else (None, None)
     correlations = response_correlations(
         {r.name: r.y for r in results}, {r.name: r.synthetic["restricted"] for r in results})
+    with _timed(seconds, "general_utility"):  # every response jointly
+        general = general_utility(spec, frame, {r.name: r.y for r in results},
+                                  {m: {r.name: r.synthetic[m] for r in results} for m in MODELS},
+                                  coordinates_m(data.gdf), seed=seed)
     return responses.SequentialResult(
         spec=spec, data=data, responses=results, joint_risk=joint, joint_per_record=joint_per,
-        correlations=correlations, seconds=seconds, locations=locations, seed=seed)
+        correlations=correlations, seconds=seconds, locations=locations, seed=seed,
+        general_utility=general)

@@ -261,7 +261,9 @@ def release_record(
         "risk_summary": result.risk_summary.to_dict("records"),
         "utility": {"formula": spec.formula, "method": "OLS per implicate, Reiter (2003) rules",
                     "ci_overlap": "Karr et al. (2006), unclamped: negative = disjoint",
-                    "table": result.utility.to_dict("records")},
+                    "table": result.utility.to_dict("records"),
+                    **({} if getattr(result, "general_utility", None) is None else
+                       {"general": result.general_utility.to_record()})},
         "release_files": list(release_files or []),
         "seconds": seconds,
         "review": dict(EMPTY_REVIEW),
@@ -667,6 +669,8 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
     }
     if result.joint_risk is not None:
         rec["joint_risk"] = result.joint_risk.to_dict("records")
+    if getattr(result, "general_utility", None) is not None:
+        rec["general_utility"] = result.general_utility.to_record()
     if data.levels:
         rec["design"] = data.levels
     if data.missing is not None:

@@ -9,6 +9,7 @@ from synthgeo.pipeline import MODELS
 from synthgeo.pipeline.responses import SequentialResult
 from synthgeo.pipeline.result import verdicts
 from synthgeo.release.report._fits import section_convergence, section_utility
+from synthgeo.release.report._general_utility import section_general_utility
 from synthgeo.release.report._html import page
 from synthgeo.release.report._locations import section_locations
 from synthgeo.release.report._overview import section_overview
@@ -36,6 +37,7 @@ SECTIONS: tuple[tuple[str, Callable], ...] = (
     ("Neighbour check and repeated releases", section_neighbours),
     ("Can a protected record be told apart?", section_detector),
     ("Utility", section_utility),
+    ("General utility (pMSE)", section_general_utility),
     ("Convergence", section_convergence),
     _LOCATIONS,
 )
@@ -44,6 +46,7 @@ SECTIONS: tuple[tuple[str, Callable], ...] = (
 SEQUENTIAL_SECTIONS: tuple[tuple[str, Callable], ...] = (
     ("Key figures", section_key_figures),
     ("Responses: rates by area, risk, utility", section_responses),
+    ("General utility (pMSE)", section_general_utility),
     _LOCATIONS,
 )
 
