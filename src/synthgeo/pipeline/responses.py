@@ -78,6 +78,8 @@ class ResponseResult:
         Gaussian responses: the risk stage's scores with the ``[risk.targets]`` verdict and
         this response's joint count (:func:`synthgeo.pipeline.risk_stage.score_release_risk`;
         ``attributable`` is its table); None for yes/no and counts.
+    at_risk_choice : AtRiskChoice or None
+        Which rule flagged which records (``[model] at_risk``: spatial, by risk, both).
     """
 
     def __repr__(self) -> str:
@@ -100,6 +102,7 @@ class ResponseResult:
     seconds: dict = field(default_factory=dict)
     attributable: pd.DataFrame | None = None
     risk_scores: object = None
+    at_risk_choice: object = None
 
     @property
     def name(self) -> str:

@@ -541,7 +541,8 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
             config=rc, coef_names=d.data.coef_names, y=y, fits=d.fits, at_risk=d.at_risk,
             at_risk_sensitivity=d.sensitivity, synthetic=d.synthetic, risk_per_record=per,
             risk_summary=summary, utility=utility, formula=formula, matches=matches,
-            seconds=sec, attributable=attributable, risk_scores=scores))
+            seconds=sec, attributable=attributable, risk_scores=scores,
+            at_risk_choice=d.choice))
         for k, v in sec.items():  # totals over responses; per response in ResponseResult
             seconds[k] = seconds.get(k, 0.0) + v
     joint, joint_per = responses.joint_risk(data, results) if len(results) > 1 else (None, None)
@@ -555,11 +556,7 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
         risk_joint=risk_joint, warnings=[w for sc in scored for w in sc.warnings])
     if spec.risk.targets:
         say(f"risk verdict of the release: {result.risk_status} ("
-            + ", ".join(f"{k} {v}" for k, v in result.risk_statuses.items()) + ")"
-            + ("" if risk_joint is None else
-               f"; joint: {int(risk_joint.joint.sum())} of {risk_joint.above.size} records "
-               "identifiable by location and possibly above attributable risk "
-               f"{risk_joint.threshold:g} in at least one response (upper Monte Carlo bound)"))
+            + ", ".join(f"{k} {v}" for k, v in result.risk_statuses.items()) + ")")
     return result
 
 
