@@ -673,10 +673,11 @@ def judged_strict():
 
 
 def test_several_responses_with_targets_and_at_risk_both_pass_a_lenient_target(judged_lenient):
+    """Each response PASSes its own verdict; the release PASSes; record, key figures agree."""
     from synthgeo.pipeline.result import verdicts
     from synthgeo.release.report._overview import sequential_key_figures
-    from synthgeo.release.writer import sequential_record
     from synthgeo.release.schema import validate_release_record
+    from synthgeo.release.writer import sequential_record
 
     res = judged_lenient
     for r in res.responses:  # each response judged by the single response's rule
@@ -737,6 +738,7 @@ def test_a_later_response_is_flagged_by_risk_on_its_own_attacker(judged_lenient)
 
 
 def test_a_strict_target_fails_and_is_written_under_warn(judged_strict, tmp_path):
+    """Both responses FAIL; written under "warn", every output says FAIL and names them."""
     from synthgeo.cli.run import closing_lines
 
     rel, caught = judged_strict
@@ -761,7 +763,8 @@ def test_a_strict_target_fails_and_is_written_under_warn(judged_strict, tmp_path
         closing_lines(rel, out)[0])
 
 
-def test_stop_refuses_a_failed_response_before_writing(tmp_path):
+def test_stop_refuses_a_failed_response_before_writing():
+    """Under "stop" the first response that fails raises, named, before anything is written."""
     from synthgeo._errors import RiskError
     from synthgeo.pipeline import run_release
 

@@ -140,7 +140,7 @@ def _write_sequential(rel, out, args, say, t0, t, bars) -> int:
 
 
 def _several_verdict_line(result) -> str:
-    """The release's risk verdict over its responses, each response's, and the joint count."""
+    """Return the release's risk verdict over its responses, each one's, and the joint count."""
     line = (f"risk verdict of the release: {result.risk_status} (FAIL if any response fails, "
             "PASS only if every one passes): "
             + ", ".join(f"{k} {v}" for k, v in result.risk_statuses.items()))

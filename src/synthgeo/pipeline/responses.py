@@ -42,7 +42,8 @@ from synthgeo.risk.verdict import combine_statuses
 
 __all__ = ["ResponseResult", "SequentialResult", "response_formula", "released_values",
            "response_scale_of", "response_design", "PhiOfGLMM", "glmm_fitter",
-           "shift_to_earlier", "risk_rule_inputs", "draw_discrete", "discrete_risk_tables", "gaussian_risk_frame",
+           "shift_to_earlier", "risk_rule_inputs", "draw_discrete", "discrete_risk_tables",
+           "gaussian_risk_frame",
            "response_utility", "joint_risk", "joint_over_responses"]
 
 
@@ -344,7 +345,7 @@ def shift_to_earlier(ds: xr.Dataset, fit, X: np.ndarray, X_syn: np.ndarray) -> x
 
 def risk_rule_inputs(spec: ReleaseSpec, rc: ResponseConfig, data_j: PreparedData, fit,
                      implicates: xr.Dataset, X_syn: dict) -> tuple[xr.Dataset, dict]:
-    """The unrestricted implicates and attacker the at-risk rule scores, for one response.
+    """Return the unrestricted implicates and attacker the at-risk rule scores (one response).
 
     ``[model] at_risk = "risk" | "both"`` on a response of several scores what the final risk
     stage will score (:func:`synthgeo.pipeline.risk_stage.score_release_risk`): on the
@@ -449,7 +450,7 @@ def joint_risk(data: PreparedData, results: list) -> tuple[pd.DataFrame, pd.Data
 
 
 def joint_over_responses(scores: list) -> JointCount | None:
-    """Records identifiable by location and possibly above the threshold in any response.
+    """Count records identifiable by location and possibly above the threshold in any response.
 
     Parameters
     ----------

@@ -388,7 +388,7 @@ def _discrete_rows(name: str, summary: pd.DataFrame) -> list[tuple[str, str, str
 
 
 def _several_verdict_row(result) -> tuple[str, str, str]:
-    """The release's risk verdict over its responses (first row of the box), coloured.
+    """Return the release's risk verdict over its responses (first row of the box), coloured.
 
     FAIL if any response FAILs, PASS only if every one PASSes, else NOT ASSESSED
     (:func:`synthgeo.pipeline.result.verdicts`); each response's status beside it.
