@@ -147,7 +147,7 @@ class SequentialResult:
         """Show counts only (no record-level value, no seed)."""
         return confidential_repr(
             self, n_records=self.data.n_records, responses=[r.name for r in self.responses],
-            n_implicates=int(self.spec.synthesis.n_implicates),
+            n_implicates=int(self.spec.synthesis.n_implicates), risk_verdict=self.risk_status,
             location_verdict=None if self.locations is None else self.locations.verdict.status)
 
     spec: ReleaseSpec
