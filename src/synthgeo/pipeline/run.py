@@ -528,7 +528,8 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
                         [e.synthetic["restricted"].mean(axis=0) for e in drawn[:j]])
                 scores = _score_response(spec, d, locations, own_X, risk)
                 attributable = scores.table.assign(response=rc.name)
-                say(f"{rc.name}: {scores.verdict_line()}")
+                if spec.risk.targets:
+                    say(f"{rc.name}: {scores.verdict_line()}")
             else:
                 per, summary, matches = responses.discrete_risk_tables(
                     spec, rc, d.synthetic, y, d.at_risk, frame)
