@@ -7,13 +7,15 @@ avalue given it; 25,357 sales, NNGP, L = 50) with one ``[risk.targets]`` written
 records, per response: the at-risk records (by location, by risk), the share of records with
 a_i possibly above the threshold (point, lower and upper Monte Carlo bound) and the verdict;
 then the release's verdict and the joint count over responses; the run's seconds and peak
-memory. Writes one record per rule via ``_record.py`` (``SYNTHGEO_BENCH_RESULTS`` names
+memory (of the process: run one rule per process for each rule's own peak). Writes one record
+per rule via ``_record.py`` (``SYNTHGEO_BENCH_RESULTS`` names
 another folder: the page ``docs/performance.md`` is made from every record in
 ``benchmarks/results/``).
 
 Usage::
 
-    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_several_targets.py [spatial] [both]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_several_targets.py spatial
+    OPENBLAS_NUM_THREADS=1 python benchmarks/bench_several_targets.py both
 """
 
 from __future__ import annotations
