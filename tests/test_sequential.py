@@ -537,17 +537,21 @@ def test_minneapolis_person_search_subsample_end_to_end(tmp_path):
     assert "table-rates-1" in html and "table-risk-1" in html
 
 
-def test_keys_the_sequential_route_does_not_apply_are_refused():
-    """[risk.targets] and the risk-based at-risk rule are not silently skipped (issue 11 x 15)."""
-    from synthgeo._errors import SpecError
+@pytest.mark.parametrize("family", ["bernoulli", "poisson"])
+def test_targets_with_a_discrete_response_are_refused_with_the_statistical_reason(family):
+    """[risk.targets] and the marginal nugget name the yes/no / count response and why."""
     from synthgeo.config import RiskTarget
-    from synthgeo.pipeline import run_release
 
-    spec = _spec([{"name": "log_price"}, {"name": "price_usd", "transform": "log"}]).replace(
-        "risk", targets=[RiskTarget(measure="rel:0.1", max_share_above=0.01,
-                                    record_threshold=0.05)])
-    with pytest.raises(SpecError, match=r"\[risk.targets\]: applied on the single-response"):
-        run_release(spec, points=_points(), fitter=fake_fitter(n_draws=150))
+    responses = [{"name": "log_price"}, {"name": "beds", "family": family}]
+    target = RiskTarget(measure="rel:0.1", max_share_above=0.01, record_threshold=0.05)
+    with pytest.raises(SpecError, match=r"`\[risk.targets\]` with the (yes/no|count) response "
+                                        r"`beds`: .*exact match") as e:
+        _spec(responses).replace("risk", targets=[target])
+    assert "\n" not in str(e.value) and "leave-one-out predictive has no closed form" in str(
+        e.value)
+    with pytest.raises(SpecError, match=r'at_risk_nugget = "marginal"` with the .* `beds`: '
+                                        r".*has no nugget"):
+        _spec(responses).replace("model", at_risk_nugget="marginal")
 
 
 def test_gaussian_responses_get_baselines_and_attributable_risk(two_gaussian):
@@ -661,3 +665,162 @@ def test_several_response_objects_show_no_confidential_value(two_gaussian):
         assert len(text) < 400 and "confidential contents not shown" in text
         assert "array" not in text and "seed" not in text
     assert "responses=['log_price', 'lp2']" in repr(two_gaussian)
+
+
+# --- targets and verdicts for several responses (issue 22 phase 2, issue 25 item 5) -----------
+
+def _judged_spec(max_share_above: float, on_risk_failure: str = "warn", **model):
+    """Two gaussian responses, a [risk.targets] with a record_threshold, at_risk = "both"."""
+    from synthgeo.config import RiskTarget
+
+    target = RiskTarget(measure="rel:0.1", record_threshold=0.05,
+                        max_share_above=max_share_above)
+    return (_spec([{"name": "log_price"}, {"name": "lp2"}])
+            .replace("risk", targets=[target], on_risk_failure=on_risk_failure)
+            .replace("model", at_risk="both", **model))
+
+
+def _two_points():
+    pts = _points()
+    rng = np.random.default_rng(5)
+    pts["lp2"] = pts["log_price"] + 0.01 * rng.standard_normal(len(pts))
+    return pts
+
+
+@pytest.fixture(scope="module")
+def judged_lenient():
+    """At most 90 % of records possibly above a_i = 0.05: every response passes."""
+    from synthgeo.pipeline import run_release
+
+    return _quiet(run_release, _judged_spec(0.9), points=_two_points(),
+                  fitter=fake_fitter(n_draws=150))
+
+
+@pytest.fixture(scope="module")
+def judged_strict():
+    """At most 1 % of records possibly above a_i = 0.05, written under "warn": FAIL."""
+    from synthgeo.api import Release
+    from synthgeo.pipeline import run_release
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = run_release(_judged_spec(0.01), points=_two_points(),
+                          fitter=fake_fitter(n_draws=150))
+    return Release(result=res), [str(w.message) for w in caught]
+
+
+def test_several_responses_with_targets_and_at_risk_both_pass_a_lenient_target(judged_lenient):
+    """Each response PASSes its own verdict; the release PASSes; record, key figures agree."""
+    from synthgeo.pipeline.result import verdicts
+    from synthgeo.release.report._overview import sequential_key_figures
+    from synthgeo.release.schema import validate_release_record
+    from synthgeo.release.writer import sequential_record
+
+    res = judged_lenient
+    for r in res.responses:  # each response judged by the single response's rule
+        v = r.risk_scores.verdict
+        assert v.model == "restricted" and v.status == "PASS" and v.checks
+        check = v.checks[0]
+        assert check.criterion == "max_share_above" and check.upper <= 0.9
+        assert r.at_risk_choice.rule == "both"
+        # the risk rule flags records beyond the spatial ones, and the site rule keeps them
+        assert r.at_risk_choice.by_risk.sum() > 0
+        assert r.at_risk.n_at_risk >= r.at_risk_choice.at_risk.sum()
+    assert res.risk_statuses == {"log_price": "PASS", "lp2": "PASS"}
+    assert res.risk_status == "PASS" and verdicts(res)["risk"] == "PASS"
+    joint = res.risk_joint  # possibly above in at least one response: the union
+    above = [r.risk_scores.joint.above for r in res.responses]
+    assert joint.above.sum() == np.logical_or(*above).sum() >= max(a.sum() for a in above)
+    rec = sequential_record(res, seconds={})
+    validate_release_record(rec)
+    risk = rec["verdicts"]["risk"]
+    assert risk["status"] == "PASS" and risk["by_response"] == res.risk_statuses
+    assert risk["joint"]["n_above"] == int(joint.above.sum())
+    for entry in rec["responses"]:
+        assert entry["risk_verdict"]["status"] == "PASS"
+        assert entry["at_risk"]["rule"] == "both" and entry["at_risk"]["n_by_risk"] > 0
+    kf = sequential_key_figures(res)
+    assert kf["value"][0].startswith("PASS") and kf["status"][0] == "ok"
+    for name in ("log_price", "lp2"):
+        row = kf[kf["item"] == f"{name}: risk verdict (released model)"].iloc[0]
+        assert row["value"].startswith("PASS") and row["status"] == "ok"
+        share = kf[kf["item"].str.startswith(f"{name}: within 10%, Rao-Blackwellised risk, "
+                                             "all records")].iloc[0]
+        assert share["value"].startswith("PASS: meets the board's target") and share[
+            "status"] == "ok"
+    assert kf["item"].str.endswith("in at least one response").sum() == 1
+
+
+def test_a_later_response_is_flagged_by_risk_on_its_own_attacker(judged_lenient):
+    """The at-risk rule of response 2 scores what the risk stage scores: same scale, attacker.
+
+    Its unrestricted a_i are computed from implicates drawn given the earlier *synthetic*
+    responses, against an attacker holding their released values
+    (:func:`synthgeo.pipeline.responses.risk_rule_inputs`), so its flags agree with the final
+    stage's unrestricted upper bounds (whose baseline is chosen over both models, hence not
+    always). Scored against the confidential earlier response instead (lp2 ≈ log_price: a
+    near-perfect baseline), the rule flagged no record of lp2 and agreed on 32 % only.
+    """
+    second = judged_lenient.responses[1]
+    s = second.risk_scores.summary
+    a = s.record_attributable("unrestricted", "rel:0.1", "share")
+    se = s.record_attributable_se("unrestricted", "rel:0.1", "share")
+    from synthgeo.risk.noise import z_value
+
+    z = z_value(0.95, 8)  # the rule's one-sided bound at [risk] confidence, L = 8 implicates
+    upper_final = a + z * se > 0.05
+    flagged = second.at_risk_choice.by_risk
+    assert flagged.sum() > 0.5 * upper_final.sum() > 0
+    assert np.mean(flagged == upper_final) > 0.95
+
+
+def test_a_strict_target_fails_and_is_written_under_warn(judged_strict, tmp_path):
+    """Both responses FAIL; written under "warn", every output says FAIL and names them."""
+    from synthgeo.cli.run import closing_lines
+
+    rel, caught = judged_strict
+    res = rel.result
+    assert res.risk_status == "FAIL" and rel.verdicts["risk"] == "FAIL"
+    assert set(res.risk_statuses.values()) == {"FAIL"}
+    assert any("response `log_price`" in w["message"] for w in res.warnings)
+    assert all(w["code"] == "risk_targets_failed" for w in res.warnings)
+    assert any("target" in m or "FAIL" in m for m in caught)
+    out = _quiet(rel.write, tmp_path / "out")
+    rec = json.loads((out / "release.json").read_text())
+    assert rec["verdicts"]["risk"]["status"] == "FAIL"
+    assert [e["risk_verdict"]["status"] for e in rec["responses"]] == ["FAIL", "FAIL"]
+    assert any("response `lp2`" in w["message"] for w in rec["warnings"])
+    html = (out / "report.html").read_text()
+    # the fixture's locations FAIL too (on_location_failure = "warn"): both are named
+    assert "FAIL (location, risk)" in html.split("</title>")[0]
+    readme = (out / "release" / "README.md").read_text()
+    assert ("did not pass the releasing agency's review checks (location and risk)"
+            in readme.split("\n## ")[0])
+    assert closing_lines(rel, out)[0].startswith("verdicts: location") and "risk FAIL" in (
+        closing_lines(rel, out)[0])
+
+
+def test_stop_refuses_a_failed_response_before_writing():
+    """Under "stop" the first response that fails raises, named, before anything is written."""
+    from synthgeo._errors import RiskError
+    from synthgeo.pipeline import run_release
+
+    with pytest.raises(RiskError, match=r"^response `log_price`: .*max_share_above"):
+        _quiet(run_release, _judged_spec(0.01, on_risk_failure="stop"), points=_two_points(),
+               fitter=fake_fitter(n_draws=150))
+
+
+def test_marginal_nugget_on_several_gaussian_responses():
+    """at_risk_nugget = "marginal": every gaussian response's restricted fit carries it."""
+    from synthgeo.pipeline import run_release
+    from synthgeo.release.writer import sequential_record
+
+    spec = _spec([{"name": "log_price"}, {"name": "lp2"}]).replace(
+        "model", at_risk_nugget="marginal")
+    res = _quiet(run_release, spec, points=_two_points(), fitter=fake_fitter(n_draws=150))
+    for r in res.responses:
+        assert r.fits["restricted"].engine["at_risk_nugget"] == "marginal"
+        assert "at_risk_nugget" not in r.fits["unrestricted"].engine
+    rec = sequential_record(res, seconds={})
+    assert [e["at_risk"]["at_risk_nugget"] for e in rec["responses"]] == ["marginal"] * 2
+    assert rec["verdicts"]["risk"]["status"] == "NOT ASSESSED"  # no targets: never PASS

@@ -141,13 +141,30 @@ def _write_sequential(rel, out, args, say, t0, t, bars) -> int:
                     ["measure", "attack", "group", "model", "n_records", "release", "baseline",
                      "attributable", "attributable_se", "largest_attributable"]
                 ].to_string(index=False))
+            if r.risk_scores is not None and rel.result.spec.risk.targets:
+                say(f"{r.name}: {r.risk_scores.verdict_line()}")
             say(f"utility, Reiter (2003) for {r.formula!r}:")
             say(r.utility[["model", "term", "estimate", "lower", "upper", "ci_overlap",
                            "std_diff"]].to_string(index=False))
         if rel.result.joint_risk is not None:
             say("\njoint risk:\n" + rel.result.joint_risk.to_string(index=False))
+        if rel.result.spec.risk.targets:
+            say("\n" + _several_verdict_line(rel.result))
     say("\nstage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     return _closing(rel, out, args)
+
+
+def _several_verdict_line(result) -> str:
+    """Return the release's risk verdict over its responses, each one's, and the joint count."""
+    line = (f"risk verdict of the release: {result.risk_status} (FAIL if any response fails, "
+            "PASS only if every one passes): "
+            + ", ".join(f"{k} {v}" for k, v in result.risk_statuses.items()))
+    j = result.risk_joint
+    if j is not None:
+        line += (f"\njoint: {int(j.joint.sum())} of {j.above.size} records identifiable by "
+                 f"location and possibly above attributable risk {j.threshold:g} in at least "
+                 "one response (upper Monte Carlo bound)")
+    return line
 
 
 #: The exit code of ``--strict`` when a release was written with a failed verdict.

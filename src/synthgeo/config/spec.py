@@ -56,9 +56,7 @@ class ReleaseSpec:
             raise SpecError(
                 'spec `[[data.responses]]` (several responses or a bernoulli / poisson one) '
                 'needs `[sampling] sampler = "grid"`')
-        if self.model.at_risk != "spatial" and self.data.sequential:
-            raise SpecError('`[model] at_risk` other than "spatial" is not available with '
-                            '`[[data.responses]]` yet; use at_risk = "spatial"')
+        self._check_discrete_responses()
         if self.model.gamma == "auto" and self.sampling.sampler != "grid":
             raise SpecError(
                 '`[model] gamma = "auto"` (gamma = max(0, sigma2/tau2 - 1) per draw) needs '
@@ -95,6 +93,37 @@ class ReleaseSpec:
                 "NNGP likelihood needs thousands of gradient evaluations (~0.1 s each at 25,000 "
                 "records), the grid a few hundred evaluations without gradients"
             )
+
+    def _check_discrete_responses(self) -> None:
+        """Refuse the keys that have no meaning for a yes/no or count response (statistical).
+
+        ``[risk.targets]`` (and so ``at_risk = "risk" | "both"``, which needs one) bound the
+        attributable risk of a within-tolerance match against the gaussian GP's closed-form
+        leave-one-out predictive; ``at_risk_nugget = "marginal"`` moves a gaussian nugget.
+        docs/risk-and-utility.md, "Discrete responses and several responses".
+        """
+        discrete = next((r for r in self.data.response_configs if r.family != "gaussian"),
+                        None)
+        if discrete is None:
+            return
+        what = {"bernoulli": "yes/no", "poisson": "count"}[discrete.family]
+        if self.risk.targets:
+            raise SpecError(
+                f"`[risk.targets]` with the {what} response `{discrete.name}`: the targets "
+                "bound the attributable risk of a within-tolerance match (eps, p) against the "
+                "gaussian GP's closed-form leave-one-out predictive; a "
+                f"{what} value is disclosed by an exact match, whose baseline is the public GLM "
+                "(the spatial GLMM's leave-one-out predictive has no closed form), so a limit "
+                "set on the one is no limit on the other; remove `[risk.targets]` or release "
+                f"`{discrete.name}` in a release of its own (docs/risk-and-utility.md)")
+        if self.model.at_risk_nugget == "marginal":
+            raise SpecError(
+                f'`[model] at_risk_nugget = "marginal"` with the {what} response '
+                f"`{discrete.name}`: it gives an at-risk record the variance sigma2 + tau2 of a "
+                f"gaussian response with a nugget tau2; a {what} response has no nugget (its "
+                "variance follows from its mean) and its at-risk sites already get an "
+                'independent spatial effect; use at_risk_nugget = "shared" or release '
+                f"`{discrete.name}` in a release of its own (docs/risk-and-utility.md)")
 
     def _check_cross_fit(self) -> None:
         """Refuse keys of the restricted model, which ``predictive = "cross_fit"`` does not fit."""

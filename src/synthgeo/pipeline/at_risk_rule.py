@@ -45,6 +45,7 @@ selected by risk" table).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -81,7 +82,8 @@ RISE_REPORTED = 0.01
 
 
 def score_unrestricted(spec: ReleaseSpec, data: PreparedData, fit: GPFit,
-                       implicates: xr.Dataset) -> RecordRisk:
+                       implicates: xr.Dataset, *, g: str | None = None,
+                       own_X: np.ndarray | None = None) -> RecordRisk:
     """Per-record risk of the unrestricted model: release, both baselines, every measure.
 
     The risk stage's own scoring (:func:`synthgeo.pipeline.risk_stage.score_model`, one home).
@@ -95,14 +97,23 @@ def score_unrestricted(spec: ReleaseSpec, data: PreparedData, fit: GPFit,
     implicates : xarray.Dataset
         Its implicates (:func:`synthgeo.synthesis.implicates.draw_implicates`: ``y_synthetic``,
         ``y_mean``, ``y_sd``), model scale.
+    g : {"exp", "identity"}, optional
+        The response's map to the person's scale (default: ``[data] back_transform``; a
+        response of several: its own, :func:`synthgeo.pipeline.responses.response_scale_of`).
+    own_X : ndarray of shape (n_records, p), optional
+        A later response of several: the covariates the attacker holds (the earlier
+        responses' released values), as :func:`~synthgeo.pipeline.risk_stage.loo_predictive`
+        and the final risk stage; also the public baseline's regressors.
 
     Returns
     -------
     RecordRisk
         Confidential.
     """
-    loo = loo_predictive(spec, data, fit, implicates)
-    return score_model(data, implicates, loo, risk_measures(spec), spec.data.back_transform)
+    loo = loo_predictive(spec, data, fit, implicates, own_X=own_X)
+    public = data if own_X is None else dataclasses.replace(data, X=own_X)
+    return score_model(public, implicates, loo, risk_measures(spec),
+                       g or spec.data.back_transform)
 
 
 def _selection_attributable(record_risk: RecordRisk, targets) -> tuple[list, np.ndarray,

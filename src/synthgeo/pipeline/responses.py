@@ -37,11 +37,14 @@ from synthgeo.model.at_risk import AtRiskResult
 from synthgeo.model.transform import ResponseScale
 from synthgeo.pipeline.data import PreparedData
 from synthgeo.pipeline.result import MODELS
+from synthgeo.risk.joint import JointCount
+from synthgeo.risk.verdict import combine_statuses
 
 __all__ = ["ResponseResult", "SequentialResult", "response_formula", "released_values",
            "response_scale_of", "response_design", "PhiOfGLMM", "glmm_fitter",
-           "shift_to_earlier", "draw_discrete", "discrete_risk_tables", "gaussian_risk_frame",
-           "response_utility", "joint_risk"]
+           "shift_to_earlier", "risk_rule_inputs", "draw_discrete", "discrete_risk_tables",
+           "gaussian_risk_frame",
+           "response_utility", "joint_risk", "joint_over_responses"]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -72,6 +75,12 @@ class ResponseResult:
         Gaussian responses: release (Rao-Blackwellised), LOO and public baselines and
         attributable risk by model × group × measure × attack (the single-response risk
         stage's table, :mod:`synthgeo.pipeline.risk_stage`); None for yes/no and counts.
+    risk_scores : RiskScores or None
+        Gaussian responses: the risk stage's scores with the ``[risk.targets]`` verdict and
+        this response's joint count (:func:`synthgeo.pipeline.risk_stage.score_release_risk`;
+        ``attributable`` is its table); None for yes/no and counts.
+    at_risk_choice : AtRiskChoice or None
+        Which rule flagged which records (``[model] at_risk``: spatial, by risk, both).
     """
 
     def __repr__(self) -> str:
@@ -93,6 +102,8 @@ class ResponseResult:
     matches: dict
     seconds: dict = field(default_factory=dict)
     attributable: pd.DataFrame | None = None
+    risk_scores: object = None
+    at_risk_choice: object = None
 
     @property
     def name(self) -> str:
@@ -127,13 +138,19 @@ class SequentialResult:
     general_utility : GeneralUtility or None
         pMSE against the paired null of every response jointly, both models
         (:mod:`synthgeo.pipeline.general_utility`).
+    risk_joint : JointCount or None
+        Records identifiable by location and possibly above the first ``record_threshold`` in
+        at least one gaussian response (upper Monte Carlo bound of each response's a_i;
+        :func:`joint_over_responses`); None without a threshold.
+    warnings : list of dict
+        ``{"code", "message"}``: each response's FAIL under ``on_risk_failure = "warn"``.
     """
 
     def __repr__(self) -> str:
         """Show counts only (no record-level value, no seed)."""
         return confidential_repr(
             self, n_records=self.data.n_records, responses=[r.name for r in self.responses],
-            n_implicates=int(self.spec.synthesis.n_implicates),
+            n_implicates=int(self.spec.synthesis.n_implicates), risk_verdict=self.risk_status,
             location_verdict=None if self.locations is None else self.locations.verdict.status)
 
     spec: ReleaseSpec
@@ -146,11 +163,27 @@ class SequentialResult:
     locations: object = None
     seed: int | None = field(default=None, repr=False)
     general_utility: object = None
+    risk_joint: JointCount | None = None
+    warnings: list = field(default_factory=list)
 
     @property
     def M_m(self) -> float:  # noqa: N802
         """M of the first response, metres."""
         return self.responses[0].at_risk.radius_m
+
+    @property
+    def risk_statuses(self) -> dict[str, str]:
+        """Each response's risk verdict, by name ("NOT ASSESSED" without scores or targets)."""
+        return {r.name: ("NOT ASSESSED" if r.risk_scores is None
+                         else r.risk_scores.verdict.status) for r in self.responses}
+
+    @property
+    def risk_status(self) -> str:
+        """The release's risk verdict: FAIL if any response FAILs, PASS if every one PASSes.
+
+        Else NOT ASSESSED (:func:`synthgeo.risk.verdict.combine_statuses`).
+        """
+        return combine_statuses(self.risk_statuses.values())
 
 
 def response_formula(spec: ReleaseSpec, rc: ResponseConfig, first: bool) -> str:
@@ -314,6 +347,33 @@ def shift_to_earlier(ds: xr.Dataset, fit, X: np.ndarray, X_syn: np.ndarray) -> x
     return ds
 
 
+def risk_rule_inputs(spec: ReleaseSpec, rc: ResponseConfig, data_j: PreparedData, fit,
+                     implicates: xr.Dataset, X_syn: dict) -> tuple[xr.Dataset, dict]:
+    """Return the unrestricted implicates and attacker the at-risk rule scores (one response).
+
+    ``[model] at_risk = "risk" | "both"`` on a response of several scores what the final risk
+    stage will score (:func:`synthgeo.pipeline.risk_stage.score_release_risk`): on the
+    response's own scale ``g``; for a later response, the unrestricted implicates drawn
+    given the earlier *synthetic* unrestricted responses (:func:`shift_to_earlier`, on a
+    copy: ``implicates`` is shifted once more by the synthesis stage) and the attacker who
+    holds the earlier responses' released values (their mean over the restricted
+    implicates) instead of their confidential ones.
+
+    Returns
+    -------
+    implicates : xarray.Dataset
+        ``implicates`` (first response) or a shifted copy.
+    kwargs : dict
+        ``g`` and, for a later response, ``own_X`` (n_records, p) for
+        :func:`synthgeo.pipeline.at_risk_rule.score_unrestricted`.
+    """
+    kw: dict = {"g": response_scale_of(spec, rc).g_name}
+    if X_syn["restricted"] is None:
+        return implicates, kw
+    shifted = shift_to_earlier(implicates.copy(deep=True), fit, data_j.X, X_syn["unrestricted"])
+    return shifted, {**kw, "own_X": X_syn["restricted"].mean(axis=0)}
+
+
 def draw_discrete(spec: ReleaseSpec, fit, X: np.ndarray, X_syn: np.ndarray | None, seed):
     """GLMM implicates (L, n_records); η of implicate ℓ moved by (X†(ℓ) − X) β(ℓ)."""
     rng = np.random.default_rng(seed)
@@ -391,3 +451,38 @@ def joint_risk(data: PreparedData, results: list) -> tuple[pd.DataFrame, pd.Data
                              "mean_joint_share": float(share[mask].mean()),
                              "share_records_any_match": float((share[mask] > 0).mean())})
     return pd.DataFrame(rows), per
+
+
+def joint_over_responses(scores: list) -> JointCount | None:
+    """Count records identifiable by location and possibly above the threshold in any response.
+
+    Parameters
+    ----------
+    scores : list of RiskScores
+        The gaussian responses' scores, each with its :class:`~synthgeo.risk.joint.JointCount`
+        (identifiable by location — the same released locations and covariates for every
+        response — and a_i + z_{1−α} se_i above the first ``record_threshold``).
+
+    Returns
+    -------
+    JointCount or None
+        ``above`` is the union over responses (an upper bound: a record counts when its upper
+        Monte Carlo bound exceeds the threshold in at least one response); None without a
+        threshold or a gaussian response.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> def one(above):
+    ...     return NS(joint=JointCount(threshold=0.1, below_k=np.array([True, True, False]),
+    ...                                unique=np.zeros(3, bool), above=np.array(above)))
+    >>> joint_over_responses([one([True, False, True]), one([False, True, False])]).to_dict()[
+    ...     "n_joint"]
+    2
+    """
+    joints = [s.joint for s in scores if s is not None and s.joint is not None]
+    if not joints:
+        return None
+    first = joints[0]
+    return JointCount(threshold=first.threshold, below_k=first.below_k, unique=first.unique,
+                      above=np.logical_or.reduce([j.above for j in joints]))

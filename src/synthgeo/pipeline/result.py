@@ -19,6 +19,7 @@ from synthgeo.config import ReleaseSpec
 from synthgeo.inference.result import GPFit
 from synthgeo.locations.diagnostics import LocationDiagnostics
 from synthgeo.model.at_risk import AtRiskResult
+from synthgeo.risk.verdict import combine_statuses
 from synthgeo.risk.within_eps import RiskResult
 
 if TYPE_CHECKING:
@@ -140,10 +141,17 @@ def verdicts(result) -> dict[str, str]:
         PASS). The one reading of the verdicts that the console, the report's heading, the
         data users' README and :attr:`synthgeo.Release.verdicts` share.
 
+    Several responses (:class:`~synthgeo.pipeline.responses.SequentialResult`): the risk
+    verdict is FAIL if any response's is FAIL, PASS only if every response's is PASS, else NOT
+    ASSESSED (:func:`synthgeo.risk.verdict.combine_statuses`).
+
     Examples
     --------
     >>> from types import SimpleNamespace as NS
     >>> verdicts(NS(locations=None, risk_scores=None))
+    {'location': 'NOT ASSESSED', 'risk': 'NOT ASSESSED'}
+    >>> judged = NS(verdict=NS(status="PASS"))
+    >>> verdicts(NS(locations=None, responses=[NS(risk_scores=judged), NS(risk_scores=None)]))
     {'location': 'NOT ASSESSED', 'risk': 'NOT ASSESSED'}
     """
     def status(stage) -> str:
@@ -151,8 +159,10 @@ def verdicts(result) -> dict[str, str]:
         verdict = getattr(stage, "verdict", None)
         return "NOT ASSESSED" if verdict is None else verdict.status
 
-    return {"location": status(getattr(result, "locations", None)),
-            "risk": status(getattr(result, "risk_scores", None))}
+    several = getattr(result, "responses", None)
+    risk = (combine_statuses(status(r.risk_scores) for r in several) if several is not None
+            else status(getattr(result, "risk_scores", None)))
+    return {"location": status(getattr(result, "locations", None)), "risk": risk}
 
 
 def risk_per_record(result: ReleaseResult) -> pd.DataFrame:

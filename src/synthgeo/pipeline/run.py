@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import logit
 
-from synthgeo._errors import SpecError
+from synthgeo._errors import RiskError, SpecError
 from synthgeo._progress import progress_iter
 from synthgeo._seed import resolve_seed
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec, ResponseConfig, load_spec
@@ -219,14 +219,16 @@ def _locations_message(spec: ReleaseSpec, locations: LocationDiagnostics) -> str
 
 
 def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit, seed=None, *,
-             implicates=None) -> tuple[AtRiskResult, dict, float, AtRiskChoice, object]:
+             implicates=None, g: str | None = None, own_X: np.ndarray | None = None,
+             ) -> tuple[AtRiskResult, dict, float, AtRiskChoice, object]:
     """At-risk records, the spatial rule's sensitivity to φ, φ̂ (1/metre), the choice, the score.
 
     The spatial rule at M (φ̂ or ``M_m``); under ``[model] at_risk = "risk" | "both"`` also the
     records whose Rao-Blackwellised attributable risk under the unrestricted fit (scored on
     ``implicates``, drawn at its selection draws, or drawn here with ``seed``) exceeds a
-    ``record_threshold`` (:mod:`synthgeo.pipeline.at_risk_rule`). The last item is that
-    :class:`~synthgeo.risk.records.RecordRisk` (None under "spatial").
+    ``record_threshold`` (:mod:`synthgeo.pipeline.at_risk_rule`); ``g`` and ``own_X`` as
+    :func:`~synthgeo.pipeline.at_risk_rule.score_unrestricted` (a response of several). The
+    last item is that :class:`~synthgeo.risk.records.RecordRisk` (None under "spatial").
     """
     coords = coordinates_m(data.gdf)
     subject = data.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
@@ -243,7 +245,7 @@ def _at_risk(spec: ReleaseSpec, data: PreparedData, fit: GPFit, seed=None, *,
     if spec.model.at_risk != "spatial":
         ds = implicates if implicates is not None else _draw(
             spec, data, fit, "unrestricted", seed, draw_index=_selection_draws(spec, fit))
-        record_risk = score_unrestricted(spec, data, fit, ds)
+        record_risk = score_unrestricted(spec, data, fit, ds, g=g, own_X=own_X)
     choice, at_risk = risk_rule(spec, data, at_risk, record_risk)
     return at_risk, sens, float(phi_q[1]), choice, record_risk
 
@@ -299,23 +301,14 @@ def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed, *,
 
 
 def _refuse_on_several(spec: ReleaseSpec, previous) -> None:
-    """Refuse what is not applied yet to several responses (a silent skip would mislead).
+    """Refuse ``--previous`` with ``[[data.responses]]`` (a silent skip would mislead).
 
-    ``[[data.responses]]`` with several responses or a yes/no / count one; issue 22 phase 2
-    applies them there or names the statistical obstacle.
+    Repeated releases of several responses belong to the register issue. ``[risk.targets]``,
+    ``at_risk = "risk" | "both"`` and the marginal nugget apply to every gaussian response;
+    the spec refuses them with a yes/no or count response, naming the statistical reason
+    (:class:`~synthgeo.config.ReleaseSpec`).
     """
-    m = spec.model
-    unused = [key for key, on in (
-        ("[risk.targets]", bool(spec.risk.targets)),
-        ('[model] at_risk = "risk" | "both"', m.at_risk != "spatial"),
-        ('[model] at_risk_nugget = "marginal"', m.at_risk_nugget != "shared"),
-    ) if on]
-    if unused:
-        raise SpecError(
-            f"{', '.join(unused)}: applied on the single-response route only, not yet with "
-            "[[data.responses]] (several responses or a yes/no / count response); remove them "
-            "or release one gaussian response"
-        )
+    del spec  # the spec's own checks refuse what has no meaning for a discrete response
     if previous is not None:
         raise SpecError(
             "--previous (repeated releases) is applied on the single-response route only, "
@@ -370,11 +363,15 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
         selection_draws = (None if spec.model.at_risk == "spatial" else
                            _selection_draws(spec, fits["unrestricted"]))
         phi_of = fits["unrestricted"] if gaussian else responses.PhiOfGLMM(fits["unrestricted"])
+        scored, rule_kw = (None if selection_draws is None else _draw(
+            spec, data_j, fits["unrestricted"], "unrestricted", streams[1],
+            draw_index=selection_draws)), {}
+        if several and scored is not None:  # a response of several: its scale, its attacker
+            scored, rule_kw = responses.risk_rule_inputs(spec, rc, data_j, fits["unrestricted"],
+                                                         scored, X_syn)
         at_risk, sens, phi_hat, choice, selection_risk = _at_risk(
-            spec, data_j, phi_of, streams[1] if gaussian else None,
-            implicates=None if selection_draws is None else _draw(
-                spec, data_j, fits["unrestricted"], "unrestricted", streams[1],
-                draw_index=selection_draws))
+            spec, data_j, phi_of, streams[1] if gaussian else None, implicates=scored,
+            **rule_kw)
     say(f"M = {at_risk.radius_m:,.0f} m: {at_risk.n_at_risk} at-risk records"
         + ("" if choice.rule == "spatial" else
            f' (at_risk = "{choice.rule}": {int(choice.spatial.sum())} by location, '
@@ -474,14 +471,13 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         Bad input data; an earlier release (``previous``) without a register, or one the
         register does not hold or whose files or HMAC do not match it; a registered seed.
     synthgeo.SpecError
-        A bad spec, an engine the spec cannot use, or a key not applied yet to several
-        responses (``[risk.targets]``, ``at_risk = "risk" | "both"``, the marginal nugget,
-        ``previous``).
+        A bad spec, an engine the spec cannot use, or ``previous`` with several responses.
     synthgeo.ConvergenceError
         When a fit fails the convergence thresholds and ``on_convergence_failure = "stop"``.
     synthgeo.RiskError
-        When a ``[risk.targets]`` target fails for the released model and
-        ``[risk] on_risk_failure = "stop"`` (raised before anything is written).
+        When a ``[risk.targets]`` target fails for the released model (of any gaussian
+        response of several: the error names it) and ``[risk] on_risk_failure = "stop"``
+        (raised before anything is written).
     """
     spec, say, seconds = as_spec(spec), progress or log.info, {}
     several = spec.data.sequential  # [[data.responses]]: several responses or a GLMM family
@@ -532,7 +528,7 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         return _one_response(spec, data, drawn[0], locations, earlier, seconds, seed, say,
                              progressbar)
     return _several_responses(spec, data, drawn, formulas, locations, seconds, seed,
-                              progressbar)
+                              progressbar, say)
 
 
 def _within_eps(spec: ReleaseSpec, d: _Drawn, progressbar: bool) -> tuple[dict, pd.DataFrame]:
@@ -602,13 +598,13 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
 
 
 def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], locations,
-                       seconds, seed, progressbar):
+                       seconds, seed, progressbar, say=log.info):
     """Risk and utility of each response in turn, the joint risk and the correlations."""
     frame = data.frame.drop(columns=[spec.data.response])  # covariates, released unchanged
     results = []
     for j, (d, formula) in enumerate(zip(drawn, formulas)):
         rc, sec, y = d.config, d.seconds, d.data.y
-        attributable = None
+        attributable = scores = None
         with _timed(sec, "risk"):
             if rc.family == "gaussian":
                 risk, summary = _within_eps(spec, d, progressbar)
@@ -619,10 +615,10 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
                 if own_X is not None:
                     own_X[:, data.X.shape[1]:] = np.column_stack(
                         [e.synthetic["restricted"].mean(axis=0) for e in drawn[:j]])
-                attributable = score_release_risk(
-                    spec, d.data, d.fits, d.implicates, d.at_risk.at_risk, locations,
-                    own_X=own_X, g=responses.response_scale_of(spec, rc).g_name,
-                    realised=risk, compare_units=False).table.assign(response=rc.name)
+                scores = _score_response(spec, d, locations, own_X, risk)
+                attributable = scores.table.assign(response=rc.name)
+                if spec.risk.targets:
+                    say(f"{rc.name}: {scores.verdict_line()}")
             else:
                 per, summary, matches = responses.discrete_risk_tables(
                     spec, rc, d.synthetic, y, d.at_risk, frame)
@@ -635,17 +631,44 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
             config=rc, coef_names=d.data.coef_names, y=y, fits=d.fits, at_risk=d.at_risk,
             at_risk_sensitivity=d.sensitivity, synthetic=d.synthetic, risk_per_record=per,
             risk_summary=summary, utility=utility, formula=formula, matches=matches,
-            seconds=sec, attributable=attributable))
+            seconds=sec, attributable=attributable, risk_scores=scores,
+            at_risk_choice=d.choice))
         for k, v in sec.items():  # totals over responses; per response in ResponseResult
             seconds[k] = seconds.get(k, 0.0) + v
     joint, joint_per = responses.joint_risk(data, results) if len(results) > 1 else (None, None)
     correlations = response_correlations(
         {r.name: r.y for r in results}, {r.name: r.synthetic["restricted"] for r in results})
+    scored = [r.risk_scores for r in results if r.risk_scores is not None]
+    risk_joint = responses.joint_over_responses(scored)
     with _timed(seconds, "general_utility"):  # every response jointly
         general = general_utility(spec, frame, {r.name: r.y for r in results},
                                   {m: {r.name: r.synthetic[m] for r in results} for m in MODELS},
                                   coordinates_m(data.gdf), seed=seed)
-    return responses.SequentialResult(
+    result = responses.SequentialResult(
         spec=spec, data=data, responses=results, joint_risk=joint, joint_per_record=joint_per,
         correlations=correlations, seconds=seconds, locations=locations, seed=seed,
-        general_utility=general)
+        general_utility=general, risk_joint=risk_joint,
+        warnings=[w for sc in scored for w in sc.warnings])
+    if spec.risk.targets:
+        say(f"risk verdict of the release: {result.risk_status} ("
+            + ", ".join(f"{k} {v}" for k, v in result.risk_statuses.items()) + ")")
+    return result
+
+
+def _score_response(spec, d: _Drawn, locations, own_X, realised):
+    """Score one gaussian response of several and judge the targets on it, named.
+
+    :func:`score_release_risk` on the response's own scale and attacker; the gate
+    (``on_risk_failure``) names the response: "stop" raises a RiskError before anything is
+    written, "warn" keeps the coded warning with the response's name.
+    """
+    name = d.config.name
+    try:
+        scores = score_release_risk(
+            spec, d.data, d.fits, d.implicates, d.at_risk.at_risk, locations, own_X=own_X,
+            g=responses.response_scale_of(spec, d.config).g_name, realised=realised,
+            compare_units=False)
+    except RiskError as exc:
+        raise RiskError(f"response `{name}`: {exc}") from None
+    notes = [{**w, "message": f"response `{name}`: {w['message']}"} for w in scores.warnings]
+    return dataclasses.replace(scores, warnings=notes)

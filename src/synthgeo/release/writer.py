@@ -27,6 +27,7 @@ from synthgeo.io.provenance import file_sha256, provenance
 from synthgeo.pipeline import MODELS, ReleaseResult, risk_per_record
 from synthgeo.pipeline.data import response_scale
 from synthgeo.pipeline.responses import SequentialResult, released_values
+from synthgeo.pipeline.result import verdicts
 from synthgeo.release.readme import csv_name, data_user_readme, disposal_counts
 from synthgeo.release.records import ID_MAP_FILE, ReleasedRecords, released_records
 from synthgeo.release.schema import validate_release_record
@@ -647,13 +648,16 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
                         "sensitivity_to_phi": r.at_risk_sensitivity,
                         "gamma": spec.model.gamma,
                         "at_risk_effect": ("independent" if r.family != "gaussian"
-                                           else spec.model.at_risk_effect)},
+                                           else spec.model.at_risk_effect),
+                        **_rule_record(r, spec)},
             "priors": (r.fits["unrestricted"].model.priors.to_dict() if r.family != "gaussian"
                        else r.fits["unrestricted"].priors.to_dict()),
             "fits": {m: _fit_summary(r.fits[m], r.family) for m in MODELS},
             "risk_summary": r.risk_summary.to_dict("records"),
             **({} if r.attributable is None else
                {"risk_attributable": r.attributable.to_dict("records")}),
+            **({} if r.risk_scores is None else
+               {"risk_verdict": r.risk_scores.verdict.to_dict()}),
             "utility": {"method": ("OLS" if r.family == "gaussian" else
                                    {"bernoulli": "logistic GLM", "poisson": "Poisson GLM"}
                                    [r.family]) + " per implicate, Reiter (2003) rules",
@@ -678,9 +682,37 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
     if result.locations is not None:
         rec["locations"] = result.locations.summary()
     rec.update(_location_verdict_and_warnings(result))
-    # [risk.targets] are refused for several responses (pipeline.run): nothing is judged
-    rec["verdicts"]["risk"] = NOT_ASSESSED_RISK
+    rec["verdicts"]["risk"] = _several_risk_verdict(result)
+    rec["warnings"] = rec["warnings"] + list(result.warnings)
     return jsonable(rec)
+
+
+def _rule_record(r, spec) -> dict[str, Any]:
+    """One response's at-risk rule (``[model] at_risk``) with its counts, and the nugget.
+
+    ``at_risk_nugget``: the gaussian response's ``[model] at_risk_nugget``; null for a yes/no
+    or count response (no nugget; its at-risk sites get an independent effect).
+    """
+    choice = r.at_risk_choice
+    out: dict[str, Any] = {"at_risk_nugget": (spec.model.at_risk_nugget
+                                              if r.family == "gaussian" else None)}
+    if choice is not None:
+        out.update(rule=choice.rule, n_spatial=int(choice.spatial.sum()),
+                   n_by_risk=int(choice.by_risk.sum()))
+    return out
+
+
+def _several_risk_verdict(result: SequentialResult) -> dict[str, Any]:
+    """``verdicts.risk`` of several responses: the release's status, each response's, joint.
+
+    FAIL if any response FAILs, PASS only if every one PASSes, else NOT ASSESSED; each
+    gaussian response's checks are in ``responses[].risk_verdict``; ``joint`` counts the
+    records identifiable by location and possibly above the threshold in at least one
+    response (:func:`synthgeo.pipeline.responses.joint_over_responses`).
+    """
+    return {**NOT_ASSESSED_RISK, "status": result.risk_status,
+            "joint": None if result.risk_joint is None else result.risk_joint.to_dict(),
+            "by_response": result.risk_statuses}
 
 
 def _sequential_readme(result: SequentialResult, rec: ReleasedRecords) -> str:
@@ -689,8 +721,13 @@ def _sequential_readme(result: SequentialResult, rec: ReleasedRecords) -> str:
     id_words = ("a release pseudonym (1 to n in a random order, not the confidential id; the "
                 "same in every implicate)" if rec.kind == "pseudonymous" else "the record id")
     counts = disposal_counts(result)
+    failed = [k for k, v in verdicts(result).items() if v == "FAIL"]
     lines = [
         "# Partially synthetic data (synthgeo)", "",
+        *([f"**This file did not pass the releasing agency's review check"
+           f"{'s' if len(failed) > 1 else ''} ({' and '.join(failed)}).** It was written for "
+           "review (a preview) and is not an approved release; ask the agency before using or "
+           "passing it on.", ""] if failed else []),
         f"{spec.synthesis.n_implicates} implicates of {len(rec.rows)} records; each holds "
         f"{id_words}, the location and covariates as collected and **synthetic** values of the "
         "confidential responses:", ""]

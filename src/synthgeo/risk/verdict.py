@@ -39,9 +39,34 @@ from synthgeo.risk.joint import JointCount
 from synthgeo.risk.measure import Measure
 from synthgeo.risk.noise import max_bounds, threshold_counts
 
-__all__ = ["TargetCheck", "RiskVerdict", "assess_risk", "apply_risk_gate", "STATUSES"]
+__all__ = ["TargetCheck", "RiskVerdict", "assess_risk", "apply_risk_gate", "STATUSES",
+           "combine_statuses"]
 
 STATUSES = ("PASS", "FAIL", "NOT ASSESSED")
+
+
+def combine_statuses(statuses) -> str:
+    """One verdict from several (a release of several responses): FAIL, PASS or NOT ASSESSED.
+
+    FAIL if any is FAIL; PASS only if there is at least one and every one is PASS; else NOT
+    ASSESSED (a response not judged leaves the release not assessed, never PASS).
+
+    Examples
+    --------
+    >>> combine_statuses(["PASS", "FAIL"]), combine_statuses(["PASS", "PASS"])
+    ('FAIL', 'PASS')
+    >>> combine_statuses(["PASS", "NOT ASSESSED"]), combine_statuses([])
+    ('NOT ASSESSED', 'NOT ASSESSED')
+    """
+    statuses = list(statuses)
+    unknown = set(statuses) - set(STATUSES)
+    if unknown:
+        raise ValueError(f"statuses must be among {STATUSES}, got {sorted(unknown)}.")
+    if "FAIL" in statuses:
+        return "FAIL"
+    if statuses and all(s == "PASS" for s in statuses):
+        return "PASS"
+    return "NOT ASSESSED"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -387,14 +387,34 @@ def _discrete_rows(name: str, summary: pd.DataFrame) -> list[tuple[str, str, str
     return rows
 
 
+def _several_verdict_row(result) -> tuple[str, str, str]:
+    """Return the release's risk verdict over its responses (first row of the box), coloured.
+
+    FAIL if any response FAILs, PASS only if every one PASSes, else NOT ASSESSED
+    (:func:`synthgeo.pipeline.result.verdicts`); each response's status beside it.
+    """
+    from synthgeo.pipeline.result import verdicts
+
+    item = "risk verdict (released model)"
+    if not result.spec.risk.targets:
+        return (item, "NOT ASSESSED: no [risk.targets] were set; every figure below is beside "
+                "its baseline", "")
+    status = verdicts(result)["risk"]
+    per = ", ".join(f"{name} {v}" for name, v in result.risk_statuses.items())
+    return (item, f"{status} (FAIL if any response fails, PASS only if every one passes): "
+            f"{per}", "ok" if status == "PASS" else "warn" if status == "FAIL" else "")
+
+
 def sequential_key_figures(result) -> pd.DataFrame:
     """Return the key-figures box of a sequential release (``[[data.responses]]``).
 
-    As :func:`key_figures`, per response: the risk verdict (NOT ASSESSED: ``[risk.targets]``
-    are refused on this route), N and the records dropped for a missing value, the location
-    verdict; for each response its at-risk count, then for a gaussian response every
+    As :func:`key_figures`, per response: the release's risk verdict (FAIL if any response
+    fails, PASS only if every one passes; colour and the words PASS/FAIL), N and the records
+    dropped for a missing value, the location verdict, the joint count over responses; for
+    each response its at-risk count, then for a gaussian response its own verdict and every
     measure × attack for all and the at-risk records (release, the stronger baseline,
-    attributable; both models), for a yes/no or count response the match share and majority
+    attributable, the status against the targets; both models), for a yes/no or count
+    response the match share and majority
     attack against the public GLM baseline (all, at-risk, each true class); the joint risk
     across responses; per response the Reiter check and convergence. Unfavourable figures are
     marked ``"warn"``, never left out.
@@ -410,19 +430,35 @@ def sequential_key_figures(result) -> pd.DataFrame:
     """
     from synthgeo.pipeline.risk_stage import risk_measures
 
-    rows = [("risk verdict (released model)", "NOT ASSESSED: [risk.targets] are not applied "
-             "to several responses; every figure below is beside its baseline", ""),
+    rows = [_several_verdict_row(result),
             ("records (N)", f"{result.data.n_records:,}", "")]
     miss = result.data.missing
     if miss and miss.get("n_dropped"):
         rows.append(("records dropped for a missing value (not released)",
                      f"{miss['n_dropped']:,}", ""))
     rows.append(_location_row(result))
+    joint_all = getattr(result, "risk_joint", None)
+    if joint_all is not None:
+        j = joint_all.to_dict()
+        rows.append(("records identifiable by location and possibly above the attributable "
+                     f"threshold ({j['threshold']:g}; upper Monte Carlo bound) in at least one "
+                     "response", f"{j['n_joint']} of {j['n_records']} ({j['n_identifiable']} "
+                     f"identifiable: {j['n_below_k']} below k, {j['n_unique']} unique on "
+                     f"location + covariates; {j['n_above']} possibly above in a response)",
+                     ""))  # a count, not a target: no colour
     measures = risk_measures(result.spec)
+    judged = bool(result.spec.risk.targets)
     for r in result.responses:
         rows.append((f"{r.name} ({r.family}): at-risk records (M = {r.at_risk.radius_m:,.0f} m)",
                      f"{r.at_risk.n_at_risk}", ""))
-        if r.attributable is not None:
+        scores = getattr(r, "risk_scores", None)
+        if scores is not None:
+            if judged:  # the response's own verdict, as the single response's first row
+                item, value, status = _verdict_row(r)
+                rows.append((f"{r.name}: {item}", value, status))
+            rows += _attributable_rows(scores.table, measures, prefix=f"{r.name}: ",
+                                       summary=scores.summary, verdict=scores.verdict)
+        elif r.attributable is not None:
             rows += _attributable_rows(r.attributable, measures, prefix=f"{r.name}: ")
         elif r.family != "gaussian":
             rows += _discrete_rows(r.name, r.risk_summary)
