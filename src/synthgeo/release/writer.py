@@ -712,7 +712,8 @@ def _several_risk_verdict(result: SequentialResult) -> dict[str, Any]:
     """
     return {**NOT_ASSESSED_RISK, "status": result.risk_status,
             "joint": None if result.risk_joint is None else result.risk_joint.to_dict(),
-            "by_response": result.risk_statuses}
+            "by_response": [{"response": k, "status": v}
+                            for k, v in result.risk_statuses.items()]}
 
 
 def _sequential_readme(result: SequentialResult, rec: ReleasedRecords) -> str:
