@@ -16,4 +16,5 @@ COMMANDS: tuple[str, ...] = (
     "kanon",
     "outliers",
     "compare",
+    "verify",
 )

@@ -374,7 +374,7 @@ def check_formula_names(formula: str, columns: list[str], *,
 
     Patsy evaluates formula terms as Python expressions, so a reviewed spec must not be able to
     run code through its formula (``__import__("os").system(...)``). The same allow-list
-    guards an analyst's formula sent to ``synthgeo verify`` (:mod:`synthgeo.verify.analysis`).
+    guards an analyst's formula sent to ``synthgeo verify`` (:mod:`synthgeo.verification.analysis`).
 
     Parameters
     ----------
