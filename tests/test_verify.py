@@ -1,0 +1,195 @@
+"""``synthgeo verify`` / ``sg.verify`` (issue 27 item 2) on a quick release of the bundled spec."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import synthgeo as sg
+from synthgeo._errors import InputError, SpecError
+from synthgeo.config import bundled_spec_path, load_spec
+from synthgeo.testing import fake_fitter, fake_spec
+from synthgeo.utility.reiter import fit_ols
+from synthgeo.verification.analysis import check_records_behind_terms
+from synthgeo.verification.budget import BudgetStore
+from synthgeo.verification.privacy import laplace_scale, partition, release_means
+
+SPEC_MODEL = "log_price ~ sqft_living"
+OTHER_MODEL = "log_price ~ np.log(sqft_living)"
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    """A fake-fitter release of the bundled spec (5 implicates, seconds)."""
+    spec = fake_spec(load_spec(bundled_spec_path()), n_draws=100, n_implicates=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = sg.run(spec, fitter=fake_fitter(n_draws=100))
+    return res.write(tmp_path_factory.mktemp("verify") / "out")
+
+
+@pytest.fixture()
+def store(tmp_path):
+    return tmp_path / "budget.sqlite"
+
+
+def _confidential():
+    df = pd.read_csv(bundled_spec_path().parent / "sacramento_home_sales.csv")
+    return df.query("beds == 2").reset_index(drop=True)
+
+
+@pytest.mark.parametrize("formula", [SPEC_MODEL, OTHER_MODEL])
+def test_dp_answer_states_noise_and_charges_budget(release, store, formula):
+    res = sg.verify(release, formula, analyst="ana", budget=3.0, epsilon=1.0, store=store,
+                    seed=1)
+    d = res.to_dict()
+    assert d["mode"] == "dp" and d["epsilon"] == 1.0
+    m, k = d["n_subsets"], len(d["measures"])
+    assert m == 140 // 25 and k == 2
+    assert d["sensitivity"] == pytest.approx(3 * k / m)
+    assert d["laplace_scale"] == pytest.approx(3 * k / (m * 1.0))
+    assert d["noise_sd"] == pytest.approx(np.sqrt(2) * d["laplace_scale"])
+    for row in d["measures"]:
+        for key in ("ci_overlap", "sign_agreement", "significance_agreement"):
+            assert 0.0 <= row[key] <= 1.0
+    assert d["budget"] == {"total": 3.0, "spent": 1.0, "remaining": 2.0}
+    sg.verify(release, formula, analyst="ana", epsilon=0.5, store=store, seed=2)
+    assert BudgetStore(store).remaining("ana") == pytest.approx(1.5)
+
+
+def test_dp_measures_near_exact_at_large_epsilon(release, store):
+    """At ε = 1e6 the noise vanishes: the shares are the subsets' own (sign of sqft agrees)."""
+    res = sg.verify(release, SPEC_MODEL, analyst="ana", budget=1e7, epsilon=1e6, store=store,
+                    seed=3)
+    assert res.measures.loc["sqft_living", "sign_agreement"] == pytest.approx(1.0, abs=1e-4)
+    shares = res.measures.to_numpy() * res.n_subsets
+    np.testing.assert_allclose(shares[:, 1:], np.round(shares[:, 1:]), atol=1e-3)
+
+
+def test_spent_budget_refuses_and_every_request_is_logged(release, store):
+    sg.verify(release, SPEC_MODEL, analyst="bob", budget=1.5, epsilon=1.0, store=store, seed=1)
+    with pytest.raises(InputError, match="budget is spent"):
+        sg.verify(release, SPEC_MODEL, analyst="bob", epsilon=1.0, store=store, seed=1)
+    with pytest.raises(InputError, match="has no privacy budget"):
+        sg.verify(release, SPEC_MODEL, analyst="carol", epsilon=1.0, store=store, seed=1)
+    log = BudgetStore(store).requests()
+    assert log["status"].tolist() == ["granted", "refused", "refused"]
+    assert log["analyst"].tolist() == ["bob", "bob", "carol"]
+    assert log["epsilon"].iloc[0] == 1.0 and log["epsilon"].iloc[1:].isna().all()
+    assert "budget is spent" in log["reason"].iloc[1]
+    assert BudgetStore(store).spent("bob") == 1.0  # the refusal charged nothing
+
+
+@pytest.mark.parametrize("formula", [
+    "log_price ~ I(sqft_living == 904)",  # 4 records < k = 5
+    "log_price ~ I(sqft_living >= 904) + I(sqft_living > 904)",  # their difference: the same 4
+    "log_price ~ sqft_living + I(sqft_living * (sqft_living == 904))",
+])
+def test_isolating_term_refused(release, store, formula):
+    with pytest.raises(InputError, match=r"fewer than k = 5 records") as err:
+        sg.verify(release, formula, analyst="ana", budget=5.0, store=store, seed=1)
+    assert "\n" not in str(err.value)
+    log = BudgetStore(store).requests()
+    assert log["status"].tolist() == ["refused"] and BudgetStore(store).spent("ana") == 0
+
+
+@pytest.mark.parametrize("formula", [
+    "log_price ~ __import__('os').system('touch x')",
+    "log_price ~ sqft_living.__class__",
+    "log_price ~ (lambda s: s)(sqft_living)",
+    "log_price ~ np.linalg.det(sqft_living)",
+    "log_price ~ os.system(1)",
+    "log_price ~ sqft_living + log_price",  # the confidential response on the right side
+    "log_price ~ price_usd",  # a column that is not released
+])
+def test_code_bearing_formula_refused(release, store, tmp_path, monkeypatch, formula):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SpecError) as err:
+        sg.verify(release, formula, analyst="ana", budget=5.0, store=store, seed=1)
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "x").exists()
+    assert BudgetStore(store).requests()["status"].tolist() == ["refused"]
+
+
+def test_changed_confidential_file_refused(release, store, tmp_path):
+    src = bundled_spec_path().parent / "sacramento_home_sales.csv"
+    changed = tmp_path / "sales.csv"
+    shutil.copy(src, changed)
+    with changed.open("a", encoding="utf-8") as f:
+        f.write("\n")
+    with pytest.raises(InputError, match="SHA-256 differs"):
+        sg.verify(release, SPEC_MODEL, analyst="ana", budget=5.0, store=store, data=changed)
+    same = tmp_path / "same.csv"
+    shutil.copy(src, same)  # the same bytes elsewhere: accepted
+    assert sg.verify(release, SPEC_MODEL, analyst="ana", store=store, data=same, seed=1)
+
+
+def test_answer_holds_no_confidential_estimate(release, store):
+    conf = fit_ols(SPEC_MODEL, _confidential())
+    secrets = np.concatenate([conf.params, conf.bse, conf.lower, conf.upper])
+    for kw in ({"seed": 1}, {"non_private_reason": "agency check of the test suite"}):
+        res = sg.verify(release, SPEC_MODEL, analyst="ana", budget=5.0, store=store, **kw)
+        text = json.dumps(res.to_dict()) + repr(res)
+        numbers = [float(x) for x in re.findall(r"-?\d+\.\d+(?:e-?\d+)?", text)]
+        for s in secrets:
+            assert f"{s:.4g}" not in text
+            assert not any(np.isclose(x, s, rtol=1e-6, atol=0) for x in numbers)
+
+
+def test_non_private_needs_a_reason_and_is_logged(release, store):
+    with pytest.raises(InputError, match="reason"):
+        sg.verify(release, SPEC_MODEL, analyst="ana", store=store, non_private_reason=" ")
+    res = sg.verify(release, SPEC_MODEL, analyst="ana", store=store,
+                    non_private_reason="board request 12")
+    assert res.mode == "non_private" and res.epsilon is None and res.laplace_scale is None
+    assert res.measures.loc["sqft_living", "sign_agreement"] == 1.0
+    log = BudgetStore(store).requests()
+    assert log["mode"].tolist()[-1] == "non_private"
+    assert log["reason"].tolist()[-1] == "board request 12"
+
+
+def test_cli_verify(release, store, tmp_path, capsys):
+    from synthgeo.cli.main import main
+
+    analysis = tmp_path / "analysis.toml"
+    analysis.write_text(f'formula = "{OTHER_MODEL}"\nfamily = "gaussian"\n', encoding="utf-8")
+    out = tmp_path / "answer.json"
+    rc = main(["verify", str(release), str(analysis), "--analyst", "dan", "--budget", "2",
+               "--epsilon", "0.5", "--store", str(store), "--seed", "4", "--out", str(out)])
+    printed = capsys.readouterr()
+    assert rc == 0, printed.err
+    assert "Laplace scale" in printed.out and "remaining 1.5" in printed.out
+    assert json.loads(out.read_text())["epsilon"] == 0.5
+    rc = main(["verify", str(release), "--formula", "log_price ~ I(sqft_living == 904)",
+               "--analyst", "dan", "--store", str(store)])
+    err = capsys.readouterr().err
+    assert rc == 1 and err.count("\n") == 1 and err.startswith("synthgeo: error: term")
+
+
+def test_records_behind_terms_rules():
+    x = np.repeat(np.arange(10.0), 3)  # 30 records, 3 per value
+    one = np.ones_like(x)
+    check_records_behind_terms(np.column_stack([one, x]), ["Intercept", "x"], 5)
+    with pytest.raises(InputError, match="single out one record"):
+        y = np.arange(30.0)
+        check_records_behind_terms(np.column_stack([one, y, (y == 7) * y + (y == 7)]),
+                                   ["Intercept", "y", "t"], 1)
+
+
+def test_privacy_mechanism():
+    groups = partition(103, 5, np.random.default_rng(0))
+    assert sorted(np.bincount(groups).tolist()) == [20, 20, 21, 21, 21]
+    assert laplace_scale(6, 5, 0.5) == pytest.approx(2.4)
+    # the noise's spread is the stated scale (Laplace: mean |noise| = b)
+    rng = np.random.default_rng(1)
+    draws = np.array([release_means(np.full((10, 1), 0.5), 100.0, rng)[0][0]
+                      for _ in range(4000)])
+    assert np.mean(np.abs(draws - 0.5)) == pytest.approx(1 / (10 * 100.0), rel=0.1)
+    with pytest.raises(ValueError, match="epsilon"):
+        laplace_scale(1, 2, 0.0)
