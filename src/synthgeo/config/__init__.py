@@ -36,7 +36,8 @@ from synthgeo.config.spec import (
 __all__ = [
     "ResponseConfig", "DataConfig", "ModelConfig", "SamplingConfig", "SynthesisConfig",
     "RiskConfig", "RiskTarget", "UtilityConfig", "AnonymityConfig", "ComputeConfig",
-    "ReleaseSpec", "load_spec", "spec_from_dict", "bundled_spec_path", "AUTO_EXACT_MAX_RECORDS", "AT_RISK_RULES",
+    "ReleaseSpec", "load_spec", "spec_from_dict", "bundled_spec_path",
+    "AUTO_EXACT_MAX_RECORDS", "AT_RISK_RULES",
     "BUNDLED_SPEC", "RESPONSE_FAMILIES", "SPEC_CONSTRAINTS",
 ]
 # private names other modules and tests use

@@ -27,11 +27,20 @@ from synthgeo.config import spec_from_dict
 from synthgeo.io.provenance import file_sha256
 from synthgeo.pipeline.data import prepare_data
 from synthgeo.pipeline.previous import IMPLICATES, load_previous
-from synthgeo.verification.analysis import (Analysis, check_analysis, check_records_behind_terms,
-                                      design)
+from synthgeo.verification.analysis import (
+    Analysis,
+    check_analysis,
+    check_records_behind_terms,
+    design,
+)
 from synthgeo.verification.budget import BudgetStore
-from synthgeo.verification.measures import (MEASURES, exact_measures, fit_confidential,
-                                      subset_measures, synthetic_estimate)
+from synthgeo.verification.measures import (
+    MEASURES,
+    exact_measures,
+    fit_confidential,
+    subset_measures,
+    synthetic_estimate,
+)
 from synthgeo.verification.privacy import partition, release_means
 
 __all__ = ["VerifyResult", "verify", "default_subsets", "DEFAULT_STORE"]
@@ -92,13 +101,14 @@ class VerifyResult:
     reason: str | None = None
 
     def __repr__(self) -> str:
+        """Show the request and the noise; the measures are in :attr:`measures`."""
         noise = (f"ε = {self.epsilon:g}, Laplace scale {self.laplace_scale:.3g}"
                  if self.mode == "dp" else "non-private (agency setting)")
         return (f"VerifyResult({self.formula!r}, {self.family}, {len(self.measures)} terms, "
                 f"{noise})")
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON answer: the measures, the mechanism and its noise, the budget."""
+        """Return the JSON answer: the measures, the mechanism and its noise, the budget."""
         rows = [{"term": t, **{m: float(r[m]) for m in MEASURES}}
                 for t, r in self.measures.iterrows()]
         return {

@@ -15,8 +15,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
-from sqlalchemy import (Column, DateTime, Float, Integer, MetaData, String, Table, Text,
-                        create_engine, func, insert, select)
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Float,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    create_engine,
+    func,
+    insert,
+    select,
+)
 
 from synthgeo._errors import InputError
 
@@ -71,6 +83,7 @@ class BudgetStore:
         _META.create_all(self._engine)
 
     def __repr__(self) -> str:
+        """Show the file only."""
         return f"BudgetStore({str(self.path)!r})"
 
     def set_total(self, analyst: str, total_epsilon: float) -> None:
@@ -86,13 +99,13 @@ class BudgetStore:
                                                set_at=_now()))
 
     def total(self, analyst: str) -> float | None:
-        """The analyst's total ε, None when the agency has set none."""
+        """Return the analyst's total ε, None when the agency has set none."""
         with self._engine.connect() as con:
             return con.execute(select(BUDGETS.c.total_epsilon)
                                .where(BUDGETS.c.analyst == analyst)).scalar()
 
     def spent(self, analyst: str) -> float:
-        """The ε of the analyst's granted requests, summed (sequential composition)."""
+        """Return the ε of the analyst's granted requests, summed (sequential composition)."""
         with self._engine.connect() as con:
             return float(con.execute(
                 select(func.coalesce(func.sum(REQUESTS.c.epsilon), 0.0))
@@ -153,7 +166,7 @@ class BudgetStore:
                 status="refused", reason=reason))
 
     def requests(self, analyst: str | None = None) -> pd.DataFrame:
-        """The audit log, oldest first (one analyst's, or all)."""
+        """Return the audit log, oldest first (one analyst's, or all)."""
         query = select(REQUESTS).order_by(REQUESTS.c.id)
         if analyst is not None:
             query = query.where(REQUESTS.c.analyst == analyst)

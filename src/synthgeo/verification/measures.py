@@ -24,8 +24,13 @@ import xarray as xr
 from scipy import stats
 
 from synthgeo.model.glm import fit_glm
-from synthgeo.utility.reiter import CombinedEstimate, ci_overlap, combine_reiter, fit_ols, \
-    reiter_ols
+from synthgeo.utility.reiter import (
+    CombinedEstimate,
+    ci_overlap,
+    combine_reiter,
+    fit_ols,
+    reiter_ols,
+)
 from synthgeo.verification.analysis import Analysis
 
 __all__ = ["MEASURES", "synthetic_estimate", "fit_confidential", "exact_measures",
@@ -88,7 +93,7 @@ def _significant(lower, upper) -> np.ndarray:
 
 
 def exact_measures(confidential: pd.DataFrame, synthetic: CombinedEstimate) -> pd.DataFrame:
-    """The measures from the fit on all confidential records (the non-private mode).
+    """Return the measures from the fit on all confidential records (the non-private mode).
 
     Parameters
     ----------
