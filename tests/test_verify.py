@@ -193,3 +193,14 @@ def test_privacy_mechanism():
     assert np.mean(np.abs(draws - 0.5)) == pytest.approx(1 / (10 * 100.0), rel=0.1)
     with pytest.raises(ValueError, match="epsilon"):
         laplace_scale(1, 2, 0.0)
+
+
+@pytest.mark.parametrize("name", ["analysis", "privacy", "measures", "budget", "api"])
+def test_doctests(name):
+    """The examples in the verification modules' docstrings run as written."""
+    import doctest
+    import importlib
+
+    module = importlib.import_module(f"synthgeo.verification.{name}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and (result.attempted > 0 or name == "api")

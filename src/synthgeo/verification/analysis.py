@@ -77,7 +77,7 @@ def load_analysis(path: str | os.PathLike) -> Analysis:
     --------
     >>> import tempfile
     >>> p = Path(tempfile.mkdtemp()) / "a.toml"
-    >>> _ = p.write_text('formula = "log_price ~ sqft_living"\\n')
+    >>> _ = p.write_text('formula = "log_price ~ sqft_living"\n')
     >>> load_analysis(p).family
     'gaussian'
     """
