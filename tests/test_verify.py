@@ -204,3 +204,11 @@ def test_doctests(name):
     module = importlib.import_module(f"synthgeo.verification.{name}")
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and (result.attempted > 0 or name == "api")
+
+
+def test_logistic_family(release, store):
+    """A bernoulli (logit) model on a 0/1 left side: the exact measures agree in sign."""
+    res = sg.verify(release, "I(log_price > 11.5) ~ sqft_living", family="bernoulli",
+                    analyst="ana", store=store, non_private_reason="logistic check")
+    assert res.family == "bernoulli" and list(res.measures.index) == ["Intercept", "sqft_living"]
+    assert res.measures.loc["sqft_living", "sign_agreement"] == 1.0
