@@ -24,10 +24,12 @@ def add_parser(sub, common) -> None:
     v.add_argument("analysis", metavar="ANALYSIS", nargs="?", default=None,
                    help="a TOML file with `formula`, `family` (gaussian or bernoulli) and "
                         "`alpha`; or use --formula")
-    v.add_argument("--formula", help="the analyst's formula, e.g. 'log_price ~ sqft_living'")
+    v.add_argument("--formula",
+                   help="the analyst's formula, e.g. 'log_price ~ sqft_living' (default: the "
+                        "ANALYSIS file's)")
     v.add_argument("--family", choices=("gaussian", "bernoulli"), default=None,
                    help="OLS or logistic regression (default: gaussian)")
-    v.add_argument("--analyst", required=True, help="who is charged ε (required)")
+    v.add_argument("--analyst", required=True, help="who is charged ε (required; no default)")
     v.add_argument("--epsilon", type=float, default=1.0,
                    help="ε of this request (default: 1.0)")
     v.add_argument("--budget", type=float, default=None,
@@ -40,13 +42,16 @@ def add_parser(sub, common) -> None:
                    help="M, disjoint subsets of the confidential records (default: N / "
                         "max(25, 10 × coefficients))")
     v.add_argument("--data", default=None,
-                   help="the confidential file, if moved (its SHA-256 must match release.json)")
+                   help="the confidential file, if moved (its SHA-256 must match release.json; "
+                        "default: the release's [data] path)")
     v.add_argument("--agency-non-private", metavar="REASON", default=None,
-                   help="agency: answer exactly, without noise or ε; the reason is logged")
+                   help="agency: answer exactly, without noise or ε; the reason is logged "
+                        "(default: off, differentially private)")
     v.add_argument("--seed", type=int, default=None,
                    help="seed of the partition and the noise (tests only: whoever knows it can "
                         "remove the noise; default: fresh)")
-    v.add_argument("--out", default=None, help="write the answer as JSON to this file")
+    v.add_argument("--out", default=None,
+                   help="write the answer as JSON to this file (default: printed only)")
 
 
 def run(args: argparse.Namespace, say) -> int:
