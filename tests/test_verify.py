@@ -212,3 +212,23 @@ def test_logistic_family(release, store):
                     analyst="ana", store=store, non_private_reason="logistic check")
     assert res.family == "bernoulli" and list(res.measures.index) == ["Intercept", "sqft_living"]
     assert res.measures.loc["sqft_living", "sign_agreement"] == 1.0
+
+
+def test_budget_store_concurrent_charges(tmp_path):
+    """Eight requests of ε = 0.3 at once against a total of 1: exactly three are granted."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    path = tmp_path / "b.sqlite"
+    BudgetStore(path).set_total("eve", 1.0)
+
+    def ask(_):
+        try:
+            BudgetStore(path).charge("eve", 0.3, formula="y ~ x", family="gaussian")
+            return True
+        except InputError:
+            return False
+
+    with ThreadPoolExecutor(8) as pool:
+        granted = list(pool.map(ask, range(8)))
+    assert sum(granted) == 3
+    assert BudgetStore(path).spent("eve") == pytest.approx(0.9)

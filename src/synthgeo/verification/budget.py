@@ -25,6 +25,7 @@ from sqlalchemy import (
     Table,
     Text,
     create_engine,
+    event,
     func,
     insert,
     select,
@@ -79,7 +80,11 @@ class BudgetStore:
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._engine = create_engine(f"sqlite:///{self.path}")
+        self._engine = create_engine(f"sqlite:///{self.path}", connect_args={"timeout": 60})
+        # every transaction takes SQLite's write lock at once (BEGIN IMMEDIATE), so a check of
+        # the budget and the charge that follows it cannot interleave with another request's
+        event.listen(self._engine, "connect", _autocommit_driver)
+        event.listen(self._engine, "begin", _begin_immediate)
         _META.create_all(self._engine)
 
     def __repr__(self) -> str:
@@ -100,21 +105,19 @@ class BudgetStore:
 
     def total(self, analyst: str) -> float | None:
         """Return the analyst's total ε, None when the agency has set none."""
-        with self._engine.connect() as con:
-            return con.execute(select(BUDGETS.c.total_epsilon)
-                               .where(BUDGETS.c.analyst == analyst)).scalar()
+        with self._engine.begin() as con:
+            return _total(con, analyst)
 
     def spent(self, analyst: str) -> float:
         """Return the ε of the analyst's granted requests, summed (sequential composition)."""
-        with self._engine.connect() as con:
-            return float(con.execute(
-                select(func.coalesce(func.sum(REQUESTS.c.epsilon), 0.0))
-                .where(REQUESTS.c.analyst == analyst, REQUESTS.c.status == "granted")).scalar())
+        with self._engine.begin() as con:
+            return _spent(con, analyst)
 
     def remaining(self, analyst: str) -> float:
-        """Total minus spent (0 when no total is set)."""
-        total = self.total(analyst)
-        return 0.0 if total is None else max(total - self.spent(analyst), 0.0)
+        """Return total minus spent (0 when no total is set)."""
+        with self._engine.begin() as con:
+            total = _total(con, analyst)
+            return 0.0 if total is None else max(total - _spent(con, analyst), 0.0)
 
     def check(self, analyst: str, epsilon: float | None) -> None:
         """Refuse a request the analyst's budget does not cover (ε None: non-private, free).
@@ -124,14 +127,18 @@ class BudgetStore:
         InputError
             No budget set, or the ε asked would take the spent ε past the total.
         """
+        with self._engine.begin() as con:
+            self._check(con, analyst, epsilon)
+
+    def _check(self, con, analyst: str, epsilon: float | None) -> None:
         _check_analyst(analyst)
         if epsilon is None:
             return
-        total = self.total(analyst)
+        total = _total(con, analyst)
         if total is None:
             raise InputError(f"analyst {analyst!r} has no privacy budget in {str(self.path)!r}; "
                              "the agency sets one with --budget EPSILON")
-        spent = self.spent(analyst)
+        spent = _spent(con, analyst)
         if spent + epsilon > total + _TOL:
             raise InputError(f"analyst {analyst!r} has spent ε = {spent:g} of a budget of "
                              f"{total:g}; this request (ε = {epsilon:g}) would exceed it: the "
@@ -142,13 +149,16 @@ class BudgetStore:
                release_json_sha256: str | None = None, reason: str | None = None) -> None:
         """Check the budget and log a granted request in one transaction (ε None: non-private).
 
+        The transaction is SQLite's ``BEGIN IMMEDIATE``: two requests at once cannot both
+        spend the last ε (the second waits, then reads the first one's charge).
+
         Raises
         ------
         InputError
             As :meth:`check`; nothing is logged then (the caller logs the refusal).
         """
-        with self._engine.begin() as con:  # one transaction: no two requests spend one ε
-            self.check(analyst, epsilon)
+        with self._engine.begin() as con:
+            self._check(con, analyst, epsilon)
             con.execute(insert(REQUESTS).values(
                 at=_now(), analyst=analyst, release_json_sha256=release_json_sha256,
                 formula=formula, family=family,
@@ -173,6 +183,26 @@ class BudgetStore:
         with self._engine.connect() as con:
             return pd.DataFrame(con.execute(query).mappings().all(),
                                 columns=[c.name for c in REQUESTS.columns])
+
+
+def _total(con, analyst: str) -> float | None:
+    return con.execute(select(BUDGETS.c.total_epsilon)
+                       .where(BUDGETS.c.analyst == analyst)).scalar()
+
+
+def _spent(con, analyst: str) -> float:
+    return float(con.execute(
+        select(func.coalesce(func.sum(REQUESTS.c.epsilon), 0.0))
+        .where(REQUESTS.c.analyst == analyst, REQUESTS.c.status == "granted")).scalar())
+
+
+def _autocommit_driver(dbapi_connection, _record) -> None:
+    """Leave transactions to SQLAlchemy's BEGIN (the pysqlite recipe of its docs)."""
+    dbapi_connection.isolation_level = None
+
+
+def _begin_immediate(connection) -> None:
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
 def _check_analyst(analyst) -> None:
