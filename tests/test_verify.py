@@ -232,3 +232,27 @@ def test_budget_store_concurrent_charges(tmp_path):
         granted = list(pool.map(ask, range(8)))
     assert sum(granted) == 3
     assert BudgetStore(path).spent("eve") == pytest.approx(0.9)
+
+
+def test_front_door_verify_is_the_function():
+    """``sg.verify`` is the function, also after the package is imported (no name clash)."""
+    import synthgeo.verification.api  # noqa: F401
+
+    assert callable(sg.verify) and sg.verify.__name__ == "verify"
+    with pytest.raises(InputError, match="name the analyst"):
+        sg.verify("/nonexistent", SPEC_MODEL, analyst=" ")
+
+
+@pytest.mark.slow
+def test_verify_on_the_bundled_nuts_release(bundled_release, tmp_path):
+    """Done when: the bundled release (NUTS/grid run, 20 implicates), the spec's model and one
+    not in the spec; noise stated, the budget decreases."""
+    store = tmp_path / "b.sqlite"
+    for formula in (SPEC_MODEL, OTHER_MODEL):
+        res = sg.verify(bundled_release, formula, analyst="ana", budget=2.0, epsilon=1.0,
+                        store=store, seed=5)
+        assert res.laplace_scale == pytest.approx(6 / 5) and res.n_subsets == 5
+        assert res.measures.shape == (2, 3)
+    assert BudgetStore(store).remaining("ana") == pytest.approx(0.0)
+    with pytest.raises(InputError, match="budget is spent"):
+        sg.verify(bundled_release, SPEC_MODEL, analyst="ana", store=store)

@@ -193,6 +193,8 @@ def verify(release_dir: str | os.PathLike, formula: str | None = None, *,
     synthgeo._errors.InputError: verify '/nonexistent': no release.json there; ...
     """
     release_dir = Path(release_dir)
+    if not isinstance(analyst, str) or not analyst.strip():
+        raise InputError("name the analyst (--analyst NAME): ε is charged to them")
     if analysis is None:
         analysis = Analysis(formula, family, 0.05 if alpha is None else alpha) \
             if formula is not None else None
