@@ -256,3 +256,14 @@ def test_verify_on_the_bundled_nuts_release(bundled_release, tmp_path):
     assert BudgetStore(store).remaining("ana") == pytest.approx(0.0)
     with pytest.raises(InputError, match="budget is spent"):
         sg.verify(bundled_release, SPEC_MODEL, analyst="ana", store=store)
+
+
+def test_changed_release_refused(release, store, tmp_path):
+    """A released file changed after release is refused before anything is fitted."""
+    copy = tmp_path / "rel"
+    shutil.copytree(release, copy)
+    csv = copy / "release" / "csv" / "implicate_001.csv"
+    csv.write_text(csv.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"^verify .*implicate_001.csv does not match"):
+        sg.verify(copy, SPEC_MODEL, analyst="ana", budget=1.0, store=store)
+    assert BudgetStore(store).requests()["status"].tolist() == ["refused"]

@@ -26,7 +26,7 @@ from synthgeo._errors import InputError, SpecError
 from synthgeo.config import spec_from_dict
 from synthgeo.io.provenance import file_sha256
 from synthgeo.pipeline.data import prepare_data
-from synthgeo.pipeline.previous import IMPLICATES, load_previous
+from synthgeo.pipeline.previous import IMPLICATES, check_release_files
 from synthgeo.verification.analysis import (
     Analysis,
     check_analysis,
@@ -239,9 +239,7 @@ def _verify(release_dir: Path, analysis: Analysis, *, analyst, eps, store: Budge
                          "[[data.responses]]")
     check_analysis(analysis, d.response, list(d.covariates))
     # the released implicates, checked against release.json (bytes and SHA-256)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        load_previous(release_dir, spec.replace("sampling", seed=None))
+    check_release_files(release_dir, record, option="verify")
     conf_path = Path(data) if data is not None else spec.data_path()
     want = (record.get("input") or {}).get("sha256")
     if conf_path is None or want is None:
@@ -257,7 +255,9 @@ def _verify(release_dir: Path, analysis: Analysis, *, analyst, eps, store: Budge
         warnings.simplefilter("ignore")
         conf = prepare_data(spec).frame
         released = pd.read_parquet(release_dir / IMPLICATES)
-    implicates = [g.drop(columns="implicate").reset_index(drop=True)
+    # one frame per implicate, the records in one order (the id column's, when there is one)
+    implicates = [(g.sort_values(d.id, kind="stable") if d.id in g else g)
+                  .drop(columns="implicate").reset_index(drop=True)
                   for _, g in released.groupby("implicate", sort=True)]
     X, names = design(analysis, conf)
     check_records_behind_terms(X, names, spec.anonymity.k)
