@@ -88,6 +88,9 @@ def main(argv: list[str] | None = None) -> None:
               "exact": exact.to_dict(), "noise_free_shares": dict(zip(names, noise_free)),
               "by_epsilon": {}}
     rec.figure("M (disjoint subsets of the 140 records)", m, "subsets")
+    for t in exact.index:  # the agency's non-private answer, for reference
+        rec.figure(f"exact (non-private) CI overlap [{t}]",
+                   round(float(exact.loc[t, "ci_overlap"]), 3), "overlap")
     for name, v in zip(names, noise_free):
         rec.figure(f"noise-free share, {name}", round(float(v), 3), "share")
     rng = np.random.default_rng(1)

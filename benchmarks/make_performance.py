@@ -44,6 +44,8 @@ SECTIONS = {
     ("bench_workers", "default"): "Grid fit and implicate stream against dask.distributed "
                                   "workers",
     ("bench_scale", "default"): "Whole pipeline by size and engine (Lucas subsets, L = 100)",
+    ("bench_verify", "bundled"): "`synthgeo verify` on a bundled release (L = 20): one DP "
+                                 "request, and what subsampling and the noise do to the answer",
 }
 
 HEADER = """\
