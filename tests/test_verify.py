@@ -267,3 +267,35 @@ def test_changed_release_refused(release, store, tmp_path):
     with pytest.raises(InputError, match=r"^verify .*implicate_001.csv does not match"):
         sg.verify(copy, SPEC_MODEL, analyst="ana", budget=1.0, store=store)
     assert BudgetStore(store).requests()["status"].tolist() == ["refused"]
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"epsilon": 0.0}, "epsilon"), ({"epsilon": "1"}, "epsilon"), ({"epsilon": True}, "epsilon"),
+    ({"n_subsets": 1}, "subsets"), ({"n_subsets": 2.5}, "subsets"),
+    ({"n_subsets": 70}, "subsets"),
+])
+def test_bad_settings_refused(release, store, kw, match):
+    """ε and M are checked; nothing is charged."""
+    with pytest.raises(InputError, match=match):
+        sg.verify(release, SPEC_MODEL, analyst="ana", budget=5.0, store=store, **kw)
+    assert BudgetStore(store).spent("ana") == 0.0
+
+
+def test_unidentified_subset_scores_zero():
+    """A subset whose design is not of full rank (x constant there; statsmodels would still
+    give finite pseudo-inverse estimates) scores 0; an identified one does not."""
+    from synthgeo.utility.reiter import combine_reiter
+    from synthgeo.verification.analysis import Analysis
+    from synthgeo.verification.measures import subset_measures
+
+    rng = np.random.default_rng(0)
+    x = np.r_[rng.normal(size=30), np.ones(30)]  # subset 1: x constant
+    frame = pd.DataFrame({"x": x, "y": 1.0 + 2.0 * x + rng.normal(size=60)})
+    groups = np.repeat([0, 1], 30)
+    syn = combine_reiter([[1.0, 2.0], [1.1, 2.1]], [[0.01, 0.01], [0.01, 0.01]],
+                         names=["Intercept", "x"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        per = subset_measures(Analysis("y ~ x"), frame, groups, syn, n_coef=2)
+    assert np.all(per[1] == 0)
+    assert per[0, 2:4].tolist() == [1.0, 1.0]  # signs agree in the identified subset

@@ -207,6 +207,12 @@ def verify(release_dir: str | os.PathLike, formula: str | None = None, *,
     if not dp and not str(non_private_reason).strip():
         raise InputError("a non-private answer needs the agency's reason "
                          "(--agency-non-private REASON), which is logged")
+    if dp and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))):
+        raise InputError(f"`epsilon` (--epsilon) must be a positive finite number, got "
+                         f"{epsilon!r}")
+    if n_subsets is not None and (isinstance(n_subsets, bool) or not isinstance(n_subsets, int)):
+        raise InputError(f"`n_subsets` (--subsets) must be a whole number ≥ 2, got "
+                         f"{n_subsets!r}")
     eps = float(epsilon) if dp else None
     if dp and not (np.isfinite(eps) and eps > 0):
         raise InputError(f"`epsilon` (--epsilon) must be a positive finite number, got "

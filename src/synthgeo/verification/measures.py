@@ -37,7 +37,7 @@ from synthgeo.utility.reiter import (
     fit_ols,
     reiter_ols,
 )
-from synthgeo.verification.analysis import Analysis
+from synthgeo.verification.analysis import Analysis, design
 
 __all__ = ["MEASURES", "synthetic_estimate", "fit_confidential", "exact_measures",
            "subset_measures"]
@@ -164,6 +164,9 @@ def subset_measures(analysis: Analysis, frame: pd.DataFrame, groups: np.ndarray,
     for m in range(n_sub):
         sub = frame.iloc[np.flatnonzero(groups == m)].reset_index(drop=True)
         try:
+            x_sub, _ = design(analysis, sub)
+            if x_sub.shape[1] != n_coef or np.linalg.matrix_rank(x_sub) < n_coef:
+                continue  # a level absent or collinear terms here: not identified, scores 0
             fit = fit_confidential(analysis, sub).reindex(terms)
         except Exception:  # noqa: BLE001 - a singular or separated subset scores 0
             continue
