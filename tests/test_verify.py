@@ -296,6 +296,18 @@ def test_unidentified_subset_scores_zero():
                          names=["Intercept", "x"])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        per = subset_measures(Analysis("y ~ x"), frame, groups, syn, n_coef=2)
+        per = subset_measures(Analysis("y ~ x", alpha=0.05), frame, groups, syn, n_coef=2)
     assert np.all(per[1] == 0)
     assert per[0, 2:4].tolist() == [1.0, 1.0]  # signs agree in the identified subset
+
+
+def test_alpha_from_the_analysis_file_or_the_release(release, store, tmp_path):
+    """``alpha`` in the ANALYSIS file is used; without it, the release's ``[utility] alpha``."""
+    from synthgeo.verification.analysis import load_analysis
+
+    f = tmp_path / "a.toml"
+    f.write_text(f'formula = "{SPEC_MODEL}"\nalpha = 0.1\n', encoding="utf-8")
+    res = sg.verify(release, analysis=load_analysis(f), analyst="ana", budget=5.0, store=store,
+                    seed=1)
+    assert res.alpha == 0.1
+    assert sg.verify(release, SPEC_MODEL, analyst="ana", store=store, seed=1).alpha == 0.05

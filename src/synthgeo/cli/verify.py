@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from synthgeo._errors import SpecError
@@ -56,7 +57,7 @@ def add_parser(sub, common) -> None:
 
 def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
-    from synthgeo.verification.analysis import Analysis, load_analysis
+    from synthgeo.verification.analysis import load_analysis
     from synthgeo.verification.api import verify
 
     if (args.analysis is None) == (args.formula is None):
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace, say) -> int:
     if args.analysis is not None:
         analysis = load_analysis(args.analysis)
         if args.family is not None:
-            analysis = Analysis(analysis.formula, args.family, analysis.alpha)
+            analysis = dataclasses.replace(analysis, family=args.family)
     else:
         analysis = None
     res = verify(args.release_dir, args.formula, family=args.family or "gaussian",

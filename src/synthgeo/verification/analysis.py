@@ -34,15 +34,17 @@ _KEY = "the analyst's formula"
 class Analysis:
     """An analyst's model: ``formula`` (patsy), ``family`` and ``alpha`` for (1 − α) intervals.
 
+    ``alpha = None`` takes the release's ``[utility] alpha``.
+
     Examples
     --------
-    >>> Analysis("log_price ~ sqft_living")
-    Analysis(formula='log_price ~ sqft_living', family='gaussian', alpha=0.05)
+    >>> Analysis("log_price ~ sqft_living", alpha=0.1)
+    Analysis(formula='log_price ~ sqft_living', family='gaussian', alpha=0.1)
     """
 
     formula: str
     family: str = "gaussian"
-    alpha: float = 0.05
+    alpha: float | None = None
 
     def __post_init__(self) -> None:
         """Refuse a formula without one `~`, an unknown family, or alpha outside (0, 1)."""
@@ -51,8 +53,9 @@ class Analysis:
                             "\"log_price ~ sqft_living\"")
         if self.family not in FAMILIES:
             raise SpecError(f"`family` must be one of {FAMILIES!r}, got {self.family!r}")
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float)) \
-                or not 0 < self.alpha < 1:
+        if self.alpha is not None and (isinstance(self.alpha, bool)
+                                       or not isinstance(self.alpha, (int, float))
+                                       or not 0 < self.alpha < 1):
             raise SpecError(f"`alpha` must be a number in (0, 1), got {self.alpha!r}")
 
 

@@ -12,6 +12,7 @@ Every request, granted or refused, is appended to the store's audit log.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -150,7 +151,8 @@ def verify(release_dir: str | os.PathLike, formula: str | None = None, *,
     family : {"gaussian", "bernoulli"}, default="gaussian"
         OLS, or logistic regression on a 0/1 left side.
     alpha : float, optional
-        (1 − α) intervals; default the release's ``[utility] alpha``.
+        (1 − α) intervals; default ``analysis.alpha``, else the release's
+        ``[utility] alpha``.
     analysis : Analysis, optional
         Formula, family and alpha together (:func:`synthgeo.verification.analysis.load_analysis`).
     analyst : str
@@ -195,11 +197,12 @@ def verify(release_dir: str | os.PathLike, formula: str | None = None, *,
     release_dir = Path(release_dir)
     if not isinstance(analyst, str) or not analyst.strip():
         raise InputError("name the analyst (--analyst NAME): ε is charged to them")
-    if analysis is None:
-        analysis = Analysis(formula, family, 0.05 if alpha is None else alpha) \
-            if formula is not None else None
-    if analysis is None:
+    if analysis is None and formula is None:
         raise SpecError("give the analyst's model: `formula` (and `family`) or `analysis`")
+    if analysis is None:
+        analysis = Analysis(formula, family, alpha)
+    elif alpha is not None:
+        analysis = dataclasses.replace(analysis, alpha=alpha)
     if not (release_dir / "release.json").is_file():
         raise InputError(f"verify {str(release_dir)!r}: no release.json there; give the folder "
                          "`synthgeo run` wrote")
@@ -224,7 +227,7 @@ def verify(release_dir: str | os.PathLike, formula: str | None = None, *,
     try:
         return _verify(release_dir, analysis, analyst=analyst, eps=eps, store=store,
                        n_subsets=n_subsets, data=data, reason=non_private_reason, seed=seed,
-                       rec_sha=rec_sha, alpha_given=alpha is not None)
+                       rec_sha=rec_sha)
     except (InputError, SpecError) as exc:
         store.log_refusal(str(analyst), formula=analysis.formula, family=analysis.family,
                           epsilon=eps, reason=" ".join(str(exc).split()),
@@ -233,12 +236,12 @@ def verify(release_dir: str | os.PathLike, formula: str | None = None, *,
 
 
 def _verify(release_dir: Path, analysis: Analysis, *, analyst, eps, store: BudgetStore,
-            n_subsets, data, reason, seed, rec_sha, alpha_given) -> VerifyResult:
+            n_subsets, data, reason, seed, rec_sha) -> VerifyResult:
     store.check(analyst, eps)  # a spent budget refuses before anything is read
     record = json.loads((release_dir / "release.json").read_text(encoding="utf-8"))
     spec = spec_from_dict(record["spec"])
-    if not alpha_given:
-        analysis = Analysis(analysis.formula, analysis.family, spec.utility.alpha)
+    if analysis.alpha is None:  # the release's [utility] alpha
+        analysis = dataclasses.replace(analysis, alpha=spec.utility.alpha)
     d = spec.data
     if d.sequential:
         raise InputError("verify supports releases of one response; this release has "

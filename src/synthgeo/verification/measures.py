@@ -67,14 +67,14 @@ def synthetic_estimate(analysis: Analysis, implicates: list[pd.DataFrame], *,
         values = np.stack([f[response].to_numpy(dtype=float) for f in implicates])
         synthetic = xr.DataArray(values, dims=("implicate", "record"))
         return reiter_ols(analysis.formula, synthetic, implicates[0], response=response,
-                          alpha=analysis.alpha)
+                          alpha=_alpha(analysis))
     q, u, terms = [], [], None
     for frame in implicates:
         fit = fit_glm(analysis.formula, frame, family=analysis.family)
         terms = list(fit.params.index) if terms is None else terms
         q.append(fit.params.reindex(terms).to_numpy())
         u.append(fit.bse.reindex(terms).to_numpy() ** 2)
-    return combine_reiter(np.array(q), np.array(u), names=terms, alpha=analysis.alpha)
+    return combine_reiter(np.array(q), np.array(u), names=terms, alpha=_alpha(analysis))
 
 
 def fit_confidential(analysis: Analysis, frame: pd.DataFrame) -> pd.DataFrame:
@@ -84,14 +84,19 @@ def fit_confidential(analysis: Analysis, frame: pd.DataFrame) -> pd.DataFrame:
     released; only :func:`exact_measures` or :func:`subset_measures` read it.
     """
     if analysis.family == "gaussian":
-        fit = fit_ols(analysis.formula, frame, alpha=analysis.alpha)
+        fit = fit_ols(analysis.formula, frame, alpha=_alpha(analysis))
         out = fit.to_dataframe()
         out["df_resid"] = fit.df_resid
         return out
     fit = fit_glm(analysis.formula, frame, family=analysis.family)
-    ci = fit.conf_int(alpha=analysis.alpha)
+    ci = fit.conf_int(alpha=_alpha(analysis))
     return pd.DataFrame({"estimate": fit.params, "se": fit.bse, "lower": ci[0],
                          "upper": ci[1], "df_resid": np.inf}).rename_axis("term")
+
+
+def _alpha(analysis: Analysis) -> float:
+    """The analysis's α (0.05 when it defers to a release and none was given)."""
+    return 0.05 if analysis.alpha is None else float(analysis.alpha)
 
 
 def _significant(lower, upper) -> np.ndarray:
@@ -155,8 +160,8 @@ def subset_measures(analysis: Analysis, frame: pd.DataFrame, groups: np.ndarray,
     """
     terms = list(synthetic.names)
     k, n_sub, n = len(terms), int(groups.max()) + 1, len(frame)
-    crit = (stats.t.ppf(1 - analysis.alpha / 2, n - n_coef) if analysis.family == "gaussian"
-            else stats.norm.ppf(1 - analysis.alpha / 2))
+    crit = (stats.t.ppf(1 - _alpha(analysis) / 2, n - n_coef) if analysis.family == "gaussian"
+            else stats.norm.ppf(1 - _alpha(analysis) / 2))
     syn_sig = _significant(synthetic.lower, synthetic.upper)
     half = np.sqrt(n_sub) * (synthetic.upper - synthetic.lower) / 2  # widened to a subset's size
     syn_lo, syn_hi = synthetic.q_bar - half, synthetic.q_bar + half
