@@ -95,7 +95,7 @@ def fit_confidential(analysis: Analysis, frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _alpha(analysis: Analysis) -> float:
-    """The analysis's α (0.05 when it defers to a release and none was given)."""
+    """Return the analysis's α (0.05 when it defers to a release and none was given)."""
     return 0.05 if analysis.alpha is None else float(analysis.alpha)
 
 
