@@ -46,6 +46,8 @@ SECTIONS = {
     ("bench_scale", "default"): "Whole pipeline by size and engine (Lucas subsets, L = 100)",
     ("bench_pmse", "n100000-L100"): "General utility: pMSE of every implicate against the "
                                     "paired null at 10⁵ records, L = 100 (`bench_pmse.py`)",
+    ("bench_verify", "bundled"): "`synthgeo verify` on a bundled release (L = 20): one DP "
+                                 "request, and what subsampling and the noise do to the answer",
 }
 
 HEADER = """\

@@ -40,6 +40,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "outlier_policy": ("synthgeo.locations.outliers", "apply_outlier_policy"),
     "mask": ("synthgeo.masking.donut", "mask_to_k"),
     "choose_k": ("synthgeo.masking.sweep", "choose_k"),
+    "verify": ("synthgeo.verification.api", "verify"),
     # the spec's sections and the result
     "load_spec": ("synthgeo.config", "load_spec"),
     "ReleaseSpec": ("synthgeo.config", "ReleaseSpec"),
@@ -57,7 +58,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 __all__ = [
     "__version__", "SynthgeoError", "InputError", "SpecError", "ConvergenceError", "RiskError",
     "read_points", "synthesize", "run", "compare", "show_versions", "spatial_k",
-    "outlier_policy", "mask", "choose_k", "load_spec", "ReleaseSpec", "DataConfig",
+    "outlier_policy", "mask", "choose_k", "verify", "load_spec", "ReleaseSpec", "DataConfig",
     "ModelConfig", "SamplingConfig", "SynthesisConfig", "RiskConfig", "UtilityConfig",
     "AnonymityConfig", "OutlierPolicy", "Release",
 ]
@@ -98,3 +99,4 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the names __getattr__ provides
     from synthgeo.locations.spatial_k import measure_spatial_k as spatial_k
     from synthgeo.masking.donut import mask_to_k as mask
     from synthgeo.masking.sweep import choose_k
+    from synthgeo.verification.api import verify

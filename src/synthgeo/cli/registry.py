@@ -17,4 +17,5 @@ COMMANDS: tuple[str, ...] = (
     "outliers",
     "compare",
     "releases",
+    "verify",
 )

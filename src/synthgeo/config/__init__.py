@@ -27,12 +27,19 @@ from synthgeo.config.anonymity import AnonymityConfig, ComputeConfig
 from synthgeo.config.data import DataConfig, ResponseConfig
 from synthgeo.config.model import ModelConfig, SamplingConfig, SynthesisConfig
 from synthgeo.config.risk import RiskConfig, RiskTarget, UtilityConfig
-from synthgeo.config.spec import _SECTIONS, ReleaseSpec, bundled_spec_path, load_spec
+from synthgeo.config.spec import (
+    _SECTIONS,
+    ReleaseSpec,
+    bundled_spec_path,
+    load_spec,
+    spec_from_dict,
+)
 
 __all__ = [
     "ResponseConfig", "DataConfig", "ModelConfig", "SamplingConfig", "SynthesisConfig",
     "RiskConfig", "RiskTarget", "UtilityConfig", "AnonymityConfig", "ComputeConfig",
-    "ReleaseSpec", "load_spec", "bundled_spec_path", "AUTO_EXACT_MAX_RECORDS", "AT_RISK_RULES",
+    "ReleaseSpec", "load_spec", "spec_from_dict", "bundled_spec_path",
+    "AUTO_EXACT_MAX_RECORDS", "AT_RISK_RULES",
     "BUNDLED_SPEC", "RESPONSE_FAMILIES", "SPEC_CONSTRAINTS", "PMSE_TERMS", "PMSE_COORDINATES",
 ]
 # private names other modules and tests use

@@ -253,6 +253,42 @@ def load_spec(path: str | Path) -> ReleaseSpec:
     return ReleaseSpec(**parts, source=path.resolve())
 
 
+def spec_from_dict(record: dict[str, Any]) -> ReleaseSpec:
+    """Rebuild a spec from :meth:`ReleaseSpec.to_dict` (release.json's ``spec``, as run).
+
+    Parameters
+    ----------
+    record : dict
+        Sections as written by ``to_dict``; a key whose value is null is left at its default
+        (``to_dict`` writes every key, the spec's checks refuse some pairs given together).
+
+    Returns
+    -------
+    ReleaseSpec
+        Validated as a TOML spec is; ``source`` is the spec file the release was run from.
+
+    Raises
+    ------
+    SpecError
+        For an unknown section or key, or an impossible value.
+
+    Examples
+    --------
+    >>> spec = load_spec(bundled_spec_path())
+    >>> spec_from_dict(spec.to_dict()).to_dict() == spec.to_dict()
+    True
+    """
+    record = dict(record)
+    source = record.pop("source", None)
+    unknown = sorted(set(record) - set(_SECTIONS))
+    if unknown:
+        raise SpecError(f"unknown spec section(s) {unknown}; allowed: {sorted(_SECTIONS)}")
+    parts = {name: _build(name, cls, {k: v for k, v in (record.get(name) or {}).items()
+                                      if v is not None})
+             for name, cls in _SECTIONS.items()}
+    return ReleaseSpec(**parts, source=None if source is None else Path(source))
+
+
 def bundled_spec_path() -> Path:
     """Path of the example spec shipped inside the package (Sacramento two-bedroom sales)."""
     return Path(str(resources.files("synthgeo") / "data" / BUNDLED_SPEC))

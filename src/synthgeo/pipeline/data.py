@@ -368,11 +368,21 @@ FORMULA_FUNCTIONS = frozenset({"I", "C", "log", "exp", "sqrt", "np", "np.log", "
                                "cr", "Q"})
 
 
-def check_formula_names(formula: str, columns: list[str]) -> None:
+def check_formula_names(formula: str, columns: list[str], *,
+                        key: str = "`[utility] formula`") -> None:
     """Refuse a formula naming anything but the given columns and a few transforms.
 
     Patsy evaluates formula terms as Python expressions, so a reviewed spec must not be able to
-    run code through its formula (``__import__("os").system(...)``).
+    run code through its formula (``__import__("os").system(...)``). The same allow-list
+    guards an analyst's formula sent to ``synthgeo verify`` (:mod:`synthgeo.verification.analysis`).
+
+    Parameters
+    ----------
+    formula : str
+    columns : list of str
+        The response first, then the covariates the formula may name.
+    key : str, default="`[utility] formula`"
+        How the error names the formula's source.
 
     Raises
     ------
@@ -388,13 +398,13 @@ def check_formula_names(formula: str, columns: list[str]) -> None:
     synthgeo._errors.SpecError: `[utility] formula` 'price ~ age' names `age`, ...
     """
     if "__" in formula or re.search(r"[\"'`;\[\]{}]", formula):
-        raise SpecError(f"`[utility] formula` {formula!r} holds characters a model formula "
+        raise SpecError(f"{key} {formula!r} holds characters a model formula "
                         "does not need (quotes, brackets, `__`); name columns and transforms only")
     allowed = set(columns) | FORMULA_FUNCTIONS
     for name in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", formula):
         if name not in allowed:
             raise SpecError(
-                f"`[utility] formula` {formula!r} names `{name}`, which is neither the response, "
+                f"{key} {formula!r} names `{name}`, which is neither the response, "
                 f"a covariate {columns[1:]} nor one of {sorted(FORMULA_FUNCTIONS)}"
             )
 

@@ -46,7 +46,7 @@ from synthgeo.register import Ledger, RegisteredRelease
 from synthgeo.risk.within_eps import RiskResult, within_eps_risk
 
 __all__ = ["cumulative_verdict", "PreviousRelease", "load_previous", "CumulativeRisk",
-           "cumulative_risk"]
+           "cumulative_risk", "check_release_files"]
 
 IMPLICATES = "release/implicates.parquet"
 #: The map from released to confidential ids, under ``confidential/`` (written by
@@ -200,6 +200,52 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
     return PreviousRelease(path=folder, record=record,
                            release_json_sha256=entry.release_json_sha256, synthetic=wide,
                            entry=entry, predictive=predictive)
+
+
+def check_release_files(folder: str | os.PathLike, record: dict[str, Any], *,
+                        option: str = "--previous") -> None:
+    """Check the files under ``release/`` against release.json (bytes and SHA-256).
+
+    Parameters
+    ----------
+    folder : path
+        A ``synthgeo run`` output folder.
+    record : dict
+        Its release.json.
+    option : str, default="--previous"
+        How the error names the folder's source (``verify`` for ``synthgeo verify``).
+
+    Raises
+    ------
+    synthgeo.InputError
+        No file listed, a listed file missing or changed, an unlisted file under ``release/``,
+        or no implicates listed.
+    """
+    folder = Path(folder)
+
+    def refuse(what: str) -> InputError:
+        if option == "--previous":
+            return _refuse(folder, what)
+        return InputError(f"{option} {str(folder)!r}: {what}; give the folder `synthgeo run` "
+                          "wrote, unchanged")
+
+    files = record.get("release_files") or []
+    if not files:
+        raise refuse("its release.json lists no release files")
+    for f in files:
+        p = folder / f["path"]
+        if not p.is_file():
+            raise refuse(f"{f['path']} is listed in its release.json but missing")
+        if p.stat().st_size != f["bytes"] or file_sha256(p) != f["sha256"]:
+            raise refuse(f"{f['path']} does not match the SHA-256 in its release.json "
+                         "(changed after release)")
+    listed = {f["path"] for f in files}
+    extra = sorted(p.relative_to(folder).as_posix() for p in (folder / "release").rglob("*")
+                   if p.is_file() and p.relative_to(folder).as_posix() not in listed)
+    if extra:
+        raise refuse(f"release/ holds files its release.json does not list: {extra}")
+    if IMPLICATES not in listed:
+        raise refuse(f"its release.json does not list {IMPLICATES}")
 
 
 def _check_same_release_design(folder: Path, earlier: dict[str, Any], spec: ReleaseSpec, *,
