@@ -47,7 +47,7 @@ needs_browser = pytest.mark.skipif(
 KEY_TABLES = ("table-key-figures", "table-overview", "table-at-risk-sensitivity",
               "table-at-risk-effects", "table-risk", "table-utility", "table-convergence")
 FIGURES = ("fig-at-risk-map", "fig-surfaces", "fig-histograms", "fig-risk-groups",
-           "fig-risk-records", "fig-utility", "fig-rank", "fig-spatial-k")
+           "fig-risk-records", "fig-utility", "fig-rank", "fig-spatial-k", "fig-pmse-regions")
 
 
 @pytest.fixture(scope="module")

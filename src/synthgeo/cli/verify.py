@@ -24,7 +24,7 @@ def add_parser(sub, common) -> None:
     v.add_argument("release_dir", metavar="RELEASE_DIR", help="a `synthgeo run` output folder")
     v.add_argument("analysis", metavar="ANALYSIS", nargs="?", default=None,
                    help="a TOML file with `formula`, `family` (gaussian or bernoulli) and "
-                        "`alpha`; or use --formula")
+                        "`alpha` (default: none; then --formula gives the model)")
     v.add_argument("--formula",
                    help="the analyst's formula, e.g. 'log_price ~ sqft_living' (default: the "
                         "ANALYSIS file's)")
