@@ -8,7 +8,9 @@ Chromium (Selenium + chromedriver, as tests/test_report_browser.py) and saves th
   location verdict FAIL) with the target ``max_attributable_record = 0.02`` on rel:0.1 (risk
   FAIL), released under ``on_*_failure = "warn"``;
 - ``docs/screenshots/report_top_PASS.png``: the outlier policy applied with k = 3 and
-  ``r_max_m = 20000`` (location PASS) and ``max_attributable_record = 0.5`` (risk PASS).
+  ``r_max_m = 20000`` (location PASS) and ``max_attributable_record = 0.5`` (risk PASS);
+- ``docs/screenshots/report_top_default.png``: the bundled spec exactly as shipped (README's
+  tour: location FAIL under "warn", no targets so risk NOT ASSESSED).
 
 Before saving, it checks in the browser that every key-figure value drawn green says PASS and
 every red one FAIL (the words and the colours agree), and prints the verdicts.
@@ -37,7 +39,7 @@ def _specs():
         RiskTarget(measure="rel:0.1", max_attributable_record=0.02)])
     ok = spec.replace("anonymity", k=3, r_max_m=20000.0, treatment="apply").replace(
         "risk", targets=[RiskTarget(measure="rel:0.1", max_attributable_record=0.5)])
-    return {"FAIL": fail, "PASS": ok}
+    return {"FAIL": fail, "PASS": ok, "default": sg.load_spec(bundled_spec_path())}
 
 
 def _browser():
@@ -80,7 +82,7 @@ def main(argv=None) -> None:
                 colours = {cls: {c for c, k, _ in spans if k == cls} for cls in ("ok", "warn")}
                 for colour, cls, text in spans:
                     word = "PASS" if cls == "ok" else "FAIL"
-                    assert word in text or text.startswith("passed"), (cls, text[:80])
+                    assert word in text or text.startswith(("passed", "FAILED")), (cls, text[:80])
                 assert not (colours["ok"] & colours["warn"]), colours
                 browser.execute_script("window.scrollTo(0, 0);")
                 path = args.out / f"report_top_{tag}.png"
