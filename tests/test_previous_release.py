@@ -166,7 +166,7 @@ def test_previous_with_the_earlier_seed_is_refused(first):
     _, _, out_a = first
     with pytest.raises(InputError, match=r"seed was used by release 1 of the register") as exc:
         _run(_spec(1), out_a)
-    assert "\n" not in str(exc.value) and "new `[sampling] seed`" in str(exc.value)
+    assert "\n" not in str(exc.value) and "give a new seed (`--seed N`" in str(exc.value)
 
 
 def test_an_edited_seed_hash_is_refused_by_the_register(first, tmp_path):

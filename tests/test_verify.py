@@ -74,7 +74,7 @@ def test_dp_measures_near_exact_at_large_epsilon(release, store):
 
 def test_spent_budget_refuses_and_every_request_is_logged(release, store):
     sg.verify(release, SPEC_MODEL, analyst="bob", budget=1.5, epsilon=1.0, store=store, seed=1)
-    with pytest.raises(InputError, match="budget is spent"):
+    with pytest.raises(InputError, match="would exceed it: only ε = "):
         sg.verify(release, SPEC_MODEL, analyst="bob", epsilon=1.0, store=store, seed=1)
     with pytest.raises(InputError, match="has no privacy budget"):
         sg.verify(release, SPEC_MODEL, analyst="carol", epsilon=1.0, store=store, seed=1)
@@ -82,7 +82,7 @@ def test_spent_budget_refuses_and_every_request_is_logged(release, store):
     assert log["status"].tolist() == ["granted", "refused", "refused"]
     assert log["analyst"].tolist() == ["bob", "bob", "carol"]
     assert log["epsilon"].iloc[0] == 1.0 and log["epsilon"].iloc[1:].isna().all()
-    assert "budget is spent" in log["reason"].iloc[1]
+    assert "would exceed it" in log["reason"].iloc[1]
     assert BudgetStore(store).spent("bob") == 1.0  # the refusal charged nothing
 
 
@@ -254,7 +254,7 @@ def test_verify_on_the_bundled_nuts_release(bundled_release, tmp_path):
         assert res.laplace_scale == pytest.approx(6 / 5) and res.n_subsets == 5
         assert res.measures.shape == (2, 3)
     assert BudgetStore(store).remaining("ana") == pytest.approx(0.0)
-    with pytest.raises(InputError, match="budget is spent"):
+    with pytest.raises(InputError, match="would exceed it: only ε = "):
         sg.verify(bundled_release, SPEC_MODEL, analyst="ana", store=store)
 
 

@@ -244,6 +244,8 @@ class Register:
             rows = [dict(r._mapping) for r in conn.execute(select(*cols).order_by(releases.c.id))]
         frame = pd.DataFrame(rows, columns=[c.name for c in cols])
         frame["release_json_sha256"] = frame["release_json_sha256"].str[:16]
+        for col in ("previous_id", "n_draws"):  # whole numbers, "<NA>" where there is none
+            frame[col] = frame[col].astype("Int64")
         return frame
 
     # --- writing -------------------------------------------------------------------------
@@ -444,8 +446,8 @@ class Register:
 def _seed_refusal(location: str, id: int) -> InputError:
     return InputError(f"this run's seed was used by release {id} of the register {location!r}: "
                       "one seed, one release (its implicates would repeat that release's "
-                      "noise, whatever --draws or the spec say); set a new `[sampling] seed` "
-                      "(or leave it out for a fresh one)")
+                      "noise, whatever --draws or the spec say); give a new seed (`--seed N`, or "
+                      "`[sampling] seed` in the spec) or leave it out for a fresh one")
 
 
 def files_dir_of(sqlite_path: Path) -> Path:

@@ -272,8 +272,10 @@ def _row(rrs, name, gname, mask, key, attack, source, form) -> dict:
         "baseline_loo": float(loo_m), "baseline_public": float(pub_m),
         "baseline_source": source, "baseline": float(b[mask].mean()),
         "attributable": float(a.mean()),
+        # the average attack's rate is a fact of the file released, not a Monte Carlo
+        # estimate: no se (the models' difference gets the records' paired se, `difference`)
         "attributable_se": (_attributable_se(rr, gname, key, source) if attack == "share"
-                            else 0.0),
+                            else nan),
         # a 0/1 attack reports its rate; the largest of 0/1 hits would read "100 %"
         "largest_attributable": float(a.max()) if attack == "share" else nan,
         "loo_stronger_share": loo_stronger,

@@ -141,9 +141,9 @@ class BudgetStore:
         spent = _spent(con, analyst)
         if spent + epsilon > total + _TOL:
             raise InputError(f"analyst {analyst!r} has spent ε = {spent:g} of a budget of "
-                             f"{total:g}; this request (ε = {epsilon:g}) would exceed it: the "
-                             "budget is spent (a smaller --epsilon, or the agency raises "
-                             "--budget)")
+                             f"{total:g}; this request (ε = {epsilon:g}) would exceed it: only "
+                             f"ε = {max(total - spent, 0.0):g} remains (a smaller --epsilon, or "
+                             "the agency raises --budget)")
 
     def charge(self, analyst: str, epsilon: float | None, *, formula: str, family: str,
                release_json_sha256: str | None = None, reason: str | None = None) -> None:
