@@ -8,6 +8,10 @@ from pathlib import Path
 
 from synthgeo._errors import SpecError
 
+#: Noise sd above which the console says the private answer carries little information (a
+#: measure in [0, 1] read with noise of sd 0.25 is off by more than 0.25 a third of the time).
+NOISE_SD_WARN = 0.25
+
 
 def add_parser(sub, common) -> None:
     """Register ``synthgeo verify``."""
@@ -73,10 +77,15 @@ def run(args: argparse.Namespace, say) -> int:
                  budget=args.budget, store=args.store, n_subsets=args.subsets, data=args.data,
                  non_private_reason=args.agency_non_private, seed=args.seed)
     if res.mode == "dp":
-        say(f"verification of {res.formula!r} ({res.family}): ε = {res.epsilon:g}, M = "
-            f"{res.n_subsets} subsets, sensitivity {res.sensitivity:.3g}, Laplace scale "
-            f"{res.laplace_scale:.3g} (noise sd {2 ** 0.5 * res.laplace_scale:.3g}); values are "
-            "noisy shares of subsets in [0, 1]")
+        sd = 2 ** 0.5 * res.laplace_scale
+        say(f"verification of {res.formula!r} ({res.family}): ε = {res.epsilon:g}, "
+            f"{res.n_subsets} disjoint subsets, sensitivity {res.sensitivity:.3g}, Laplace "
+            f"scale {res.laplace_scale:.3g} (noise sd {sd:.3g}); values are noisy shares of "
+            "subsets in [0, 1]")
+        if sd > NOISE_SD_WARN:
+            say(f"NOTE: the noise sd {sd:.2g} is large against values in [0, 1]: this answer "
+                "carries little information (the ε was charged); a larger ε, or a model with "
+                "fewer terms, gives a less noisy answer")
     else:
         say(f"verification of {res.formula!r} ({res.family}): NON-PRIVATE (agency setting: "
             f"{res.reason}); exact measures")
