@@ -15,6 +15,7 @@ import os
 import shutil
 import threading
 import warnings
+from pathlib import Path
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
@@ -395,3 +396,55 @@ def test_cli_run_signs_registers_and_pools(tmp_path, capsys, monkeypatch):
     assert list(frame["previous_id"].fillna(0).astype(int)) == [0, 1]
     rec = json.loads((tmp_path / "b" / "release.json").read_text())
     assert verify_record(rec, KEY) and rec["register"]["previous_uid"] == frame["release_uid"][0]
+
+
+def test_an_edited_register_row_cannot_vouch_for_an_edited_file(first, tmp_path):
+    """Break-it: a changed CSV whose new hash is written into the (unsigned) register row."""
+    import shutil
+
+    import sqlalchemy
+
+    ledger, _, out_a = first
+    import sqlite3
+
+    copy_db = tmp_path / "register.sqlite"
+    src, dst = sqlite3.connect(reg_path(ledger)), sqlite3.connect(copy_db)
+    src.backup(dst)  # WAL mode: a file copy could miss the log
+    src.close(), dst.close()
+    shutil.copytree(Path(reg_path(ledger) + ".files"), Path(str(copy_db) + ".files"))
+    edited = tmp_path / "a"
+    shutil.copytree(out_a, edited)
+    csv = edited / "release" / "csv" / "implicate_002.csv"
+    csv.write_text(csv.read_text().replace("1", "2", 1))
+    engine = sqlalchemy.create_engine(f"sqlite:///{copy_db}")
+    with engine.begin() as conn:
+        conn.execute(sqlalchemy.text(
+            "UPDATE synthgeo_release_files SET sha256 = :h, bytes = :b WHERE path = :p"),
+            {"h": file_sha256(csv), "b": csv.stat().st_size, "p": "csv/implicate_002.csv"})
+        conn.execute(sqlalchemy.text("UPDATE synthgeo_releases SET folder = :f"),
+                     {"f": str(edited.resolve())})
+    engine.dispose()
+    forged = Ledger(open_register(copy_db), KEY)
+    with pytest.raises(InputError, match="implicate_002"):
+        run_release(_spec(8), fitter=_never_called, previous=edited, ledger=forged)
+
+
+def test_overwrite_never_replaces_the_register_or_a_foreign_folder(tmp_path):
+    """Break-it: --overwrite deleted a register kept inside the output folder, and any folder
+    holding a file named release.json."""
+    from synthgeo._errors import SpecError
+    from synthgeo.io.atomic import check_output_dir
+
+    out = tmp_path / "out"
+    (out / "confidential").mkdir(parents=True)
+    (out / "release.json").write_text("{}")
+    (out / "thesis.txt").write_text("years of work")
+    with pytest.raises(SpecError, match="not a synthgeo record"):
+        check_output_dir(out, marker="release.json", overwrite=True)
+    assert (out / "thesis.txt").read_text() == "years of work"
+    # a register inside the output folder is an input the folder must not contain
+    ledger = Ledger(open_register(out / "confidential" / "reg.sqlite"), KEY)
+    (out / "release.json").write_text('{"synthgeo_release_record": 1}')
+    with pytest.raises(SpecError, match="contains the input"):
+        _release(ledger, out, 11)
+    assert (out / "confidential" / "reg.sqlite").is_file() and (out / "thesis.txt").is_file()

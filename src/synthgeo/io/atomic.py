@@ -77,11 +77,31 @@ def check_output_dir(
         if not empty_ok:
             raise SpecError(f"output folder {str(out)!r} holds no {marker}, so it is not {what}; "
                             "choose another `--out`")
+    if out.is_dir() and (out / marker).is_file() and not _is_record(out / marker, marker):
+        raise SpecError(f"output folder {str(out)!r} holds a {marker} that is not a synthgeo "
+                        f"record, so it is not {what}; `--overwrite` only replaces those: "
+                        "choose another `--out`")
     parent = next((p for p in [out, *out.parents] if p.exists()), out.parent)
     if not os.access(parent, os.W_OK | os.X_OK):
         raise SpecError(f"`--out` {str(out)!r}: folder {str(parent)!r} is not writable; "
                         "choose another `--out`")
     return out
+
+
+def _is_record(path: Path, marker: str) -> bool:
+    """Tell whether ``path`` reads as a record synthgeo wrote: a non-empty JSON object.
+
+    A release record also names itself (``synthgeo_release_record``).
+    """
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(data, dict) or not data:
+        return False
+    return marker != "release.json" or "synthgeo_release_record" in data
 
 
 @contextmanager

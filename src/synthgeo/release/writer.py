@@ -463,8 +463,11 @@ def write_release(
         if ledger.register is not None:  # last: a refusal leaves nothing written
             _register(result, record, tmp, Path(out).resolve(), uid, ledger)
 
+    inputs = input_paths(result.spec)
+    if ledger.register is not None:  # the register (and its files beside it) is never replaced
+        inputs.append(ledger.register.files_dir)
     return write_folder(out, write, marker="release.json", overwrite=overwrite,
-                        inputs=input_paths(result.spec), what="an earlier synthgeo output")
+                        inputs=inputs, what="an earlier synthgeo output")
 
 
 def _sign_and_stamp(record: dict[str, Any], result, ledger) -> str | None:
