@@ -398,3 +398,13 @@ def test_compute_scheduler_is_a_scheduler_address(tmp_path):
         with pytest.raises(SpecError, match=r"`\[compute\] scheduler` must be the address of a "
                                             r"dask.distributed scheduler"):
             ComputeConfig(scheduler=bad)
+
+
+def test_relative_tolerance_of_one_or_more_is_refused():
+    """Break-it: `p = [1.5]` passed; within 150 % of the truth includes 0 and measures nothing."""
+    from synthgeo._errors import SpecError
+    from synthgeo.config import RiskConfig
+
+    with pytest.raises(SpecError, match=r"\[risk\] p.*below 1"):
+        RiskConfig(p=[1.5])
+    assert RiskConfig(p=[0.5]).p == [0.5]

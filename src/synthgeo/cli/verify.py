@@ -89,7 +89,8 @@ def run(args: argparse.Namespace, say) -> int:
     else:
         say(f"verification of {res.formula!r} ({res.family}): NON-PRIVATE (agency setting: "
             f"{res.reason}); exact measures")
-    say(res.measures.to_string(float_format=lambda x: f"{x:.3f}"))
+    # the answer the analyst paid ε for: printed even under --quiet
+    print(res.measures.to_string(float_format=lambda x: f"{x:.3f}"))
     b = res.budget
     if b.get("total") is not None:
         say(f"budget of {res.analyst!r}: spent ε = {b['spent']:g} of {b['total']:g}, "

@@ -97,6 +97,8 @@ class RiskConfig:
             v = getattr(self, key)
             if not (isinstance(v, list) and v and all(_is_number(e) and e > 0 for e in v)):
                 raise _err("risk", key, v, "a non-empty list of positive, finite numbers")
+        if any(e >= 1 for e in self.p):  # "within 100 % of the truth" includes 0: no measure
+            raise _err("risk", "p", self.p, "relative tolerances below 1 (0.1 = within 10 %)")
         if self.on_risk_failure not in ("stop", "warn"):
             raise _err("risk", "on_risk_failure", self.on_risk_failure, '"stop" or "warn"')
         if self.loo_unit is not None and self.loo_unit not in LOO_UNITS:
