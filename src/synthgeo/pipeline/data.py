@@ -326,7 +326,8 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray,
     if not np.all(np.isfinite(g)):
         raise InputError(
             f"`back_transform = {d.back_transform!r}` of response `{d.response}` overflows "
-            f"(largest value {float(np.max(y)):g}); is the response already on the log scale? Use "
+            f"({int((~np.isfinite(g)).sum())} record(s); no value is shown: they are "
+            "confidential); is the response already on the log scale? Use "
             "`back_transform = \"identity\"` for a response in dollars"
         )
     if np.ptp(y) == 0:
