@@ -268,7 +268,7 @@ def test_overwrite_with_bad_data_leaves_the_old_output(capsys, case, rows):
     paths = case(_with(rows, "log_price", 1, None))
     out = paths["out"]
     out.mkdir()
-    (out / "release.json").write_text("{}", encoding="utf-8")
+    (out / "release.json").write_text('{"synthgeo_release_record": 1}', encoding="utf-8")
     rc, _, err = cli(capsys, "run", paths["spec"], "--out", out, "--overwrite")
     assert_one_error(rc, err, r"`log_price` has 1 missing")
     assert [p.name for p in out.iterdir()] == ["release.json"]

@@ -89,9 +89,9 @@ def check_output_dir(
 
 
 def _is_record(path: Path, marker: str) -> bool:
-    """Tell whether ``path`` reads as a record synthgeo wrote: a non-empty JSON object.
+    """Tell whether ``path`` reads as a record synthgeo wrote: JSON.
 
-    A release record also names itself (``synthgeo_release_record``).
+    A release record must also name itself (``synthgeo_release_record``).
     """
     import json
 
@@ -99,9 +99,9 @@ def _is_record(path: Path, marker: str) -> bool:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    if not isinstance(data, dict) or not data:
-        return False
-    return marker != "release.json" or "synthgeo_release_record" in data
+    if marker != "release.json":  # another command's record: any JSON it wrote
+        return True
+    return isinstance(data, dict) and "synthgeo_release_record" in data
 
 
 @contextmanager
