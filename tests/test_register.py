@@ -416,16 +416,19 @@ def test_an_edited_register_row_cannot_vouch_for_an_edited_file(first, tmp_path)
     shutil.copytree(out_a, edited)
     csv = edited / "release" / "csv" / "implicate_002.csv"
     csv.write_text(csv.read_text().replace("1", "2", 1))
+    release_id = ledger.register.by_release_json(file_sha256(out_a / "release.json")).id
     engine = sqlalchemy.create_engine(f"sqlite:///{copy_db}")
     with engine.begin() as conn:
-        conn.execute(sqlalchemy.text(
-            "UPDATE synthgeo_release_files SET sha256 = :h, bytes = :b WHERE path = :p"),
-            {"h": file_sha256(csv), "b": csv.stat().st_size, "p": "csv/implicate_002.csv"})
-        conn.execute(sqlalchemy.text("UPDATE synthgeo_releases SET folder = :f"),
-                     {"f": str(edited.resolve())})
+        assert conn.execute(sqlalchemy.text(
+            "UPDATE synthgeo_release_files SET sha256 = :h, bytes = :b "
+            "WHERE path = :p AND release_id = :i"),
+            {"h": file_sha256(csv), "b": csv.stat().st_size,
+             "p": "release/csv/implicate_002.csv", "i": release_id}).rowcount == 1
+        conn.execute(sqlalchemy.text("UPDATE synthgeo_releases SET folder = :f WHERE id = :i"),
+                     {"f": str(edited.resolve()), "i": release_id})
     engine.dispose()
     forged = Ledger(open_register(copy_db), KEY)
-    with pytest.raises(InputError, match="implicate_002"):
+    with pytest.raises(InputError, match="differs from its release.json's"):
         run_release(_spec(8), fitter=_never_called, previous=edited, ledger=forged)
 
 

@@ -356,6 +356,12 @@ class Register:
             raise refuse("it was registered unsigned; pooling with an unsigned release needs "
                          "--allow-unsigned (allow_unsigned=True)")
         listed = {f["path"]: f for f in entry.files}
+        # the register's rows are not signed: they must be the HMAC-signed release.json's own
+        # list, or an edited row could vouch for an edited file (one hashing pass below)
+        signed = {f["path"]: (f["sha256"], f["bytes"]) for f in record.get("release_files") or []}
+        if signed != {path: (f["sha256"], f["bytes"]) for path, f in listed.items()}:
+            raise refuse("the register's list of its files differs from its release.json's "
+                         "(the register was edited)")
         for path, f in listed.items():
             p = folder / path
             if not p.is_file():
