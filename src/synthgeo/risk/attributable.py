@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from synthgeo.risk.baselines import FORMS
-from synthgeo.risk.records import RecordRisk
+from synthgeo.risk.records import RecordRisk, check_groups
 
 __all__ = ["AttributableSummary", "attributable_summary", "ATTACKS", "SUMMARY_COLUMNS"]
 
@@ -283,14 +283,7 @@ def _row(rrs, name, gname, mask, key, attack, source, form) -> dict:
 
 
 def _check_groups(groups: Mapping[str, np.ndarray] | None, n: int) -> dict[str, np.ndarray]:
-    out = {"all": np.ones(n, bool)}
-    for name, mask in (groups or {}).items():
-        arr = np.asarray(mask)
-        if arr.dtype != bool or arr.shape != (n,):
-            raise ValueError(f"group {name!r} must be a bool array of shape ({n},), got "
-                             f"{arr.dtype} {arr.shape}.")
-        out[str(name)] = arr
-    return out
+    return {"all": np.ones(n, bool), **check_groups(groups, n)}
 
 
 def attributable_summary(records: Mapping[str, RecordRisk],

@@ -154,6 +154,18 @@ def _cov(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.einsum("ln,ln->n", p - p.mean(axis=0), q - q.mean(axis=0)) / (p.shape[0] - 1)
 
 
+def check_groups(groups: Mapping[str, np.ndarray] | None, n: int) -> dict[str, np.ndarray]:
+    """Return ``groups`` as bool masks of shape (n,), named by str, or raise ValueError."""
+    out = {}
+    for name, mask in (groups or {}).items():
+        arr = np.asarray(mask)
+        if arr.dtype != bool or arr.shape != (n,):
+            raise ValueError(f"group {name!r} must be a bool array of shape ({n},), got "
+                             f"{arr.dtype} {arr.shape}.")
+        out[str(name)] = arr
+    return out
+
+
 def _hits(guesses: dict[str, np.ndarray], y: np.ndarray, m: Measure, g: str) -> np.ndarray:
     return np.stack([within_tolerance(guesses[f], y, m.kind, m.tol, g) for f in FORMS], axis=-1)
 
@@ -238,19 +250,19 @@ def score_records(
         raise ValueError("`realised` must be the within-ε risk of these implicates under the "
                          f"same g ({g!r}, L = {Y.shape[0]}, {n} records).")
     counted = realised.shares() if realised is not None else {}
-    masks = {}
-    for name, mask in (groups or {}).items():
-        mask = np.asarray(mask)
-        if mask.dtype != bool or mask.shape != (n,):
-            raise ValueError(f"group {name!r} must be a bool array of shape ({n},), got "
-                             f"{mask.dtype} {mask.shape}.")
-        if mask.any():
-            masks[str(name)] = mask
+    masks = {name: m for name, m in check_groups(groups, n).items() if m.any()}
+    # one (n, G) matrix of group weights: the row means of every group in one product, with
+    # no (L, n_group) copy per group
+    weights = np.stack([m / m.sum() for m in masks.values()], axis=1) if masks else None
     group_rows: dict[tuple[str, str, str], np.ndarray] = {}
 
     def keep_rows(source: str, key: str, p: np.ndarray) -> None:
-        for name, mask in masks.items():
-            group_rows[(name, source, key)] = p[:, mask].mean(axis=1)
+        if weights is None:
+            return
+        means = p @ weights
+        for j, name in enumerate(masks):
+            group_rows[(name, source, key)] = means[:, j]
+
     out: dict[str, list] = {v: [] for v in (*PROBABILITIES, *HITS, *MOMENTS)}
     guesses = {"hit_release": synthetic_point_guesses(Y, g),
                "hit_loo": point_guesses(baseline_loo, g),
