@@ -64,6 +64,11 @@ class RiskTarget:
 #: ``[risk] loo_unit``: what the leave-one-out baseline leaves out with record i
 #: (:func:`synthgeo.risk.loo.leave_out_blocks`).
 LOO_UNITS = ("site", "subject", "record")
+#: ``[risk] loo_posterior``: the parameter draws the leave-one-out baseline integrates over
+#: (:mod:`synthgeo.risk.loo_posterior`).
+LOO_POSTERIORS = ("full", "reweighted")
+#: ``[risk] protect``: judge only, or seek the targets (:mod:`synthgeo.pipeline.protect`).
+PROTECT = ("none", "targets")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,6 +84,16 @@ class RiskConfig:
     given), its subject's records (needs ``[data] subject``), or the record alone; default
     (None): "subject" when ``[data] subject`` is given, else "site"
     (:attr:`synthgeo.config.ReleaseSpec.loo_unit`; docs/risk-and-utility.md).
+    ``loo_posterior`` {"full", "reweighted"}: the parameters the baseline attacker integrates
+    over: the full posterior's draws (fitted with the record), or the leave-out posterior
+    reached from them by Pareto-smoothed importance sampling (fitted without it); default
+    (None): "reweighted" under ``[synthesis] predictive = "cross_fit"`` (where "full" makes
+    the attributable risk 0 by construction), else "full"
+    (:attr:`synthgeo.config.ReleaseSpec.loo_posterior`).
+    ``protect`` {"none", "targets"}: "targets" runs the spec's mechanism and, while a target
+    fails, the next stronger one (:mod:`synthgeo.pipeline.protect`), at most ``max_rounds``
+    rounds (1–3), each judged at the Bonferroni level 1 − (1 − confidence)/max_rounds; needs
+    ``targets``.
     ``confidence``: the level 1 − α of the Monte Carlo bounds every per-record decision uses
     (risk-rule flags, the verdict's counts and largest, neighbour-check rises;
     :mod:`synthgeo.risk.noise`, docs/risk-and-utility.md), in [0.5, 1).
@@ -89,7 +104,10 @@ class RiskConfig:
     targets: list[RiskTarget] = field(default_factory=list)
     on_risk_failure: Literal["stop", "warn"] = "stop"
     loo_unit: Literal["site", "subject", "record"] | None = None
+    loo_posterior: Literal["full", "reweighted"] | None = None
     confidence: float = 0.95
+    protect: Literal["none", "targets"] = "none"
+    max_rounds: int = 3
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -105,9 +123,20 @@ class RiskConfig:
             raise _err("risk", "loo_unit", self.loo_unit,
                        '"site", "subject" or "record" (or left out: "subject" with a '
                        '`[data] subject` column, else "site")')
+        if self.loo_posterior is not None and self.loo_posterior not in LOO_POSTERIORS:
+            raise _err("risk", "loo_posterior", self.loo_posterior,
+                       '"full" or "reweighted" (or left out: "reweighted" under `[synthesis] '
+                       'predictive = "cross_fit"`, else "full")')
         if not (_is_number(self.confidence) and 0.5 <= self.confidence < 1):
             raise _err("risk", "confidence", self.confidence,
                        "a number in [0.5, 1), e.g. 0.95 (the level of the Monte Carlo bounds)")
+        if self.protect not in PROTECT:
+            raise _err("risk", "protect", self.protect,
+                       '"none" (judge the spec\'s mechanism) or "targets" (apply stronger '
+                       "mechanisms, round by round, until every `[risk.targets]` holds)")
+        if not (_is_int(self.max_rounds) and 1 <= self.max_rounds <= 3):
+            raise _err("risk", "max_rounds", self.max_rounds,
+                       "an integer from 1 to 3 (the rounds of `protect = \"targets\"`)")
         raw = [self.targets] if isinstance(self.targets, dict) else self.targets
         if not isinstance(raw, list):
             raise _err("risk", "targets", self.targets,

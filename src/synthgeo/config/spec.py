@@ -87,6 +87,15 @@ class ReleaseSpec:
                 f'`[synthesis] cross_fit_calibration = "{self.synthesis.cross_fit_calibration}"` '
                 'applies to the cross-fitted predictive only; remove it or set '
                 '`[synthesis] predictive = "cross_fit"`')
+        if self.risk.protect == "targets" and not self.risk.targets:
+            raise SpecError(
+                '`[risk] protect = "targets"` seeks the board\'s targets, and none is set: add '
+                'a `[risk.targets]` table, or use protect = "none"')
+        if self.risk.protect == "targets" and self.data.sequential:
+            raise SpecError(
+                '`[risk] protect = "targets"` applies to one gaussian response, not yet with '
+                '`[[data.responses]]` (the cross-fitted rounds do not cover several '
+                'responses); use protect = "none"')
         if self.model.gp == "nngp" and self.sampling.sampler != "grid":
             raise SpecError(
                 'spec `[model] gp = "nngp"` needs `[sampling] sampler = "grid"`: NUTS over the '
@@ -156,6 +165,17 @@ class ReleaseSpec:
         return "subject" if self.data.subject else "site"
 
     @property
+    def loo_posterior(self) -> str:
+        """The baseline's parameter draws as run: ``[risk] loo_posterior``, or its default.
+
+        The default is "reweighted" under ``[synthesis] predictive = "cross_fit"``, else "full"
+        (:mod:`synthgeo.risk.loo_posterior`).
+        """
+        if self.risk.loo_posterior is not None:
+            return self.risk.loo_posterior
+        return "reweighted" if self.synthesis.predictive == "cross_fit" else "full"
+
+    @property
     def formula(self) -> str:
         """Analyst's formula; default ``response ~ covariate + ...``."""
         if self.utility.formula:
@@ -189,6 +209,7 @@ class ReleaseSpec:
         }
         out["source"] = str(self.source) if self.source else None
         out["risk"]["loo_unit"] = self.loo_unit  # its default depends on [data] subject
+        out["risk"]["loo_posterior"] = self.loo_posterior  # ... and on [synthesis] predictive
         return out
 
     def replace(self, section: str, **changes: Any) -> ReleaseSpec:

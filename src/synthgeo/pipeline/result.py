@@ -90,6 +90,10 @@ class ReleaseResult:
         pMSE, its ratio and S_pMSE against the paired null and SPECKS of both models' implicates,
         with the per-variable and per-region breakdowns
         (:mod:`synthgeo.pipeline.general_utility`); None when not computed.
+    protection : dict or None
+        Under ``[risk] protect = "targets"``: every round tried (mechanism, records protected,
+        each target's value and upper bound, smallest CI overlap, seconds), whether the
+        targets were reached and, if not, why (:mod:`synthgeo.pipeline.protect`); else None.
     """
 
     def __repr__(self) -> str:
@@ -120,6 +124,7 @@ class ReleaseResult:
     detector: dict | None = None
     at_risk_selection: AtRiskSelection | None = None
     general_utility: GeneralUtility | None = None
+    protection: dict | None = None
 
     @property
     def M_m(self) -> float:  # noqa: N802

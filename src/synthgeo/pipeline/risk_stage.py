@@ -52,6 +52,7 @@ from synthgeo.risk.loo import (
     leave_out_blocks,
     nngp_precision,
 )
+from synthgeo.risk.loo_posterior import reweight_leave_out
 from synthgeo.risk.loo_units import LooUnitComparison, UnitFigures, unit_figures
 from synthgeo.risk.measure import Measure, measures_from
 from synthgeo.risk.noise import z_value
@@ -149,7 +150,9 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
 def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
                     blocks: dict[str, np.ndarray], *, own_X: np.ndarray | None = None,
                     seconds: dict[str, float] | None = None,
-                    own_weight: dict[str, np.ndarray] | None = None) -> dict[str, Predictive]:
+                    own_weight: dict[str, np.ndarray] | None = None,
+                    log_density: dict[str, np.ndarray] | None = None
+                    ) -> dict[str, Predictive]:
     """:func:`loo_predictive` under several block sets, each precision built once.
 
     Parameters
@@ -161,6 +164,9 @@ def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
     seconds : dict, optional
         Filled with unit → the seconds of its block solves
         (:func:`synthgeo.risk.loo.baseline_loo_sets`).
+    log_density : dict, optional
+        Filled with unit → (L, n_records) log density of each record's leave-out block at each
+        draw (:func:`synthgeo.risk.loo.block_log_density`).
 
     Returns
     -------
@@ -176,7 +182,8 @@ def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
         precision_of = exact_precision(coords)
     loos = baseline_loo_sets(data.y, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
                              alpha=d["nugget"] / d["sigma2"], precision_of=precision_of,
-                             block_sets=blocks, seconds=seconds, own_weight=own_weight)
+                             block_sets=blocks, seconds=seconds, own_weight=own_weight,
+                             log_density=log_density)
     if own_X is None:
         return loos
     shift = d["beta"] @ (np.asarray(own_X, float) - data.X).T  # (L, n_records)
@@ -227,6 +234,10 @@ class RiskScores:
         released covariates), confidential.
     warnings : list of dict
         ``{"code", "message"}``: a FAIL under ``on_risk_failure = "warn"``.
+    loo_posterior : dict or None
+        :meth:`synthgeo.risk.loo_posterior.LeaveOutPosterior.summary` of the spec's unit when
+        the baseline integrates over the leave-out posterior (``[risk] loo_posterior =
+        "reweighted"``); None under "full".
     loo_units : LooUnitComparison or None
         The leave-out unit run and the largest a_i under every other unit
         (:func:`compare_loo_units`); None when not compared.
@@ -240,6 +251,7 @@ class RiskScores:
     identifiable: np.ndarray = field(repr=False)
     warnings: list[dict[str, str]] = field(default_factory=list)
     loo_units: LooUnitComparison | None = None
+    loo_posterior: dict | None = None
 
     @property
     def records(self) -> dict[str, RecordRisk]:
@@ -476,9 +488,11 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     same_draws = all(np.array_equal(released[c].values, implicates["unrestricted"][c].values)
                      for c in ("source_chain", "source_draw"))
     # a raw cross-fit's predictive is the baseline itself; a calibrated one's is not
+    reweight = spec.loo_posterior == "reweighted"
     reuse = (released.attrs.get("predictive") == "cross_fit" and own_X is None and same_draws
-             and released.attrs.get("calibration", "none") == "none")
+             and released.attrs.get("calibration", "none") == "none" and not reweight)
     solve_seconds: dict[str, float] = {}
+    density: dict[str, np.ndarray] | None = {} if reweight else None
     if reuse and len(blocks) == 1:
         # cross-fitted release: drawn from this very predictive at the same posterior draws
         # (synthgeo.synthesis.cross_fit), so it is reused rather than computed a second time
@@ -486,7 +500,12 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                                                    name="baseline_loo")}
     else:
         loos = loo_predictives(spec, data, fits["unrestricted"], implicates["unrestricted"],
-                               blocks, own_X=own_X, seconds=solve_seconds)
+                               blocks, own_X=own_X, seconds=solve_seconds, log_density=density)
+    loo_posterior = None
+    if reweight:  # the baseline's θ fitted without the record (risk.loo_posterior)
+        moved = {u: reweight_leave_out(p, density[u]) for u, p in loos.items()}
+        loos = {u: m.predictive for u, m in moved.items()}
+        loo_posterior = moved[spec.loo_unit].summary()
     loo = loos[spec.loo_unit]
     public = data if own_X is None else dataclasses.replace(data, X=own_X)
     mask = np.asarray(at_risk, bool)
@@ -513,4 +532,5 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                                differs=differs, solve_seconds=solve_seconds, own_X=own_X,
                                realised=realised) if compare_units else None)
     return RiskScores(measures=measures, g=g, summary=summary, verdict=verdict, joint=joint,
-                      identifiable=below | unique, warnings=notes, loo_units=units)
+                      identifiable=below | unique, warnings=notes, loo_units=units,
+                      loo_posterior=loo_posterior)

@@ -333,7 +333,8 @@ class _Drawn:
 
 
 def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, streams,
-                  X_syn: dict, *, fitter, say, progressbar: bool, several: bool) -> _Drawn:
+                  X_syn: dict, *, fitter, say, progressbar: bool, several: bool,
+                  reuse_fits: dict | None = None) -> _Drawn:
     """Fit unrestricted → at-risk set → fit restricted → synthesise, for one response.
 
     ``streams``: the response's four seed streams. Common random numbers (docs/inference.md):
@@ -355,8 +356,15 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
     if not several:
         say("fitting the unrestricted model")
     with _timed(sec, "fit_unrestricted"):
-        fits = {"unrestricted": (fit(random_seed=fit_seed, label="unrestricted")
-                                 if gaussian else fit())}
+        cached = None if reuse_fits is None else reuse_fits.get(("unrestricted", fit_seed))
+        if cached is not None:  # a later round of protect = "targets": the same fit
+            say("reusing the unrestricted fit of the first round (same seed)")
+            fits = {"unrestricted": cached}
+        else:
+            fits = {"unrestricted": (fit(random_seed=fit_seed, label="unrestricted")
+                                     if gaussian else fit())}
+        if reuse_fits is not None and gaussian and not several:
+            reuse_fits[("unrestricted", fit_seed)] = fits["unrestricted"]
     with _timed(sec, "at_risk"):
         # the risk rule scores the unrestricted model on its selection draws (streams[1]),
         # disjoint from the implicates' draws the release is judged on (fresh draws)
@@ -423,7 +431,8 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
 def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                 points: geopandas.GeoDataFrame | None = None, progress=None,
                 progressbar: bool = False, fitter: Fitter | None = None,
-                previous: str | os.PathLike | None = None, ledger=None):
+                previous: str | os.PathLike | None = None, ledger=None,
+                reuse_fits: dict | None = None):
     """Fit both models, synthesise, score risk and utility (writes nothing): every release.
 
     One route: data → locations → per response (fit unrestricted, at-risk set, fit
@@ -458,6 +467,11 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         The release register and key (:func:`synthgeo.register.make_ledger`): required with
         ``previous``; with a register, a seed a registered release used is refused before
         fitting (one seed, one release).
+    reuse_fits : dict, optional
+        Shared by the rounds of ``[risk] protect = "targets"``
+        (:mod:`synthgeo.pipeline.protect`): the unrestricted fit of one gaussian response,
+        keyed by its seed, is stored on the first round and reused by the later ones (their
+        ``[data]``, ``[model]`` priors and ``[sampling]`` are the same).
 
     Returns
     -------
@@ -480,6 +494,12 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         (raised before anything is written).
     """
     spec, say, seconds = as_spec(spec), progress or log.info, {}
+    if spec.risk.protect == "targets":  # seek the targets, round by round
+        from synthgeo.pipeline.protect import seek_targets
+
+        return seek_targets(spec, run_release, points=points, progress=progress,
+                            progressbar=progressbar, fitter=fitter, previous=previous,
+                            ledger=ledger)
     several = spec.data.sequential  # [[data.responses]]: several responses or a GLMM family
     if several:
         _refuse_on_several(spec, previous)
@@ -520,7 +540,8 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
             say(f"response {j + 1}/{len(configs)}: `{rc.name}` ({rc.family}), fitting both "
                 "models")
         drawn.append(_fit_and_draw(spec, data_j, rc, streams, X_syn, fitter=fitter, say=say,
-                                   progressbar=progressbar, several=several))
+                                   progressbar=progressbar, several=several,
+                                   reuse_fits=reuse_fits))
         conf[rc.name] = data_j.y
         for m in MODELS:
             syn[m].append(drawn[-1].synthetic[m])

@@ -279,6 +279,8 @@ def release_record(
     rec["at_risk_selection"] = None if selection is None else selection.summary()
     if getattr(result, "cumulative", None) is not None:  # repeated release: chain + pooled
         rec["previous_releases"] = result.cumulative.to_record()
+    if getattr(result, "protection", None) is not None:  # [risk] protect = "targets"
+        rec["protection"] = result.protection
     if getattr(data, "levels", None):  # text covariates: treatment coding
         rec["design"] = data.levels
     if getattr(data, "missing", None) is not None:  # [data] missing = "drop"
@@ -297,6 +299,9 @@ def release_record(
             "table": scores.table.to_dict("records")}
         if scores.loo_units is not None:  # the leave-out unit and the other units' largest a_i
             rec["risk_attributable"]["loo_unit"] = scores.loo_units.to_record()
+        rec["risk_attributable"]["loo_posterior"] = (
+            scores.loo_posterior or {"method": "full posterior's draws (fitted with the record; "
+                                               "[risk] loo_posterior = \"full\")"})
         rec["verdicts"]["risk"] = scores.verdict.to_dict()
         rec["warnings"] = rec["warnings"] + list(scores.warnings)
     else:

@@ -43,7 +43,7 @@ from synthgeo.risk.predictive import Predictive
 
 __all__ = ["loo_blocks", "leave_out_blocks", "block_differs", "LOO_UNITS", "loo_conditional",
            "exact_precision", "nngp_precision", "baseline_loo", "baseline_loo_sets",
-           "block_solve", "calibration_own_weight"]
+           "block_solve", "calibration_own_weight", "block_log_density"]
 
 #: ``precision_of(phi_per_m, alpha)``: precision of y over records in units of 1/σ², input order.
 PrecisionFn = Callable[[float, float], "np.ndarray | sp.spmatrix"]
@@ -248,6 +248,87 @@ def loo_conditional(residual: np.ndarray, precision, blocks: np.ndarray | None =
         mean[idx] = r2[idx] - np.linalg.solve(qbb, a[idx])
         var[idx] = np.diagonal(np.linalg.inv(qbb), axis1=1, axis2=2)
     return (mean[:, 0] if r.ndim == 1 else mean), var
+
+
+def block_log_density(residual: np.ndarray, precision, blocks: np.ndarray | None = None,
+                      *, scale: np.ndarray | float = 1.0) -> np.ndarray:
+    r"""Log density of each record's leave-out block given all other records, per column.
+
+    For r ~ N(0, s Q⁻¹) (s a variance scale, per column) and block B, r_B | r_−B ~
+    N(r_B − Q_BB⁻¹a_B, s Q_BB⁻¹) with a = Qr, so the residual of the block against its
+    conditional mean is Q_BB⁻¹a_B and
+
+    .. math::
+
+        \log p(r_B \mid r_{-B}) = -\tfrac{b}{2}\log(2\pi s) + \tfrac12\log\det Q_{BB}
+        - \frac{a_B^\top Q_{BB}^{-1} a_B}{2s}
+
+    (b = |B|; the partitioned-inverse identity of :func:`loo_conditional`; Rue & Held 2005,
+    *Gaussian Markov Random Fields*, Thm. 2.5). It is the importance weight's denominator of the
+    leave-out posterior (:mod:`synthgeo.risk.loo_posterior`): the density of the data left out,
+    not of record i alone, so co-sited records get the same value.
+
+    Parameters
+    ----------
+    residual : ndarray of shape (n,) or (n, k)
+        r = y − μ (k columns: k draws sharing one precision).
+    precision : ndarray or scipy sparse matrix, shape (n, n)
+        Q, the precision of r in units of 1/s.
+    blocks : ndarray of int, shape (n,), optional
+        Block labels (:func:`leave_out_blocks`); default: every record alone.
+    scale : float or ndarray of shape (k,), default=1.0
+        The variance scale s of each column (σ² of each posterior draw).
+
+    Returns
+    -------
+    ndarray, shape of ``residual``
+        At each record, its block's log density (natural log).
+
+    Raises
+    ------
+    ValueError
+        If ``precision`` or ``blocks`` do not match ``residual``.
+
+    Examples
+    --------
+    >>> K = np.array([[1.0, 0.5], [0.5, 1.0]])
+    >>> lp = block_log_density(np.array([1.0, 0.0]), np.linalg.inv(K))
+    >>> from scipy.stats import norm
+    >>> bool(np.isclose(lp[1], norm.logpdf(0.0, 0.5, 0.75 ** 0.5)))  # r1 | r0 = 1
+    True
+    """
+    r = np.asarray(residual, dtype=float)
+    r2 = r[:, None] if r.ndim == 1 else r
+    n = r2.shape[0]
+    Q = precision.tocsr() if sp.issparse(precision) else np.asarray(precision, dtype=float)
+    if Q.shape != (n, n):
+        raise ValueError(f"`precision` must have shape ({n}, {n}), got {Q.shape}.")
+    labels = np.arange(n) if blocks is None else np.asarray(blocks)
+    if labels.shape != (n,):
+        raise ValueError(f"`blocks` must have shape ({n},), got {labels.shape}.")
+    s = np.broadcast_to(np.asarray(scale, dtype=float), (r2.shape[1],))
+    a = Q @ r2
+    out = np.empty_like(r2)
+    _, inv, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    order = np.argsort(inv, kind="stable")
+    sizes = counts[inv[order]]
+    diag = Q.diagonal() if sp.issparse(Q) else np.diagonal(Q)
+    for b in np.unique(sizes):
+        idx = order[sizes == b].reshape(-1, b)
+        if b == 1:
+            d = diag[idx[:, 0]]
+            quad = a[idx[:, 0]] ** 2 / d[:, None]  # (n_blocks, k)
+            logdet = np.log(d)
+        else:
+            qbb = _entries(Q, np.repeat(idx[:, :, None], b, 2), np.repeat(idx[:, None, :], b, 1))
+            c = np.linalg.cholesky(qbb)
+            z = np.linalg.solve(c, a[idx])  # (n_blocks, b, k): c z = a_B
+            quad = np.einsum("nbk,nbk->nk", z, z)
+            logdet = 2.0 * np.log(np.diagonal(c, axis1=1, axis2=2)).sum(axis=1)
+        lp = (-0.5 * b * np.log(2 * np.pi * s)[None, :] + 0.5 * logdet[:, None]
+              - quad / (2 * s[None, :]))
+        out[idx.ravel()] = np.repeat(lp, b, axis=0)
+    return out[:, 0] if r.ndim == 1 else out
 
 
 def block_solve(precision, A: np.ndarray, blocks: np.ndarray | None = None) -> np.ndarray:
@@ -472,6 +553,7 @@ def baseline_loo_sets(
     alpha: np.ndarray, precision_of: PrecisionFn, block_sets: Mapping[str, np.ndarray | None],
     n_threads: int = 2, seconds: dict[str, float] | None = None,
     own_weight: dict[str, np.ndarray] | None = None,
+    log_density: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Predictive]:
     """:func:`baseline_loo` under several block sets, each precision built once.
 
@@ -491,6 +573,10 @@ def baseline_loo_sets(
         Filled with name → (L, n) :func:`calibration_own_weight` at each draw's (φ, α): the
         weight of a record's own value in its covariate-calibrated cross-fitted mean, with
         ``X`` as the calibration's regressors (one extra block solve of X per cell).
+    log_density : dict, optional
+        Filled with name → (L, n) :func:`block_log_density` of each record's leave-out block
+        at each draw (the leave-out posterior's importance weights,
+        :mod:`synthgeo.risk.loo_posterior`).
 
     Returns
     -------
@@ -526,6 +612,7 @@ def baseline_loo_sets(
     resid = np.asarray(y, float)[None, :] - mu
     out = {k: (np.empty_like(mu), np.empty_like(mu)) for k in block_sets}
     weights = {k: np.empty_like(mu) for k in block_sets} if own_weight is not None else None
+    dens = {k: np.empty_like(mu) for k in block_sets} if log_density is not None else None
     spent = {k: [] for k in block_sets}
     cells, cell = np.unique(np.column_stack([phi, alpha]), axis=0, return_inverse=True)
 
@@ -540,6 +627,9 @@ def baseline_loo_sets(
             sd[rows] = np.sqrt(sigma2[rows, None] * var[None, :])
             if weights is not None:
                 weights[name][rows] = calibration_own_weight(X, Q, blocks)[None, :]
+            if dens is not None:
+                dens[name][rows] = block_log_density(resid[rows].T, Q, blocks,
+                                                     scale=sigma2[rows]).T
             spent[name].append(time.perf_counter() - t0)  # list.append: thread-safe
 
     with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=max(1, n_threads)) as ex:
@@ -548,4 +638,6 @@ def baseline_loo_sets(
         seconds.update({k: float(sum(v)) for k, v in spent.items()})
     if weights is not None:
         own_weight.update(weights)
+    if dens is not None:
+        log_density.update(dens)
     return {k: Predictive(mean=m, sd=sd, name="baseline_loo") for k, (m, sd) in out.items()}

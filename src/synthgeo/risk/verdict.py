@@ -8,9 +8,12 @@ apply to the released model's per-record attributable risk a_i
   max_i(a_i + z_{1−α/n} se_i) ≤ the limit (the point max_i a_i, biased upwards, and the lower
   bound are reported);
 - ``record_threshold`` with ``max_share_above``: PASS when the share of records *possibly*
-  above the threshold (a_i + z_{1−α} se_i > threshold) is ≤ the limit, so the target holds
-  with the Monte Carlo margin; the point and *certain* (a_i − z_{1−α} se_i > threshold) counts
-  are reported beside it (a threshold alone is reported, not judged).
+  above the threshold (a_i + z_{1−α/(m+1)} se_i > threshold, m = ⌊limit · n⌋) is ≤ the limit,
+  so the target holds with the Monte Carlo margin: a false PASS needs m + 1 records truly
+  above to look below at once, and Bonferroni over them keeps its probability ≤ α (a
+  per-record z_{1−α} would allow 1 − (1 − α)^{m+1}, 40 % at m = 9); the point and *certain*
+  (a_i − z se_i > threshold) counts are reported beside it at the same level (a threshold
+  alone is reported, not judged, at z_{1−α}).
 
 se_i is the Monte Carlo standard error of a_i
 (:meth:`~synthgeo.risk.attributable.AttributableSummary.record_attributable_se`), the level
@@ -25,6 +28,7 @@ verdict is on them. Source: docs/risk-and-utility.md.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -192,9 +196,13 @@ def _checks(target, a: np.ndarray, se: np.ndarray | None = None,
                                value=b["point"], lower=b["lower"], upper=b["upper"],
                                n_above=None, status="PASS" if b["upper"] <= limit else "FAIL"))
     if target.record_threshold is not None:
-        counts, _, _ = threshold_counts(a, se, target.record_threshold, confidence, n_rows)
         n = max(a.size, 1)
         limit = target.max_share_above
+        # a false PASS needs ⌊limit·n⌋ + 1 records truly above to all look below: Bonferroni
+        # over those keeps P(false PASS) ≤ α (docs/risk-and-utility.md, "Monte Carlo error")
+        level = (confidence if limit is None
+                 else 1.0 - (1.0 - confidence) / (math.floor(limit * n) + 1))
+        counts, _, _ = threshold_counts(a, se, target.record_threshold, level, n_rows)
         share_possible = counts["n_possible"] / n
         status = ("NOT ASSESSED" if limit is None
                   else "PASS" if share_possible <= limit else "FAIL")

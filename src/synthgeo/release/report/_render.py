@@ -17,6 +17,7 @@ from synthgeo.release.report._risk_sections import (
     section_detector,
     section_histograms,
     section_neighbours,
+    section_protection,
     section_risk,
 )
 from synthgeo.release.report._sequential import section_key_figures, section_responses
@@ -34,6 +35,7 @@ SECTIONS: tuple[tuple[str, Callable], ...] = (
     ("Posterior mean surface of w", section_surfaces),
     ("Synthetic values of selected records", section_histograms),
     ("Disclosure risk", section_risk),
+    ("Seeking the targets: the rounds (protect = \"none\")", section_protection),
     ("Neighbour check and repeated releases", section_neighbours),
     ("Can a protected record be told apart?", section_detector),
     ("Utility", section_utility),

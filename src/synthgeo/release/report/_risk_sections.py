@@ -7,7 +7,7 @@ import pandas as pd
 
 from synthgeo.release.report import _figures as F
 from synthgeo.release.report._common import first_measure, measure_label
-from synthgeo.release.report._html import Section, render
+from synthgeo.release.report._html import Section, render, table
 
 __all__ = ["riskiest_records", "section_histograms", "section_risk", "attributable_table"]
 
@@ -149,6 +149,47 @@ def section_risk(result) -> Section | None:
                   loo_units=None if units is None else units.table(),
                   groups_uri=F.to_data_uri(fig1), records_uri=F.to_data_uri(fig2))
     return Section("risk", "Disclosure risk", body)
+
+
+def protection_tables(block: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return the rounds of ``protect = "targets"``: one row per round, one per round and target.
+
+    Examples
+    --------
+    >>> block = {"rounds": [{"round": 1, "mechanism": "m", "records_protected": 3,
+    ...          "selects_records": True, "verdict": "FAIL", "loo_posterior": "reweighted",
+    ...          "smallest_ci_overlap": 0.9, "seconds": 1.0, "targets": [{"measure": "rel:0.1",
+    ...          "attack": "share", "criterion": "max_attributable_record", "limit": 0.1,
+    ...          "value": 0.2, "upper": 0.3, "n_above": None, "status": "FAIL"}]}]}
+    >>> rounds, targets = protection_tables(block)
+    >>> rounds.shape, targets.shape
+    ((1, 8), (1, 8))
+    """
+    rounds = pd.DataFrame([{
+        "round": r["round"], "mechanism": r["mechanism"],
+        "records protected": r["records_protected"],
+        "selects records": "yes" if r["selects_records"] else "no (every record)",
+        "baseline's posterior": r["loo_posterior"], "verdict": r["verdict"],
+        "smallest CI overlap": r["smallest_ci_overlap"], "seconds": r["seconds"]}
+        for r in block["rounds"]])
+    targets = pd.DataFrame([{
+        "round": r["round"], "measure": t["measure"], "criterion": t["criterion"],
+        "limit": t["limit"], "point": t["value"], "upper bound": t["upper"],
+        "records above": t["n_above"], "status": t["status"]}
+        for r in block["rounds"] for t in r["targets"]])
+    return rounds, targets
+
+
+def section_protection(result) -> Section | None:
+    """Return the rounds of ``[risk] protect = "targets"`` (None when not sought)."""
+    block = getattr(result, "protection", None)
+    if block is None:
+        return None
+    rounds, targets = protection_tables(block)
+    body = render("protection.html.j2", block=block,
+                  rounds_table=table(rounds, id="protection-rounds", floatfmt="{:.3f}"),
+                  targets_table=table(targets, id="protection-targets", floatfmt="{:.3f}"))
+    return Section("protection", "Seeking the targets: the rounds", body)
 
 
 def section_detector(result) -> Section | None:

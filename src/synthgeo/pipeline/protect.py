@@ -1,0 +1,217 @@
+"""Seek the board's targets: ``[risk] protect = "targets"`` (issue 25, item 3).
+
+The run releases the spec's mechanism if it meets every ``[risk.targets]``; otherwise it tries
+the next stronger mechanism, round by round, at most ``[risk] max_rounds``:
+
+1. the spec as written (its own mechanism, e.g. the paper's γ-smoothing of at-risk sites);
+2. the **calibrated cross-fit** (``[synthesis] predictive = "cross_fit"``,
+   ``cross_fit_calibration = "covariates_loo"``): every record drawn from its own leave-out
+   predictive, the analyst's regression kept by a calibration that leaves the record's own
+   error out — the frontier's recommendation (docs/risk-and-utility.md, "Comparing the
+   mechanisms");
+3. the **raw cross-fit** (``cross_fit_calibration = "none"``): no calibration, so no own-value
+   term at all; the coefficients may move (the cost the calibration removes).
+
+A round equal to an earlier one (a spec that already cross-fits) is skipped. The cross-fitted
+rounds select nobody (nothing for a detector to find) and refit nothing: they reuse the
+unrestricted fit of the first round (same seed, same posterior draws; ``reuse_fits``), so a
+round costs a synthesis and a scoring, not a fit. Their baseline integrates over the
+leave-out posterior (``[risk] loo_posterior = "reweighted"``), so their risk is not 0 by
+construction: what remains is the leak through the posterior draws θ, fitted with every
+record, and the calibration's own-value term.
+
+**Judgement.** Each round is judged by the targets' usual rule (every record, upper Monte Carlo
+bounds, :mod:`synthgeo.risk.verdict`) at the Bonferroni level 1 − (1 − c)/K for K =
+``max_rounds`` and c = ``[risk] confidence``: the run stops at the first PASS, so a false PASS
+of the released round is a false PASS of some round, whose probability is at most K times one
+round's — at most 1 − c over all (``tests/test_protect.py`` simulates it). When the last round
+fails, the run says which target failed and why, and ``on_risk_failure`` applies
+(stop: nothing is written).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from synthgeo._errors import RiskError
+from synthgeo.config import ReleaseSpec
+
+__all__ = ["LADDER", "round_specs", "seek_targets", "round_record"]
+
+#: The rounds after the spec's own: (name, [synthesis] changes).
+LADDER: tuple[tuple[str, dict], ...] = (
+    ("cross_fit calibrated (covariates_loo)",
+     {"predictive": "cross_fit", "cross_fit_calibration": "covariates_loo"}),
+    ("cross_fit raw", {"predictive": "cross_fit", "cross_fit_calibration": "none"}),
+)
+#: ``[model]`` keys of the restricted fit, reset to their defaults in a cross-fitted round.
+_RESTRICTED_DEFAULTS = {"gamma": "inf", "at_risk": "spatial", "at_risk_weight": "binary",
+                        "at_risk_effect": "zero", "at_risk_nugget": "shared"}
+
+
+def _mechanism(spec: ReleaseSpec) -> str:
+    s = spec.synthesis
+    if s.predictive != "cross_fit":
+        return (f"posterior predictive, restricted fit (gamma = {spec.model.gamma!s}, "
+                f"at_risk = {spec.model.at_risk})")
+    return {"covariates_loo": LADDER[0][0], "none": LADDER[1][0]}.get(
+        s.cross_fit_calibration, f"cross_fit calibrated ({s.cross_fit_calibration})")
+
+
+def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
+    """The rounds ``protect = "targets"`` tries, in order (module docstring).
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        With ``[risk] protect = "targets"`` and targets.
+
+    Returns
+    -------
+    list of (str, ReleaseSpec)
+        Mechanism name and the spec of each round (at most ``[risk] max_rounds``): protect
+        "none", ``on_risk_failure = "warn"`` (the gate applies once, to the released round),
+        confidence at the Bonferroni level.
+
+    Examples
+    --------
+    >>> from synthgeo.config import load_spec
+    >>> from importlib.resources import files
+    >>> spec = load_spec(files("synthgeo") / "data" / "sacramento_2bed.toml")
+    >>> spec = spec.replace("risk", protect="targets", targets=[{"measure": "rel:0.1",
+    ...                     "max_attributable_record": 0.1}])
+    >>> [name for name, _ in round_specs(spec)]  # doctest: +NORMALIZE_WHITESPACE
+    ['posterior predictive, restricted fit (gamma = inf, at_risk = spatial)',
+     'cross_fit calibrated (covariates_loo)', 'cross_fit raw']
+    """
+    K = spec.risk.max_rounds
+    level = 1.0 - (1.0 - spec.risk.confidence) / K
+    first = spec.replace("risk", protect="none", on_risk_failure="warn", confidence=level)
+    if spec.risk.loo_posterior is None:  # one baseline for every round: the leave-out posterior
+        first = first.replace("risk", loo_posterior="reweighted")
+    rounds = [(_mechanism(first), first)]
+    for name, changes in LADDER:
+        if len(rounds) >= K:
+            break
+        s = first
+        if s.synthesis.predictive != "cross_fit":
+            s = s.replace("model", **_RESTRICTED_DEFAULTS)
+        s = s.replace("synthesis", **changes)
+        if any(_mechanism(r) == _mechanism(s) for _, r in rounds):
+            continue
+        rounds.append((name, s))
+    return rounds
+
+
+def round_record(k: int, name: str, result, seconds: float) -> dict:
+    """One round's figures for release.json and the report (aggregates only).
+
+    Parameters
+    ----------
+    k : int
+        The round, from 1.
+    name : str
+        Its mechanism.
+    result : ReleaseResult
+        The round's run.
+    seconds : float
+        Its wall time.
+
+    Returns
+    -------
+    dict
+        ``round``, ``mechanism``, ``records_protected`` (the at-risk records a restricted fit
+        smoothed, or every record for a cross-fit), ``verdict``, ``confidence``, ``targets``
+        (each criterion: limit, point value, upper bound, status), ``smallest_ci_overlap``
+        (the analyst's coefficients, Reiter), ``seconds``.
+    """
+    scores = result.risk_scores
+    cross_fit = result.spec.synthesis.predictive == "cross_fit"
+    u = result.utility
+    overlap = u.loc[u["model"] == "restricted", "ci_overlap"]
+    return {
+        "round": k, "mechanism": name,
+        "records_protected": int(result.data.n_records if cross_fit
+                                 else result.at_risk.n_at_risk),
+        "selects_records": not cross_fit,
+        "verdict": scores.verdict.status, "confidence": result.spec.risk.confidence,
+        "loo_posterior": result.spec.loo_posterior,
+        "targets": [{"measure": c.measure, "attack": c.attack, "criterion": c.criterion,
+                     "limit": c.limit, "value": c.value, "upper": c.upper,
+                     "n_above": c.n_above, "status": c.status}
+                    for c in scores.verdict.checks],
+        "smallest_ci_overlap": float(overlap.min()) if len(overlap) else None,
+        "seconds": round(float(seconds), 1),
+    }
+
+
+def _why(rounds: list[dict]) -> str:
+    last = rounds[-1]
+    failed = [t for t in last["targets"] if t["status"] == "FAIL"]
+    said = "; ".join(
+        f"{t['measure']} {t['attack']} {t['criterion']}: upper bound {t['upper']:.3g} > "
+        f"{t['limit']:.3g}" + ("" if t["n_above"] is None else f" ({t['n_above']} records)")
+        for t in failed)
+    cause = ("what remains after the raw cross-fit is the leak through the posterior draws "
+             "(fitted with every record) and the co-sited records' shared fit; synthgeo has no "
+             "stronger mechanism" if last["mechanism"] == LADDER[-1][0] else
+             f"the cap of {len(rounds)} round(s) ([risk] max_rounds) was reached")
+    return f"after {len(rounds)} round(s) ({last['mechanism']} last): {said}; {cause}"
+
+
+def seek_targets(spec: ReleaseSpec, run: Callable, **kwargs):
+    """Run the rounds of ``protect = "targets"`` until every target holds (module docstring).
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        ``[risk] protect = "targets"``.
+    run : callable
+        :func:`synthgeo.pipeline.run.run_release` (passed in: this module sits beside it).
+    **kwargs
+        Passed to ``run`` (points, progress, previous, ledger, ...).
+
+    Returns
+    -------
+    ReleaseResult
+        The released round's result, with ``protection`` (every round's
+        :func:`round_record`, ``reached``) and its spec's ``[risk]`` restored to what was
+        asked (protect, on_risk_failure, confidence).
+
+    Raises
+    ------
+    synthgeo.RiskError
+        When the last round still fails and ``[risk] on_risk_failure = "stop"`` (nothing is
+        written): the message names the failed targets and why.
+    """
+    import time
+
+    say = kwargs.get("progress") or (lambda _m: None)
+    cache: dict = {}
+    rounds: list[dict] = []
+    result = None
+    specs = round_specs(spec)
+    for k, (name, s) in enumerate(specs, start=1):
+        say(f"protect = \"targets\": round {k}/{len(specs)}: {name}")
+        t0 = time.perf_counter()
+        result = run(s, reuse_fits=cache, **kwargs)
+        rounds.append(round_record(k, name, result, time.perf_counter() - t0))
+        say(f"round {k}: risk {rounds[-1]['verdict']}")
+        if result.risk_scores.verdict.status == "PASS":
+            break
+    reached = rounds[-1]["verdict"] == "PASS"
+    protection = {"protect": "targets", "max_rounds": spec.risk.max_rounds,
+                  "reached": reached, "rounds": rounds,
+                  "released_round": len(rounds),
+                  "why_not": None if reached else _why(rounds)}
+    asked = result.spec.replace("risk", protect="targets",
+                                on_risk_failure=spec.risk.on_risk_failure,
+                                confidence=spec.risk.confidence,
+                                max_rounds=spec.risk.max_rounds)
+    result = dataclasses.replace(result, spec=asked, protection=protection)
+    if not reached and spec.risk.on_risk_failure == "stop":
+        raise RiskError(f"risk FAIL: the targets were not reached {protection['why_not']}; "
+                        "nothing was written to release/ (on_risk_failure = \"warn\" writes the "
+                        "release with its FAIL)")
+    return result

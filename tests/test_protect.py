@@ -1,0 +1,132 @@
+"""Seeking the board's targets, ``[risk] protect = "targets"`` (issue 25, item 3)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import synthgeo as sg
+from synthgeo._errors import RiskError, SpecError
+from synthgeo.config import bundled_spec_path, load_spec
+from synthgeo.config.risk import RiskTarget
+from synthgeo.pipeline.protect import LADDER, round_specs
+from synthgeo.risk.noise import threshold_counts, z_value
+from synthgeo.risk.verdict import _checks
+
+TARGET = {"measure": "rel:0.1", "attack": "share", "max_attributable_record": 0.10,
+          "record_threshold": 0.05, "max_share_above": 0.01}
+
+
+def _spec(**risk):
+    spec = (load_spec(bundled_spec_path())
+            .replace("sampling", draws=300, on_convergence_failure="warn")
+            .replace("synthesis", n_implicates=20))
+    return spec.replace("risk", **{"protect": "targets", "targets": [TARGET], **risk})
+
+
+def test_spec_refuses_protect_without_targets_and_bad_rounds():
+    spec = load_spec(bundled_spec_path())
+    with pytest.raises(SpecError, match="protect = \"targets\".*none is set"):
+        spec.replace("risk", protect="targets")
+    with pytest.raises(SpecError, match="protect"):
+        spec.replace("risk", protect="always")
+    for bad in (0, 4, 1.5):
+        with pytest.raises(SpecError, match="max_rounds"):
+            spec.replace("risk", max_rounds=bad, targets=[TARGET])
+
+
+def test_rounds_in_order_at_the_bonferroni_level():
+    rounds = round_specs(_spec())
+    assert [n for n, _ in rounds][1:] == [n for n, _ in LADDER]
+    for _, s in rounds:
+        assert s.risk.protect == "none" and s.risk.on_risk_failure == "warn"
+        assert s.risk.confidence == pytest.approx(1 - 0.05 / 3)
+        assert s.loo_posterior == "reweighted"  # one baseline for every round
+    assert rounds[1][1].synthesis.cross_fit_calibration == "covariates_loo"
+    assert rounds[2][1].synthesis.cross_fit_calibration == "none"
+    assert len(round_specs(_spec(max_rounds=1))) == 1
+    # a spec that already cross-fits does not try its own mechanism twice
+    cf = _spec().replace("synthesis", predictive="cross_fit",
+                         cross_fit_calibration="covariates_loo")
+    assert [n for n, _ in round_specs(cf)] == [n for n, _ in LADDER]
+
+
+@pytest.fixture(scope="module")
+def sought():
+    said = []
+    with pytest.warns(UserWarning):
+        rel = sg.run(_spec(), progress=said.append)
+    return rel, said
+
+
+def test_bundled_targets_reached_by_a_later_round(sought, tmp_path):
+    rel, said = sought
+    p = rel.result.protection
+    assert p["reached"] and p["why_not"] is None
+    first, last = p["rounds"][0], p["rounds"][-1]
+    assert first["verdict"] == "FAIL" and first["selects_records"]
+    assert last["verdict"] == "PASS" and not last["selects_records"]
+    assert last["records_protected"] == 140 and len(p["rounds"]) == p["released_round"]
+    assert rel.result.spec.synthesis.predictive == "cross_fit"
+    assert rel.result.spec.risk.protect == "targets"  # the spec as asked, rounds recorded
+    assert any("reusing the unrestricted fit" in m for m in said)  # one fit for all rounds
+    assert rel.verdicts["risk"] == "PASS"
+    rel.write(tmp_path / "out")
+    rec = json.loads((tmp_path / "out" / "release.json").read_text())
+    assert rec["protection"]["rounds"][-1]["verdict"] == "PASS"
+    assert rec["risk_attributable"]["loo_posterior"]["n_records"] == 140
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "id='protection-rounds'" in html and "id='protection-targets'" in html
+
+
+def test_unreachable_targets_say_why(tmp_path):
+    impossible = {**TARGET, "max_attributable_record": 0.0}
+    with pytest.warns(UserWarning), pytest.raises(RiskError, match="not reached.*round"):
+        sg.run(_spec(targets=[impossible], max_rounds=2))
+    with pytest.warns(UserWarning):
+        rel = sg.run(_spec(targets=[impossible], max_rounds=2, on_risk_failure="warn"))
+    p = rel.result.protection
+    assert not p["reached"] and len(p["rounds"]) == 2
+    assert "max_attributable_record" in p["why_not"] and "max_rounds" in p["why_not"]
+    assert rel.verdicts["risk"] == "FAIL"
+
+
+def _simulate(target, truth, *, rounds, confidence, reps, L=50, sd=0.05, seed=0):
+    """Share of replications in which some round PASSes a target the truth fails."""
+    rng = np.random.default_rng(seed)
+    level = 1 - (1 - confidence) / rounds
+    passed = 0
+    for _ in range(reps):
+        for _k in range(rounds):
+            d = truth[None, :] + rng.normal(0.0, sd, size=(L, truth.size))
+            a, se = d.mean(0), d.std(0, ddof=1) / np.sqrt(L)
+            if all(c.status == "PASS" for c in _checks(target, a, se, level, L)):
+                passed += 1
+                break
+    return passed / reps
+
+
+def test_false_pass_at_most_five_percent_by_simulation():
+    """Worst cases: the truth fails each criterion by the smallest margin; three rounds."""
+    n = 200
+    tmax = RiskTarget(measure="rel:0.1", max_attributable_record=0.10)
+    one_at_limit = np.full(n, 0.02)
+    one_at_limit[0] = 0.1001
+    assert _simulate(tmax, one_at_limit, rounds=3, confidence=0.95, reps=400) <= 0.05
+    tshare = RiskTarget(measure="rel:0.1", record_threshold=0.10, max_share_above=0.05)
+    m = int(np.floor(0.05 * n))  # ten records may be above; eleven at the threshold fail
+    share_truth = np.full(n, 0.02)
+    share_truth[: m + 1] = 0.1001
+    assert _simulate(tshare, share_truth, rounds=3, confidence=0.95, reps=400) <= 0.05
+    # the per-record level alone (no Bonferroni over the m + 1) would pass it far too often
+    rng = np.random.default_rng(5)
+    d = share_truth[None, :] + rng.normal(0.0, 0.05, size=(50, n))
+    naive = 0
+    for _ in range(200):
+        d = share_truth[None, :] + rng.normal(0.0, 0.05, size=(50, n))
+        a, se = d.mean(0), d.std(0, ddof=1) / np.sqrt(50)
+        c, _, _ = threshold_counts(a, se, 0.10, 0.95, 50)
+        naive += c["n_possible"] <= m
+    assert naive / 200 > 0.2 and z_value(0.95, 50) > 0
