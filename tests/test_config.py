@@ -139,8 +139,9 @@ def test_to_dict_contains_every_default(tmp_path):
     for name, cls in sections.items():
         assert set(rec[name]) == {f.name for f in dataclasses.fields(cls)}, name
         for key, default in _field_defaults(cls).items():
-            if (name, key) in (("data", "path"), ("data", "response"), ("risk", "loo_unit")):
-                continue  # given by MINIMAL (path None only for data in memory; response None
+            if (name, key) in (("data", "path"), ("data", "response"), ("risk", "loo_unit"),
+                               ("risk", "loo_posterior")):
+                continue  # given by MINIMAL or resolved (path None only for data in memory; response None
                 #           only with [[data.responses]])
             assert rec[name][key] == default, (name, key)
     assert rec["data"]["path"] == "points.csv"
@@ -152,7 +153,8 @@ def test_to_dict_contains_every_default(tmp_path):
     assert rec["synthesis"]["n_implicates"] == 100
     assert rec["risk"] == {"eps": [10000.0], "p": [0.1], "targets": [], "on_risk_failure": "stop",
                            "loo_unit": "site",  # the default as run: no [data] subject
-                           "confidence": 0.95}
+                           "loo_posterior": "full",  # ... and the posterior predictive
+                           "confidence": 0.95, "protect": "none", "max_rounds": 3}
     assert rec["utility"] == {"formula": None, "alpha": 0.05, "pmse_terms": "main",
                               "pmse_coordinates": "spline", "pmse_spline_df": 4,
                               "pmse_permutations": 20, "pmse_null_max_pairs": 5000}

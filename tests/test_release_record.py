@@ -68,7 +68,7 @@ def test_schema_is_valid_and_every_object_is_closed():
     assert set(schema["properties"]) - set(schema["required"]) == {
         "locations", "risk_attributable", "previous_releases", "design", "missing", "responses",
         "joint_risk", "correlations", "general_utility", "signature", "register", "detector",
-        "at_risk_selection", *single}
+        "at_risk_selection", "protection", *single}
     assert set(schema["anyOf"][0]["required"]) == single
     assert schema["anyOf"][1] == {"required": ["responses"]}
 

@@ -60,7 +60,7 @@ def _mechanism(spec: ReleaseSpec) -> str:
 
 
 def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
-    """The rounds ``protect = "targets"`` tries, in order (module docstring).
+    """Return the rounds ``protect = "targets"`` tries, in order (module docstring).
 
     Parameters
     ----------

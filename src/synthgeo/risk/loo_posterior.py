@@ -101,13 +101,13 @@ class LeaveOutPosterior:
     ess: np.ndarray
 
     def __repr__(self) -> str:
-        """Counts only: the per-record figures depend on the confidential values."""
+        """Show counts only: the per-record figures depend on the confidential values."""
         s = self.summary()
         return (f"LeaveOutPosterior(n_records={s['n_records']}, n_draws={s['n_draws']}, "
                 f"records_k_above_{PARETO_K_LIMIT}={s['records_k_above_limit']})")
 
     def summary(self) -> dict:
-        """Aggregates for release.json and the report (no per-record value).
+        """Return aggregates for release.json and the report (no per-record value).
 
         Returns
         -------

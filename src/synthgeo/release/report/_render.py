@@ -28,14 +28,15 @@ __all__ = ["render_report", "SECTIONS", "SEQUENTIAL_SECTIONS"]
 _LOCATIONS = ("Location diagnostics (spatial k, outlier policy)",
               lambda result: section_locations(getattr(result, "locations", None)))
 
-#: (title shown when skipped, section function of the result), in page order.
+#: (title shown when skipped, or None: not listed; section function of the result), in page
+#: order.
 SECTIONS: tuple[tuple[str, Callable], ...] = (
     ("Overview", section_overview),
     ("At-risk records", section_at_risk_map),
     ("Posterior mean surface of w", section_surfaces),
     ("Synthetic values of selected records", section_histograms),
     ("Disclosure risk", section_risk),
-    ("Seeking the targets: the rounds (protect = \"none\")", section_protection),
+    (None, section_protection),  # only under protect = "targets": not listed as skipped
     ("Neighbour check and repeated releases", section_neighbours),
     ("Can a protected record be told apart?", section_detector),
     ("Utility", section_utility),
@@ -81,7 +82,8 @@ def render_report(result, *, progressbar: bool = False, signing: str | None = No
                                    unit="section"):
         sec = fn(result)
         if sec is None:
-            skipped.append(title)
+            if title is not None:
+                skipped.append(title)
         else:
             sections.append(sec)
     spec = result.spec
