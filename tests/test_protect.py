@@ -130,3 +130,21 @@ def test_false_pass_at_most_five_percent_by_simulation():
         c, _, _ = threshold_counts(a, se, 0.10, 0.95, 50)
         naive += c["n_possible"] <= m
     assert naive / 200 > 0.2 and z_value(0.95, 50) > 0
+
+
+def test_bundled_spec_with_its_commented_targets_uncommented_passes():
+    """The example's commented block (protect and the targets), uncommented: PASS."""
+    import tomllib
+
+    text = bundled_spec_path().read_text(encoding="utf-8")
+    block = text[text.index("# protect = \"targets\"\n"):text.index("\n[utility]")]
+    lines = [ln[2:].split("#")[0].rstrip() for ln in block.splitlines() if ln.startswith("# ")
+             and ("=" in ln or ln.startswith("# [risk.targets]"))]
+    parsed = tomllib.loads("\n".join(lines).replace("[risk.targets]", "[targets]"))
+    assert parsed["protect"] == "targets" and parsed["targets"]["record_threshold"] == 0.05
+    spec = _spec(protect=parsed["protect"], targets=[parsed["targets"]])
+    with pytest.warns(UserWarning):
+        rel = sg.run(spec)
+    assert rel.verdicts["risk"] == "PASS"
+    as_written = load_spec(bundled_spec_path())
+    assert as_written.risk.protect == "none" and not as_written.risk.targets
