@@ -73,8 +73,8 @@ def test_reweighting_refuses_bad_densities():
 
 def test_spec_key_validated():
     spec = load_spec(bundled_spec_path())
-    assert spec.loo_posterior == "full"
-    assert spec.replace("synthesis", predictive="cross_fit").loo_posterior == "reweighted"
+    assert spec.loo_posterior == "reweighted"
+    assert spec.replace("risk", loo_posterior="full").loo_posterior == "full"
     with pytest.raises(SpecError, match="loo_posterior"):
         spec.replace("risk", loo_posterior="leave_out")
 

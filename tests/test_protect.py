@@ -148,3 +148,8 @@ def test_bundled_spec_with_its_commented_targets_uncommented_passes():
     assert rel.verdicts["risk"] == "PASS"
     as_written = load_spec(bundled_spec_path())
     assert as_written.risk.protect == "none" and not as_written.risk.targets
+
+
+def test_protect_refuses_the_full_posterior_baseline():
+    with pytest.raises(SpecError, match="loo_posterior = \"full\".*by construction"):
+        _spec(loo_posterior="full")

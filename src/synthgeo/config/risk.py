@@ -85,10 +85,9 @@ class RiskConfig:
     (None): "subject" when ``[data] subject`` is given, else "site"
     (:attr:`synthgeo.config.ReleaseSpec.loo_unit`; docs/risk-and-utility.md).
     ``loo_posterior`` {"full", "reweighted"}: the parameters the baseline attacker integrates
-    over: the full posterior's draws (fitted with the record), or the leave-out posterior
-    reached from them by Pareto-smoothed importance sampling (fitted without it); default
-    (None): "reweighted" under ``[synthesis] predictive = "cross_fit"`` (where "full" makes
-    the attributable risk 0 by construction), else "full"
+    over: the full posterior's draws (fitted with the record; against a cross-fit the
+    attributable risk is then 0 by construction), or the leave-out posterior reached from them
+    by Pareto-smoothed importance sampling (fitted without it); default (None): "reweighted"
     (:attr:`synthgeo.config.ReleaseSpec.loo_posterior`).
     ``protect`` {"none", "targets"}: "targets" runs the spec's mechanism and, while a target
     fails, the next stronger one (:mod:`synthgeo.pipeline.protect`), at most ``max_rounds``
@@ -125,8 +124,7 @@ class RiskConfig:
                        '`[data] subject` column, else "site")')
         if self.loo_posterior is not None and self.loo_posterior not in LOO_POSTERIORS:
             raise _err("risk", "loo_posterior", self.loo_posterior,
-                       '"full" or "reweighted" (or left out: "reweighted" under `[synthesis] '
-                       'predictive = "cross_fit"`, else "full")')
+                       '"reweighted" (the default) or "full"')
         if not (_is_number(self.confidence) and 0.5 <= self.confidence < 1):
             raise _err("risk", "confidence", self.confidence,
                        "a number in [0.5, 1), e.g. 0.95 (the level of the Monte Carlo bounds)")

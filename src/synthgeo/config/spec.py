@@ -91,6 +91,12 @@ class ReleaseSpec:
             raise SpecError(
                 '`[risk] protect = "targets"` seeks the board\'s targets, and none is set: add '
                 'a `[risk.targets]` table, or use protect = "none"')
+        if self.risk.protect == "targets" and self.risk.loo_posterior == "full":
+            raise SpecError(
+                '`[risk] protect = "targets"` with `loo_posterior = "full"`: against the full '
+                "posterior's baseline a cross-fitted round's attributable risk is 0 by "
+                'construction, so its PASS would prove nothing; remove loo_posterior (default '
+                '"reweighted")')
         if self.risk.protect == "targets" and self.data.sequential:
             raise SpecError(
                 '`[risk] protect = "targets"` applies to one gaussian response, not yet with '
@@ -168,12 +174,11 @@ class ReleaseSpec:
     def loo_posterior(self) -> str:
         """The baseline's parameter draws as run: ``[risk] loo_posterior``, or its default.
 
-        The default is "reweighted" under ``[synthesis] predictive = "cross_fit"``, else "full"
-        (:mod:`synthgeo.risk.loo_posterior`).
+        The default is "reweighted": the baseline attacker's parameters fitted without the
+        record (:mod:`synthgeo.risk.loo_posterior`); "full" keeps the earlier baseline at the
+        full posterior's draws, which lends it the record's value through θ.
         """
-        if self.risk.loo_posterior is not None:
-            return self.risk.loo_posterior
-        return "reweighted" if self.synthesis.predictive == "cross_fit" else "full"
+        return self.risk.loo_posterior or "reweighted"
 
     @property
     def formula(self) -> str:

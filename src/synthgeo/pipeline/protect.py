@@ -88,8 +88,6 @@ def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
     K = spec.risk.max_rounds
     level = 1.0 - (1.0 - spec.risk.confidence) / K
     first = spec.replace("risk", protect="none", on_risk_failure="warn", confidence=level)
-    if spec.risk.loo_posterior is None:  # one baseline for every round: the leave-out posterior
-        first = first.replace("risk", loo_posterior="reweighted")
     rounds = [(_mechanism(first), first)]
     for name, changes in LADDER:
         if len(rounds) >= K:
