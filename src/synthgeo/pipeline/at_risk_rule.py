@@ -110,7 +110,8 @@ def score_unrestricted(spec: ReleaseSpec, data: PreparedData, fit: GPFit,
     RecordRisk
         Confidential.
     """
-    loo = loo_predictive(spec, data, fit, implicates, own_X=own_X)
+    loo = loo_predictive(spec, data, fit, implicates, own_X=own_X,
+                         reweight=spec.loo_posterior == "reweighted")
     public = data if own_X is None else dataclasses.replace(data, X=own_X)
     return score_model(public, implicates, loo, risk_measures(spec),
                        g or spec.data.back_transform)

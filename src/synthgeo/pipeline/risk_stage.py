@@ -109,7 +109,8 @@ def record_blocks(spec: ReleaseSpec, data, unit: str | None = None) -> np.ndarra
 
 def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
                    own_X: np.ndarray | None = None, unit: str | None = None,
-                   own_weight: dict[str, np.ndarray] | None = None) -> Predictive:
+                   own_weight: dict[str, np.ndarray] | None = None,
+                   reweight: bool = False) -> Predictive:
     """Return the leave-one-out baseline at the draws that made the implicates ``ds`` of ``fit``.
 
     Parameters
@@ -136,6 +137,11 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
     own_weight : dict, optional
         Filled with unit → (L, n_records) weight of each record's own value in its
         covariate-calibrated cross-fitted mean (:func:`synthgeo.risk.loo.baseline_loo_sets`).
+    reweight : bool, default=False
+        The baseline attacker's: at the leave-out posterior
+        (:func:`synthgeo.risk.loo_posterior.reweight_leave_out`; ``[risk] loo_posterior =
+        "reweighted"``) instead of at each draw θ_ℓ (the per-draw predictive a cross-fit
+        draws from).
 
     Returns
     -------
@@ -143,8 +149,10 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
         (L, n_records), model scale.
     """
     unit = unit or spec.loo_unit
-    return loo_predictives(spec, data, fit, ds, {unit: record_blocks(spec, data, unit)},
-                           own_X=own_X, own_weight=own_weight)[unit]
+    density: dict[str, np.ndarray] | None = {} if reweight else None
+    loo = loo_predictives(spec, data, fit, ds, {unit: record_blocks(spec, data, unit)},
+                          own_X=own_X, own_weight=own_weight, log_density=density)[unit]
+    return reweight_leave_out(loo, density[unit]).predictive if reweight else loo
 
 
 def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
