@@ -105,6 +105,12 @@ def run(args: argparse.Namespace, say) -> int:
             say(units.line())
         if rel.result.risk_scores is not None:
             say("\n" + rel.result.risk_scores.verdict_line())
+        protection = getattr(rel.result, "protection", None)
+        if protection is not None:  # [risk] protect = "targets": which round was released
+            say(f"protect = \"targets\": round {protection['released_round']} of at most "
+                f"{protection['max_rounds']} released ({protection['rounds'][-1]['mechanism']}); "
+                + ("every target met" if protection["reached"]
+                   else f"targets not reached {protection['why_not']}"))
         util = tables["utility"][["model", "term", "estimate", "lower", "upper", "ci_overlap",
                                   "std_diff"]]
         say(f"\nUtility, Reiter (2003) for {spec.formula!r} (CI overlap vs confidential OLS):")
