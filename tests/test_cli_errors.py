@@ -169,7 +169,7 @@ DATA_CASES = {
         r"column\(s\) \['long'\] not found"),
     "text in numeric column": (
         dict(frame=("sqft_living", 3, "about 900")),
-        r"numeric column `sqft_living` holds text .*'about 900'.*`id` \[4\]"),
+        r"numeric column `sqft_living` holds text .*in 1 record.*`id` \[4\]"),
     "NaN response": (
         dict(frame=("log_price", 5, None)),
         r"numeric column `log_price` has 1 missing \(NaN\) value\(s\) at `id` \[6\]"),

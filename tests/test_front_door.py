@@ -318,7 +318,7 @@ def test_synthesize_shortcuts_and_refusals(homes):
         sg.synthesize(homes, response="log_price", implicates=1)
     bad = homes.assign(sqft=homes["sqft"].astype(object))
     bad.loc[3, "sqft"] = "n/a"
-    with pytest.raises(sg.InputError, match=r"numeric column `sqft` holds text.*'n/a'"):
+    with pytest.raises(sg.InputError, match=r"numeric column `sqft` holds text.*in 1 record"):
         sg.synthesize(bad, response="log_price", covariates=["sqft"], id="sale")
     with pytest.raises(sg.InputError, match=r"id column `sale` is not unique: \['s000'\]"):
         sg.synthesize(homes.assign(sale="s000"), response="log_price", id="sale")

@@ -331,12 +331,14 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray,
             "`back_transform = \"identity\"` for a response in dollars"
         )
     if np.ptp(y) == 0:
-        raise InputError(f"response `{d.response}` is constant ({float(y[0]):g}): nothing to model")
+        raise InputError(f"response `{d.response}` is constant (all {len(y):,} records share "
+                         "one value, not shown: it is confidential): nothing to model")
     spread, centre = float(np.std(y)), float(np.mean(np.abs(y)))
     if spread <= NEAR_CONSTANT_RELATIVE_SD * max(centre, 1.0):
         raise InputError(
-            f"response `{d.response}` is numerically constant (sd {spread:.3g} around a mean "
-            f"absolute value {centre:.6g}, below {NEAR_CONSTANT_RELATIVE_SD:g} of it): nothing "
+            f"response `{d.response}` is numerically constant (its sd is below "
+            f"{NEAR_CONSTANT_RELATIVE_SD:g} of its mean absolute value; no value is shown: "
+            "they are confidential): nothing "
             "to model, and the fit loses precision there; subtract a constant from it first "
             "if its spread is real")
     for j, c in enumerate(d.covariates if names is None else names, start=1):
