@@ -272,9 +272,10 @@ def check_origin(xy: np.ndarray, crs: pyproj.CRS, *, unit_words: str,
     how_many = (f"all {len(xy):,} points" if near.all() else
                 f"{int(near.sum()):,} of {len(xy):,} points (the rest far from it: mixed units?)")
     text = (f"{how_many} lie within {ORIGIN_RADIUS_M / 1000:g} km of the origin "
-            f"(0, 0) of {describe(crs)} (read in {unit_words}); that origin, at lon {lon:.4g}, lat {lat:.4g}, lies off the CRS's "
-            "area of use, where no real coordinate is so small: kilometres or units of 100 m "
-            "read as metres look exactly like this")
+            f"(0, 0) of {describe(crs)} (read in {unit_words}); that origin, at lon "
+            f"{lon:.4g}, lat {lat:.4g}, lies off the CRS's area of use, where no real "
+            "coordinate is so small: kilometres or units of 100 m read as metres look exactly "
+            "like this")
     if not accept_small_extent:
         raise InputError(f"{text}. {fix or origin.text('fix_extent')}")
     note(notes, "near_crs_origin", text + "; accepted by `accept_small_extent`", stacklevel=4)
