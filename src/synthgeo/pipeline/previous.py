@@ -40,6 +40,7 @@ import pandas as pd
 import xarray as xr
 
 from synthgeo._errors import InputError
+from synthgeo._seed import SEED_FILE, read_seed
 from synthgeo.config import ReleaseSpec
 from synthgeo.io.provenance import file_sha256
 from synthgeo.register import Ledger, RegisteredRelease
@@ -138,7 +139,8 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
         the register (size or SHA-256), a file under ``release/`` that the register does not
         list (:meth:`synthgeo.register.Register.verify_folder`), no ``[data] id``, another
         id column or response than the earlier release, an id repeated within an implicate, this
-        spec's seed equal to a seed of the chain (its implicates would repeat), other
+        spec's seed equal to a seed of the chain or to the earlier release's
+        ``confidential/seed.txt`` (its implicates would repeat), other
         covariates, responses or transform (a column released real that was synthesised), or
         another ``[anonymity]`` after a release that applied the location treatment.
 
@@ -171,6 +173,14 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
                          "implicates would repeat that release's (no new draws, and the pooled "
                          "risk would count them twice); set a new `[sampling] seed` (or leave "
                          "it out for a fresh one)")
+    if seed is not None and read_seed(folder / "confidential") == int(seed):
+        # the folder's own seed file, whatever the hashes say (an unkeyed or re-keyed hash, a
+        # register row without one): the same seed gives the same implicates again
+        raise InputError(f"--previous {str(folder)!r}: this run's seed is the earlier release's "
+                         f"(its confidential/{SEED_FILE}), so its implicates would repeat that "
+                         "release's (no new information, and the cumulative risk would count "
+                         "them twice); give a new seed (`--seed N`, or `[sampling] seed` in the "
+                         "spec) or leave it out for a fresh one")
     _check_same_release_design(folder, record.get("spec", {}), spec,
                                earlier_frame_sha256=(record.get("input") or {}).get(
                                    "frame_sha256"), frame_sha256=frame_sha256)
