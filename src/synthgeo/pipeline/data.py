@@ -27,7 +27,7 @@ from synthgeo.model.kernels import Sites, make_sites
 from synthgeo.model.transform import ResponseScale
 from synthgeo.utility.reiter import fit_ols
 
-__all__ = ["PreparedData", "prepare_data", "response_scale", "check_formula_names",
+__all__ = ["PreparedData", "prepare_data", "response_scale", "check_formula_names", "formula_names",
            "DISCLOSURE_CORRELATION",
            "FORMULA_FUNCTIONS"]
 
@@ -400,16 +400,44 @@ def check_formula_names(formula: str, columns: list[str], *,
     ...
     synthgeo._errors.SpecError: `[utility] formula` 'price ~ age' names `age`, ...
     """
-    if "__" in formula or re.search(r"[\"'`;\[\]{}]", formula):
-        raise SpecError(f"{key} {formula!r} holds characters a model formula "
-                        "does not need (quotes, brackets, `__`); name columns and transforms only")
-    allowed = set(columns) | FORMULA_FUNCTIONS
-    for name in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", formula):
-        if name not in allowed:
+    for name in formula_names(formula, key=key):
+        if name not in columns:
             raise SpecError(
                 f"{key} {formula!r} names `{name}`, which is neither the response, "
                 f"a covariate {columns[1:]} nor one of {sorted(FORMULA_FUNCTIONS)}"
             )
+
+
+def formula_names(formula: str, *, key: str = "`[utility] formula`") -> list[str]:
+    """Return the names a formula (or one side of it) uses, beyond the allowed transforms.
+
+    Parameters
+    ----------
+    formula : str
+        A formula, or the text of one side of it.
+    key : str, default="`[utility] formula`"
+        How the error names the formula's source.
+
+    Returns
+    -------
+    list of str
+        Each name once, in the order written (neither :data:`FORMULA_FUNCTIONS` nor numbers).
+
+    Raises
+    ------
+    SpecError
+        For characters a formula does not need (quotes, brackets, ``__``): code, not columns.
+
+    Examples
+    --------
+    >>> formula_names("log(price) ~ sqft + I(sqft ** 2) + sqft")
+    ['price', 'sqft']
+    """
+    if "__" in formula or re.search(r"[\"'`;\[\]{}]", formula):
+        raise SpecError(f"{key} {formula!r} holds characters a model formula "
+                        "does not need (quotes, brackets, `__`); name columns and transforms only")
+    names = re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", formula)
+    return list(dict.fromkeys(n for n in names if n not in FORMULA_FUNCTIONS))
 
 
 def _check_released_columns(spec: ReleaseSpec, gdf, y: np.ndarray) -> None:
