@@ -51,8 +51,7 @@ def _duplicates(frame: pd.DataFrame, xy: np.ndarray, *, id_column: str | None,
         note(notes, "exact_duplicates",
              f"{n_duplicates} exact duplicate row(s) in {origin.name} (same location and every "
              "value but the id as an earlier row, e.g. "
-             f"{where(frame, duplicated, id_column, origin)}): {action}",
-             stacklevel=5)
+             f"{where(frame, duplicated, id_column, origin)}): {action}")
     return duplicated
 
 

@@ -184,7 +184,7 @@ def check_ranges(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, *,
         note(notes, "degrees_as_metres",
              f"the {len(xy)} coordinates in {describe(crs)} all lie within ±180/±90: are they "
              "lon/lat degrees labelled with a projected CRS? Distances (and every k) would be "
-             "wrong", stacklevel=4)
+             "wrong")
 
 
 def min_diagonal_m(n_distinct: int) -> float:
@@ -278,7 +278,7 @@ def check_origin(xy: np.ndarray, crs: pyproj.CRS, *, unit_words: str,
             "like this")
     if not accept_small_extent:
         raise InputError(f"{text}. {fix or origin.text('fix_extent')}")
-    note(notes, "near_crs_origin", text + "; accepted by `accept_small_extent`", stacklevel=4)
+    note(notes, "near_crs_origin", text + "; accepted by `accept_small_extent`")
 
 
 def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool,
@@ -344,6 +344,5 @@ def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool
         raise InputError(f"{text}: {why}. {origin.text('fix_extent')}")
     if small or (1 < n < MIN_DISTINCT and diag < MIN_MEDIAN_SPACING_M):
         note(notes, "small_extent", text + ("; accepted by `accept_small_extent`" if small
-                                           else "; check the CRS given for the coordinates"),
-             stacklevel=4)
+                                           else "; check the CRS given for the coordinates"))
     return out

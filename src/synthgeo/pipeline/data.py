@@ -186,7 +186,7 @@ def _gate_dropped(spec: ReleaseSpec, gdf, missing: dict) -> None:
     from synthgeo.io.notices import note
 
     gdf.attrs["warnings"] = list(gdf.attrs.get("warnings") or [])
-    note(gdf.attrs["warnings"], "many_records_dropped", msg, stacklevel=4)
+    note(gdf.attrs["warnings"], "many_records_dropped", msg)
 
 
 def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame, *,

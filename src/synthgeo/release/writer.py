@@ -480,7 +480,7 @@ def _sign_and_stamp(record: dict[str, Any], result, ledger) -> str | None:
     if seed is not None:
         record["seed_sha256"] = seed_hash(seed, ledger.key)
     if (text := small_seed_warning(seed, ledger.key)) is not None:
-        note(record.setdefault("warnings", []), "small_unsigned_seed", text, stacklevel=5)
+        note(record.setdefault("warnings", []), "small_unsigned_seed", text)
     uid = None
     if ledger.register is not None:
         uid = new_uid()
