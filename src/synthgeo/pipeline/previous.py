@@ -42,6 +42,7 @@ import xarray as xr
 from synthgeo._errors import InputError
 from synthgeo._seed import SEED_FILE, read_seed
 from synthgeo.config import ReleaseSpec
+from synthgeo.io.file_list import check_file_list
 from synthgeo.io.provenance import file_sha256
 from synthgeo.register import Ledger, RegisteredRelease
 from synthgeo.risk.within_eps import RiskResult, within_eps_risk
@@ -242,19 +243,8 @@ def check_release_files(folder: str | os.PathLike, record: dict[str, Any], *,
     files = record.get("release_files") or []
     if not files:
         raise refuse("its release.json lists no release files")
-    for f in files:
-        p = folder / f["path"]
-        if not p.is_file():
-            raise refuse(f"{f['path']} is listed in its release.json but missing")
-        if p.stat().st_size != f["bytes"] or file_sha256(p) != f["sha256"]:
-            raise refuse(f"{f['path']} does not match the SHA-256 in its release.json "
-                         "(changed after release)")
-    listed = {f["path"] for f in files}
-    extra = sorted(p.relative_to(folder).as_posix() for p in (folder / "release").rglob("*")
-                   if p.is_file() and p.relative_to(folder).as_posix() not in listed)
-    if extra:
-        raise refuse(f"release/ holds files its release.json does not list: {extra}")
-    if IMPLICATES not in listed:
+    check_file_list(folder, files, listed_in="its release.json", refuse=refuse)
+    if IMPLICATES not in {f["path"] for f in files}:
         raise refuse(f"its release.json does not list {IMPLICATES}")
 
 
