@@ -133,3 +133,30 @@ def test_local_crs_is_utm_in_one_zone_and_equidistant_across_zones(tmp_path):
     pd.DataFrame({"lon": lon[:20], "lat": lat[:20]}).to_csv(narrow, index=False)
     assert load_points(narrow, x="lon", y="lat", crs="EPSG:4326",
                        target_crs="local").crs.to_epsg() == 32610
+
+
+def test_kanon_measures_a_metric_crs_as_it_is(tmp_path, capsys):
+    """Review: British National Grid points were reprojected to UTM zone 30N by kanon's "local".
+
+    A projected CRS in metres is measured in as it is; only geographic coordinates are
+    projected. The counts are those of a brute-force count in the file's own metres.
+    """
+    from synthgeo.cli.main import main
+
+    rng = np.random.default_rng(3)
+    east = 353_000.0 + rng.uniform(0, 3000, 60)  # Chorley, in BNG metres
+    north = 422_000.0 + rng.uniform(0, 3000, 60)
+    path = tmp_path / "bng.csv"
+    pd.DataFrame({"id": range(60), "e": east, "n": north}).to_csv(path, index=False)
+    gdf = load_points(path, x="e", y="n", crs="EPSG:27700", target_crs="local")
+    assert gdf.crs.to_epsg() == 27700
+    np.testing.assert_array_equal(coordinates_m(gdf), np.column_stack([east, north]))
+    assert main(["kanon", str(path), "--x", "e", "--y", "n", "--crs", "EPSG:27700",
+                 "--id-col", "id", "--radius-m", "400"]) == 0
+    out = capsys.readouterr().out
+    assert "in OSGB36 / British National Grid" in out and "UTM" not in out
+    k = measure_spatial_k(gdf, 400.0, k=5, k_max=None).spatial_k
+    d = np.hypot(east[:, None] - east[None, :], north[:, None] - north[None, :])
+    np.testing.assert_array_equal(k, (d <= 400.0 + 1e-9).sum(axis=1))
+    # "utm" still forces UTM
+    assert load_points(path, x="e", y="n", crs="EPSG:27700").crs.to_epsg() == 32630

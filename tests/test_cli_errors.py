@@ -98,6 +98,9 @@ def test_validate_bundled_spec(capsys):
     assert "136 sites" in out
     assert "UTM zone 10N" in out
     assert "'log_price ~ sqft_living'" in out
+    # named as README.md names it (the repository's copy), not by the installed package's path
+    assert out.startswith("OK: the bundled spec (models/sacramento_2bed.toml in the repository")
+    assert "synthgeo/data" not in out and "site-packages" not in out
     # the known exact duplicate (ids 341/342) is a one-line warning, not an error
     assert err.strip().splitlines() == [
         line for line in err.strip().splitlines() if line.startswith("synthgeo: warning: ")]
@@ -169,7 +172,7 @@ DATA_CASES = {
         r"column\(s\) \['long'\] not found"),
     "text in numeric column": (
         dict(frame=("sqft_living", 3, "about 900")),
-        r"numeric column `sqft_living` holds text .*'about 900'.*`id` \[4\]"),
+        r"numeric column `sqft_living` holds text .*in 1 record.*`id` \[4\]"),
     "NaN response": (
         dict(frame=("log_price", 5, None)),
         r"numeric column `log_price` has 1 missing \(NaN\) value\(s\) at `id` \[6\]"),
@@ -181,7 +184,8 @@ DATA_CASES = {
         r"numeric column `sqft_living` has 1 missing \(NaN\) value\(s\) at `id` \[20\]"),
     "latitude 95": (
         dict(frame=("lat", 2, 95.0)),
-        r"latitude \(column `lat`\) outside \[-90, 90\].*\[95\.0\] at `id` \[3\]"),
+        r"latitude \(column `lat`\) outside \[-90, 90\].*for 1 of 20 points, at `id` \[3\] "
+        r"\(no value is shown"),
     "no CRS for a CSV": (
         dict(spec_text=SPEC.format(extra="", data_extra="").replace('crs = "EPSG:4326"\n', "")),
         r"the CSV points\.csv has no CRS: set `crs` in the spec"),

@@ -171,9 +171,11 @@ def test_degrees_labelled_utm_are_refused(tmp_path, capsys, load):
     path = _csv(tmp_path, frame)
     given, fix = ("column `x`", "coord_unit_m") if load.route == "file" else \
         ("geometry", "check the GeoDataFrame's CRS")
-    with pytest.raises(InputError, match=rf"x \({given}\) = \[-121.43.* outside the projected "
-                       rf"bounds of WGS 84 / UTM zone 10N.*impossible value.*{fix}"):
+    with pytest.raises(InputError, match=rf"x \({given}\) of 932 of 932 points, at .* is "
+                       rf"outside the projected bounds of WGS 84 / UTM zone 10N.*impossible "
+                       rf"value.*{fix}") as err:
         load(path, x="x", y="y", crs="EPSG:32610")
+    assert "-121." not in str(err.value)  # coordinates are confidential
     if load.route == "file":  # the command line reads files
         _refused_by_kanon(tmp_path, capsys, path, "--x", "x", "--y", "y", "--crs", "EPSG:32610")
 
@@ -184,7 +186,7 @@ def test_impossible_projected_values_are_refused(tmp_path, capsys, load):
     frame.loc[5, "x"] = 1e12
     path = _csv(tmp_path, frame)
     given = "column `x`" if load.route == "file" else "geometry"
-    with pytest.raises(InputError, match=rf"x \({given}\) = \[1000000000000.0\] at `id` \[5\] "
+    with pytest.raises(InputError, match=rf"x \({given}\) of 1 of 12 points, at `id` \[5\], "
                                          r"is outside the projected bounds"):
         load(path, x="x", y="y", crs="EPSG:32610", id_column="id")
     if load.route == "file":  # the command line reads files
@@ -208,9 +210,10 @@ def test_points_outside_the_area_of_use_are_refused(tmp_path, capsys, load):
     x, y = t.transform(lon, np.r_[np.linspace(53, 54, 11), 61.5])
     path = _csv(tmp_path, pd.DataFrame({"id": range(12), "e": x, "n": y}))
     with pytest.raises(InputError, match=r"1 of 12 points lie outside the area of use of OSGB36 "
-                       r"/ British National Grid \(EPSG:27700\) .* `id` \[11\], the first at lon "
-                       r"3.8, lat 61.5"):
+                       r"/ British National Grid \(EPSG:27700\) .* at `id` \[11\]: are the "
+                       r"coordinates in another CRS") as err:
         load(path, x="e", y="n", crs=BNG, id_column="id")
+    assert "3.8" not in str(err.value) and "61.5" not in str(err.value)
     if load.route == "file":  # the command line reads files
         _refused_by_kanon(tmp_path, capsys, path, "--x", "e", "--y", "n", "--crs", BNG)
 
@@ -220,7 +223,7 @@ def test_km_read_as_metres_is_a_small_extent(tmp_path, capsys, load):
     path = _csv(tmp_path, frame)
     # the origin rule fires first: every point within 10 km of BNG's origin, in the sea
     match = (r"all 1,036 points lie within 10 km of the origin \(0, 0\) of OSGB36 / British "
-             r"National Grid \(EPSG:27700\) \(largest \|x\|, \|y\| 430.3, read in metre "
+             r"National Grid \(EPSG:27700\) \(read in metre "
              r"units, the unit of OSGB36.*at lon -7.556, lat 49.77, lies off the CRS's area of "
              r"use.*Kilometres need `coord_unit_m = 1000`.*accept_small_extent = true")
     if load.route == "frame":
@@ -316,7 +319,7 @@ def test_separator_and_decimal_comma(tmp_path, capsys):
                                          r"reads as one column; set `sep` .* to ';' \(with "
                                          r'decimal commas also decimal = ","\)'):
         load_points(path, x="lon", y="lat", crs="EPSG:4326")
-    with pytest.raises(InputError, match=r"coordinate column `lon` holds text .*'-121,5000'.*look "
+    with pytest.raises(InputError, match=r"coordinate column `lon` holds text .*no value is shown.*look "
                                          r'like decimal commas: set `decimal`.*to ","'):
         load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";")
     gdf = load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
@@ -333,7 +336,7 @@ def test_thousands_separators_name_both_readings(tmp_path):
     path.write_text("lon,lat,price\n" + "".join(
         f'{-121.5 + 0.01 * i},{38.5 + 0.01 * i},"1,2{i:02d}"\n' for i in range(12)),
         encoding="utf-8")
-    with pytest.raises(InputError, match=r"column `price` holds text .*'1,200'.*look like "
+    with pytest.raises(InputError, match=r"column `price` holds text .*in 12 record\(s\).*look like "
                                          r"thousands separators .*would read 1,200 as 1.2"):
         load_points(path, x="lon", y="lat", crs="EPSG:4326", numeric_columns=["price"])
 
@@ -359,7 +362,7 @@ def test_decimal_comma_text_in_memory_names_the_conversion(tmp_path):
     lon, lat = (frame[c].str.replace(",", ".").astype(float) for c in ("lon", "lat"))
     gdf = geopandas.GeoDataFrame(frame, geometry=geopandas.points_from_xy(lon, lat),
                                  crs="EPSG:4326")
-    with pytest.raises(InputError, match=r"numeric column `price` holds text .*'1000,5'.*at "
+    with pytest.raises(InputError, match=r"numeric column `price` holds text .*at "
                                          r"`id` \['0', '1'.*look like decimal commas: convert "
                                          r"the column to numbers first"):
         check_points_frame(gdf, numeric_columns=["price"], id_column="id")

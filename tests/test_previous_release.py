@@ -328,3 +328,27 @@ def test_a_pooled_failure_says_it_is_the_pooled_figure(first):
         gate_cumulative(stop, res.risk_scores, res.cumulative.verdict)
     warned = gate_cumulative(spec, res.risk_scores, res.cumulative.verdict)
     assert any(w["message"].startswith("cumulative (pooled") for w in warned.warnings)
+
+
+def test_previous_with_the_seed_in_its_seed_file_is_refused(first, tmp_path):
+    """Review: only the hashes were compared; the earlier folder's confidential/seed.txt was not.
+
+    A registered release whose register row and release.json hold no usable hash of its seed
+    (a row without one; a hash under another key) let the same seed through: the same
+    implicates again, pooled as new ones.
+    """
+    import shutil
+
+    _, _, out_a = first
+    copy = tmp_path / "nohash"
+    shutil.copytree(out_a, copy)
+    rec = json.loads((copy / "release.json").read_text())
+    rec["seed_sha256"] = "0" * 64  # no hash that gives the seed away
+    (copy / "release.json").write_text(json.dumps(rec))
+    _register_as_is(copy)  # registered without a seed hash
+    (copy / "confidential" / "seed.txt").write_text("987654321\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"^--previous .*: this run's seed is the earlier "
+                                         r"release's \(its confidential/seed.txt\).*`--seed N`"
+                       ) as exc:
+        _run(_spec(987654321), copy)
+    assert "\n" not in str(exc.value) and "987654321" not in str(exc.value)

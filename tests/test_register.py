@@ -451,3 +451,32 @@ def test_overwrite_never_replaces_the_register_or_a_foreign_folder(tmp_path):
     with pytest.raises(SpecError, match="contains the input"):
         _release(ledger, out, 11)
     assert (out / "confidential" / "reg.sqlite").is_file() and (out / "thesis.txt").is_file()
+
+
+def test_an_unsigned_small_seed_is_warned_in_release_json_and_the_report(tmp_path):
+    """Unsigned, seed_sha256 is an unkeyed hash: a seed below 2^32 is found by trying them all."""
+    from synthgeo.release.writer import write_result
+
+    def run(seed):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return run_release(_spec(seed), fitter=fake_fitter(n_draws=100))
+
+    def codes(out):
+        record = json.loads((out / "release.json").read_text(encoding="utf-8"))
+        return [w["code"] for w in record["warnings"]], json.dumps(record["warnings"])
+
+    res = run(123457)
+    with pytest.warns(UserWarning, match=r"release.json is unsigned and the seed is small "
+                                         r"\(below 2\^32\).*SYNTHGEO_RELEASE_KEY or --key-file"):
+        out = write_result(res, tmp_path / "small", ledger=Ledger(None, None))
+    found, text = codes(out)
+    assert "small_unsigned_seed" in found and "123457" not in text
+    report = (out / "report.html").read_text(encoding="utf-8")
+    assert "Warning: release.json is unsigned and the seed is small" in report
+    assert "123457" not in report.split("release-signing")[1][:2000]
+    with warnings.catch_warnings():  # signed, or a 128-bit seed: nothing to say
+        warnings.simplefilter("error", UserWarning)
+        signed = write_release(res, tmp_path / "signed", ledger=Ledger(None, KEY))
+        large = write_release(run(2**100 + 7), tmp_path / "large", ledger=Ledger(None, None))
+    assert "small_unsigned_seed" not in codes(signed)[0] + codes(large)[0]

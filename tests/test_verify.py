@@ -117,6 +117,24 @@ def test_code_bearing_formula_refused(release, store, tmp_path, monkeypatch, for
     assert BudgetStore(store).requests()["status"].tolist() == ["refused"]
 
 
+@pytest.mark.parametrize("formula, said", [
+    ("sqft_living ~ log_price", r"its left side names `sqft_living`, but the release's response "
+                                r"is `log_price`"),
+    ("price_usd ~ sqft_living", r"its left side names `price_usd`, but the release's response "
+                                r"is `log_price`"),
+    ("np.log(sqft_living) ~ 1", r"its left side names `sqft_living`, but the release's "
+                                r"response is `log_price`"),
+    ("log_price ~ sqft_living + log_price", r"its right side names the release's response "
+                                            r"`log_price` \(confidential\); .*\['sqft_living'\]"),
+])
+def test_formula_sides_name_the_column_and_the_response(release, store, formula, said):
+    """Review: the refusal named neither the column at fault nor the release's response."""
+    with pytest.raises(SpecError, match=said) as err:
+        sg.verify(release, formula, analyst="ana", budget=5.0, store=store, seed=1)
+    assert "\n" not in str(err.value)
+    assert BudgetStore(store).spent("ana") == 0
+
+
 def test_changed_confidential_file_refused(release, store, tmp_path):
     src = bundled_spec_path().parent / "sacramento_home_sales.csv"
     changed = tmp_path / "sales.csv"

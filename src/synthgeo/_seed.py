@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["resolve_seed", "seed_sha256", "run_seed", "write_seed", "keyed_seeds", "SEED_FILE"]
+__all__ = ["resolve_seed", "seed_sha256", "run_seed", "write_seed", "read_seed", "keyed_seeds",
+           "SEED_FILE"]
 
 #: The file under ``confidential/`` that holds the seed.
 SEED_FILE = "seed.txt"
@@ -65,6 +66,24 @@ def write_seed(confidential: Path, seed: int | None) -> None:
     """Write the seed to ``confidential/`` (:data:`SEED_FILE`); nothing when it is None."""
     if seed is not None:  # the key of the noise draws: confidential/ only
         (confidential / SEED_FILE).write_text(f"{int(seed)}\n", encoding="utf-8")
+
+
+def read_seed(confidential: Path) -> int | None:
+    """Return the seed in ``confidential/`` (:data:`SEED_FILE`); None when absent or not a seed.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     write_seed(Path(d), 20181)
+    ...     read_seed(Path(d)), read_seed(Path(d) / "nowhere")
+    (20181, None)
+    """
+    path = confidential / SEED_FILE
+    try:
+        return int(path.read_text(encoding="utf-8").strip())
+    except (OSError, ValueError):
+        return None
 
 
 def keyed_seeds(seed, keys: Iterable[int]) -> list[np.random.SeedSequence]:

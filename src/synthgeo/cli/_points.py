@@ -16,10 +16,11 @@ def add_points_arguments(p: argparse.ArgumentParser) -> None:
                         "package; only read, never changed")
     add_reading_options(p.add_argument_group("reading the file"))
     p.add_argument("--target-crs", default="local", metavar="CRS",
-                   help='projected CRS in metres for distances (default: "local" = the UTM '
-                        "zone of the data, or an azimuthal equidistant projection centred on "
-                        'the data when it spans several zones; "utm" forces UTM); geographic '
-                        "and Web Mercator (EPSG:3857) are refused")
+                   help='projected CRS in metres for distances (default: "local" = the '
+                        "data's own CRS when it is projected in metres, e.g. EPSG:27700; else "
+                        "the UTM zone of the data, or an azimuthal equidistant projection "
+                        'centred on the data when it spans several zones; "utm" forces UTM); '
+                        "geographic and Web Mercator (EPSG:3857) are refused")
     p.add_argument("--id-col", metavar="COL",
                    help="record id column, unique (default: the row number 0..N-1)")
     p.add_argument("--query", metavar="EXPR",

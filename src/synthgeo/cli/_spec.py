@@ -79,6 +79,32 @@ def add_output_arguments(p: argparse.ArgumentParser, *, default: str | None, hol
                         "(default: refuse)")
 
 
+#: Where the bundled spec lies in a clone of the repository (README.md names it so).
+MODELS_COPY = "models/sacramento_2bed.toml"
+
+
+def spec_label(spec) -> str:
+    """Name the spec a command runs as README.md does: the bundled one by its repository path.
+
+    The bundled spec is read from the installed package (``src/synthgeo/data/...`` in an
+    editable install, ``site-packages/...`` otherwise); README.md tells the user to edit
+    ``models/sacramento_2bed.toml``, its byte-identical copy in the repository.
+
+    Examples
+    --------
+    >>> from synthgeo.config import bundled_spec_path, load_spec
+    >>> spec_label(load_spec(bundled_spec_path()))[:46]
+    'the bundled spec (models/sacramento_2bed.toml '
+    """
+    from synthgeo.config import bundled_spec_path
+
+    source = spec.source
+    if source is not None and Path(source).resolve() == bundled_spec_path().resolve():
+        return (f"the bundled spec ({MODELS_COPY} in the repository; to change it, pass an "
+                "edited copy as SPEC)")
+    return str(source)
+
+
 def spec_from_args(args: argparse.Namespace):
     """Load the spec named by ``args.spec`` (bundled when None) and apply overrides.
 

@@ -6,7 +6,12 @@ import argparse
 import time
 from pathlib import Path
 
-from synthgeo.cli._spec import add_output_arguments, add_spec_arguments, spec_from_args
+from synthgeo.cli._spec import (
+    add_output_arguments,
+    add_spec_arguments,
+    spec_from_args,
+    spec_label,
+)
 
 
 def add_parser(sub, common) -> None:
@@ -50,7 +55,7 @@ def run(args: argparse.Namespace, say) -> int:
         check_output_dir(Path(args.out), marker=COMPARISON_RECORD, overwrite=args.overwrite,
                          inputs=input_paths(spec), what="an earlier `synthgeo compare` output",
                          empty_ok=False)
-    say(f"synthgeo {sg.__version__} compare: {spec.source}")
+    say(f"synthgeo {sg.__version__} compare: {spec_label(spec)}")
     result = sg.compare(spec, progress=lambda m: say(f"  {m}"))
     frontier = None
     if args.frontier:

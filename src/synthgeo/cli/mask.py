@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import warnings
 from pathlib import Path
 
+from synthgeo._warn import warn
 from synthgeo.cli._masking import (
     add_attacker_args,
     add_input_args,
@@ -114,9 +114,9 @@ def run(args: argparse.Namespace, say) -> int:
     check_output_dir(out, marker=MASK_SIDECAR, overwrite=args.overwrite,
                      inputs=input_files(args))
     if args.seed is not None and 0 <= args.seed < _SMALL_SEED:
-        warnings.warn(f"--seed {args.seed} is short: the seed is the key of the mask and a "
+        warn(f"--seed {args.seed} is short: the seed is the key of the mask and a "
                       "short one can be guessed and the displacements undone; omit --seed to "
-                      "draw a long random one", UserWarning, stacklevel=2)
+                      "draw a long random one")
     seed = resolve_seed(args.seed)
     mask = mask_to_k(inputs.cases, inputs.households, k=args.k, weights=inputs.weights,
                      region=inputs.region, random_seed=seed, verify=args.verify,

@@ -7,7 +7,12 @@ import time
 from pathlib import Path
 
 from synthgeo import __version__
-from synthgeo.cli._spec import add_output_arguments, add_spec_arguments, spec_from_args
+from synthgeo.cli._spec import (
+    add_output_arguments,
+    add_spec_arguments,
+    spec_from_args,
+    spec_label,
+)
 
 
 def add_parser(sub, common) -> None:
@@ -66,7 +71,7 @@ def run(args: argparse.Namespace, say) -> int:
         from synthgeo.compute import check_scheduler_reachable
 
         check_scheduler_reachable(spec.compute.scheduler)
-    say(f"synthgeo {__version__}: {spec.source}")
+    say(f"synthgeo {__version__}: {spec_label(spec)}")
     bars = getattr(args, "progressbar", False)
     rel = sg.run(spec, progress=lambda m: say(f"  {m}"), progressbar=bars, previous=previous,
                  register=getattr(args, "register", None),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from synthgeo.cli._spec import add_spec_arguments, spec_from_args
+from synthgeo.cli._spec import add_spec_arguments, spec_from_args, spec_label
 
 
 def add_parser(sub, common) -> None:
@@ -26,7 +26,7 @@ def run(args: argparse.Namespace, say) -> int:
     spec = spec_from_args(args)
     data = prepare_data(spec)
     default_priors(data.y, data.X, data.sites, **spec.model.priors)  # checks prior overrides
-    say(f"OK: {spec.source}\n  {data.n_records} records at {data.sites.n_sites} sites, "
+    say(f"OK: {spec_label(spec)}\n  {data.n_records} records at {data.sites.n_sites} sites, "
         f"CRS {data.gdf.crs.name}; response {spec.data.response!r}, covariates "
         f"{spec.data.covariates}; analyst's model {spec.formula!r}")
     if spec.data.sequential:  # [[data.responses]]: each response's family and formula

@@ -13,7 +13,6 @@ route); :func:`require_convergence` applies ``on_convergence_failure``. Method:
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -24,6 +23,7 @@ import pandas as pd
 import xarray as xr
 
 from synthgeo._errors import ConvergenceError
+from synthgeo._warn import warn
 from synthgeo.model.restricted_gp import GPPriors
 from synthgeo.model.smoothing import Smoothing
 
@@ -310,8 +310,7 @@ def require_convergence(fits: dict[str, GPFit], policy: str) -> None:
             f"MCMC did not converge ({msg}); nothing was written to release/. Increase "
             "`[sampling] draws`/`tune`, or set `on_convergence_failure = \"warn\"` for a preview"
         )
-    warnings.warn(f"{'posterior check' if grid else 'MCMC convergence'} problems ({msg})",
-                  UserWarning, stacklevel=2)
+    warn(f"{'posterior check' if grid else 'MCMC convergence'} problems ({msg})")
 
 
 def _constant_data(y: np.ndarray, sites, scale: np.ndarray) -> tuple[xr.Dataset, xr.Dataset]:

@@ -51,8 +51,7 @@ def _duplicates(frame: pd.DataFrame, xy: np.ndarray, *, id_column: str | None,
         note(notes, "exact_duplicates",
              f"{n_duplicates} exact duplicate row(s) in {origin.name} (same location and every "
              "value but the id as an earlier row, e.g. "
-             f"{where(frame, duplicated, id_column, origin)}): {action}",
-             stacklevel=5)
+             f"{where(frame, duplicated, id_column, origin)}): {action}")
     return duplicated
 
 
@@ -216,8 +215,13 @@ def _unit_words(unit, source_crs: pyproj.CRS) -> str:
 def _to_metres(gdf: geopandas.GeoDataFrame, target: pyproj.CRS | None, *, local: bool,
                keep_metric: bool, source_crs: pyproj.CRS,
                notes: list) -> geopandas.GeoDataFrame:
-    """Project to `target`; with `keep_metric`, keep a frame already in a metric CRS."""
+    """Project to `target`; with `keep_metric` or ``"local"``, keep a frame in a metric CRS.
+
+    ``"local"`` measures in the data's own CRS when it is projected in metres (British National
+    Grid stays British National Grid): only a geographic or non-metre CRS is reprojected.
+    """
     crs = pyproj.CRS.from_user_input(gdf.crs)
+    keep_metric = keep_metric or (local and target is None)
     if not (keep_metric and metric_problem(crs) is None):
         return project(gdf, target, local=local, notes=notes)
     if source_crs.is_geographic and "UTM zone" in crs.name:  # projected from degrees earlier

@@ -66,8 +66,10 @@ def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: st
             hint = origin.text("fix_decimal")
         else:
             hint = origin.text("fix_text")
-        raise InputError(f"{what} column `{column}` holds text that is not a number: "
-                         f"{shown!r} at {where(frame, text, id_column, origin)}; {hint}")
+        raise InputError(f"{what} column `{column}` holds text that is not a number in "
+                         f"{int(text.sum()):,} record(s), at "
+                         f"{where(frame, text, id_column, origin)} (no value is shown: they may "
+                         f"be confidential); {hint}")
     array = values.to_numpy(dtype="float64", na_value=np.nan)
     for bad, kind in ((np.isnan(array), "missing (NaN)"), (np.isinf(array), "infinite")):
         if bad.any():

@@ -163,8 +163,7 @@ def note_zone_span(gdf: geopandas.GeoDataFrame, utm: pyproj.CRS,
         note(notes, "spans_utm_zones",
              f"the points span {span:.1f}° of longitude, more than one UTM zone, so "
              f"{describe(utm)} distorts distances far from its zone; consider an azimuthal "
-             "equidistant `target_crs` centred on the data (+proj=aeqd +units=m)",
-             stacklevel=5)
+             "equidistant `target_crs` centred on the data (+proj=aeqd +units=m)")
 
 
 def check_projected(gdf: geopandas.GeoDataFrame | geopandas.GeoSeries) -> pyproj.CRS:

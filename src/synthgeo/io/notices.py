@@ -9,16 +9,16 @@ and the report, not only onto the terminal. Code that finds one calls :func:`not
 from __future__ import annotations
 
 import re
-import warnings
+
+from synthgeo._warn import warn
 
 __all__ = ["note", "collect"]
 
 _CODE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-def note(sink: list[dict[str, str]] | None, code: str, message: str, *,
-         stacklevel: int = 2) -> None:
-    """Warn with `message` and append ``{"code": code, "message": message}`` to `sink`.
+def note(sink: list[dict[str, str]] | None, code: str, message: str) -> None:
+    """Warn with `message` (at the user's line); append ``{"code", "message"}`` to `sink`.
 
     Parameters
     ----------
@@ -28,8 +28,6 @@ def note(sink: list[dict[str, str]] | None, code: str, message: str, *,
         Short snake_case code, e.g. ``"small_extent"``.
     message : str
         One line, naming what to check and the option that changes it.
-    stacklevel : int, default=2
-        Passed to :func:`warnings.warn`.
 
     Raises
     ------
@@ -48,7 +46,7 @@ def note(sink: list[dict[str, str]] | None, code: str, message: str, *,
     """
     if not _CODE.match(code):
         raise ValueError(f"warning code must be snake_case, got {code!r}")
-    warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
+    warn(message)  # attributed to the user's call, whatever the depth (synthgeo._warn)
     if sink is not None:
         sink.append({"code": code, "message": message})
 

@@ -31,7 +31,7 @@ import pyproj
 from scipy.spatial import cKDTree
 
 from synthgeo._errors import InputError
-from synthgeo.io.columns import N_SHOW, where
+from synthgeo.io.columns import where
 from synthgeo.io.crs import describe
 from synthgeo.io.notices import note
 from synthgeo.io.origin import Origin
@@ -57,9 +57,10 @@ def _lonlat_range(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, labels: 
         out = np.abs(xy[:, axis]) > limit
         if out.any():
             raise InputError(
-                f"{name} ({labels[axis]}) outside [-{limit:g}, {limit:g}] in {describe(crs)}: "
-                f"{xy[out, axis][:N_SHOW].tolist()} at {where(frame, out, id_column, origin)}; "
-                "check that `x`/`y` are not swapped and that `crs` is right")
+                f"{name} ({labels[axis]}) outside [-{limit:g}, {limit:g}] in {describe(crs)} "
+                f"for {int(out.sum()):,} of {len(xy):,} points, at "
+                f"{where(frame, out, id_column, origin)} (no value is shown: coordinates are "
+                "confidential); check that `x`/`y` are not swapped and that `crs` is right")
 
 
 def _null_island(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, id_column: str | None,
@@ -110,8 +111,8 @@ def _projected_bounds(xy: np.ndarray, crs: pyproj.CRS, area: tuple, frame: pd.Da
         out = (xy[:, axis] < lo) | (xy[:, axis] > hi)
         if out.any():
             raise InputError(
-                f"{'xy'[axis]} ({labels[axis]}) = {xy[out, axis][:N_SHOW].tolist()} at "
-                f"{where(frame, out, id_column, origin)} is outside the projected bounds of "
+                f"{'xy'[axis]} ({labels[axis]}) of {int(out.sum()):,} of {len(xy):,} points, "
+                f"at {where(frame, out, id_column, origin)}, is outside the projected bounds of "
                 f"{describe(crs)} ({lo:,.0f} to {hi:,.0f} in its unit, its area of use widened "
                 f"by {BUFFER_DEG:g}°): an impossible value for this CRS; "
                 f"{origin.text('fix_crs')}")
@@ -132,12 +133,11 @@ def _area_of_use(xy: np.ndarray, crs: pyproj.CRS, area: tuple, frame: pd.DataFra
     lon_ok = np.isfinite(lon) if e - w >= 360.0 else _lon_within(lon, w, e)
     out = ~(lon_ok & (lat >= s) & (lat <= n) & np.isfinite(lat))
     if out.any():
-        i = np.flatnonzero(out)[0]
         raise InputError(
             f"{int(out.sum()):,} of {len(xy):,} points lie outside the area of use of "
             f"{describe(crs)} (lon {w:g} to {e:g}, lat {s:g} to {n:g}, widened by "
-            f"{BUFFER_DEG:g}°), e.g. {where(frame, out, id_column, origin)}, the first at lon "
-            f"{lon[i]:.4g}, lat {lat[i]:.4g}: are the coordinates in another CRS or unit "
+            f"{BUFFER_DEG:g}°), at {where(frame, out, id_column, origin)}: are the "
+            "coordinates in another CRS or unit "
             f"(lon/lat degrees given a projected CRS, km read as metres)? "
             f"{origin.text('fix_crs')}")
 
@@ -184,7 +184,7 @@ def check_ranges(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, *,
         note(notes, "degrees_as_metres",
              f"the {len(xy)} coordinates in {describe(crs)} all lie within ±180/±90: are they "
              "lon/lat degrees labelled with a projected CRS? Distances (and every k) would be "
-             "wrong", stacklevel=4)
+             "wrong")
 
 
 def min_diagonal_m(n_distinct: int) -> float:
@@ -272,13 +272,13 @@ def check_origin(xy: np.ndarray, crs: pyproj.CRS, *, unit_words: str,
     how_many = (f"all {len(xy):,} points" if near.all() else
                 f"{int(near.sum()):,} of {len(xy):,} points (the rest far from it: mixed units?)")
     text = (f"{how_many} lie within {ORIGIN_RADIUS_M / 1000:g} km of the origin "
-            f"(0, 0) of {describe(crs)} (largest |x|, |y| {np.abs(xy[near]).max():,.4g}, read in "
-            f"{unit_words}); that origin, at lon {lon:.4g}, lat {lat:.4g}, lies off the CRS's "
-            "area of use, where no real coordinate is so small: kilometres or units of 100 m "
-            "read as metres look exactly like this")
+            f"(0, 0) of {describe(crs)} (read in {unit_words}); that origin, at lon "
+            f"{lon:.4g}, lat {lat:.4g}, lies off the CRS's area of use, where no real "
+            "coordinate is so small: kilometres or units of 100 m read as metres look exactly "
+            "like this")
     if not accept_small_extent:
         raise InputError(f"{text}. {fix or origin.text('fix_extent')}")
-    note(notes, "near_crs_origin", text + "; accepted by `accept_small_extent`", stacklevel=4)
+    note(notes, "near_crs_origin", text + "; accepted by `accept_small_extent`")
 
 
 def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool,
@@ -344,6 +344,5 @@ def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool
         raise InputError(f"{text}: {why}. {origin.text('fix_extent')}")
     if small or (1 < n < MIN_DISTINCT and diag < MIN_MEDIAN_SPACING_M):
         note(notes, "small_extent", text + ("; accepted by `accept_small_extent`" if small
-                                           else "; check the CRS given for the coordinates"),
-             stacklevel=4)
+                                           else "; check the CRS given for the coordinates"))
     return out

@@ -109,8 +109,9 @@ def load_points(
         e.g. ``"beds == 2"``.
     target_crs : str or int, default="utm"
         ``"utm"`` uses :meth:`geopandas.GeoDataFrame.estimate_utm_crs` of the data (with a
-        warning when it spans more than one zone); ``"local"`` does the same within one zone
-        and otherwise uses an azimuthal equidistant projection centred on the data
+        warning when it spans more than one zone); ``"local"`` keeps a projected CRS in metres
+        as it is (e.g. British National Grid) and otherwise uses the UTM zone within one zone
+        and an azimuthal equidistant projection centred on the data across zones
         (docs/locations.md, "Distances, CRS and units"); otherwise any projected CRS whose axis
         unit is the metre (never Web Mercator).
     drop_duplicates : bool, default=False

@@ -270,5 +270,5 @@ def check_land(xy: np.ndarray, crs: pyproj.CRS, *, accept_offshore: bool, origin
         if not accept_offshore:
             raise InputError(f"{text}; {origin.text('fix_crs')}. If the records really are "
                              f"offshore, {origin.text('fix_offshore')}")
-        note(notes, "offshore", f"{text}; accepted as offshore records", stacklevel=4)
+        note(notes, "offshore", f"{text}; accepted as offshore records")
     return {"n_points": n, "n_at_sea": n_sea}

@@ -239,7 +239,7 @@ def enforce_verdict(locations: LocationDiagnostics, on_failure: str) -> Location
                             'on_location_failure = "warn"` (or --on-location-failure warn) to '
                             "release with the FAIL recorded in release.json and the report")
     notes = list(locations.warnings)
-    note(notes, "location_verdict_fail", v.summary_line(), stacklevel=3)
+    note(notes, "location_verdict_fail", v.summary_line())
     return dataclasses.replace(locations, warnings=notes)
 
 

@@ -12,7 +12,6 @@ check, the hole check and the bias statement follow.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from synthgeo._errors import InputError, SpecError
+from synthgeo._warn import warn
 from synthgeo.locations import policy_checks as checks
 from synthgeo.locations._axis import (
     GENERALISE,
@@ -161,7 +161,7 @@ def apply_outlier_policy(
     result = _result(points, policy, prep, axes, run, unit=unit, time=time, subject=subject,
                      attributes=attributes)
     if result.hole.get("flag"):
-        warnings.warn(result.hole["message"], UserWarning, stacklevel=2)
+        warn(result.hole["message"])
     if result.failures and on_failure == "refuse":
         raise SpecError(result.refusal_message())
     return result

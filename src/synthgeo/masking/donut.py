@@ -10,7 +10,6 @@ and choosing k".
 from __future__ import annotations
 
 import logging
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +23,7 @@ from shapely.geometry.base import BaseGeometry
 
 from synthgeo._errors import InputError, SpecError
 from synthgeo._repr import confidential_repr
+from synthgeo._warn import warn
 from synthgeo.masking._validate import (
     check_cases_in_region,
     check_k,
@@ -386,10 +386,9 @@ def mask_to_k(
         r_k = _kth_distance(xy, prep["households_xy"], np.array([k]), prep["weights"],
                             tree=index.tree)[:, 0]
     if (zero := r_k == 0).any():
-        warnings.warn(f"{int(zero.sum())} case(s) have at least k = {k} households at their exact "
+        warn(f"{int(zero.sum())} case(s) have at least k = {k} households at their exact "
                       f"location (r_k = 0), e.g. ids {prep['ids'][zero][:_N_SHOW].tolist()}: they "
-                      "are published at that location, anonymous only among its households",
-                      UserWarning, stacklevel=2)
+                      "are published at that location, anonymous only among its households")
     first, inverse, counts = site_index(xy)
     largest = check_site_sizes(counts, max_site_records, prep["ids"], first)
     sxy, s_r, s_ids = xy[first], r_k[first], prep["ids"][first]  # one draw per site

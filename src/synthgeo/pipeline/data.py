@@ -27,7 +27,7 @@ from synthgeo.model.kernels import Sites, make_sites
 from synthgeo.model.transform import ResponseScale
 from synthgeo.utility.reiter import fit_ols
 
-__all__ = ["PreparedData", "prepare_data", "response_scale", "check_formula_names",
+__all__ = ["PreparedData", "prepare_data", "response_scale", "check_formula_names", "formula_names",
            "DISCLOSURE_CORRELATION",
            "FORMULA_FUNCTIONS"]
 
@@ -186,7 +186,7 @@ def _gate_dropped(spec: ReleaseSpec, gdf, missing: dict) -> None:
     from synthgeo.io.notices import note
 
     gdf.attrs["warnings"] = list(gdf.attrs.get("warnings") or [])
-    note(gdf.attrs["warnings"], "many_records_dropped", msg, stacklevel=4)
+    note(gdf.attrs["warnings"], "many_records_dropped", msg)
 
 
 def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame, *,
@@ -331,12 +331,14 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray,
             "`back_transform = \"identity\"` for a response in dollars"
         )
     if np.ptp(y) == 0:
-        raise InputError(f"response `{d.response}` is constant ({float(y[0]):g}): nothing to model")
+        raise InputError(f"response `{d.response}` is constant (all {len(y):,} records share "
+                         "one value, not shown: it is confidential): nothing to model")
     spread, centre = float(np.std(y)), float(np.mean(np.abs(y)))
     if spread <= NEAR_CONSTANT_RELATIVE_SD * max(centre, 1.0):
         raise InputError(
-            f"response `{d.response}` is numerically constant (sd {spread:.3g} around a mean "
-            f"absolute value {centre:.6g}, below {NEAR_CONSTANT_RELATIVE_SD:g} of it): nothing "
+            f"response `{d.response}` is numerically constant (its sd is below "
+            f"{NEAR_CONSTANT_RELATIVE_SD:g} of its mean absolute value; no value is shown: "
+            "they are confidential): nothing "
             "to model, and the fit loses precision there; subtract a constant from it first "
             "if its spread is real")
     for j, c in enumerate(d.covariates if names is None else names, start=1):
@@ -398,16 +400,44 @@ def check_formula_names(formula: str, columns: list[str], *,
     ...
     synthgeo._errors.SpecError: `[utility] formula` 'price ~ age' names `age`, ...
     """
-    if "__" in formula or re.search(r"[\"'`;\[\]{}]", formula):
-        raise SpecError(f"{key} {formula!r} holds characters a model formula "
-                        "does not need (quotes, brackets, `__`); name columns and transforms only")
-    allowed = set(columns) | FORMULA_FUNCTIONS
-    for name in re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", formula):
-        if name not in allowed:
+    for name in formula_names(formula, key=key):
+        if name not in columns:
             raise SpecError(
                 f"{key} {formula!r} names `{name}`, which is neither the response, "
                 f"a covariate {columns[1:]} nor one of {sorted(FORMULA_FUNCTIONS)}"
             )
+
+
+def formula_names(formula: str, *, key: str = "`[utility] formula`") -> list[str]:
+    """Return the names a formula (or one side of it) uses, beyond the allowed transforms.
+
+    Parameters
+    ----------
+    formula : str
+        A formula, or the text of one side of it.
+    key : str, default="`[utility] formula`"
+        How the error names the formula's source.
+
+    Returns
+    -------
+    list of str
+        Each name once, in the order written (neither :data:`FORMULA_FUNCTIONS` nor numbers).
+
+    Raises
+    ------
+    SpecError
+        For characters a formula does not need (quotes, brackets, ``__``): code, not columns.
+
+    Examples
+    --------
+    >>> formula_names("log(price) ~ sqft + I(sqft ** 2) + sqft")
+    ['price', 'sqft']
+    """
+    if "__" in formula or re.search(r"[\"'`;\[\]{}]", formula):
+        raise SpecError(f"{key} {formula!r} holds characters a model formula "
+                        "does not need (quotes, brackets, `__`); name columns and transforms only")
+    names = re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", formula)
+    return list(dict.fromkeys(n for n in names if n not in FORMULA_FUNCTIONS))
 
 
 def _check_released_columns(spec: ReleaseSpec, gdf, y: np.ndarray) -> None:

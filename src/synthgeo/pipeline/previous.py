@@ -40,7 +40,9 @@ import pandas as pd
 import xarray as xr
 
 from synthgeo._errors import InputError
+from synthgeo._seed import SEED_FILE, read_seed
 from synthgeo.config import ReleaseSpec
+from synthgeo.io.file_list import check_file_list
 from synthgeo.io.provenance import file_sha256
 from synthgeo.register import Ledger, RegisteredRelease
 from synthgeo.risk.within_eps import RiskResult, within_eps_risk
@@ -138,7 +140,8 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
         the register (size or SHA-256), a file under ``release/`` that the register does not
         list (:meth:`synthgeo.register.Register.verify_folder`), no ``[data] id``, another
         id column or response than the earlier release, an id repeated within an implicate, this
-        spec's seed equal to a seed of the chain (its implicates would repeat), other
+        spec's seed equal to a seed of the chain or to the earlier release's
+        ``confidential/seed.txt`` (its implicates would repeat), other
         covariates, responses or transform (a column released real that was synthesised), or
         another ``[anonymity]`` after a release that applied the location treatment.
 
@@ -171,6 +174,14 @@ def load_previous(folder: str | os.PathLike, spec: ReleaseSpec, *,
                          "implicates would repeat that release's (no new draws, and the pooled "
                          "risk would count them twice); set a new `[sampling] seed` (or leave "
                          "it out for a fresh one)")
+    if seed is not None and read_seed(folder / "confidential") == int(seed):
+        # the folder's own seed file, whatever the hashes say (an unkeyed or re-keyed hash, a
+        # register row without one): the same seed gives the same implicates again
+        raise InputError(f"--previous {str(folder)!r}: this run's seed is the earlier release's "
+                         f"(its confidential/{SEED_FILE}), so its implicates would repeat that "
+                         "release's (no new information, and the cumulative risk would count "
+                         "them twice); give a new seed (`--seed N`, or `[sampling] seed` in the "
+                         "spec) or leave it out for a fresh one")
     _check_same_release_design(folder, record.get("spec", {}), spec,
                                earlier_frame_sha256=(record.get("input") or {}).get(
                                    "frame_sha256"), frame_sha256=frame_sha256)
@@ -232,19 +243,8 @@ def check_release_files(folder: str | os.PathLike, record: dict[str, Any], *,
     files = record.get("release_files") or []
     if not files:
         raise refuse("its release.json lists no release files")
-    for f in files:
-        p = folder / f["path"]
-        if not p.is_file():
-            raise refuse(f"{f['path']} is listed in its release.json but missing")
-        if p.stat().st_size != f["bytes"] or file_sha256(p) != f["sha256"]:
-            raise refuse(f"{f['path']} does not match the SHA-256 in its release.json "
-                         "(changed after release)")
-    listed = {f["path"] for f in files}
-    extra = sorted(p.relative_to(folder).as_posix() for p in (folder / "release").rglob("*")
-                   if p.is_file() and p.relative_to(folder).as_posix() not in listed)
-    if extra:
-        raise refuse(f"release/ holds files its release.json does not list: {extra}")
-    if IMPLICATES not in listed:
+    check_file_list(folder, files, listed_in="its release.json", refuse=refuse)
+    if IMPLICATES not in {f["path"] for f in files}:
         raise refuse(f"its release.json does not list {IMPLICATES}")
 
 

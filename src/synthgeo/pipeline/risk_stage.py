@@ -37,6 +37,7 @@ import pandas as pd
 import xarray as xr
 
 from synthgeo._errors import RiskError
+from synthgeo._warn import warn
 from synthgeo.config import ReleaseSpec
 from synthgeo.config.risk import LOO_UNITS
 from synthgeo.inference.result import GPFit
@@ -356,7 +357,7 @@ def _gate(spec: ReleaseSpec, verdict: RiskVerdict) -> list[dict[str, str]]:
         apply_risk_gate(verdict, spec.risk.on_risk_failure)  # raises under "stop"
     for w in caught:
         notes.append({"code": RISK_FAILED_CODE, "message": str(w.message)})
-        warnings.warn(str(w.message), UserWarning, stacklevel=3)
+        warn(str(w.message))
     return notes
 
 

@@ -19,6 +19,7 @@ from synthgeo.register.signing import (
     load_key,
     seed_hash,
     sign_record,
+    small_seed_warning,
     verify_record,
 )
 from synthgeo.register.store import (
@@ -31,5 +32,5 @@ from synthgeo.register.store import (
 )
 
 __all__ = ["Ledger", "make_ledger", "KEY_ENV", "ReleaseKey", "load_key", "seed_hash",
-           "sign_record", "verify_record", "FILES_ENV", "REGISTER_ENV", "NewRelease",
-           "Register", "RegisteredRelease", "open_register"]
+           "sign_record", "verify_record", "small_seed_warning", "FILES_ENV", "REGISTER_ENV",
+           "NewRelease", "Register", "RegisteredRelease", "open_register"]

@@ -25,10 +25,13 @@ from typing import Any
 from synthgeo._errors import InputError
 
 __all__ = ["KEY_ENV", "MIN_KEY_BYTES", "ReleaseKey", "load_key", "canonical_bytes",
-           "sign_record", "verify_record", "seed_hash", "SIGNATURE_ALGORITHM"]
+           "sign_record", "verify_record", "seed_hash", "small_seed_warning",
+           "SIGNATURE_ALGORITHM", "SMALL_SEED"]
 
 #: Environment variable that holds the release key (text; at least :data:`MIN_KEY_BYTES`).
 KEY_ENV = "SYNTHGEO_RELEASE_KEY"
+#: Seeds below this (2^32) are small: an unkeyed SHA-256 of one is inverted by trying them all.
+SMALL_SEED = 2**32
 #: Shortest key accepted, bytes (128 bits).
 MIN_KEY_BYTES = 16
 #: ``signature.algorithm`` in release.json.
@@ -199,3 +202,41 @@ def seed_hash(seed: int, key: ReleaseKey | None) -> str:
     if key is None:
         return hashlib.sha256(digits.encode("utf-8")).hexdigest()
     return key.mac(f"synthgeo-seed:{digits}".encode())
+
+
+def small_seed_warning(seed: int | None, key: ReleaseKey | None) -> str | None:
+    """Say why an unsigned release's seed hash gives a small seed away; None when it does not.
+
+    Unsigned, release.json's ``seed_sha256`` is the SHA-256 of the seed's digits
+    (:func:`seed_hash`): for a seed below :data:`SMALL_SEED` (2^32) trying every integer finds
+    it (plain Python on one core: every seed below 10^6 in 0.5 s, below 2^32 in about 40
+    minutes), and whoever holds the seed can
+    regenerate the release's noise draws. A key (an HMAC, not invertible without it) or a large
+    seed (the default: a fresh 128-bit one) closes this.
+
+    Parameters
+    ----------
+    seed : int or None
+        The run's seed (None: no seed, nothing to say).
+    key : ReleaseKey or None
+        The release key (signed: nothing to say).
+
+    Returns
+    -------
+    str or None
+        One line naming the fix (a release key, or no ``[sampling] seed``); never the seed.
+
+    Examples
+    --------
+    >>> small_seed_warning(20181, None)[:40]
+    'release.json is unsigned and the seed is'
+    >>> small_seed_warning(2**100, None) is None, small_seed_warning(1, ReleaseKey(b"k" * 32))
+    (True, None)
+    """
+    if seed is None or key is not None or int(seed) >= SMALL_SEED:
+        return None
+    return ("release.json is unsigned and the seed is small (below 2^32): its `seed_sha256` is "
+            "an unkeyed SHA-256 that trying every small integer inverts, and the seed lets "
+            "anyone regenerate the release's noise draws; keep release.json confidential, sign "
+            f"it with a release key ({KEY_ENV} or --key-file), or leave `[sampling] seed` "
+            "unset (and no --seed) for a fresh 128-bit seed")

@@ -28,6 +28,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
 from synthgeo._errors import InputError
+from synthgeo.io.file_list import check_file_list
 from synthgeo.io.provenance import file_sha256
 from synthgeo.register.schema import (
     SCHEMA_VERSION,
@@ -362,17 +363,7 @@ class Register:
         if signed != {path: (f["sha256"], f["bytes"]) for path, f in listed.items()}:
             raise refuse("the register's list of its files differs from its release.json's "
                          "(the register was edited)")
-        for path, f in listed.items():
-            p = folder / path
-            if not p.is_file():
-                raise refuse(f"{path} is in the register but missing")
-            if p.stat().st_size != f["bytes"] or file_sha256(p) != f["sha256"]:
-                raise refuse(f"{path} does not match the SHA-256 in the register (changed "
-                             "after release)")
-        extra = sorted(p.relative_to(folder).as_posix() for p in (folder / "release").rglob("*")
-                       if p.is_file() and p.relative_to(folder).as_posix() not in listed)
-        if extra:
-            raise refuse(f"release/ holds files the register does not list: {extra}")
+        check_file_list(folder, listed.values(), listed_in="the register", refuse=refuse)
         return entry, record
 
     def read_summary(self, entry: RegisteredRelease) -> pd.DataFrame:

@@ -477,12 +477,15 @@ def write_release(
 
 def _sign_and_stamp(record: dict[str, Any], result, ledger) -> str | None:
     """Add the ``register`` and ``signature`` blocks (and the keyed seed hash); return the uid."""
-    from synthgeo.register import seed_hash, sign_record
+    from synthgeo.io.notices import note
+    from synthgeo.register import seed_hash, sign_record, small_seed_warning
     from synthgeo.register.store import new_uid
 
     seed = run_seed(result)
     if seed is not None:
         record["seed_sha256"] = seed_hash(seed, ledger.key)
+    if (text := small_seed_warning(seed, ledger.key)) is not None:
+        note(record.setdefault("warnings", []), "small_unsigned_seed", text)
     uid = None
     if ledger.register is not None:
         uid = new_uid()
@@ -567,27 +570,43 @@ def write_result(result, out: str | os.PathLike, *, overwrite: bool = False,
     check_output_dir(Path(out), overwrite=overwrite, inputs=input_paths(result.spec))
     return write_release(result, out, overwrite=overwrite, ledger=ledger,
                          report_html=render_report(result, progressbar=progressbar,
-                                                   signing=signing_text(ledger)))
+                                                   signing=signing_text(ledger,
+                                                                        run_seed(result))))
 
 
-def signing_text(ledger) -> str:
+def signing_text(ledger, seed: int | None = None) -> str:
     """Say whether release.json is signed and where the release is registered (the report).
+
+    Parameters
+    ----------
+    ledger : Ledger or None
+        The run's register and key (None: neither).
+    seed : int, optional
+        The run's seed: unsigned with a seed below 2^32, the text ends with
+        :func:`synthgeo.register.small_seed_warning` (the seed itself is never shown).
+
+    Returns
+    -------
+    str
 
     Examples
     --------
     >>> from synthgeo.register import Ledger
     >>> signing_text(Ledger(None, None))[:40]
     'release.json UNSIGNED (no release key gi'
+    >>> signing_text(Ledger(None, None), 20181).split("register. ")[1][:25]
+    'Warning: release.json is '
     """
-    if ledger is None:
-        from synthgeo.register import Ledger
+    from synthgeo.register import Ledger, small_seed_warning
 
-        ledger = Ledger(None, None)
+    ledger = ledger if ledger is not None else Ledger(None, None)
     sig = (f"release.json signed (HMAC-SHA256, key id {ledger.key.key_id})" if ledger.key
            else f"release.json UNSIGNED ({ledger.unsigned_reason})")
     reg = ledger.register
-    return sig + (f"; registered in {reg.location}." if reg is not None
+    text = sig + (f"; registered in {reg.location}." if reg is not None
                   else "; not in a release register.")
+    small = small_seed_warning(seed, ledger.key)
+    return text if small is None else f"{text} Warning: {small}."
 
 
 def id_map_sha256(folder: Path) -> str | None:

@@ -29,7 +29,6 @@ verdict is on them. Source: docs/risk-and-utility.md.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from synthgeo._errors import RiskError
+from synthgeo._warn import warn
 from synthgeo.risk.attributable import AttributableSummary
 from synthgeo.risk.joint import JointCount
 from synthgeo.risk.measure import Measure
@@ -311,4 +311,4 @@ def apply_risk_gate(verdict: RiskVerdict, on_risk_failure: str = "stop") -> None
         raise RiskError(f"{msg}; nothing was written to release/. Strengthen the protection "
                         '(`[model] at_risk = "risk"` or "both"), or set `[risk] on_risk_failure '
                         '= "warn"` for a preview')
-    warnings.warn(msg, UserWarning, stacklevel=2)
+    warn(msg)

@@ -6,7 +6,6 @@ the scale a person knows, and the implicate-average attack; restricted vs unrest
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -16,6 +15,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from synthgeo._warn import warn
 from synthgeo.config.measure import _fmt
 from synthgeo.model.transform import BACK_TRANSFORMS, within_tolerance
 from synthgeo.risk.measure import measure_label as _label
@@ -246,11 +246,9 @@ def within_eps_risk(
     synthetic, y, eps_t, p_t = _prepare(synthetic, truth, eps, p, transform)
     n_impl, n_rec = synthetic.shape
     if n_impl < _MIN_IMPLICATES:
-        warnings.warn(
+        warn(
             f"Only L={n_impl} implicates: each record's risk is a share of {n_impl}, "
             f"a coarse estimate; use at least {_MIN_IMPLICATES}.",
-            UserWarning,
-            stacklevel=2,
         )
     tally = RiskTally(y, eps=eps_t, p=p_t, transform=transform)
     tally.add(synthetic.values)

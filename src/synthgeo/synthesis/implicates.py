@@ -18,7 +18,6 @@ stream.stream_release` (to Zarr, chunk by chunk) and either on a ``dask.distribu
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -26,6 +25,7 @@ import numpy as np
 import xarray as xr
 
 from synthgeo._seed import keyed_seeds
+from synthgeo._warn import warn
 from synthgeo.compute import map_batches
 from synthgeo.inference.result import GPFit
 from synthgeo.model.kriging import kriged_effects
@@ -442,8 +442,7 @@ def draw_implicates(
     (6, 4)
     """
     if n_implicates < 5:
-        warnings.warn(f"only {n_implicates} implicates: Reiter intervals will be unstable",
-                      UserWarning, stacklevel=2)
+        warn(f"only {n_implicates} implicates: Reiter intervals will be unstable")
     draws = ImplicateDraws.from_fit(fit, n_implicates, at_risk_effect=at_risk_effect,
                                     draw_index=draw_index)
     site_index = fit.constant_data["site_index"].values

@@ -20,7 +20,7 @@ from patsy import EvalEnvironment, dmatrix
 
 from synthgeo._errors import InputError, SpecError
 from synthgeo.model.transform import FORMULA_NAMESPACE
-from synthgeo.pipeline.data import check_formula_names
+from synthgeo.pipeline.data import check_formula_names, formula_names
 
 __all__ = ["FAMILIES", "Analysis", "load_analysis", "check_analysis", "design",
            "check_records_behind_terms"]
@@ -116,7 +116,9 @@ def check_analysis(analysis: Analysis, response: str, covariates: list[str]) -> 
     ------
     SpecError
         Code (a dunder, quotes, brackets, an unknown name such as ``lambda`` or
-        ``__import__``), an attribute access, or the response on the right side.
+        ``__import__``), an attribute access; a left side that is not the response (the
+        message names the column and the release's response), or the response on the right
+        side.
 
     Examples
     --------
@@ -127,12 +129,19 @@ def check_analysis(analysis: Analysis, response: str, covariates: list[str]) -> 
     ...
     synthgeo._errors.SpecError: the analyst's formula 'log_price ~ os.system(1)' names ...
     """
-    check_formula_names(analysis.formula, [response, *covariates], key=_KEY)
-    lhs, rhs = analysis.formula.split("~")
-    check_formula_names(rhs, list(covariates), key=f"the right side of {_KEY}")
-    if response not in lhs:
-        raise SpecError(f"{_KEY} {analysis.formula!r} must have the released response "
-                        f"`{response}` on its left side")
+    formula = analysis.formula
+    lhs, rhs = (formula_names(side, key=_KEY) for side in formula.split("~"))
+    other = [n for n in lhs if n != response]
+    if other or not lhs:
+        said = f"names {', '.join(f'`{n}`' for n in other)}" if other else "names no column"
+        raise SpecError(f"{_KEY} {formula!r}: its left side {said}, but the release's response "
+                        f"is `{response}`; put `{response}` (or a transform of it, e.g. "
+                        f"log({response})) alone on the left")
+    if response in rhs:
+        raise SpecError(f"{_KEY} {formula!r}: its right side names the release's response "
+                        f"`{response}` (confidential); the right side may name the released "
+                        f"covariates {list(covariates)} only")
+    check_formula_names(formula, [response, *covariates], key=_KEY)
 
 
 def design(analysis: Analysis, frame: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
