@@ -153,3 +153,26 @@ def test_bundled_spec_with_its_commented_targets_uncommented_passes():
 def test_protect_refuses_the_full_posterior_baseline():
     with pytest.raises(SpecError, match="loo_posterior = \"full\".*by construction"):
         _spec(loo_posterior="full")
+
+
+def test_docs_block_is_what_the_benchmark_makes_from_its_records():
+    """docs/risk-and-utility.md "Seeking the targets" comes from bench_protect's records."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+    spec = importlib.util.spec_from_file_location("bench_protect", bench / "bench_protect.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(bench))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(bench))
+    records = mod.newest_records()
+    assert set(records) == set(mod.DATA), "a shipped data set has no bench_protect record"
+    text = mod.DOCS.read_text(encoding="utf-8")
+    i, j = text.index(mod.BEGIN), text.index(mod.END) + len(mod.END)
+    assert text[i:j] == mod.BEGIN + mod._block(records) + mod.END
+    # the commented block the benchmark uncomments is the one the test above runs
+    assert mod.bundled_commented_targets()["record_threshold"] == TARGET["record_threshold"]
