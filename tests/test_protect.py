@@ -79,6 +79,7 @@ def test_bundled_targets_reached_by_a_later_round(sought, tmp_path):
     assert rec["risk_attributable"]["loo_posterior"]["n_records"] == 140
     html = (tmp_path / "out" / "report.html").read_text()
     assert "id='protection-rounds'" in html and "id='protection-targets'" in html
+    assert 'id="loo-posterior"' in html and "fitted without the record" in html
 
 
 def test_unreachable_targets_say_why(tmp_path):

@@ -147,6 +147,8 @@ def section_risk(result) -> Section | None:
                   attributable=None if scores is None else attributable_table(result),
                   loo_unit=None if units is None else units.to_record(),
                   loo_units=None if units is None else units.table(),
+                  loo_posterior=None if scores is None else scores.loo_posterior,
+                  loo_posterior_full=scores is not None and scores.loo_posterior is None,
                   groups_uri=F.to_data_uri(fig1), records_uri=F.to_data_uri(fig2))
     return Section("risk", "Disclosure risk", body)
 
