@@ -33,7 +33,8 @@ class ModelConfig:
     a = 1 − min(1, ρ_nn/ρ₀) (needs a finite γ), or no smoothing (D = I) and every record's
     likelihood raised to α_i = 1 − r̃_i, its normalised attributable risk under the unrestricted
     fit (Hu, Williams & Savitsky's risk-weighted pseudo-likelihood; needs ``at_risk = "risk"``
-    or ``"both"`` for the scores; :mod:`synthgeo.model.pseudo_likelihood`); ``at_risk_effect`` {"zero", "kriged", "independent"}: the effect
+    or ``"both"`` for the scores; :mod:`synthgeo.model.pseudo_likelihood`); ``at_risk_effect``
+    {"zero", "kriged", "independent"}: the effect
     synthesised at at-risk sites under γ = "inf" (none, or kriged from the other sites; gaussian
     responses); bernoulli / poisson responses always use "independent" (an iid effect of
     variance (1 − d²)σ² drawn afresh; under γ = ∞ without it an isolated high count leaks
@@ -139,7 +140,8 @@ class ModelConfig:
         g = self.gamma
         gamma_default = g == "inf" or (isinstance(g, float) and math.isinf(g))
         unused = [f"{key} = {val!r}" for key, val, default in (
-            ("gamma", "inf" if gamma_default else g, "inf"), ("at_risk_effect", self.at_risk_effect, "zero"),
+            ("gamma", "inf" if gamma_default else g, "inf"),
+            ("at_risk_effect", self.at_risk_effect, "zero"),
             ("at_risk_nugget", self.at_risk_nugget, "shared")) if val != default]
         if unused:
             raise SpecError(

@@ -182,8 +182,8 @@ class NNGPCovariance:
         """
         alphas = [float(a) for a in alphas]
         ds = [self.d_of(a)[self.site_index] for a in alphas]
-        if (self.nugget_weight is not None or len(alphas) < SPECTRUM_MIN_ALPHAS) or any(not np.array_equal(ds[0], d)
-                                                     for d in ds[1:]):
+        if self.nugget_weight is not None or len(alphas) < SPECTRUM_MIN_ALPHAS or any(
+                not np.array_equal(ds[0], d) for d in ds[1:]):
             return [self.stats(phi_km, a) for a in alphas]
         spectrum = vecchia_spectrum(self.graph, phi_km,
                                     None if np.all(ds[0] == 1.0) else ds[0])

@@ -73,8 +73,9 @@ from synthgeo.risk.rao_blackwell import within_probability
 from synthgeo.risk.records import RecordRisk
 from synthgeo.risk.selection import AtRiskChoice, choose_at_risk
 
-__all__ = ["score_unrestricted", "risk_rule", "pseudo_likelihood_weights", "pseudo_bound", "NeighbourChecks", "run_neighbour_check",
-           "RISE_REPORTED", "AtRiskSelection", "judge_on_fresh_draws", "FRESH_DRAW_RULE"]
+__all__ = ["score_unrestricted", "risk_rule", "pseudo_likelihood_weights", "pseudo_bound",
+           "NeighbourChecks", "run_neighbour_check", "RISE_REPORTED", "AtRiskSelection",
+           "judge_on_fresh_draws", "FRESH_DRAW_RULE"]
 
 #: Rises of r̃ above this are counted separately in release.json (the smallest rise a board
 #: would read as a change of risk: 1 percentage point).
@@ -131,7 +132,7 @@ def _selection_attributable(record_risk: RecordRisk, targets) -> tuple[list, np.
 
 
 def pseudo_likelihood_weights(spec: ReleaseSpec, record_risk: RecordRisk) -> np.ndarray:
-    """The pseudo-likelihood's α_i from the risk rule's scores (``at_risk_weight``).
+    """Return the pseudo-likelihood's α_i from the risk rule's scores (``at_risk_weight``).
 
     α_i = max(1 − r̃_i, α_min) with r̃_i the record's attributable risk under the unrestricted
     fit (share attack, Rao-Blackwellised, at the selection draws) normalised by the largest,
@@ -180,7 +181,6 @@ def risk_rule(spec: ReleaseSpec, data: PreparedData, spatial: AtRiskResult,
     --------
     >>> import numpy as np
     >>> from synthgeo.model.at_risk import AtRiskResult
-from synthgeo.model.pseudo_likelihood import lipschitz_bound, pseudo_weights
     >>> from types import SimpleNamespace as NS
     >>> spec = NS(model=NS(at_risk="spatial"))
     >>> sp = AtRiskResult(radius_m=10.0, k=2, n_neighbours=np.array([0, 1, 1]),
@@ -438,7 +438,7 @@ def judge_on_fresh_draws(spec: ReleaseSpec, choice: AtRiskChoice, selection_risk
 
 
 def pseudo_bound(y: np.ndarray, weights: np.ndarray, implicates: dict) -> dict:
-    """The pseudo-likelihood's Lipschitz bound on the released draws, beside the unweighted.
+    """Return the pseudo-likelihood's Lipschitz bound on the released draws, and the unweighted.
 
     Δ_α = max over the released implicates' posterior draws and the records of
     α_i |log N(y_i; y_mean, y_sd²)| and ε = 2Δ_α (Savitsky, Williams & Hu 2022;
