@@ -133,12 +133,15 @@ class ModelConfig:
     def _check_pseudo_likelihood(self) -> None:
         """Refuse the smoothing keys beside ``at_risk_weight = "pseudo_likelihood"``.
 
-        The pseudo-likelihood replaces differential smoothing (D = I): ``gamma``,
-        ``at_risk_effect`` and ``at_risk_nugget`` must stay at their defaults, and the weights
+        The pseudo-likelihood replaces differential smoothing (D = I): ``gamma`` (its default
+        "inf", unused, or 0), ``at_risk_effect`` and ``at_risk_nugget`` must stay at their
+        defaults, and the weights
         need the risk rule's scores (``at_risk = "risk"`` or ``"both"``).
         """
         g = self.gamma
-        gamma_default = g == "inf" or (isinstance(g, float) and math.isinf(g))
+        # "inf" (the default, unused here) or 0 (D = I, which the pseudo-likelihood fits)
+        gamma_default = g == "inf" or (isinstance(g, (int, float)) and not isinstance(g, bool)
+                                       and (math.isinf(g) or g == 0))
         unused = [f"{key} = {val!r}" for key, val, default in (
             ("gamma", "inf" if gamma_default else g, "inf"),
             ("at_risk_effect", self.at_risk_effect, "zero"),
