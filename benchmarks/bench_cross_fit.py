@@ -32,7 +32,9 @@ sales under the board's targets (for each of ``rel:0.1`` and ``abs:10000``, shar
 ``on_risk_failure = "warn"`` so that every variant is scored): γ = ∞, γ = 1 and γ = "auto",
 each with ``[model] at_risk = "both"`` (the spatial rule and the records above the threshold
 under the unrestricted fit), and the cross-fit, raw (``cross_fit_calibration = "none"``) and
-calibrated (``"covariates"`` and ``"covariates_loo"``). Per variant: the largest attributable risk and the records above
+calibrated (``"covariates"`` and ``"covariates_loo"``), and the risk-weighted pseudo-likelihood
+(``at_risk_weight = "pseudo_likelihood"``, ``at_risk = "both"``; its weights' aggregates and
+Lipschitz bound Δ_α, ε = 2Δ_α in the row). Per variant: the largest attributable risk and the records above
 0.10 (point estimate and by the upper Monte Carlo bound) per measure, the verdict, the
 smallest Reiter CI overlap and each coefficient's, the neighbour check, the calibrated
 cross-fit's own-value leak, and the run time. Its record rewrites the block of section
