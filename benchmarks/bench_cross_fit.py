@@ -32,7 +32,9 @@ sales under the board's targets (for each of ``rel:0.1`` and ``abs:10000``, shar
 ``on_risk_failure = "warn"`` so that every variant is scored): γ = ∞, γ = 1 and γ = "auto",
 each with ``[model] at_risk = "both"`` (the spatial rule and the records above the threshold
 under the unrestricted fit), and the cross-fit, raw (``cross_fit_calibration = "none"``) and
-calibrated (``"covariates"`` and ``"covariates_loo"``). Per variant: the largest attributable risk and the records above
+calibrated (``"covariates"`` and ``"covariates_loo"``), and the risk-weighted pseudo-likelihood
+(``at_risk_weight = "pseudo_likelihood"``, ``at_risk = "both"``; its weights' aggregates and
+Lipschitz bound Δ_α, ε = 2Δ_α in the row). Per variant: the largest attributable risk and the records above
 0.10 (point estimate and by the upper Monte Carlo bound) per measure, the verdict, the
 smallest Reiter CI overlap and each coefficient's, the neighbour check, the calibrated
 cross-fit's own-value leak, and the run time. Its record rewrites the block of section
@@ -278,6 +280,8 @@ VARIANTS = {
                                             "cross_fit_calibration": "covariates"})],
     "cross_fit calibrated loo": [("synthesis", {"predictive": "cross_fit",
                                                 "cross_fit_calibration": "covariates_loo"})],
+    "pseudo_likelihood": [("model", {"at_risk": "both",
+                                     "at_risk_weight": "pseudo_likelihood"})],
 }
 
 
@@ -311,7 +315,8 @@ def frontier_row(name: str, variant: str, res, secs: float) -> dict:
             "verdict": s.verdict.status, "risk": risk, "utility": util,
             "min_overlap": min(v["overlap"] for v in util.values()),
             "neighbour_check": nc.summary(),
-            "own_value_leak": released.attrs.get("own_value_leak")}
+            "own_value_leak": released.attrs.get("own_value_leak"),
+            "pseudo_likelihood": released.attrs.get("pseudo_likelihood")}
 
 
 def measure_frontier(name: str, path: Path, variants=None) -> list[dict]:
@@ -338,16 +343,20 @@ def _frontier_table(chosen: dict[tuple[str, str], dict]) -> str:
     keys = list(TARGET_MEASURES)
     head = ("| data | variant | at risk | seconds | verdict | smallest CI overlap | "
             + " | ".join(f"{k}: largest a_i / above {THRESHOLD:g} (upper bound)" for k in keys)
-            + " | own-value leak: largest w / largest bound |")
-    out = [head, "|" + "---|" * (7 + len(keys))]
+            + " | own-value leak: largest w / largest bound "
+            "| pseudo-likelihood: weighted / Δ_α (ε) / Δ unweighted |")
+    out = [head, "|" + "---|" * (8 + len(keys))]
     for r in rows:
         risk = " | ".join(f"{r['risk'][k]['max']:.3f} / {r['risk'][k]['n_above']} "
                           f"({r['risk'][k]['n_above_upper']})" for k in keys)
         leak = r.get("own_value_leak")
         leak_s = (f"{leak['largest_weight']:.4f} / {leak['largest_risk_bound']:.4f}"
                   if leak else "–")
+        pl = r.get("pseudo_likelihood")
+        pl_s = (f"{pl['n_weighted']:,} / {pl['delta_alpha']:.1f} ({pl['epsilon']:.1f}) / "
+                f"{pl['delta_unweighted']:.1f}" if pl else "–")
         out.append(f"| {r['data']} | {r['variant']} | {r['n_at_risk']:,} | {r['seconds']:.0f} "
-                   f"| {r['verdict']} | {r['min_overlap']:.3f} | {risk} | {leak_s} |")
+                   f"| {r['verdict']} | {r['min_overlap']:.3f} | {risk} | {leak_s} | {pl_s} |")
     coef = ["", "Per coefficient (Reiter CI overlap):", "",
             "| data | variant | coefficients |", "|---|---|---|"]
     for r in rows:

@@ -335,7 +335,7 @@ def test_every_bundled_spec_matches_the_schema(toml):
 _BASE = {"data": {"path": "p.csv", "response": "y"}}
 #: Other keys a probe needs so that only the probed key decides (cross-key rules).
 _CONTEXT = {("data", "x"): {"y": "b"}, ("data", "y"): {"x": "a"},
-            ("model", "at_risk_weight"): {"gamma": 1.0},
+            ("model", "at_risk_weight"): {"gamma": 0.0, "at_risk": "risk"},
             ("sampling", "chains"): {"on_convergence_failure": "warn"},
             ("anonymity", "generalise_ratio"): {"merge_ratio": 1.0},
             ("anonymity", "time"): {"r_max_time": "6h"},

@@ -83,7 +83,7 @@ SPEC_CONSTRAINTS: dict[str, dict[str, dict[str, Any]]] = {
         "M_m": {"exclusiveMinimum": 0},
         "k": {"minimum": 2},
         "gamma": {"anyOf": [{"type": "number", "minimum": 0}, {"enum": ["inf", "auto"]}]},
-        "at_risk_weight": {"enum": ["binary", "continuous"]},
+        "at_risk_weight": {"enum": ["binary", "continuous", "pseudo_likelihood"]},
         "at_risk_effect": {"enum": ["zero", "kriged", "independent"]},
         "parametrization": {"enum": ["natural", "ridge"]},
         "priors": {"properties": {key: {"type": "number"} | (

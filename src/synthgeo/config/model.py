@@ -29,8 +29,12 @@ class ModelConfig:
     (skips the rule); ``k``: at risk when fewer than k − 1 neighbours within M (2 = paper);
     ``gamma``: smoothing strength, a number ≥ 0, "inf" (paper's restricted model) or "auto"
     (γ = max(0, σ²/τ² − 1) per posterior draw, grid sampler only); ``at_risk_weight``
-    {"binary", "continuous"}: a_s ∈ {0, 1} by the rule, or graded a = 1 − min(1, ρ_nn/ρ₀)
-    (needs a finite γ); ``at_risk_effect`` {"zero", "kriged", "independent"}: the effect
+    {"binary", "continuous", "pseudo_likelihood"}: a_s ∈ {0, 1} by the rule, or graded
+    a = 1 − min(1, ρ_nn/ρ₀) (needs a finite γ), or no smoothing (D = I) and every record's
+    likelihood raised to α_i = 1 − r̃_i, its normalised attributable risk under the unrestricted
+    fit (Hu, Williams & Savitsky's risk-weighted pseudo-likelihood; needs ``at_risk = "risk"``
+    or ``"both"`` for the scores; :mod:`synthgeo.model.pseudo_likelihood`); ``at_risk_effect``
+    {"zero", "kriged", "independent"}: the effect
     synthesised at at-risk sites under γ = "inf" (none, or kriged from the other sites; gaussian
     responses); bernoulli / poisson responses always use "independent" (an iid effect of
     variance (1 − d²)σ² drawn afresh; under γ = ∞ without it an isolated high count leaks
@@ -79,9 +83,11 @@ class ModelConfig:
         if not (g in ("inf", "auto") or (numeric and g >= 0 and not math.isnan(g))):
             raise _err("model", "gamma", g, 'a number >= 0, "inf" or "auto"')
         is_inf = g == "inf" or (numeric and math.isinf(g))
-        if self.at_risk_weight not in ("binary", "continuous"):
+        if self.at_risk_weight not in ("binary", "continuous", "pseudo_likelihood"):
             raise _err("model", "at_risk_weight", self.at_risk_weight,
-                       'one of "binary", "continuous"')
+                       'one of "binary", "continuous", "pseudo_likelihood"')
+        if self.at_risk_weight == "pseudo_likelihood":
+            self._check_pseudo_likelihood()
         if self.at_risk_weight == "continuous" and is_inf:
             raise SpecError(
                 '`[model] at_risk_weight = "continuous"` needs a finite `gamma` (a number or '
@@ -123,6 +129,33 @@ class ModelConfig:
         if lo is not None and hi is not None and not lo < hi:
             raise _err("model.priors", "range_min_m", lo,
                        f"smaller than `range_max_m` = {hi!r}")
+
+    def _check_pseudo_likelihood(self) -> None:
+        """Refuse the smoothing keys beside ``at_risk_weight = "pseudo_likelihood"``.
+
+        The pseudo-likelihood replaces differential smoothing (D = I): ``gamma`` (its default
+        "inf", unused, or 0), ``at_risk_effect`` and ``at_risk_nugget`` must stay at their
+        defaults, and the weights
+        need the risk rule's scores (``at_risk = "risk"`` or ``"both"``).
+        """
+        g = self.gamma
+        # "inf" (the default, unused here) or 0 (D = I, which the pseudo-likelihood fits)
+        gamma_default = g == "inf" or (isinstance(g, (int, float)) and not isinstance(g, bool)
+                                       and (math.isinf(g) or g == 0))
+        unused = [f"{key} = {val!r}" for key, val, default in (
+            ("gamma", "inf" if gamma_default else g, "inf"),
+            ("at_risk_effect", self.at_risk_effect, "zero"),
+            ("at_risk_nugget", self.at_risk_nugget, "shared")) if val != default]
+        if unused:
+            raise SpecError(
+                f"`[model] {', '.join(unused)}` configure differential smoothing, which "
+                '`at_risk_weight = "pseudo_likelihood"` replaces (D = I, each record\'s '
+                "likelihood weighted instead); remove them or use another at_risk_weight")
+        if self.at_risk == "spatial":
+            raise SpecError(
+                '`[model] at_risk_weight = "pseudo_likelihood"` weights each record by its '
+                "attributable risk under the unrestricted fit, which the risk rule scores; set "
+                '`at_risk = "risk"` or `"both"` (with a `[risk.targets] record_threshold`)')
 
     def engine_for(self, n_records: int) -> str:
         """Return the GP representation for ``n_records`` records ("exact" or "nngp")."""

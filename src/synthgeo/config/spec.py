@@ -75,6 +75,13 @@ class ReleaseSpec:
                 'NUTS model has one nugget for every record); use sampler = "grid" or '
                 'at_risk_nugget = "shared"'
             )
+        if self.model.at_risk_weight == "pseudo_likelihood" and (
+                self.sampling.sampler != "grid" or self.data.sequential):
+            raise SpecError(
+                '`[model] at_risk_weight = "pseudo_likelihood"` needs `[sampling] sampler = '
+                '"grid"` (the NUTS model has one nugget for every record) and one gaussian '
+                "response (not yet `[[data.responses]]`); change these or use another "
+                "at_risk_weight")
         if self.risk.loo_unit == "subject" and not self.data.subject:
             raise SpecError(
                 '`[risk] loo_unit = "subject"` needs a `[data] subject` column (the records of '

@@ -79,12 +79,18 @@ def draw_generators(random_seed, n_draws: int) -> list[np.random.Generator]:
     return [np.random.default_rng(s) for s in keyed_seeds(random_seed, range(n_draws))]
 
 
-def _noise_var(sigma2: float, nugget: float, n: int, extra) -> np.ndarray:
-    """Per-record noise variance τ² + σ² extra_i (extra: ``at_risk_nugget = "marginal"``)."""
-    return nugget + (0.0 if extra is None else sigma2 * np.asarray(extra, float)) * np.ones(n)
+def _noise_var(sigma2: float, nugget: float, n: int, extra, nugget_weight=None) -> np.ndarray:
+    """Per-record noise variance τ² ω_i + σ² extra_i.
+
+    extra: ``at_risk_nugget = "marginal"``; ω (``nugget_weight``): the pseudo-likelihood's
+    1/α_i (default 1).
+    """
+    tau2 = nugget if nugget_weight is None else nugget * np.asarray(nugget_weight, float)
+    return tau2 + (0.0 if extra is None else sigma2 * np.asarray(extra, float)) * np.ones(n)
 
 
-def _factor(dist_km, idx, d, sigma2: float, nugget: float, phi_km: float, extra=None):
+def _factor(dist_km, idx, d, sigma2: float, nugget: float, phi_km: float, extra=None,
+            nugget_weight=None):
     """σ²R (S, S), σ²RD and the Cholesky factor of Σ = σ² A D R D Aᵀ + diag(noise)."""
     K = sigma2 * exponential_correlation(dist_km, phi_km)  # σ²R over sites, (S, S)
     unscaled = bool(np.all(d == 1.0))
@@ -93,7 +99,8 @@ def _factor(dist_km, idx, d, sigma2: float, nugget: float, phi_km: float, extra=
     # reads one triangle of it
     DKD = KD.copy() if unscaled else K * np.outer(d, d)
     Sigma = DKD if one_record_per_site(idx, K.shape[0]) else DKD[np.ix_(idx, idx)]
-    Sigma[np.diag_indices(idx.size)] += _noise_var(sigma2, nugget, idx.size, extra)
+    Sigma[np.diag_indices(idx.size)] += _noise_var(sigma2, nugget, idx.size, extra,
+                                                   nugget_weight)
     # in place, without the GIL (the draws run in threads)
     return K, KD, cho_factor(Sigma, check_finite=False)
 
@@ -127,10 +134,11 @@ def _draw_one(
     return beta, w
 
 
-def _prior_noise(rng, n_sites: int, n: int, sigma2: float, nugget: float, extra=None):
+def _prior_noise(rng, n_sites: int, n: int, sigma2: float, nugget: float, extra=None,
+                 nugget_weight=None):
     """Draw the standard normals of w₀ (S,) and the noise e₀ (N,) of Matheron's rule, in order."""
     z = rng.standard_normal(n_sites)
-    return z, rng.normal(0.0, np.sqrt(_noise_var(sigma2, nugget, n, extra)), n)
+    return z, rng.normal(0.0, np.sqrt(_noise_var(sigma2, nugget, n, extra, nugget_weight)), n)
 
 
 def _w_given_beta(z, e0, resid_beta, K, KD, d, idx, cf, sigma2):
@@ -157,6 +165,7 @@ def draw_effects_exact(
     scale: np.ndarray,
     random_seed: int | np.random.Generator | None = None,
     extra: np.ndarray | None = None,
+    nugget_weight: np.ndarray | None = None,
 ) -> np.ndarray:
     """Draw w | β, θ, y at every site, exactly (dense; Matheron's rule), for given draws.
 
@@ -175,6 +184,9 @@ def draw_effects_exact(
     extra : ndarray of shape (N,), optional
         Extra noise variance per record in units of σ² (``[model] at_risk_nugget =
         "marginal"``: 1 at records of sites with d = 0).
+    nugget_weight : ndarray of shape (N,), optional
+        ω_i: record i's noise variance is τ² ω_i (the pseudo-likelihood's 1/α_i; the full
+        conditional of w is then that of the weighted likelihood).
 
     Returns
     -------
@@ -191,12 +203,12 @@ def draw_effects_exact(
     # every random number first, each draw from its own generator, so that threads cannot
     # change the result
     noise = [_prior_noise(rngs[j], sites.n_sites, y.shape[0], float(sigma2[j]),
-                          float(nugget[j]), extra) for j in range(n_draws)]
+                          float(nugget[j]), extra, nugget_weight) for j in range(n_draws)]
 
     def one(j: int) -> np.ndarray:
         d = d_of(float(draws["alpha"][j]))
         K, KD, cf = _factor(dist_km, idx, d, float(sigma2[j]), float(nugget[j]),
-                            float(draws["phi_km"][j]), extra)
+                            float(draws["phi_km"][j]), extra, nugget_weight)
         return _w_given_beta(*noise[j], y - X @ draws["beta"][j], K, KD, d, idx, cf,
                              float(sigma2[j]))
 

@@ -57,13 +57,18 @@ class ExactCovariance:
     extra : ndarray of shape (N,), optional
         Extra diagonal of K in units of σ² (``[model] at_risk_nugget = "marginal"``:
         1 at at-risk records; :meth:`synthgeo.model.smoothing.Smoothing.extra_variance`).
+    nugget_weight : ndarray of shape (N,), optional
+        ω_i: record i's nugget is α ω_i, K = A D R D Aᵀ + α diag(ω) (the pseudo-likelihood,
+        ω_i = 1/α_i; :meth:`synthgeo.model.smoothing.Smoothing.noise_weight`).
     """
 
     name = "exact"
 
     def __init__(self, y: np.ndarray, X: np.ndarray, sites: Sites, scale,
-                 extra: np.ndarray | None = None):
+                 extra: np.ndarray | None = None, nugget_weight: np.ndarray | None = None):
         self.y, self.X = y, X
+        self.nugget_weight = (None if nugget_weight is None
+                              else np.asarray(nugget_weight, float))
         self.dist_km = sites.distance_km()
         self.idx = sites.site_index
         self.d_of = scale_function(scale, sites.n_sites)
@@ -105,7 +110,8 @@ class ExactCovariance:
         d = self.d_of(alpha)[self.idx]
         if np.any(d != 1.0):
             K *= np.outer(d, d)
-        K[np.diag_indices(n)] += alpha
+        K[np.diag_indices(n)] += (alpha if self.nugget_weight is None
+                                  else alpha * self.nugget_weight)
         if self.extra is not None:
             K[np.diag_indices(n)] += self.extra
         # in place, without the GIL: the grid's threads run in parallel
@@ -134,13 +140,18 @@ class NNGPCovariance:
         As :class:`ExactCovariance`; only at records with d = 0, which are nobody's neighbour
         and have no neighbour of their own, so adding it to their conditional variance F_i is
         exact.
+    nugget_weight : ndarray of shape (N,), optional
+        As :class:`ExactCovariance`: the response-form NNGP of K = A D R D Aᵀ + α diag(ω)
+        (each neighbour block carries its points' own nuggets).
     """
 
     name = "nngp"
 
     def __init__(self, y: np.ndarray, X: np.ndarray, sites: Sites, scale,
                  n_neighbors: int = 15, ordering: str = "coord",
-                 extra: np.ndarray | None = None):
+                 extra: np.ndarray | None = None, nugget_weight: np.ndarray | None = None):
+        self.nugget_weight = (None if nugget_weight is None
+                              else np.asarray(nugget_weight, float))
         self.d_of = scale_function(scale, sites.n_sites)
         self.site_index = sites.site_index
         active = (scale.active if isinstance(scale, Smoothing)
@@ -157,7 +168,8 @@ class NNGPCovariance:
 
     def stats(self, phi_km: float, alpha: float) -> CellStats:
         """Return log|K̃| and the K̃⁻¹ products at (``phi_km``, ``alpha``)."""
-        f = vecchia_factors(self.graph, phi_km, alpha, self.d_of(alpha)[self.site_index])
+        f = vecchia_factors(self.graph, phi_km, alpha, self.d_of(alpha)[self.site_index],
+                            nugget_weight=self.nugget_weight)
         return self._stats(f)
 
     def stats_row(self, phi_km: float, alphas) -> list[CellStats]:
@@ -170,8 +182,8 @@ class NNGPCovariance:
         """
         alphas = [float(a) for a in alphas]
         ds = [self.d_of(a)[self.site_index] for a in alphas]
-        if len(alphas) < SPECTRUM_MIN_ALPHAS or any(not np.array_equal(ds[0], d)
-                                                     for d in ds[1:]):
+        if self.nugget_weight is not None or len(alphas) < SPECTRUM_MIN_ALPHAS or any(
+                not np.array_equal(ds[0], d) for d in ds[1:]):
             return [self.stats(phi_km, a) for a in alphas]
         spectrum = vecchia_spectrum(self.graph, phi_km,
                                     None if np.all(ds[0] == 1.0) else ds[0])
@@ -188,14 +200,15 @@ class NNGPCovariance:
 
 def make_covariance(gp: str, y: np.ndarray, X: np.ndarray, sites: Sites, scale, *,
                     n_neighbors: int = 15, ordering: str = "coord",
-                    extra: np.ndarray | None = None):
+                    extra: np.ndarray | None = None, nugget_weight: np.ndarray | None = None):
     """Return the backend named by ``gp`` ("exact" or "nngp"); ValueError for another name.
 
-    ``extra``: extra diagonal of K in units of σ² (see :class:`ExactCovariance`).
+    ``extra``: extra diagonal of K in units of σ²; ``nugget_weight``: ω_i of the nugget α ω_i
+    (see :class:`ExactCovariance`).
     """
     if gp == "exact":
-        return ExactCovariance(y, X, sites, scale, extra=extra)
+        return ExactCovariance(y, X, sites, scale, extra=extra, nugget_weight=nugget_weight)
     if gp == "nngp":
         return NNGPCovariance(y, X, sites, scale, n_neighbors=n_neighbors, ordering=ordering,
-                              extra=extra)
+                              extra=extra, nugget_weight=nugget_weight)
     raise ValueError(f"`gp` must be 'exact' or 'nngp', got {gp!r}")

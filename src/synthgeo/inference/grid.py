@@ -112,7 +112,7 @@ def _posterior(draws: GridDraws, shape: tuple[int, int], coef_names: list[str]) 
 
 
 def _effect_sampler(draws: dict, y, X, sites, d_arg, gp, n_neighbors, effect_solver, seed,
-                    seconds: dict, extra=None):
+                    seconds: dict, extra=None, nugget_weight=None):
     """``effect_sampler(flat_index) -> w`` drawing at each draw's own (φ, α), cached.
 
     Draw d's normals come from ``keyed_seeds(seed, [d])``, keyed by its flattened (chain,
@@ -120,7 +120,8 @@ def _effect_sampler(draws: dict, y, X, sites, d_arg, gp, n_neighbors, effect_sol
     and two fits with one seed use the same normals at draw d (common random numbers).
     """
     nngp = (None if gp == "exact" else
-            NNGPEffects(y, X, sites, d_arg, n_neighbors=n_neighbors, solver=effect_solver))
+            NNGPEffects(y, X, sites, d_arg, n_neighbors=n_neighbors, solver=effect_solver,
+                        nugget_weight=nugget_weight))
     cache: dict[tuple, np.ndarray] = {}
 
     def effect_sampler(flat_index: np.ndarray) -> np.ndarray:
@@ -132,7 +133,8 @@ def _effect_sampler(draws: dict, y, X, sites, d_arg, gp, n_neighbors, effect_sol
             with threadpool_limits(limits=1):
                 if nngp is None:
                     cache[key] = draw_effects_exact(sel, y, X, sites, scale=d_arg,
-                                                   random_seed=seeds, extra=extra)
+                                                   random_seed=seeds, extra=extra,
+                                                   nugget_weight=nugget_weight)
                 else:  # at-risk records (d = 0) carry no information on w: no `extra` needed
                     cache[key] = nngp.draw(sel, seeds)
             seconds["recover"] += time.perf_counter() - t
@@ -202,7 +204,10 @@ def fit_gp_grid(
         Diagonal of D; ``None`` = unrestricted. A :class:`~synthgeo.model.smoothing.Smoothing`
         with γ = "auto" makes D a function of each point's α = τ²/σ² (exact per point); one
         with ``at_risk_nugget = "marginal"`` gives at-risk records variance σ² + τ²
-        (``engine["at_risk_nugget"]`` then says so, and the synthesis follows it).
+        (``engine["at_risk_nugget"]`` then says so, and the synthesis follows it); one with
+        ``likelihood_weight`` fits the risk-weighted pseudo-posterior (nugget τ²/α_i, the
+        normalising factor kept: :mod:`synthgeo.model.pseudo_likelihood`), and the synthesis
+        keeps τ².
     config : SamplingConfig, optional
         ``chains`` x ``draws`` independent draws are kept (arranged as chains for ArviZ);
         ``seed``.
@@ -250,12 +255,15 @@ def fit_gp_grid(
     s = settings or GridSettings()
     smoothing, d_arg = _smoothing(scale, sites.n_sites)
     extra = None if smoothing is None else smoothing.extra_variance(sites.site_index)
+    omega = None if smoothing is None else smoothing.noise_weight()  # pseudo-likelihood 1/α_i
     t0 = time.perf_counter()
     with threadpool_limits(limits=1):
         backend = make_covariance(gp, y, X, sites, d_arg, n_neighbors=n_neighbors,
-                                  ordering=ordering, extra=extra)
+                                  ordering=ordering, extra=extra, nugget_weight=omega)
         model = GridModel(backend=backend, prior=conjugate_prior(priors, X.shape[1], s),
-                          n=y.shape[0])
+                          n=y.shape[0],
+                          likelihood_weight=None if omega is None
+                          else np.asarray(smoothing.likelihood_weight, float))
         t1 = time.perf_counter()
         post = (grid_posterior(model, settings=s, start=start, map_batches=map_batches)
                 if posterior is None else
@@ -293,6 +301,6 @@ def fit_gp_grid(
                                 coords={"chain": np.arange(shape[0]),
                                         "draw": np.arange(shape[1])}),
         effect_sampler=_effect_sampler(flat, y, X, sites, d_arg, gp, n_neighbors,
-                                       effect_solver, effect_seed, seconds, extra),
+                                       effect_solver, effect_seed, seconds, extra, omega),
         smoothing=smoothing, grid=post, label=label,
     )

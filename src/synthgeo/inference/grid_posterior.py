@@ -22,6 +22,12 @@ importance-resampled, and σ², β are drawn from their conditionals *at each dr
 There is no Markov chain: the grid's checks (largest cell mass, mass on the box edge) and the
 Kish ESS of the importance weights take the place of R-hat.
 
+Under the risk-weighted pseudo-likelihood (:mod:`synthgeo.model.pseudo_likelihood`) K carries
+the nugget α/α_i at record i and the formula above holds with N replaced by N_eff = Σ α_i in
+the σ² terms and the 2π constant, plus ((N − N_eff)/2) log α − ½ Σ log α_i (the kept factor
+(τ²)^{(1−α_i)/2} α_i^{−1/2} of each weighted record); σ² | y, φ, α ~ InverseGamma(a + N_eff/2,
+b + Q/2).
+
 Prior on (u, v): range ~ Uniform(range_min_m, range_max_m) gives density ∝ eᵘ on u; ν ~
 Uniform(ν_min, ν_max) gives ∝ ν(1 − ν) on v; both normalised, so the quadrature's
 ``log_integral`` is log p(y).
@@ -148,11 +154,26 @@ class ConjugatePrior:
 
 @dataclass(frozen=True, kw_only=True, eq=False)
 class GridModel:
-    """Everything a cell evaluation needs: the data (inside ``backend``), prior and N."""
+    """Everything a cell evaluation needs: the data (inside ``backend``), prior and N.
+
+    ``likelihood_weight`` (N,), optional: the pseudo-likelihood's α_i
+    (:mod:`synthgeo.model.pseudo_likelihood`); the backend then holds the nugget α/α_i, and
+    the kept normalising factor Π (2πτ²)^{(1−α_i)/2} α_i^{−1/2} enters the marginal: with
+    τ² = α σ², σ²'s shape becomes a + N_eff/2 (N_eff = Σ α_i) and the log density gains
+    ((N − N_eff)/2) log α − ½ Σ log α_i (:func:`evaluate_cells`).
+    """
 
     backend: ExactCovariance | NNGPCovariance
     prior: ConjugatePrior
     n: int
+    likelihood_weight: np.ndarray | None = None
+
+    @property
+    def n_eff(self) -> float:
+        """N_eff = Σ α_i, the records' total weight (N without weights)."""
+        if self.likelihood_weight is None:
+            return float(self.n)
+        return float(np.sum(self.likelihood_weight))
 
     def axes(self) -> tuple[Axis, Axis]:
         """(log effective range in metres, logit nugget share) with the prior's bounds."""
@@ -232,9 +253,12 @@ def evaluate_cells(model: GridModel, points: np.ndarray) -> CellBatch:
     V_inv = np.linalg.inv(pr.V)
     mu = np.asarray(pr.beta_mean, float)
     a0, b0 = float(pr.sigma2_shape), float(pr.sigma2_scale)
-    a_post = a0 + model.n / 2.0
+    n_eff = model.n_eff  # Σ α_i under the pseudo-likelihood (kept normalising factor)
+    a_post = a0 + n_eff / 2.0
     const = (-0.5 * np.linalg.slogdet(pr.V)[1] + a0 * np.log(b0) + gammaln(a_post)
-             - gammaln(a0) - 0.5 * model.n * _LOG_2PI)
+             - gammaln(a0) - 0.5 * n_eff * _LOG_2PI)
+    if model.likelihood_weight is not None:
+        const -= 0.5 * float(np.log(model.likelihood_weight).sum())
     k, p = points.shape[0], mu.size
     lml, b_post = np.empty(k), np.empty(k)
     m_all, Minv_all = np.empty((k, p)), np.empty((k, p, p))
@@ -256,6 +280,8 @@ def evaluate_cells(model: GridModel, points: np.ndarray) -> CellBatch:
                 "fitted exactly by the covariates")
         lml[i] = (const - 0.5 * st.logdet - np.log(np.diag(Lm)).sum()
                   - a_post * np.log(b_post[i]))
+        if model.likelihood_weight is not None:  # (τ²)^{Σ(1−α_i)/2}: its α part
+            lml[i] += 0.5 * (model.n - n_eff) * np.log(alpha[i])
         m_all[i], Minv_all[i] = m, np.linalg.inv(M)
     nu = expit(points[:, 1])
     log_prior = (points[:, 0] - np.log(pr.range_max_m - pr.range_min_m)

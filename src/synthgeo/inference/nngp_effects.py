@@ -62,10 +62,15 @@ class NNGPEffects:
     n_threads : int, default=2
         Grid cells drawn concurrently (single-threaded BLAS each); every random number is
         drawn before the threads start, so the draws do not depend on it.
+    nugget_weight : ndarray of shape (N,), optional
+        ω_i: record i's noise variance is τ² ω_i (the pseudo-likelihood's 1/α_i). Then
+        AᵀA/τ² becomes Aᵀ diag(1/ω) A/τ² and Aᵀr becomes Aᵀ diag(1/ω) r: each site's record
+        count n_s is its records' total weight Σ α_i, and the draw stays exact.
     """
 
     def __init__(self, y, X, sites: Sites, scale, *, n_neighbors: int = 15,
-                 solver: str = "cg", cg_rtol: float = 1e-8, n_threads: int = 2):
+                 solver: str = "cg", cg_rtol: float = 1e-8, n_threads: int = 2,
+                 nugget_weight: np.ndarray | None = None):
         if solver not in ("splu", "cg"):
             raise ValueError(f"`solver` must be 'splu' or 'cg', got {solver!r}")
         self.y, self.X, self.sites = y, X, sites
@@ -77,7 +82,10 @@ class NNGPEffects:
         coords_km = sites.coords_m / METRES_PER_KM
         self.graph = ordered_neighbours(coords_km[self.active], n_neighbors)
         self.perm = self.active[self.graph.order]  # site id of each ordered active point
-        self.n_per_site = np.bincount(sites.site_index, minlength=sites.n_sites).astype(float)
+        self.record_weight = (None if nugget_weight is None
+                              else 1.0 / np.asarray(nugget_weight, float))  # α_i
+        self.n_per_site = np.bincount(sites.site_index, weights=self.record_weight,
+                                      minlength=sites.n_sites).astype(float)
         self.cg_iterations: list[int] = []
         if self.inactive.size and self.active.size:
             k = min(n_neighbors, self.active.size)
@@ -118,6 +126,8 @@ class NNGPEffects:
         rngs = draw_generators(rng, L)
         w = np.zeros((L, S))
         resid = self.y[None, :] - draws["beta"] @ self.X.T  # (L, N)
+        if self.record_weight is not None:  # Aᵀ diag(α) r: the weighted residual sums
+            resid = resid * self.record_weight[None, :]
         cells = [np.flatnonzero(draws["cell"] == c) for c in np.unique(draws["cell"])]
         run = thread_map(self.n_threads)
         chunk = 2 * max(1, self.n_threads)

@@ -67,6 +67,11 @@ class Smoothing:
         ``"marginal"`` (binary weights, γ = ∞ only): records at sites with d_s = 0 get
         variance σ² + τ² in the likelihood and the synthesis, not τ² (docs/model.md,
         "At-risk variance"); see :meth:`extra_variance`.
+    likelihood_weight : ndarray of shape (n_records,), optional
+        Pseudo-likelihood weight α_i in (0, 1] per record (``[model] at_risk_weight =
+        "pseudo_likelihood"``, :mod:`synthgeo.model.pseudo_likelihood`): record i's noise
+        variance in the fit is τ²/α_i; see :meth:`noise_weight`. Only with D = I (γ = 0 or
+        no site at risk) and the shared nugget.
 
     Raises
     ------
@@ -84,6 +89,7 @@ class Smoothing:
     a: np.ndarray
     gamma: float | str
     at_risk_nugget: str = "shared"
+    likelihood_weight: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         """Check ``a`` and ``gamma`` (raises ValueError)."""
@@ -98,6 +104,26 @@ class Smoothing:
                 self.gamma != "auto" and np.isinf(self.gamma)
                 and np.all(np.isin(np.asarray(self.a), (0.0, 1.0)))):
             raise ValueError("at_risk_nugget = 'marginal' needs binary weights and gamma = inf")
+        if self.likelihood_weight is not None:
+            w = np.asarray(self.likelihood_weight, float)
+            if w.ndim != 1 or not np.all((w > 0) & (w <= 1)):
+                raise ValueError("`likelihood_weight` must be a 1-d array of values in (0, 1]")
+            if self.at_risk_nugget != "shared" or self.gamma == "auto" or np.any(
+                    smoothing_scale(self.a, float(self.gamma)) != 1.0):
+                raise ValueError("`likelihood_weight` needs D = I and the shared nugget")
+
+    def noise_weight(self) -> np.ndarray | None:
+        """Per-record multiplier ω_i = 1/α_i of the nugget (None without weights).
+
+        Returns
+        -------
+        ndarray of shape (n_records,) or None
+            The fit's noise variance at record i is τ² ω_i (the pseudo-likelihood's
+            heteroscedastic nugget); the synthesis keeps τ².
+        """
+        if self.likelihood_weight is None:
+            return None
+        return 1.0 / np.asarray(self.likelihood_weight, float)
 
     def extra_variance(self, site_index: np.ndarray) -> np.ndarray | None:
         """Per-record extra variance in units of σ² (None under ``"shared"``).

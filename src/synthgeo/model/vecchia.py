@@ -262,9 +262,10 @@ class VecchiaFactors:
 
 
 def vecchia_factors(
-    graph: NeighbourGraph, phi: float, alpha: float, d: np.ndarray | None = None
+    graph: NeighbourGraph, phi: float, alpha: float, d: np.ndarray | None = None,
+    nugget_weight: np.ndarray | None = None,
 ) -> VecchiaFactors:
-    """Vecchia factors of C = D R(φ) D + α I (units of σ²) for one (φ, α).
+    """Vecchia factors of C = D R(φ) D + α Ω (units of σ²) for one (φ, α); Ω = I by default.
 
     Parameters
     ----------
@@ -277,6 +278,9 @@ def vecchia_factors(
         of ``LATENT_JITTER`` is then used).
     d : ndarray of shape (n,), optional
         Smoothing scale per point *in input order* (default ones).
+    nugget_weight : ndarray of shape (n,), optional
+        ω_i per point in input order: point i's nugget is α ω_i (the pseudo-likelihood's
+        heteroscedastic nugget τ²/α_i, ω_i = 1/α_i; :mod:`synthgeo.model.pseudo_likelihood`).
 
     Returns
     -------
@@ -288,7 +292,13 @@ def vecchia_factors(
     nug = _nugget(alpha)
     C = exponential_correlation(graph.dist_nn, phi) * (d_nb[:, :, None] * d_nb[:, None, :])
     idx = np.arange(m)
-    C[:, idx, idx] += np.where(valid, nug, 1.0)  # padding: identity block
+    if nugget_weight is None:
+        C[:, idx, idx] += np.where(valid, nug, 1.0)  # padding: identity block
+    else:
+        om = np.asarray(nugget_weight, float)[graph.order]
+        om_nb = om[np.where(valid, graph.neighbours, 0)]
+        C[:, idx, idx] += np.where(valid, nug * om_nb, 1.0)
+        nug = nug * om  # each point's own nugget, (n,)
     c = exponential_correlation(graph.dist_in, phi) * d_nb * dd[:, None]
     b = np.linalg.solve(C, c[:, :, None])[:, :, 0]
     return _factors(graph, b, c, dd, nug)
@@ -308,7 +318,7 @@ def _nugget(alpha: float) -> float:
 
 
 def _factors(graph: NeighbourGraph, b: np.ndarray, c: np.ndarray, dd: np.ndarray,
-             nug: float) -> VecchiaFactors:
+             nug) -> VecchiaFactors:
     """F_i = d_i² + nug − b_iᵀc_i, floored against round-off (a conditional variance ≥ α > 0)."""
     F = dd**2 + nug - np.einsum("nm,nm->n", b, c)
     return VecchiaFactors(graph=graph, b=b, F=np.maximum(F, nug * 1e-6))

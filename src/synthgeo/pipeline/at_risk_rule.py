@@ -56,6 +56,7 @@ from synthgeo.config import ReleaseSpec
 from synthgeo.inference.result import GPFit
 from synthgeo.io.points import coordinates_m
 from synthgeo.model.at_risk import AtRiskResult
+from synthgeo.model.pseudo_likelihood import lipschitz_bound, pseudo_weights
 from synthgeo.pipeline.data import PreparedData
 from synthgeo.pipeline.risk_stage import (
     loo_predictive,
@@ -72,8 +73,9 @@ from synthgeo.risk.rao_blackwell import within_probability
 from synthgeo.risk.records import RecordRisk
 from synthgeo.risk.selection import AtRiskChoice, choose_at_risk
 
-__all__ = ["score_unrestricted", "risk_rule", "NeighbourChecks", "run_neighbour_check",
-           "RISE_REPORTED", "AtRiskSelection", "judge_on_fresh_draws", "FRESH_DRAW_RULE"]
+__all__ = ["score_unrestricted", "risk_rule", "pseudo_likelihood_weights", "pseudo_bound",
+           "NeighbourChecks", "run_neighbour_check", "RISE_REPORTED", "AtRiskSelection",
+           "judge_on_fresh_draws", "FRESH_DRAW_RULE"]
 
 #: Rises of r̃ above this are counted separately in release.json (the smallest rise a board
 #: would read as a change of risk: 1 percentage point).
@@ -128,6 +130,24 @@ def _selection_attributable(record_risk: RecordRisk, targets) -> tuple[list, np.
     a = np.stack([summary.record_attributable("unrestricted", k, "share") for k in keys])
     se = np.stack([summary.record_attributable_se("unrestricted", k, "share") for k in keys])
     return keys, a, se
+
+
+def pseudo_likelihood_weights(spec: ReleaseSpec, record_risk: RecordRisk) -> np.ndarray:
+    """Return the pseudo-likelihood's α_i from the risk rule's scores (``at_risk_weight``).
+
+    α_i = max(1 − r̃_i, α_min) with r̃_i the record's attributable risk under the unrestricted
+    fit (share attack, Rao-Blackwellised, at the selection draws) normalised by the largest,
+    per measure of a target with a ``record_threshold``, the largest over those measures
+    (:func:`synthgeo.model.pseudo_likelihood.pseudo_weights`).
+
+    Returns
+    -------
+    ndarray of shape (n_records,)
+        Confidential (a function of the records' risks).
+    """
+    targets = [t for t in spec.risk.targets if t.record_threshold is not None]
+    _, a, _ = _selection_attributable(record_risk, targets)
+    return pseudo_weights(a)
 
 
 def risk_rule(spec: ReleaseSpec, data: PreparedData, spatial: AtRiskResult,
@@ -416,3 +436,47 @@ def judge_on_fresh_draws(spec: ReleaseSpec, choice: AtRiskChoice, selection_risk
                            judged_draws=_flat_draws(fits["restricted"],
                                                     implicates["restricted"]),
                            judgements=tuple(judgements))
+
+
+def pseudo_bound(y: np.ndarray, weights: np.ndarray, implicates: dict) -> dict:
+    """Return the pseudo-likelihood's Lipschitz bound on the released draws, and the unweighted.
+
+    Δ_α = max over the released implicates' posterior draws and the records of
+    α_i |log N(y_i; y_mean, y_sd²)| and ε = 2Δ_α (Savitsky, Williams & Hu 2022;
+    :func:`synthgeo.model.pseudo_likelihood.lipschitz_bound`), model scale; beside it the
+    same maximum with α = 1 on the same (pseudo-posterior) draws and on the unrestricted
+    fit's implicate draws, and the weights' aggregates. No record's value.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_records,)
+    weights : ndarray of shape (n_records,)
+        α_i.
+    implicates : dict
+        ``"restricted"`` and ``"unrestricted"`` implicates (``y_mean``, ``y_sd``).
+
+    Returns
+    -------
+    dict
+        For release.json ``synthesis.pseudo_likelihood``.
+    """
+    rel, unr = implicates["restricted"], implicates["unrestricted"]
+    b = lipschitz_bound(y, rel["y_mean"].values, rel["y_sd"].values, weights)
+    return {
+        "weights": "alpha_i = max(1 - r_i, alpha_min), r_i = the record's attributable risk "
+                   "(share attack) under the unrestricted fit at the risk rule's selection "
+                   "draws, normalised by the largest positive one per target measure (with a "
+                   "record_threshold), largest over measures (Hu, Williams & Savitsky)",
+        "alpha_min": float(np.min(weights)), "alpha_mean": float(np.mean(weights)),
+        "n_weighted": int(np.sum(weights < 1.0)), "n_eff": float(np.sum(weights)),
+        "delta_alpha": b["delta"], "epsilon": b["epsilon"], "n_draws": b["n_draws"],
+        "delta_unweighted": lipschitz_bound(y, rel["y_mean"].values,
+                                            rel["y_sd"].values)["delta"],
+        "delta_unrestricted": lipschitz_bound(y, unr["y_mean"].values,
+                                              unr["y_sd"].values)["delta"],
+        "bound": "Delta_alpha = max over the released implicates' posterior draws and the "
+                 "records of alpha_i |log p(y_i | theta)| (model-scale density, nats); "
+                 "epsilon = 2 Delta_alpha (Savitsky, Williams & Hu 2022): this database's "
+                 "bound over these draws, an asymptotic DP figure, not a worst case over "
+                 "databases",
+    }

@@ -39,6 +39,8 @@ from synthgeo.model.smoothing import Smoothing
 from synthgeo.pipeline import responses
 from synthgeo.pipeline.at_risk_rule import (
     judge_on_fresh_draws,
+    pseudo_bound,
+    pseudo_likelihood_weights,
     risk_rule,
     run_neighbour_check,
     score_unrestricted,
@@ -125,6 +127,7 @@ def make_fitter(spec: ReleaseSpec, data: PreparedData, *, progressbar: bool = Fa
 def restricted_smoothing(
     spec: ReleaseSpec, coords_m: np.ndarray, sites: Sites, at_risk: AtRiskResult,
     phi_per_m: float, *, subject: np.ndarray | None = None,
+    likelihood_weight: np.ndarray | None = None,
 ) -> Smoothing:
     """D of the restricted model from the spec's at-risk weights and γ (docs/model.md).
 
@@ -140,11 +143,24 @@ def restricted_smoothing(
     phi_per_m : float
         φ̂ (1/metre) for the continuous weights.
     subject : ndarray of shape (n_records,), optional
+    likelihood_weight : ndarray of shape (n_records,), optional
+        Under ``at_risk_weight = "pseudo_likelihood"``: α_i
+        (:func:`~synthgeo.pipeline.at_risk_rule.pseudo_likelihood_weights`); D = I then.
 
     Returns
     -------
     Smoothing
+
+    Raises
+    ------
+    ValueError
+        Under ``"pseudo_likelihood"`` without ``likelihood_weight``.
     """
+    if spec.model.at_risk_weight == "pseudo_likelihood":
+        if likelihood_weight is None:
+            raise ValueError('at_risk_weight = "pseudo_likelihood" needs `likelihood_weight`')
+        return Smoothing(a=np.zeros(sites.n_sites), gamma=0.0,
+                         likelihood_weight=likelihood_weight)
     if spec.model.at_risk_weight == "continuous":
         a, _ = continuous_weights(coords_m, sites.site_index, phi_per_m, spec.model.rho0,
                                   k=spec.model.k, subject=subject)
@@ -172,7 +188,9 @@ def _warm_start(spec: ReleaseSpec, fitter: Fitter | None, fit: GPFit,
         return {}
     if (smoothing is not None and fit.grid is not None
             and smoothing.at_risk_nugget != "marginal" and not smoothing.depends_on_nugget
-            and np.all(smoothing.scale() == 1.0)):
+            and np.all(smoothing.scale() == 1.0)
+            and (smoothing.likelihood_weight is None
+                 or np.all(smoothing.likelihood_weight == 1.0))):
         return {"posterior": fit.grid}
     stages = fit.engine.get("grid_stages") or []
     if not stages:
@@ -388,8 +406,13 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
         say("fitting the restricted model")
     with _timed(sec, "fit_restricted"):
         subject = data_j.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
+        weight = (pseudo_likelihood_weights(spec, selection_risk)
+                  if spec.model.at_risk_weight == "pseudo_likelihood" else None)
         smoothing = restricted_smoothing(spec, coordinates_m(data_j.gdf), data_j.sites, at_risk,
-                                         phi_hat, subject=subject)
+                                         phi_hat, subject=subject, likelihood_weight=weight)
+        if weight is not None:
+            say(f"pseudo-likelihood: {int(np.sum(weight < 1))} records weighted below 1 "
+                f"(effective records {weight.sum():,.1f} of {weight.size})")
         if spec.synthesis.predictive == "cross_fit":  # released: cross-fitted, no refit
             say("cross-fitted synthesis: no restricted fit (every record is drawn from the "
                 "unrestricted fit's leave-out predictive)")
@@ -418,6 +441,9 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
                 implicates = {m: responses.shift_to_earlier(ds, fits[m], data_j.X, X_syn[m])
                               for m, ds in implicates.items()}
             synthetic = {m: ds["y_synthetic"].values for m, ds in implicates.items()}
+            if smoothing.likelihood_weight is not None:  # aggregates for release.json
+                implicates["restricted"].attrs["pseudo_likelihood"] = pseudo_bound(
+                    data_j.y, smoothing.likelihood_weight, implicates)
         else:
             synthetic = {m: responses.draw_discrete(spec, fits[m], data_j.X, X_syn[m],
                                                     streams[2])

@@ -334,10 +334,19 @@ def _synthesis_record(spec, released=None) -> dict[str, Any]:
                             "are the released, cross-fitted implicates of the unrestricted "
                             "fit)",
                 "calibration": calibration,
-                "own_value_leak": leak if calibration != "none" else None}
+                "own_value_leak": leak if calibration != "none" else None,
+                "pseudo_likelihood": None}
+    pseudo = None if released is None else released.attrs.get("pseudo_likelihood")
+    if spec.model.at_risk_weight == "pseudo_likelihood":
+        return {"predictive": "posterior", "restricted_fit": True, "leave_out_unit": None,
+                "released": "the risk-weighted pseudo-posterior's predictive: the GP fitted "
+                            "with record i's likelihood raised to alpha_i (nugget tau2/alpha_i, "
+                            "no smoothing), each implicate drawn as N(x_i beta + w_i, tau2) at "
+                            "its pseudo-posterior draw (Hu, Williams & Savitsky)",
+                "calibration": None, "own_value_leak": None, "pseudo_likelihood": pseudo}
     return {"predictive": "posterior", "restricted_fit": True, "leave_out_unit": None,
             "released": "the restricted (differentially smoothed) fit's posterior predictive",
-            "calibration": None, "own_value_leak": None}
+            "calibration": None, "own_value_leak": None, "pseudo_likelihood": None}
 
 
 def _at_risk_rule_text(spec) -> str:
