@@ -40,8 +40,9 @@ smallest Reiter CI overlap and each coefficient's, the neighbour check, the cali
 cross-fit's own-value leak, and the run time. Its record rewrites the block of section
 "Comparing the mechanisms" from the newest record of each data set (``--frontier-docs``
 rewrites it without rerunning; ``--frontier --data NAME ...`` measures other data sets). The
-cross-fit rows' risk is in-sample: the raw cross-fit's is 0 by construction, the calibrated
-one's measures its calibration shift against the leave-one-out baseline at the same draws.
+rows are judged against the baseline of their record's ``[risk] loo_posterior`` (a column):
+the leave-out posterior's since issue 25; against the full posterior's (older records) a raw
+cross-fit's risk is 0 by construction and a calibrated one's its calibration shift.
 
 Usage::
 
@@ -191,7 +192,7 @@ def measure(name: str, path: Path) -> list[dict]:
             "pmse_ratio": _pmse(res.data.y, syn[variant], res.data.frame,
                                 res.spec.data.covariates, coords),
             **spatial[variant], "risk": _risk(res, model),
-            "unrestricted_identical": bool(same)})
+            "unrestricted_identical": bool(same), "loo_posterior": res.spec.loo_posterior})
     return rows
 
 
@@ -240,7 +241,9 @@ def _table(rec: dict) -> str:
             f"semivariogram rel. RMS {d['sv_rel_rms']:.3f} → {c['sv_rel_rms']:.3f}; Moran's I "
             f"gap to the confidential {abs(d['moran'] - conf):.3f} → {abs(c['moran'] - conf):.3f}"
             f"; pMSE ratio {d['pmse_ratio']:.2f} → {c['pmse_ratio']:.2f}; run time × "
-            f"{c['seconds'] / d['seconds']:.2f}; largest attributable risk (in-sample) "
+            f"{c['seconds'] / d['seconds']:.2f}; largest attributable risk ("
+            + ("in-sample" if c.get("loo_posterior", "full") == "full"
+               else "against the leave-out posterior's baseline") + ") "
             + ", ".join(f"{k} {d['risk'][k]['max']:.3f} → {c['risk'][k]['max']:.3f}"
                         for k in keys) + ".")
     skipped = [f"- {k}: {v}" for k, v in rec["detail"]["skipped"].items()]
