@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -29,10 +30,35 @@ if TYPE_CHECKING:
     from synthgeo.pipeline.previous import CumulativeRisk
     from synthgeo.pipeline.risk_stage import RiskScores
 
-__all__ = ["MODELS", "ReleaseResult", "ReleaseRisk", "risk_per_record", "verdicts"]
+__all__ = ["MODELS", "ReleaseResult", "SynthesiserState", "ReleaseRisk", "risk_per_record", "verdicts"]
 
 #: The two models every release fits; the restricted one's implicates are released.
 MODELS = ("unrestricted", "restricted")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SynthesiserState:
+    """The stored synthesiser's state after a release (:mod:`synthgeo.inference.stored`).
+
+    Attributes
+    ----------
+    fit_seed : int
+        The ``random_seed`` both fits were given (a key: confidential/ only).
+    used_draws : ndarray of int
+        Flattened (chain-major) posterior draws that implicates of this release, or of the
+        release it was drawn from and its own sources, came from.
+    new_draws : ndarray of int, optional
+        ``synthgeo draw``: the draws this release's implicates come from (None: a fitted run,
+        whose implicates come from :func:`~synthgeo.synthesis.implicates.implicate_draw_index`).
+    drawn_from : dict, optional
+        ``synthgeo draw``: the release drawn from (its release.json's SHA-256, register id and
+        uid), for release.json's ``synthesiser.drawn_from``.
+    """
+
+    fit_seed: int = field(repr=False)
+    used_draws: np.ndarray = field(repr=False)
+    new_draws: np.ndarray | None = field(default=None, repr=False)
+    drawn_from: dict | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,6 +116,10 @@ class ReleaseResult:
         pMSE, its ratio and S_pMSE against the paired null and SPECKS of both models' implicates,
         with the per-variable and per-region breakdowns
         (:mod:`synthgeo.pipeline.general_utility`); None when not computed.
+    synthesiser : SynthesiserState or None
+        What the writer stores to draw more implicates later (``confidential/synthesiser.nc``,
+        :mod:`synthgeo.inference.stored`): the fits' seed, the draws implicates have come from,
+        and, for a release made by ``synthgeo draw``, the release it was drawn from.
     """
 
     def __repr__(self) -> str:
@@ -120,6 +150,7 @@ class ReleaseResult:
     detector: dict | None = None
     at_risk_selection: AtRiskSelection | None = None
     general_utility: GeneralUtility | None = None
+    synthesiser: SynthesiserState | None = field(default=None, repr=False)
 
     @property
     def M_m(self) -> float:  # noqa: N802
