@@ -182,7 +182,7 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
         raise InputError(f"draw reads the release register, not the folder's own release.json:"
                          f" give --register PATH (or set {REGISTER_ENV}) where the release was "
                          "registered; nothing was written")
-    entry, record = ledger.register.verify_folder(folder, ledger.key,
+    entry, record = ledger.register.verify_folder(folder, ledger.key, flag="draw",
                                                   allow_unsigned=ledger.allow_unsigned)
     block = record.get("synthesiser")
     path = folder / "confidential" / SYNTHESISER_FILE
