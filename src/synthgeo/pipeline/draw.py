@@ -117,7 +117,7 @@ def stored_fitter(stored: StoredSynthesiser):
 
 
 def _draw_spec(record: dict, folder: Path, n_implicates: int, seed: int | None) -> ReleaseSpec:
-    """The spec of the new release: the earlier one's, with N implicates and the new seed."""
+    """Return the new release's spec: the earlier one's, with N implicates and the new seed."""
     spec = spec_from_dict(record["spec"])
     if spec.data.sequential:
         raise SpecError(f"draw {str(folder)!r}: drawing more implicates is applied to one "

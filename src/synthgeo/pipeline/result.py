@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from synthgeo.pipeline.previous import CumulativeRisk
     from synthgeo.pipeline.risk_stage import RiskScores
 
-__all__ = ["MODELS", "ReleaseResult", "SynthesiserState", "ReleaseRisk", "risk_per_record", "verdicts"]
+__all__ = ["MODELS", "ReleaseResult", "SynthesiserState", "ReleaseRisk", "risk_per_record",
+           "verdicts"]
 
 #: The two models every release fits; the restricted one's implicates are released.
 MODELS = ("unrestricted", "restricted")

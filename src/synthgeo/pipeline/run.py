@@ -563,7 +563,7 @@ def _within_eps(spec: ReleaseSpec, d: _Drawn, progressbar: bool) -> tuple[dict, 
 
 def _synthesiser_state(spec: ReleaseSpec, d: _Drawn,
                        plan: SynthesiserState | None) -> SynthesiserState | None:
-    """The stored synthesiser's state after this release: the draws implicates came from.
+    """Return the stored synthesiser's state after this release (the draws implicates used).
 
     A fitted run: its implicates' draws and the risk rule's selection draws (used to choose
     the records, so not fresh either); ``synthgeo draw``: the earlier ones and its new ones.

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from synthgeo._seed import run_seed, seed_sha256, write_seed
-from synthgeo.io.atomic import check_output_dir as _check_output_dir
 from synthgeo.inference.stored import SYNTHESISER_FILE, save_synthesiser
+from synthgeo.io.atomic import check_output_dir as _check_output_dir
 from synthgeo.io.atomic import write_folder
 from synthgeo.io.jsonable import dumps, jsonable
 from synthgeo.io.provenance import file_sha256, provenance
