@@ -29,7 +29,7 @@ from synthgeo.pipeline.draw import draw_release
 from synthgeo.register import KEY_ENV, Ledger, ReleaseKey, open_register
 from synthgeo.release.writer import write_release
 from synthgeo.synthesis.implicates import implicate_draw_index
-from synthgeo.utility.reiter import combine_reiter
+from synthgeo.testing import reiter_agreement
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -232,20 +232,6 @@ def test_cli_draw_refuses_refit_and_bad_input(first, tmp_path, capsys, monkeypat
     _no_output(tmp_path)
 
 
-def _reiter(frames: list[pd.DataFrame]):
-    """Reiter's rules for log_price ~ sqft_living over implicates (q_l, u_l by OLS)."""
-    q, u = [], []
-    for f in frames:
-        X = np.column_stack([np.ones(len(f)), f["sqft_living"].to_numpy(float)])
-        y = f["log_price"].to_numpy(float)
-        beta, rss, *_ = np.linalg.lstsq(X, y, rcond=None)
-        s2 = float(rss[0]) / (len(y) - 2)
-        q.append(beta)
-        u.append(s2 * np.diag(np.linalg.inv(X.T @ X)))
-    q, u = np.array(q), np.array(u)
-    return combine_reiter(q, u), q, u
-
-
 def _implicates(out: Path) -> list[pd.DataFrame]:
     frame = pd.read_parquet(out / "release" / "implicates.parquet")
     return [g for _, g in frame.groupby("implicate")]
@@ -254,29 +240,14 @@ def _implicates(out: Path) -> list[pd.DataFrame]:
 def check_reiter_agreement(out_a: Path, out_b: Path, out_c: Path, z: float = 4.0) -> dict:
     """Reiter's rules over a's and b's implicates against c's, within z Monte Carlo se.
 
-    The Monte Carlo se of each difference treats the two sets as independent (they share
-    posterior draws, which only makes them closer): q_bar and u_bar from the per-implicate
-    spread of q_l and u_l, b_m from its normal-theory se b_m (2/(m − 1))^½, T_p from those of
-    u_bar and b_m/m. Returns the figures; raises AssertionError beyond z se.
+    :func:`synthgeo.testing.reiter_agreement` on the spec's analyst model
+    (log_price ~ sqft_living); the se treats the sets as independent (conservative).
     """
-    pooled, q1, u1 = _reiter(_implicates(out_a) + _implicates(out_b))
-    single, q2, u2 = _reiter(_implicates(out_c))
-    m1, m2 = q1.shape[0], q2.shape[0]
-    se = {
-        "q_bar": np.sqrt(q1.var(0, ddof=1) / m1 + q2.var(0, ddof=1) / m2),
-        "u_bar": np.sqrt(u1.var(0, ddof=1) / m1 + u2.var(0, ddof=1) / m2),
-        "b_m": np.sqrt(pooled.b_m**2 * 2 / (m1 - 1) + single.b_m**2 * 2 / (m2 - 1)),
-    }
-    se["T_p"] = np.sqrt(u1.var(0, ddof=1) / m1 + u2.var(0, ddof=1) / m2
-                        + (pooled.b_m**2 * 2 / (m1 - 1)) / m1**2
-                        + (single.b_m**2 * 2 / (m2 - 1)) / m2**2)
-    out = {"m": (m1, m2)}
+    out = reiter_agreement(_implicates(out_a) + _implicates(out_b), _implicates(out_c),
+                           response="log_price", covariates=["sqft_living"])
+    assert out["m"][0] == out["m"][1]
     for name in ("q_bar", "b_m", "u_bar", "T_p"):
-        diff = getattr(pooled, name) - getattr(single, name)
-        out[name] = {"drawn": getattr(pooled, name).tolist(),
-                     "single": getattr(single, name).tolist(),
-                     "diff_in_se": (diff / se[name]).tolist()}
-        assert np.all(np.abs(diff) <= z * se[name]), (name, out[name])
+        assert np.all(np.abs(out[name]["diff_in_se"]) <= z), (name, out[name])
     return out
 
 

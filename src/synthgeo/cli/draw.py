@@ -23,7 +23,7 @@ def add_parser(sub, common) -> None:
     d.add_argument("release_dir", metavar="RELEASE_DIR",
                    help="a registered release folder (`synthgeo run --register`)")
     d.add_argument("--implicates", type=int, required=True, metavar="N",
-                   help="how many new implicates (an integer >= 2; required)")
+                   help="how many new implicates (an integer >= 2; required, no default)")
     d.add_argument("--seed", type=int, default=None,
                    help="seed of the new implicates (a key, kept in the new release's "
                         "confidential/; the same seed gives the same implicates; default: a "
