@@ -85,6 +85,9 @@ def main(argv: list[str] | None = None) -> None:
             first = rel
     totals = np.add(draw_s, write_s)
     rec.figure("bundled run (fit, 100 implicates, write), for scale", round(t_run, 2), "s")
+    rec.figure("confidential/synthesiser.nc (2 models x 2 x 1000 draws)",
+               round((out_a / "confidential" / "synthesiser.nc").stat().st_size / 1024, 1),
+               "KiB")
     rec.figure("draw 50 implicates and score them (sg.draw), median", round(
         float(np.median(draw_s)), 2), "s")
     rec.figure("write the new release (files, report, register), median",
