@@ -593,7 +593,7 @@ def draw(release_dir: str | os.PathLike, implicates: int, *, seed: int | None = 
     ...     sg.draw("/nonexistent", 50)
     ... except sg.InputError as exc:
     ...     print(str(exc)[:40])
-    draw '/nonexistent': no release folder the
+    draw '/nonexistent': no release folder t
     """
     from synthgeo.pipeline.draw import check_draw_request, draw_release
     from synthgeo.register import make_ledger

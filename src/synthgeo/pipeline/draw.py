@@ -67,7 +67,7 @@ def check_draw_request(release_dir: str | os.PathLike, n_implicates) -> Path:
     ...     check_draw_request("/nonexistent", 50)
     ... except Exception as exc:
     ...     print(str(exc)[:40])
-    draw '/nonexistent': no release folder the
+    draw '/nonexistent': no release folder t
     """
     if isinstance(n_implicates, bool) or not isinstance(n_implicates, (int, np.integer)) \
             or n_implicates < 2:
