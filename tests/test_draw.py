@@ -81,6 +81,7 @@ def test_a_run_stores_its_synthesiser_in_confidential_with_a_signed_hash(first):
     # the draws the implicates came from, ArviZ's names, both models, no per-record array
     used = np.flatnonzero(stored.used.ravel())
     np.testing.assert_array_equal(used, implicate_draw_index(2, 100, 10))
+    np.testing.assert_array_equal(stored.of_release, stored.used)
     post = stored.posterior
     assert post["sigma2"].dims == ("chain", "draw", "model")
     assert list(post["model"].values) == ["unrestricted", "restricted"]
@@ -100,6 +101,8 @@ def test_a_draw_uses_fresh_draws_refits_nothing_and_reports_cumulative_risk(firs
     after = load_synthesiser(out / "confidential" / SYNTHESISER_FILE).used.ravel()
     new = np.flatnonzero(after & ~before)
     assert new.size == 5 and (after >= before).all()  # the earlier draws stay used
+    of_b = load_synthesiser(out / "confidential" / SYNTHESISER_FILE).of_release.ravel()
+    np.testing.assert_array_equal(np.flatnonzero(of_b), new)
     src = res.implicates["restricted"]
     flat = src["source_chain"].values * 100 + src["source_draw"].values
     np.testing.assert_array_equal(np.sort(flat), new)  # from draws no implicate used before

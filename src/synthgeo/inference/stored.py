@@ -8,10 +8,11 @@ and the spatial effects w (``w``, per ``site``) only where the engine stored the
 grid fit's w are drawn again on demand from the records and the fit's own seed
 (:func:`synthgeo.inference.grid.grid_fit_from_draws`), so no per-record array is stored.
 ``sample_stats`` holds ``implicate_used`` (chain, draw): the draws an implicate of this
-release or an earlier one of its chain came from. ``synthgeo draw`` (:mod:`synthgeo.pipeline.
-draw`) takes its new implicates from the other draws. The file is confidential: the fits are
-of the confidential responses, and its attributes hold the fits' seed (a key, as
-``confidential/seed.txt``) and SHA-256s of the records it was fitted to.
+release or an earlier one of its chain came from (and a risk rule's selection draws), and
+``implicate_of_release`` (chain, draw): those of this release's implicates. ``synthgeo draw``
+(:mod:`synthgeo.pipeline.draw`) takes its new implicates from the other draws. The file is
+confidential: the fits are of the confidential responses, and its attributes hold the fits'
+seed (a key, as ``confidential/seed.txt``) and the SHA-256 of the records it was fitted to.
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ class StoredSynthesiser:
         Dims (chain, draw, model, ...); one model's draws by :meth:`model_posterior`.
     used : ndarray of bool, shape (chain, draw)
         Draws an implicate of the chain of releases came from.
+    of_release : ndarray of bool, shape (chain, draw)
+        Draws this release's implicates came from.
     engine : dict of str to dict
         Each model's ``engine`` (JSON-safe).
     fit_seed : int
@@ -101,6 +104,7 @@ class StoredSynthesiser:
 
     posterior: xr.Dataset = field(repr=False)
     used: np.ndarray = field(repr=False)
+    of_release: np.ndarray = field(repr=False)
     engine: dict
     fit_seed: int = field(repr=False)
     phi_quantiles: dict = field(repr=False)
@@ -125,7 +129,8 @@ class StoredSynthesiser:
 
 
 def save_synthesiser(path: str | os.PathLike, fits: dict[str, GPFit], *,
-                     used: np.ndarray, fit_seed: int, y: np.ndarray, X: np.ndarray) -> Path:
+                     used: np.ndarray, of_release: np.ndarray, fit_seed: int, y: np.ndarray,
+                     X: np.ndarray) -> Path:
     """Write the fits' parameter draws and the used draws as InferenceData netCDF.
 
     Parameters
@@ -137,6 +142,8 @@ def save_synthesiser(path: str | os.PathLike, fits: dict[str, GPFit], *,
     used : ndarray of int
         Flattened (chain-major) indices of the draws implicates came from, over the chain of
         releases.
+    of_release : ndarray of int
+        Those of this release's implicates (a subset of ``used``).
     fit_seed : int
         The ``random_seed`` both fits were given.
     y : ndarray of shape (n_records,)
@@ -170,9 +177,15 @@ def save_synthesiser(path: str | os.PathLike, fits: dict[str, GPFit], *,
                                      if c not in ("chain", "draw", "coef", "site")]))
     posterior = xr.concat(parts, dim=xr.DataArray(names, dims="model", name="model"))
     posterior = posterior.transpose("chain", "draw", "model", ...)
-    flags = np.zeros(n_chain * n_draw, dtype=bool)
-    flags[np.asarray(used, dtype=int)] = True
-    stats = xr.Dataset({"implicate_used": (("chain", "draw"), flags.reshape(n_chain, n_draw))},
+    def flags(index) -> np.ndarray:
+        out = np.zeros(n_chain * n_draw, dtype=bool)
+        out[np.asarray(index, dtype=int)] = True
+        return out.reshape(n_chain, n_draw)
+
+    if not np.isin(of_release, used).all():
+        raise ValueError("`of_release` must be a subset of `used`")
+    stats = xr.Dataset({"implicate_used": (("chain", "draw"), flags(used)),
+                        "implicate_of_release": (("chain", "draw"), flags(of_release))},
                        coords={"chain": posterior["chain"].values,
                                "draw": posterior["draw"].values})
     posterior.attrs = {
@@ -202,10 +215,12 @@ def load_synthesiser(path: str | os.PathLike) -> StoredSynthesiser:
         posterior = ds.load()
     with xr.open_dataset(path, group="sample_stats", engine="h5netcdf") as ds:
         used = ds["implicate_used"].values.astype(bool)
+        of_release = ds["implicate_of_release"].values.astype(bool)
     a = posterior.attrs
     if int(a.get("synthgeo_synthesiser", 0)) != 1:
         raise ValueError(f"{path.name} is not a synthgeo stored synthesiser")
-    return StoredSynthesiser(posterior=posterior, used=used, engine=json.loads(a["engine"]),
+    return StoredSynthesiser(posterior=posterior, used=used, of_release=of_release,
+                             engine=json.loads(a["engine"]),
                              fit_seed=int(a["fit_seed"]),
                              phi_quantiles=json.loads(a["phi_quantiles"]),
                              records_sha256=str(a["records_sha256"]))

@@ -49,8 +49,8 @@ class SynthesiserState:
         Flattened (chain-major) posterior draws that implicates of this release, or of the
         release it was drawn from and its own sources, came from.
     new_draws : ndarray of int, optional
-        ``synthgeo draw``: the draws this release's implicates come from (None: a fitted run,
-        whose implicates come from :func:`~synthgeo.synthesis.implicates.implicate_draw_index`).
+        The draws this release's implicates come from (``synthgeo draw``: draws no implicate
+        used before; a fitted run: :func:`~synthgeo.synthesis.implicates.implicate_draw_index`).
     drawn_from : dict, optional
         ``synthgeo draw``: the release drawn from (its release.json's SHA-256, register id and
         uid), for release.json's ``synthesiser.drawn_from``.

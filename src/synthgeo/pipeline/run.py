@@ -574,11 +574,11 @@ def _synthesiser_state(spec: ReleaseSpec, d: _Drawn,
     if d.fit_seed is None:
         return None
     post = d.fits["unrestricted"].posterior
-    used = implicate_draw_index(post.sizes["chain"], post.sizes["draw"],
-                                spec.synthesis.n_implicates)
-    if d.selection is not None:
-        used = np.union1d(used, d.selection[1])
-    return SynthesiserState(fit_seed=int(d.fit_seed), used_draws=used)
+    own = implicate_draw_index(post.sizes["chain"], post.sizes["draw"],
+                               spec.synthesis.n_implicates)
+    used = own if d.selection is None else np.union1d(own, d.selection[1])
+    return SynthesiserState(fit_seed=int(d.fit_seed), used_draws=np.union1d(used, own),
+                            new_draws=own)
 
 
 def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,

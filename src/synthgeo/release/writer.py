@@ -640,7 +640,8 @@ def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
     state = getattr(result, "synthesiser", None)
     if state is not None:  # what `synthgeo draw` draws more implicates from
         save_synthesiser(conf / SYNTHESISER_FILE, result.fits, used=state.used_draws,
-                         fit_seed=state.fit_seed, y=result.data.y, X=result.data.X)
+                         of_release=state.new_draws, fit_seed=state.fit_seed,
+                         y=result.data.y, X=result.data.X)
     risk_per_record(result).to_csv(conf / "risk_per_record.csv", index=False)
     result.risk_summary.to_csv(conf / "risk_summary.csv", index=False)
     # per-record rises of risk under the restricted model: board only
