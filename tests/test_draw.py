@@ -126,6 +126,9 @@ def test_a_draw_uses_fresh_draws_refits_nothing_and_reports_cumulative_risk(firs
         "release_uid": entry.release_uid, "n_new_draws": 5}
     assert rec["previous_releases"]["n_implicates_pooled"] == 15
     assert rec["synthesiser"]["n_used"] == 15 and rec["n_implicates"] == 5
+    readme = (out / "release" / "README.md").read_text()
+    assert f"release `{entry.release_uid}`" in readme and "pool" in readme
+    assert "further draws" not in (out_a / "release" / "README.md").read_text()
     frame = ledger.register.list()
     assert list(frame["previous_id"].fillna(0).astype(int))[-1] == entry.id
 
