@@ -222,6 +222,27 @@ def test_other_records_than_the_releases_are_refused(first, tmp_path):
             label="unrestricted")
 
 
+def test_a_fit_that_stored_its_effects_is_drawn_from_them(tmp_path):
+    """NUTS-like fits (w in the posterior; the fake fitter): w is stored and read back."""
+    from synthgeo.testing import fake_fitter, fake_spec
+
+    ledger = Ledger(open_register(tmp_path / "register.sqlite"), KEY)
+    spec = fake_spec(load_spec(bundled_spec_path()), n_draws=100, n_implicates=5)
+    res_a = run_release(spec.replace("sampling", seed=3), fitter=fake_fitter(n_draws=100),
+                        ledger=ledger)
+    out_a = write_release(res_a, tmp_path / "a", ledger=ledger)
+    stored = load_synthesiser(out_a / "confidential" / SYNTHESISER_FILE)
+    assert stored.posterior["w"].dims == ("chain", "draw", "model", "site")
+    res = draw_release(out_a, 4, seed=4, ledger=ledger)
+    src = res.implicates["restricted"]
+    flat = src["source_chain"].values * 100 + src["source_draw"].values
+    assert not np.isin(flat, implicate_draw_index(2, 100, 5)).any()
+    for m in ("unrestricted", "restricted"):
+        np.testing.assert_array_equal(res.fits[m].effects(flat), res_a.fits[m].effects(flat))
+        np.testing.assert_array_equal(res.fits[m].scale, res_a.fits[m].scale)
+    assert res.cumulative.n_implicates_pooled == 9
+
+
 def test_cli_draw_refuses_refit_and_bad_input(first, tmp_path, capsys, monkeypatch):
     ledger, _, out_a = first
     monkeypatch.setenv(KEY_ENV, KEY.secret.decode())

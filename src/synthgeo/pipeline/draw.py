@@ -89,6 +89,7 @@ def stored_fitter(stored: StoredSynthesiser):
     """
     from synthgeo.inference.grid import grid_fit_from_draws
     from synthgeo.inference.result import build_fit
+    from synthgeo.model.smoothing import Smoothing
 
     def fit(y, X, sites, *, priors, coef_names, config, scale=None, random_seed=None,
             label="model"):
@@ -107,11 +108,16 @@ def stored_fitter(stored: StoredSynthesiser):
         if "w" not in post:
             raise InputError(f"draw: the stored {label} posterior holds no spatial effects and "
                              f"its engine ({engine.get('sampler')!r}) cannot draw them again")
-        smoothing = getattr(scale, "scale", None)
-        d = (np.ones(sites.n_sites) if scale is None else
-             np.asarray(smoothing() if callable(smoothing) else scale, float))
+        smoothing = scale if isinstance(scale, Smoothing) else None
+        if smoothing is None:
+            d = np.ones(sites.n_sites) if scale is None else np.asarray(scale, float)
+        elif smoothing.depends_on_nugget:  # γ = "auto": D per draw (GPFit.scales); report
+            d = smoothing.scale(float(np.median((post["nugget"] / post["sigma2"]).values)))
+        else:
+            d = smoothing.scale()
         return build_fit(post, y=y, sites=sites, scale=d, priors=priors, seconds={},
-                         engine=dict(engine), grid=quantiles, label=label)
+                         engine=dict(engine), smoothing=smoothing, grid=quantiles,
+                         label=label)
 
     return fit
 
