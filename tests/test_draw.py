@@ -208,6 +208,24 @@ def test_a_tampered_release_or_synthesiser_is_refused(first, tmp_path):
         draw_release(out_a, 5, ledger=other)
 
 
+def test_releases_a_draw_cannot_extend_are_refused_by_their_spec():
+    from synthgeo.pipeline.draw import _draw_spec
+
+    spec = load_spec(bundled_spec_path())
+    cross = json.loads(json.dumps(spec.replace("synthesis", predictive="cross_fit").to_dict(),
+                                  default=str))
+    with pytest.raises(SpecError, match="cross-fitted"):
+        _draw_spec({"spec": cross}, Path("x"), 5, None)
+    several = json.loads(json.dumps(spec.to_dict(), default=str))
+    several["data"]["responses"] = [{"name": "log_price", "family": "gaussian"},
+                                    {"name": "baths", "family": "poisson"}]
+    with pytest.raises(SpecError, match="one gaussian response only"):
+        _draw_spec({"spec": several}, Path("x"), 5, None)
+    ok = _draw_spec({"spec": json.loads(json.dumps(spec.to_dict(), default=str))}, Path("x"),
+                    7, 5)
+    assert ok.synthesis.n_implicates == 7 and ok.sampling.seed == 5
+
+
 def test_other_records_than_the_releases_are_refused(first, tmp_path):
     from synthgeo.inference.stored import StoredSynthesiser
     from synthgeo.pipeline.draw import stored_fitter

@@ -190,6 +190,7 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
                          "registered; nothing was written")
     entry, record = ledger.register.verify_folder(folder, ledger.key, flag="draw",
                                                   allow_unsigned=ledger.allow_unsigned)
+    spec = _draw_spec(record, folder, n_implicates, seed)  # what a draw cannot extend, first
     block = record.get("synthesiser")
     path = folder / "confidential" / SYNTHESISER_FILE
     if block is None or not path.is_file():
@@ -208,7 +209,6 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
                               "(a new posterior from the stored state) is not available: run "
                               "`synthgeo run --previous` with more `[sampling] draws`, or ask "
                               "for fewer") from None
-    spec = _draw_spec(record, folder, n_implicates, seed)
     say = progress or (lambda _m: None)
     say(f"drawing {int(n_implicates)} implicates from {new.size} posterior draws no implicate "
         f"used before ({stored.n_unused} of {stored.n_draws} unused; no refit)")
