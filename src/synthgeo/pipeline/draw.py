@@ -200,7 +200,12 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
     if file_sha256(path) != block["sha256"]:
         raise _refuse(folder, f"confidential/{SYNTHESISER_FILE} does not match the SHA-256 in "
                               "its signed release.json (changed after release)")
-    stored = load_synthesiser(path)
+    try:
+        stored = load_synthesiser(path)
+    except (KeyError, ValueError, OSError) as exc:
+        raise _refuse(folder, f"confidential/{SYNTHESISER_FILE} is not a stored synthesiser "
+                              f"this synthgeo reads ({type(exc).__name__}): run `synthgeo run "
+                              "--previous` to fit again") from None
     try:
         new = unused_draw_index(stored.used, int(n_implicates))
     except ValueError:
