@@ -61,6 +61,7 @@ def test_outputs_and_record(two_runs):
     for rel in ("release/implicates.parquet", "release/README.md",
                 "release/csv/implicate_001.csv", "release/csv/implicate_020.csv",
                 "confidential/posterior_restricted.nc", "confidential/posterior_unrestricted.nc",
+                "confidential/synthesiser.nc",
                 "confidential/risk_per_record.csv", "release.json", "report.html"):
         assert (out / rel).is_file(), rel
     rec = json.loads((out / "release.json").read_text())

@@ -62,13 +62,14 @@ def test_schema_is_valid_and_every_object_is_closed():
     # records, the fresh-draw judgement (null or absent under at_risk = "spatial"; records
     # before issue 24 item 3 have none), and the sequential release's blocks; a record has
     # either the single-response blocks or `responses` (issue 15); the signature and register
-    # blocks, which the writer adds (release_record() alone has neither; issue 26)
+    # blocks, which the writer adds (release_record() alone has neither; issue 26); the stored
+    # synthesiser, which the writer adds for a single response (issue 27 item 3)
     single = {"at_risk", "priors", "fits", "risk_summary", "utility", "neighbour_check",
               "synthesis"}
     assert set(schema["properties"]) - set(schema["required"]) == {
         "locations", "risk_attributable", "previous_releases", "design", "missing", "responses",
         "joint_risk", "correlations", "general_utility", "signature", "register", "detector",
-        "at_risk_selection", "protection", *single}
+        "at_risk_selection", "protection", "synthesiser", *single}
     assert set(schema["anyOf"][0]["required"]) == single
     assert schema["anyOf"][1] == {"required": ["responses"]}
 

@@ -34,6 +34,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "read_points": ("synthgeo.io.read", "read_points"),
     "synthesize": ("synthgeo.api", "synthesize"),
     "run": ("synthgeo.api", "run"),
+    "draw": ("synthgeo.api", "draw"),
     "compare": ("synthgeo.api", "compare"),
     "show_versions": ("synthgeo.api", "show_versions"),
     "spatial_k": ("synthgeo.locations.spatial_k", "measure_spatial_k"),
@@ -57,7 +58,7 @@ _LAZY: dict[str, tuple[str, str]] = {
 
 __all__ = [
     "__version__", "SynthgeoError", "InputError", "SpecError", "ConvergenceError", "RiskError",
-    "read_points", "synthesize", "run", "compare", "show_versions", "spatial_k",
+    "read_points", "synthesize", "run", "draw", "compare", "show_versions", "spatial_k",
     "outlier_policy", "mask", "choose_k", "verify", "load_spec", "ReleaseSpec", "DataConfig",
     "ModelConfig", "SamplingConfig", "SynthesisConfig", "RiskConfig", "UtilityConfig",
     "AnonymityConfig", "OutlierPolicy", "Release",
@@ -81,7 +82,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the names __getattr__ provides
-    from synthgeo.api import Release, compare, run, show_versions, synthesize
+    from synthgeo.api import Release, compare, draw, run, show_versions, synthesize
     from synthgeo.config import (
         AnonymityConfig,
         DataConfig,

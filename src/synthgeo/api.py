@@ -36,7 +36,7 @@ from synthgeo.pipeline import MODELS, Fitter, ReleaseResult, ReleaseRisk, as_spe
 if TYPE_CHECKING:
     import arviz
 
-__all__ = ["Release", "synthesize", "run", "compare", "show_versions", "spec_for_points"]
+__all__ = ["Release", "synthesize", "run", "draw", "compare", "show_versions", "spec_for_points"]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -543,6 +543,66 @@ def run(spec: ReleaseSpec | str | os.PathLike, *, fitter: Fitter | None = None,
     return Release(result=run_release(as_spec(spec), fitter=fitter, progress=progress,
                                       progressbar=progressbar, previous=previous,
                                       ledger=ledger), ledger=ledger)
+
+
+def draw(release_dir: str | os.PathLike, implicates: int, *, seed: int | None = None,
+         register: str | os.PathLike | None = None,
+         key_file: str | os.PathLike | None = None, allow_unsigned: bool = False,
+         progress: Progress = None, progressbar: bool = False) -> Release:
+    """Draw more implicates from a release's stored posterior, without refitting.
+
+    ``synthgeo draw`` without writing (:mod:`synthgeo.pipeline.draw`): the folder is checked
+    against the register (and its signed release.json), N posterior draws no implicate used
+    before are taken from ``confidential/synthesiser.nc``, and the new implicates are scored
+    like any release, with the cumulative risk over the earlier and the new implicates.
+
+    Parameters
+    ----------
+    release_dir : path
+        A registered release folder (``synthgeo run --register``).
+    implicates : int
+        N ≥ 2 new implicates.
+    seed : int, optional
+        The new implicates' seed (a key; default: a fresh random one). The same seed gives
+        the same implicates.
+    register, key_file, allow_unsigned
+        As :func:`run`; a register is required.
+    progress, progressbar
+        As :func:`synthesize`.
+
+    Returns
+    -------
+    Release
+        ``.write(out)`` writes a new release folder and registers it after ``release_dir``.
+
+    Raises
+    ------
+    synthgeo.InputError
+        A missing folder, no register, a release.json the register does not hold or an
+        HMAC that does not verify, changed files, no stored synthesiser (an older release),
+        fewer unused draws than N (the message names ``--refit``), other records, a seed
+        used before.
+    synthgeo.SpecError
+        N not an integer ≥ 2, or a release a draw cannot extend (several responses,
+        cross-fitted, risk-selected at-risk set).
+
+    Examples
+    --------
+    >>> import synthgeo as sg
+    >>> try:
+    ...     sg.draw("/nonexistent", 50)
+    ... except sg.InputError as exc:
+    ...     print(str(exc)[:40])
+    draw '/nonexistent': no release folder t
+    """
+    from synthgeo.pipeline.draw import check_draw_request, draw_release
+    from synthgeo.register import make_ledger
+
+    check_draw_request(release_dir, implicates)  # before the register is opened
+    ledger = make_ledger(register, key_file=key_file, allow_unsigned=allow_unsigned)
+    return Release(result=draw_release(release_dir, implicates, seed=seed, ledger=ledger,
+                                       progress=progress, progressbar=progressbar),
+                   ledger=ledger)
 
 
 def compare(spec: ReleaseSpec | str | os.PathLike, *,

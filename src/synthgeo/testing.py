@@ -8,7 +8,7 @@ from scipy.spatial.distance import cdist
 from synthgeo.model.kernels import exponential_correlation
 
 __all__ = ["simulate_gp", "fake_fitter", "fake_release_result", "fake_spec", "clustered_points",
-           "fake_fit"]
+           "fake_fit", "reiter_agreement"]
 
 
 def simulate_gp(
@@ -279,3 +279,69 @@ def fake_fit(n_chain: int = 2, n_draw: int = 50, n_site: int = 3, *, nugget: flo
     }
     return GPFit(groups=groups, scale=np.asarray(scale, float), priors=None,
                  convergence=check_convergence(post, groups["sample_stats"]), seconds={})
+
+
+def _ols_per_implicate(frames, response: str, covariates: list[str]):
+    """q_l (coefficients, intercept first) and u_l (their squared OLS se) per implicate."""
+    q, u = [], []
+    for f in frames:
+        X = np.column_stack([np.ones(len(f)), *(f[c].to_numpy(float) for c in covariates)])
+        y = f[response].to_numpy(float)
+        beta, rss, *_ = np.linalg.lstsq(X, y, rcond=None)
+        s2 = float(rss[0]) / (len(y) - X.shape[1])
+        q.append(beta)
+        u.append(s2 * np.diag(np.linalg.inv(X.T @ X)))
+    return np.array(q), np.array(u)
+
+
+def reiter_agreement(frames_a, frames_b, *, response: str, covariates: list[str]) -> dict:
+    """Compare Reiter's rules over two sets of implicates, in Monte Carlo standard errors.
+
+    The analyst's OLS ``response ~ covariates`` on every implicate (q_l, u_l), combined with
+    :func:`synthgeo.utility.reiter.combine_reiter` for each set; each difference of q_bar,
+    b_m, u_bar and T_p is divided by its Monte Carlo se with the two sets taken as
+    independent (sets that share posterior draws are closer than that): q_bar and u_bar from
+    the per-implicate variances of q_l and u_l over m, b_m from the normal-theory se
+    b_m (2 / (m − 1))^½ (Reiter 2003's b_m is a sample variance of m estimates), T_p =
+    u_bar + b_m/m from those two.
+
+    Parameters
+    ----------
+    frames_a, frames_b : list of pandas.DataFrame
+        One frame per implicate, with ``response`` and ``covariates``.
+    response : str
+    covariates : list of str
+
+    Returns
+    -------
+    dict
+        ``m`` (the two counts) and, per quantity, ``a`` and ``b`` (one value per coefficient,
+        intercept first) and ``diff_in_se``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=50)
+    >>> sets = [[pd.DataFrame({"x": x, "y": x + rng.normal(size=50)}) for _ in range(20)]
+    ...         for _ in range(2)]
+    >>> out = reiter_agreement(*sets, response="y", covariates=["x"])
+    >>> bool(np.all(np.abs(out["q_bar"]["diff_in_se"]) < 4))
+    True
+    """
+    from synthgeo.utility.reiter import combine_reiter
+
+    (q1, u1), (q2, u2) = (_ols_per_implicate(f, response, covariates)
+                          for f in (frames_a, frames_b))
+    a, b = combine_reiter(q1, u1), combine_reiter(q2, u2)
+    m1, m2 = q1.shape[0], q2.shape[0]
+    var_b = a.b_m**2 * 2 / (m1 - 1), b.b_m**2 * 2 / (m2 - 1)
+    var_u = u1.var(0, ddof=1) / m1 + u2.var(0, ddof=1) / m2
+    se = {"q_bar": np.sqrt(q1.var(0, ddof=1) / m1 + q2.var(0, ddof=1) / m2),
+          "u_bar": np.sqrt(var_u), "b_m": np.sqrt(var_b[0] + var_b[1]),
+          "T_p": np.sqrt(var_u + var_b[0] / m1**2 + var_b[1] / m2**2)}
+    out: dict = {"m": (m1, m2)}
+    for name in ("q_bar", "b_m", "u_bar", "T_p"):
+        x, y = np.asarray(getattr(a, name)), np.asarray(getattr(b, name))
+        out[name] = {"a": x.tolist(), "b": y.tolist(), "diff_in_se": ((x - y) / se[name]).tolist()}
+    return out

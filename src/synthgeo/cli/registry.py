@@ -10,6 +10,7 @@ from __future__ import annotations
 
 COMMANDS: tuple[str, ...] = (
     "run",
+    "draw",
     "validate",
     "mask",
     "choose_k",

@@ -55,10 +55,7 @@ def add_parser(sub, common) -> None:
 
 def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
-    import pandas as pd
-
     import synthgeo as sg
-    from synthgeo.release.report import summary_tables
     from synthgeo.release.writer import check_output_dir, input_paths
 
     t0 = time.perf_counter()
@@ -77,6 +74,20 @@ def run(args: argparse.Namespace, say) -> int:
                  register=getattr(args, "register", None),
                  key_file=getattr(args, "key_file", None),
                  allow_unsigned=getattr(args, "allow_unsigned", False))
+    return write_and_report(rel, out, args, say, t0)
+
+
+def write_and_report(rel, out: Path, args: argparse.Namespace, say, t0: float) -> int:
+    """Write the release and print the run's summary (``synthgeo run`` and ``synthgeo draw``).
+
+    Returns the exit code (:func:`_closing`).
+    """
+    import pandas as pd
+
+    from synthgeo.release.report import summary_tables
+
+    spec = rel.result.spec
+    bars = getattr(args, "progressbar", False)
     t = time.perf_counter()
     say("  writing the report and the release")
     if spec.data.sequential:  # [[data.responses]]: per-response tables
@@ -116,6 +127,16 @@ def run(args: argparse.Namespace, say) -> int:
                 f"{protection['max_rounds']} released ({protection['rounds'][-1]['mechanism']}); "
                 + ("every target met" if protection["reached"]
                    else f"targets not reached {protection['why_not']}"))
+        cumulative = rel.result.cumulative
+        if cumulative is not None:  # a repeated release (--previous, synthgeo draw)
+            say(f"\nCumulative risk over {cumulative.n_implicates_pooled} pooled implicates of "
+                f"{cumulative.n_linked} linked records (share within tolerance: this release, "
+                "the earlier one, pooled; worst = the largest, which the board reads):")
+            say(cumulative.summary[["group", "measure", "n_records", "mean_this",
+                                    "mean_previous", "mean_cumulative", "mean_worst",
+                                    "attack_share_worst"]].to_string(index=False))
+            if cumulative.verdict is not None:
+                say(f"cumulative risk verdict (pooled implicates): {cumulative.verdict.status}")
         util = tables["utility"][["model", "term", "estimate", "lower", "upper", "ci_overlap",
                                   "std_diff"]]
         say(f"\nUtility, Reiter (2003) for {spec.formula!r} (CI overlap vs confidential OLS):")

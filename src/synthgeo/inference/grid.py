@@ -43,11 +43,11 @@ from synthgeo.inference.grid_posterior import (
 from synthgeo.inference.nngp_effects import NNGPEffects
 from synthgeo.inference.quadrature import MapBatches
 from synthgeo.inference.result import GPFit, build_fit
-from synthgeo.model.kernels import Sites
+from synthgeo.model.kernels import METRES_PER_KM, Sites
 from synthgeo.model.restricted_gp import GPPriors
 from synthgeo.model.smoothing import Smoothing
 
-__all__ = ["fit_gp_grid", "grid_prior_description", "conjugate_prior"]
+__all__ = ["fit_gp_grid", "grid_fit_from_draws", "grid_prior_description", "conjugate_prior"]
 
 log = logging.getLogger(__name__)
 
@@ -304,3 +304,70 @@ def fit_gp_grid(
                                        effect_solver, effect_seed, seconds, extra, omega),
         smoothing=smoothing, grid=post, label=label,
     )
+
+
+def grid_fit_from_draws(
+    posterior: xr.Dataset,
+    y: np.ndarray,
+    X: np.ndarray,
+    sites: Sites,
+    *,
+    scale: np.ndarray | Smoothing | None,
+    priors: GPPriors | None,
+    engine: dict,
+    random_seed: int,
+    grid=None,
+    label: str = "model",
+) -> GPFit:
+    """Rebuild a grid fit from its stored draws, without refitting (``synthgeo draw``).
+
+    The draws of (β, σ², τ², range) are taken as stored; w is drawn on demand, as
+    :func:`fit_gp_grid` draws it: at each draw's own (φ, α), with draw d's normals keyed by
+    its flattened index under the fit's own seed, so a draw no implicate used before gives
+    the w the original fit would have given it (up to the rounding of α = τ²/σ², recomputed
+    from the stored τ² and σ²).
+
+    Parameters
+    ----------
+    posterior : xarray.Dataset
+        ``sigma2``, ``nugget``, ``range`` (metres), ``phi`` (1/metre), ``beta`` (chain, draw,
+        coef), as :func:`fit_gp_grid` returns them.
+    y, X, sites
+        The records the fit was made on (model scale; the caller checks they are the same).
+    scale : ndarray of shape (n_sites,), Smoothing or None
+        D, as given to :func:`fit_gp_grid` (None: unrestricted).
+    priors : GPPriors or None
+    engine : dict
+        The original fit's ``engine`` (``gp``, ``n_neighbors``, ``effect_solver``; the grid's
+        checks, which the convergence gate reads again).
+    random_seed : int
+        The ``random_seed`` the original fit was given.
+    grid : object, optional
+        Stands in for the grid posterior where φ's quantiles are asked for (an object with
+        ``quantiles(name, q)``).
+    label : str
+
+    Returns
+    -------
+    GPFit
+    """
+    _, effect_seed = np.random.SeedSequence(random_seed).spawn(2)
+    smoothing, d_arg = _smoothing(scale, sites.n_sites)
+    extra = None if smoothing is None else smoothing.extra_variance(sites.site_index)
+    gp = engine.get("gp", "exact")
+    solver = engine.get("effect_solver", "cg")
+    n_chain, n_draw = posterior.sizes["chain"], posterior.sizes["draw"]
+    sigma2 = posterior["sigma2"].values.reshape(-1)
+    range_m = posterior["range"].values.reshape(-1)
+    flat = {"sigma2": sigma2, "alpha": posterior["nugget"].values.reshape(-1) / sigma2,
+            "phi_km": 3.0 / (range_m / METRES_PER_KM), "range_m": range_m,
+            "beta": posterior["beta"].values.reshape(n_chain * n_draw, -1)}
+    seconds = {"setup": 0.0, "grid": 0.0, "draws": 0.0, "recover": 0.0}
+    alpha_median = float(np.median(flat["alpha"]))
+    d_report = smoothing.scale(alpha_median) if isinstance(d_arg, Smoothing) else d_arg
+    return build_fit(
+        posterior, y=y, sites=sites, scale=d_report, priors=priors, seconds=seconds,
+        engine=dict(engine), effect_sampler=_effect_sampler(
+            flat, y, X, sites, d_arg, gp, engine.get("n_neighbors"),
+            solver if gp == "nngp" else "cg", effect_seed, seconds, extra),
+        smoothing=smoothing, grid=grid, label=label)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -29,10 +30,36 @@ if TYPE_CHECKING:
     from synthgeo.pipeline.previous import CumulativeRisk
     from synthgeo.pipeline.risk_stage import RiskScores
 
-__all__ = ["MODELS", "ReleaseResult", "ReleaseRisk", "risk_per_record", "verdicts"]
+__all__ = ["MODELS", "ReleaseResult", "SynthesiserState", "ReleaseRisk", "risk_per_record",
+           "verdicts"]
 
 #: The two models every release fits; the restricted one's implicates are released.
 MODELS = ("unrestricted", "restricted")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SynthesiserState:
+    """The stored synthesiser's state after a release (:mod:`synthgeo.inference.stored`).
+
+    Attributes
+    ----------
+    fit_seed : int
+        The ``random_seed`` both fits were given (a key: confidential/ only).
+    used_draws : ndarray of int
+        Flattened (chain-major) posterior draws that implicates of this release, or of the
+        release it was drawn from and its own sources, came from.
+    new_draws : ndarray of int, optional
+        The draws this release's implicates come from (``synthgeo draw``: draws no implicate
+        used before; a fitted run: :func:`~synthgeo.synthesis.implicates.implicate_draw_index`).
+    drawn_from : dict, optional
+        ``synthgeo draw``: the release drawn from (its release.json's SHA-256, register id and
+        uid), for release.json's ``synthesiser.drawn_from``.
+    """
+
+    fit_seed: int = field(repr=False)
+    used_draws: np.ndarray = field(repr=False)
+    new_draws: np.ndarray | None = field(default=None, repr=False)
+    drawn_from: dict | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -94,6 +121,10 @@ class ReleaseResult:
         Under ``[risk] protect = "targets"``: every round tried (mechanism, records protected,
         each target's value and upper bound, smallest CI overlap, seconds), whether the
         targets were reached and, if not, why (:mod:`synthgeo.pipeline.protect`); else None.
+    synthesiser : SynthesiserState or None
+        What the writer stores to draw more implicates later (``confidential/synthesiser.nc``,
+        :mod:`synthgeo.inference.stored`): the fits' seed, the draws implicates have come from,
+        and, for a release made by ``synthgeo draw``, the release it was drawn from.
     """
 
     def __repr__(self) -> str:
@@ -125,6 +156,7 @@ class ReleaseResult:
     at_risk_selection: AtRiskSelection | None = None
     general_utility: GeneralUtility | None = None
     protection: dict | None = None
+    synthesiser: SynthesiserState | None = field(default=None, repr=False)
 
     @property
     def M_m(self) -> float:  # noqa: N802

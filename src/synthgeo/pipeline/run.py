@@ -49,7 +49,7 @@ from synthgeo.pipeline.data import PreparedData, check_formula_names, prepare_da
 from synthgeo.pipeline.detector_stage import detector_block
 from synthgeo.pipeline.general_utility import general_utility
 from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
-from synthgeo.pipeline.result import MODELS, ReleaseResult
+from synthgeo.pipeline.result import MODELS, ReleaseResult, SynthesiserState
 from synthgeo.pipeline.risk_stage import (
     gate_cumulative,
     loo_predictive,
@@ -65,7 +65,11 @@ from synthgeo.synthesis.cross_fit import (
     leverage,
     own_value_leak,
 )
-from synthgeo.synthesis.implicates import draw_implicates, selection_draw_index
+from synthgeo.synthesis.implicates import (
+    draw_implicates,
+    implicate_draw_index,
+    selection_draw_index,
+)
 from synthgeo.utility.glm import response_correlations
 
 __all__ = ["Fitter", "run_release", "restricted_smoothing", "as_spec", "make_fitter"]
@@ -348,11 +352,13 @@ class _Drawn:
     synthetic: dict  # each model's (L, n_records) model-scale values
     seconds: dict
     selection: tuple | None = None  # the risk rule's (RecordRisk, selection draws) or None
+    fit_seed: int | None = None  # both fits' random_seed (the stored synthesiser keeps it)
 
 
 def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, streams,
                   X_syn: dict, *, fitter, say, progressbar: bool, several: bool,
-                  reuse_fits: dict | None = None) -> _Drawn:
+                  reuse_fits: dict | None = None,
+                  draw_index: np.ndarray | None = None) -> _Drawn:
     """Fit unrestricted → at-risk set → fit restricted → synthesise, for one response.
 
     ``streams``: the response's four seed streams. Common random numbers (docs/inference.md):
@@ -362,7 +368,9 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
     sampler's; ``streams[1]`` the risk rule's selection implicates (``at_risk = "risk" |
     "both"``, drawn at other posterior draws than the released ones:
     :func:`~synthgeo.synthesis.implicates.selection_draw_index`); ``streams[3]`` is not used
-    (kept so that a later response's streams are unchanged).
+    (kept so that a later response's streams are unchanged). ``draw_index``: the posterior
+    draws the implicates come from (``synthgeo draw``: draws no implicate used before);
+    default :func:`~synthgeo.synthesis.implicates.implicate_draw_index`.
     """
     sec: dict[str, float] = {}
     fit_seed = int(streams[0].generate_state(1)[0])  # both fits: common random numbers
@@ -371,8 +379,10 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
         fit = make_fitter(spec, data_j, progressbar=progressbar, fitter=fitter)
     else:
         fit = responses.glmm_fitter(spec, data_j, rc)
+    stored = draw_index is not None  # synthgeo draw: the fits are rebuilt, not refitted
     if not several:
-        say("fitting the unrestricted model")
+        say("the unrestricted model from its stored draws (no refit)" if stored
+            else "fitting the unrestricted model")
     with _timed(sec, "fit_unrestricted"):
         cached = None if reuse_fits is None else reuse_fits.get(("unrestricted", fit_seed))
         if cached is not None:  # a later round of protect = "targets": the same fit
@@ -403,7 +413,8 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
            f' (at_risk = "{choice.rule}": {int(choice.spatial.sum())} by location, '
            f"{int(choice.by_risk.sum())} by risk)"))
     if not several and spec.synthesis.predictive != "cross_fit":
-        say("fitting the restricted model")
+        say("the restricted model from its stored draws (no refit)" if stored
+            else "fitting the restricted model")
     with _timed(sec, "fit_restricted"):
         subject = data_j.gdf[spec.data.subject].to_numpy() if spec.data.subject else None
         weight = (pseudo_likelihood_weights(spec, selection_risk)
@@ -434,7 +445,7 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
         implicates = None
         if gaussian:
             implicates = {  # one stream for both models: common random numbers
-                m: _draw(spec, data_j, fits[m], m, streams[2])
+                m: _draw(spec, data_j, fits[m], m, streams[2], draw_index=draw_index)
                 for m in progress_iter(MODELS, enabled=progressbar, desc="synthesis",
                                        total=len(MODELS), unit="model")}
             if X_syn["restricted"] is not None:  # a later response: given the earlier ones
@@ -451,14 +462,15 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
     return _Drawn(config=rc, data=data_j, fits=fits, at_risk=at_risk, sensitivity=sens,
                   choice=choice, implicates=implicates, synthetic=synthetic, seconds=sec,
                   selection=(None if selection_risk is None
-                             else (selection_risk, selection_draws)))
+                             else (selection_risk, selection_draws)), fit_seed=fit_seed)
 
 
 def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                 points: geopandas.GeoDataFrame | None = None, progress=None,
                 progressbar: bool = False, fitter: Fitter | None = None,
                 previous: str | os.PathLike | None = None, ledger=None,
-                reuse_fits: dict | None = None):
+                reuse_fits: dict | None = None,
+                plan: SynthesiserState | None = None):
     """Fit both models, synthesise, score risk and utility (writes nothing): every release.
 
     One route: data → locations → per response (fit unrestricted, at-risk set, fit
@@ -498,6 +510,10 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         (:mod:`synthgeo.pipeline.protect`): the unrestricted fit of one gaussian response,
         keyed by its seed, is stored on the first round and reused by the later ones (their
         ``[data]``, ``[model]`` priors and ``[sampling]`` are the same).
+    plan : SynthesiserState, optional
+        ``synthgeo draw`` (:mod:`synthgeo.pipeline.draw`): the implicates come from
+        ``plan.new_draws`` (draws no implicate used before) and the stored synthesiser is
+        carried on (``fitter`` then rebuilds the stored fits). One gaussian response only.
 
     Returns
     -------
@@ -520,7 +536,8 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         (raised before anything is written).
     """
     spec, say, seconds = as_spec(spec), progress or log.info, {}
-    if spec.risk.protect == "targets":  # seek the targets, round by round
+    if spec.risk.protect == "targets" and plan is None:  # seek the targets, round by round
+        # (synthgeo draw, plan: the drawn release keeps the mechanism its round released)
         from synthgeo.pipeline.protect import seek_targets
 
         return seek_targets(spec, run_release, points=points, progress=progress,
@@ -529,6 +546,9 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     several = spec.data.sequential  # [[data.responses]]: several responses or a GLMM family
     if several:
         _refuse_on_several(spec, previous)
+    if plan is not None and (several or spec.synthesis.predictive == "cross_fit"):
+        raise SpecError("drawing from a stored synthesiser is applied to one gaussian "
+                        'response under `[synthesis] predictive = "posterior"` only')
     if ledger is not None:  # one seed, one release: before anything is read or fitted
         ledger.check_seed(spec.sampling.seed)
     with _timed(seconds, "load"):
@@ -567,13 +587,14 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                 "models")
         drawn.append(_fit_and_draw(spec, data_j, rc, streams, X_syn, fitter=fitter, say=say,
                                    progressbar=progressbar, several=several,
-                                   reuse_fits=reuse_fits))
+                                   reuse_fits=reuse_fits,
+                                   draw_index=None if plan is None else plan.new_draws))
         conf[rc.name] = data_j.y
         for m in MODELS:
             syn[m].append(drawn[-1].synthetic[m])
     if not several:
         return _one_response(spec, data, drawn[0], locations, earlier, seconds, seed, say,
-                             progressbar)
+                             progressbar, plan)
     return _several_responses(spec, data, drawn, formulas, locations, seconds, seed,
                               progressbar, say)
 
@@ -588,8 +609,28 @@ def _within_eps(spec: ReleaseSpec, d: _Drawn, progressbar: bool) -> tuple[dict, 
     return risk, summarise_risk(risk["unrestricted"], risk["restricted"], d.at_risk.at_risk)
 
 
+def _synthesiser_state(spec: ReleaseSpec, d: _Drawn,
+                       plan: SynthesiserState | None) -> SynthesiserState | None:
+    """Return the stored synthesiser's state after this release (the draws implicates used).
+
+    A fitted run: its implicates' draws and the risk rule's selection draws (used to choose
+    the records, so not fresh either); ``synthgeo draw``: the earlier ones and its new ones.
+    """
+    if plan is not None:
+        used = np.union1d(plan.used_draws, plan.new_draws)
+        return dataclasses.replace(plan, used_draws=used)
+    if d.fit_seed is None:
+        return None
+    post = d.fits["unrestricted"].posterior
+    own = implicate_draw_index(post.sizes["chain"], post.sizes["draw"],
+                               spec.synthesis.n_implicates)
+    used = own if d.selection is None else np.union1d(own, d.selection[1])
+    return SynthesiserState(fit_seed=int(d.fit_seed), used_draws=np.union1d(used, own),
+                            new_draws=own)
+
+
 def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
-                  progressbar) -> ReleaseResult:
+                  progressbar, plan: SynthesiserState | None = None) -> ReleaseResult:
     """Risk and utility of one gaussian response: targets, neighbour check, pooled risk."""
     seconds.update(d.seconds)
     locations = locations.with_at_risk(d.at_risk.at_risk)
@@ -641,7 +682,7 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
         implicates=d.implicates, risk=risk, risk_summary=summary, utility=utility,
         seconds=seconds, locations=locations, neighbour_check=neighbours, cumulative=cumulative,
         risk_scores=scores, seed=seed, detector=detector, at_risk_selection=selection,
-        general_utility=general)
+        general_utility=general, synthesiser=_synthesiser_state(spec, d, plan))
 
 
 def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], locations,

@@ -106,7 +106,8 @@ def readme_context(result) -> dict[str, Any]:
         (``n_released``, ``n_withheld``, ``n_moved`` count its disposals; counts only, no
         location). ``failed``: the verdicts ("location", "risk") that are FAIL — the release
         was written under ``on_location_failure`` / ``on_risk_failure = "warn"`` and the
-        README says so first.
+        README says so first. ``drawn_from_uid``: the register uid of the release whose
+        model a ``synthgeo draw`` release drew from (None for a fitted release).
     """
     from synthgeo._versions import package_versions
 
@@ -117,9 +118,12 @@ def readme_context(result) -> dict[str, Any]:
     counts = disposal_counts(result)
     from synthgeo.pipeline.result import verdicts
 
+    drawn = getattr(getattr(result, "synthesiser", None), "drawn_from", None) or {}
+
     return {
         # a release written under on_*_failure = "warn" with a failed verdict says so
         "failed": [k for k, v in verdicts(result).items() if v == "FAIL"],
+        "drawn_from_uid": drawn.get("release_uid"),  # synthgeo draw: the release drawn from
         "n_dropped": int((data.missing or {}).get("n_dropped", 0)),  # [data] missing = "drop"
         "applied": counts is not None,  # [anonymity] treatment = "apply": counts of disposals
         **(counts or {"n_released": data.n_records, "n_withheld": 0, "n_moved": 0}),

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from synthgeo._seed import run_seed, seed_sha256, write_seed
+from synthgeo.inference.stored import SYNTHESISER_FILE, save_synthesiser
 from synthgeo.io.atomic import check_output_dir as _check_output_dir
 from synthgeo.io.atomic import write_folder
 from synthgeo.io.jsonable import dumps, jsonable
@@ -469,6 +470,9 @@ def write_release(
         record = (sequential_record if several else release_record)(
             result, seconds=stages, release_files=_file_list(tmp / "release"))
         record["release_ids_sha256"] = id_map_sha256(tmp)
+        if not several and getattr(result, "synthesiser", None) is not None:
+            record["synthesiser"] = synthesiser_record(result.synthesiser,
+                                                       tmp / "confidential" / SYNTHESISER_FILE)
         uid = _sign_and_stamp(record, result, ledger)
         validate_release_record(record)
         (tmp / "release.json").write_text(dumps(record, indent=2), encoding="utf-8")
@@ -482,6 +486,32 @@ def write_release(
         inputs.append(ledger.register.files_dir)
     return write_folder(out, write, marker="release.json", overwrite=overwrite,
                         inputs=inputs, what="an earlier synthgeo output")
+
+
+def synthesiser_record(state, path: Path) -> dict[str, Any]:
+    """release.json's ``synthesiser`` block: the stored synthesiser's file, hash and draws.
+
+    Parameters
+    ----------
+    state : SynthesiserState
+    path : Path
+        ``confidential/synthesiser.nc`` as written.
+
+    Returns
+    -------
+    dict
+        ``path`` (relative to the output folder), ``bytes``, ``sha256`` (HMAC-signed with
+        the record, so ``synthgeo draw`` refuses an edited file), ``n_draws``, ``n_used``
+        (draws implicates of this release and of the releases it was drawn from came from),
+        ``n_unused``, ``drawn_from`` (null for a fitted release).
+    """
+    from synthgeo.inference.stored import load_synthesiser
+
+    stored = load_synthesiser(path)
+    return {"path": f"confidential/{path.name}", "bytes": path.stat().st_size,
+            "sha256": file_sha256(path), "n_draws": stored.n_draws,
+            "n_used": stored.n_draws - stored.n_unused, "n_unused": stored.n_unused,
+            "drawn_from": state.drawn_from}
 
 
 def _sign_and_stamp(record: dict[str, Any], result, ledger) -> str | None:
@@ -640,6 +670,11 @@ def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
                       parquet_name="implicates_unrestricted.parquet")
     for name, fit in result.fits.items():
         fit.idata.to_netcdf(str(conf / f"posterior_{name}.nc"), engine="h5netcdf")
+    state = getattr(result, "synthesiser", None)
+    if state is not None:  # what `synthgeo draw` draws more implicates from
+        save_synthesiser(conf / SYNTHESISER_FILE, result.fits, used=state.used_draws,
+                         of_release=state.new_draws, fit_seed=state.fit_seed,
+                         y=result.data.y, X=result.data.X)
     risk_per_record(result).to_csv(conf / "risk_per_record.csv", index=False)
     result.risk_summary.to_csv(conf / "risk_summary.csv", index=False)
     # per-record rises of risk under the restricted model: board only

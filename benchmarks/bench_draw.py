@@ -1,0 +1,137 @@
+"""Benchmark of ``synthgeo draw`` (issue 27 item 3): 50 more implicates of the bundled release.
+
+Usage (on a shared machine with OPENBLAS_NUM_THREADS=1)::
+
+    python benchmarks/bench_draw.py [--repeat 3]
+
+On the bundled spec as shipped (``models/sacramento_2bed.toml``: 2 × 1000 grid draws, L =
+100), signed and registered (``sg.run(..., register=...)``), it measures:
+
+- the time to draw and score 50 more implicates from the stored posterior (``sg.draw``, no
+  refit: synthesis, risk, utility, pMSE, cumulative risk), to write the new release folder
+  (files, release.json, the report, the register), both in one process (imports excluded),
+  medians of ``--repeat``; and the ``synthgeo draw`` command in a fresh process (imports
+  included), once;
+- Reiter's rules for the spec's analyst model over the 150 implicates (old 100 + new 50)
+  against a 150-implicate release from the same posterior (the same fits' seed): q_bar, b_m,
+  u_bar, T_p per coefficient and their differences in Monte Carlo se
+  (:func:`synthgeo.testing.reiter_agreement`);
+- the cumulative risk the draw reports (within 10 % of the price: the new implicates alone,
+  the earlier 100, the 150 pooled; all records and the at-risk ones).
+
+Writes a record under ``benchmarks/results/`` (``benchmarks/_record.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _record import Record  # noqa: E402
+
+KEY = "the benchmark's release key, 32+ bytes"
+
+
+def _implicates(out: Path):
+    import pandas as pd
+
+    frame = pd.read_parquet(out / "release" / "implicates.parquet")
+    return [g for _, g in frame.groupby("implicate")]
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark and write its record."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args(argv)
+
+    import synthgeo as sg
+    from synthgeo.config import bundled_spec_path, load_spec
+    from synthgeo.testing import reiter_agreement
+
+    rec = Record.start("bench_draw", case="bundled", argv=argv)
+    tmp = Path(tempfile.mkdtemp())
+    key = tmp / "release.key"
+    key.write_text(KEY, encoding="utf-8")
+    reg = tmp / "register.sqlite"
+    spec = load_spec(bundled_spec_path())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        out_a = sg.run(spec, register=reg, key_file=key).write(tmp / "a")
+        t_run = time.perf_counter() - t0
+    draw_s, write_s, outs = [], [], []
+    for r in range(args.repeat):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.perf_counter()
+            rel = sg.draw(out_a, 50, seed=1000 + r, register=reg, key_file=key)
+            t1 = time.perf_counter()
+            outs.append(rel.write(tmp / f"b{r}"))
+            t2 = time.perf_counter()
+        draw_s.append(t1 - t0)
+        write_s.append(t2 - t1)
+        if r == 0:
+            first = rel
+    totals = np.add(draw_s, write_s)
+    rec.figure("bundled run (fit, 100 implicates, write), for scale", round(t_run, 2), "s")
+    rec.figure("confidential/synthesiser.nc (2 models x 2 x 1000 draws)",
+               round((out_a / "confidential" / "synthesiser.nc").stat().st_size / 1024, 1),
+               "KiB")
+    rec.figure("draw 50 implicates and score them (sg.draw), median", round(
+        float(np.median(draw_s)), 2), "s")
+    rec.figure("write the new release (files, report, register), median",
+               round(float(np.median(write_s)), 2), "s")
+    rec.figure("draw + write, median (in process, imports excluded)",
+               round(float(np.median(totals)), 2), "s", goal_max=5.0)
+    env = {**os.environ, "SYNTHGEO_RELEASE_KEY": KEY}
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "synthgeo", "--quiet", "draw", str(out_a),
+                           "--implicates", "50", "--seed", "2000", "--register", str(reg),
+                           "--out", str(tmp / "cli")], env=env, capture_output=True, text=True)
+    t_cli = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise SystemExit(f"synthgeo draw failed: {proc.stderr.strip()}")
+    rec.figure("`synthgeo draw --implicates 50` in a fresh process (imports included)",
+               round(t_cli, 2), "s")
+    # Reiter's rules over old 100 + new 50 against 150 from the same posterior
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out_c = sg.run(spec.replace("synthesis", n_implicates=150)).write(tmp / "c")
+    agree = reiter_agreement(_implicates(out_a) + _implicates(outs[0]), _implicates(out_c),
+                             response="log_price", covariates=["sqft_living"])
+    terms = ["Intercept", "sqft_living"]
+    for name in ("q_bar", "b_m", "u_bar", "T_p"):
+        for j, term in enumerate(terms):
+            rec.figure(f"{name}[{term}], 100 + 50 drawn", float(f"{agree[name]['a'][j]:.6g}"), "")
+            rec.figure(f"{name}[{term}], one release of 150",
+                       float(f"{agree[name]['b'][j]:.6g}"), "")
+            rec.figure(f"{name}[{term}], difference in Monte Carlo se",
+                       round(agree[name]["diff_in_se"][j], 2), "se")
+    cum = first.result.cumulative.summary
+    for group in ("all", "at_risk"):
+        row = cum[(cum["group"] == group) & (cum["measure"] == "rel:0.1")].iloc[0]
+        for col, words in (("mean_this", "the 50 drawn"), ("mean_previous", "the earlier 100"),
+                           ("mean_cumulative", "the 150 pooled"),
+                           ("mean_worst", "worst (what the board reads)")):
+            rec.figure(f"cumulative risk within 10 %, {group} records, {words}",
+                       round(float(row[col]), 4), "share")
+    rec.finish(detail={"draw_s": draw_s, "write_s": write_s, "cli_s": t_cli, "run_s": t_run,
+                       "reiter": agree, "cumulative": cum.to_dict("records"),
+                       "seconds": first.seconds})
+    for f in rec.figures:
+        print(f"{f['name']}: {f['value']} {f['unit']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,74 @@
+"""``synthgeo draw``: more implicates from a release's stored posterior, as a new release."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from synthgeo import __version__
+
+
+def add_parser(sub, common) -> None:
+    """Register ``synthgeo draw``."""
+    d = sub.add_parser(
+        "draw", parents=[common],
+        help="draw more implicates from a release's stored posterior (no refit)",
+        description="Draw N more implicates from the posterior a release stored in "
+                    "confidential/synthesiser.nc, from posterior draws no implicate used "
+                    "before, without refitting, and write them as a new release of the same "
+                    "records: registered after the earlier one, scored like any release, with "
+                    "the cumulative risk over the earlier and the new implicates judged by the "
+                    "same targets (docs/release.md, 'More implicates later').")
+    d.add_argument("release_dir", metavar="RELEASE_DIR",
+                   help="a registered release folder (`synthgeo run --register`)")
+    d.add_argument("--implicates", type=int, required=True, metavar="N",
+                   help="how many new implicates (an integer >= 2; required, no default)")
+    d.add_argument("--seed", type=int, default=None,
+                   help="seed of the new implicates (a key, kept in the new release's "
+                        "confidential/; the same seed gives the same implicates; default: a "
+                        "fresh random one)")
+    d.add_argument("--register", metavar="PATH",
+                   help="the release register RELEASE_DIR is registered in (required; "
+                        "default: $SYNTHGEO_REGISTER)")
+    d.add_argument("--key-file", metavar="PATH",
+                   help="the release key (default: $SYNTHGEO_RELEASE_KEY): the earlier "
+                        "release.json's HMAC is checked and the new one signed")
+    d.add_argument("--allow-unsigned", action="store_true",
+                   help="accept an unsigned earlier release and register the new one "
+                        "unsigned (default: off)")
+    d.add_argument("--refit", action="store_true",
+                   help="not available: a refit is a new posterior; use `synthgeo run "
+                        "--previous RELEASE_DIR` (default: off, never refit)")
+    d.add_argument("--out", default=None, metavar="DIR",
+                   help="output folder of the new release (default: RELEASE_DIR-draw); must "
+                        "not exist (see --overwrite)")
+    d.add_argument("--overwrite", action="store_true",
+                   help="replace an existing output folder of an earlier run (default: refuse)")
+    d.add_argument("--strict", action="store_true",
+                   help="exit with code 3 after writing when a verdict is FAIL (default: exit "
+                        "0 once written)")
+
+
+def run(args: argparse.Namespace, say) -> int:
+    """Carry out the command; return the exit code."""
+    import synthgeo as sg
+    from synthgeo._errors import SpecError
+    from synthgeo.cli.run import write_and_report
+    from synthgeo.pipeline.draw import check_draw_request
+    from synthgeo.release.writer import check_output_dir
+
+    t0 = time.perf_counter()
+    if args.refit:
+        raise SpecError("--refit is not available: a refit is a new posterior, which "
+                        "`synthgeo run --previous RELEASE_DIR` makes (with a new `[sampling] "
+                        "seed`); leave --refit out to draw from the stored posterior")
+    folder = check_draw_request(args.release_dir, args.implicates)
+    out = Path(args.out) if args.out else folder.with_name(folder.name + "-draw")
+    check_output_dir(out, overwrite=args.overwrite, inputs=[folder])
+    say(f"synthgeo {__version__}: draw {args.implicates} implicates from {folder}")
+    rel = sg.draw(folder, args.implicates, seed=args.seed, register=args.register,
+                  key_file=args.key_file, allow_unsigned=args.allow_unsigned,
+                  progress=lambda m: say(f"  {m}"),
+                  progressbar=getattr(args, "progressbar", False))
+    return write_and_report(rel, out, args, say, t0)

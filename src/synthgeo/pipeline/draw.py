@@ -1,0 +1,226 @@
+"""More implicates from a release's stored synthesiser, without refitting (``synthgeo draw``).
+
+``synthgeo draw RELEASE_DIR --implicates N --register REG`` / ``sg.draw(...)``:
+
+1. checks the folder against the register as ``--previous`` does (its release.json registered
+   and, when signed, its HMAC valid; its ``release/`` files as registered), then the stored
+   synthesiser ``confidential/synthesiser.nc`` against the SHA-256 the signed release.json
+   records (``synthesiser.sha256``);
+2. takes N posterior draws **no implicate used before** (evenly spread over the unused ones;
+   :func:`synthgeo.inference.stored.unused_draw_index`); when fewer than N are left it
+   refuses, naming ``--refit`` (not available: a refit is a new posterior, ``synthgeo run
+   --previous``);
+3. rebuilds both fits from the stored draws (a grid fit's spatial effects w drawn again from
+   the records under the fit's own seed, :func:`synthgeo.inference.grid.grid_fit_from_draws`;
+   the records must be the ones the release was fitted to), and runs the release pipeline on
+   them with a fresh seed for the implicates' noise: at-risk set (the stored φ quantiles give
+   the same M), synthesis from the new draws, risk, utility and the **cumulative risk over
+   the earlier and the new implicates** with the board's targets applied to it
+   (:mod:`synthgeo.pipeline.previous`);
+4. the result is written as a new release folder, registered in the chain after the one it
+   was drawn from; its stored synthesiser marks the draws both releases used.
+
+The same seed gives the same implicates (the register refuses a seed used before, so a
+repeat needs another register).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from synthgeo._errors import InputError, SpecError
+from synthgeo.config import ReleaseSpec, spec_from_dict
+from synthgeo.inference.stored import (
+    SYNTHESISER_FILE,
+    StoredPhiQuantiles,
+    StoredSynthesiser,
+    load_synthesiser,
+    records_sha256,
+    unused_draw_index,
+)
+from synthgeo.io.provenance import file_sha256
+from synthgeo.pipeline.result import ReleaseResult, SynthesiserState
+
+__all__ = ["draw_release", "check_draw_request", "stored_fitter"]
+
+
+def _refuse(folder: Path, what: str) -> InputError:
+    return InputError(f"draw {str(folder)!r}: {what}; nothing was written")
+
+
+def check_draw_request(release_dir: str | os.PathLike, n_implicates) -> Path:
+    """Check the folder exists and N is an integer ≥ 2; return the folder.
+
+    Raises
+    ------
+    synthgeo.InputError
+        No such folder, or no release.json in it.
+    synthgeo.SpecError
+        N not an integer ≥ 2.
+
+    Examples
+    --------
+    >>> try:
+    ...     check_draw_request("/nonexistent", 50)
+    ... except Exception as exc:
+    ...     print(str(exc)[:40])
+    draw '/nonexistent': no release folder t
+    """
+    if isinstance(n_implicates, bool) or not isinstance(n_implicates, (int, np.integer)) \
+            or n_implicates < 2:
+        raise SpecError(f"--implicates must be an integer >= 2 (Reiter's between-implicate "
+                        f"variance needs two), got {n_implicates!r}")
+    folder = Path(release_dir)
+    if not (folder / "release.json").is_file():
+        raise _refuse(folder, "no release folder there (no release.json); give the folder "
+                              "`synthgeo run` wrote")
+    return folder
+
+
+def stored_fitter(stored: StoredSynthesiser):
+    """Return a :data:`~synthgeo.pipeline.run.Fitter` that rebuilds the stored fits.
+
+    Called as the pipeline calls a fitter (``label`` "unrestricted" or "restricted", the
+    restricted one with its D as ``scale``); it refits nothing. The records must be the ones
+    the release was fitted to (their SHA-256 is checked).
+    """
+    from synthgeo.inference.grid import grid_fit_from_draws
+    from synthgeo.inference.result import build_fit
+    from synthgeo.model.smoothing import Smoothing
+
+    def fit(y, X, sites, *, priors, coef_names, config, scale=None, random_seed=None,
+            label="model"):
+        del coef_names, config, random_seed  # the stored draws carry them; the fits' own seed
+        if label == "unrestricted" and records_sha256(y, X) != stored.records_sha256:
+            raise InputError("draw: the records differ from the ones the release was fitted "
+                             "to (another input file, `[data] query` or values); draw needs "
+                             "the release's own confidential data")
+        post = stored.model_posterior(label)
+        engine = stored.engine[label]
+        quantiles = StoredPhiQuantiles((0.05, 0.5, 0.95), stored.phi_quantiles[label])
+        if "w" not in post and engine.get("sampler") == "grid":
+            return grid_fit_from_draws(post, y, X, sites, scale=scale, priors=priors,
+                                       engine=engine, random_seed=stored.fit_seed,
+                                       grid=quantiles, label=label)
+        if "w" not in post:
+            raise InputError(f"draw: the stored {label} posterior holds no spatial effects and "
+                             f"its engine ({engine.get('sampler')!r}) cannot draw them again")
+        smoothing = scale if isinstance(scale, Smoothing) else None
+        if smoothing is None:
+            d = np.ones(sites.n_sites) if scale is None else np.asarray(scale, float)
+        elif smoothing.depends_on_nugget:  # γ = "auto": D per draw (GPFit.scales); report
+            d = smoothing.scale(float(np.median((post["nugget"] / post["sigma2"]).values)))
+        else:
+            d = smoothing.scale()
+        return build_fit(post, y=y, sites=sites, scale=d, priors=priors, seconds={},
+                         engine=dict(engine), smoothing=smoothing, grid=quantiles,
+                         label=label)
+
+    return fit
+
+
+def _draw_spec(record: dict, folder: Path, n_implicates: int, seed: int | None) -> ReleaseSpec:
+    """Return the new release's spec: the earlier one's, with N implicates and the new seed."""
+    spec = spec_from_dict(record["spec"])
+    if spec.data.sequential:
+        raise SpecError(f"draw {str(folder)!r}: drawing more implicates is applied to one "
+                        "gaussian response only, not [[data.responses]]")
+    if spec.synthesis.predictive == "cross_fit":
+        raise SpecError(f"draw {str(folder)!r}: the release's implicates are cross-fitted "
+                        "(`[synthesis] predictive = \"cross_fit\"`), drawn from leave-out "
+                        "predictives, not from a stored posterior; run `synthgeo run "
+                        "--previous` for more")
+    if spec.model.at_risk != "spatial":
+        raise SpecError(f"draw {str(folder)!r}: `[model] at_risk = \"{spec.model.at_risk}\"` "
+                        "selects records on fresh posterior draws of its own, which a draw "
+                        "would have to repeat; run `synthgeo run --previous` for more")
+    spec = spec.replace("synthesis", n_implicates=int(n_implicates))
+    return spec.replace("sampling", seed=seed)
+
+
+def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
+                 seed: int | None = None, ledger=None, progress=None,
+                 progressbar: bool = False) -> ReleaseResult:
+    """Draw N more implicates from a release's stored synthesiser and score them (no writing).
+
+    Parameters
+    ----------
+    release_dir : path
+        A release folder ``synthgeo run`` (or ``synthgeo draw``) wrote, registered.
+    n_implicates : int
+        N ≥ 2 new implicates.
+    seed : int, optional
+        The new implicates' seed (default: a fresh 128-bit one); the fits' draws are the
+        stored ones whatever it is.
+    ledger : synthgeo.register.Ledger
+        The register and key (:func:`synthgeo.register.make_ledger`); required.
+    progress : callable, optional
+        ``progress(message)`` at each stage.
+    progressbar : bool, default=False
+
+    Returns
+    -------
+    ReleaseResult
+        With ``cumulative`` (the earlier and the new implicates pooled) and ``synthesiser``
+        (the draws used now); :func:`synthgeo.release.writer.write_result` writes it.
+
+    Raises
+    ------
+    synthgeo.InputError
+        No release folder; no register; a release.json the register does not hold or whose
+        HMAC does not verify; release files changed; no stored synthesiser (a release written
+        before synthgeo stored one) or one that does not match the signed release.json;
+        fewer unused draws than N (the message names ``--refit``); other records than the
+        release's; a seed a registered release used.
+    synthgeo.SpecError
+        N not an integer ≥ 2; a release of several responses, cross-fitted, or with a risk-
+        selected at-risk set.
+    """
+    from synthgeo.pipeline.run import run_release
+
+    folder = check_draw_request(release_dir, n_implicates)
+    if ledger is None or ledger.register is None:
+        from synthgeo.register.store import REGISTER_ENV
+
+        raise InputError(f"draw reads the release register, not the folder's own release.json:"
+                         f" give --register PATH (or set {REGISTER_ENV}) where the release was "
+                         "registered; nothing was written")
+    entry, record = ledger.register.verify_folder(folder, ledger.key, flag="draw",
+                                                  allow_unsigned=ledger.allow_unsigned)
+    spec = _draw_spec(record, folder, n_implicates, seed)  # what a draw cannot extend, first
+    block = record.get("synthesiser")
+    path = folder / "confidential" / SYNTHESISER_FILE
+    if block is None or not path.is_file():
+        raise _refuse(folder, f"it holds no stored synthesiser (confidential/{SYNTHESISER_FILE}"
+                              "; releases written before synthgeo stored one, or the file "
+                              "removed): run `synthgeo run --previous` to fit again")
+    if file_sha256(path) != block["sha256"]:
+        raise _refuse(folder, f"confidential/{SYNTHESISER_FILE} does not match the SHA-256 in "
+                              "its signed release.json (changed after release)")
+    try:
+        stored = load_synthesiser(path)
+    except (KeyError, ValueError, OSError) as exc:
+        raise _refuse(folder, f"confidential/{SYNTHESISER_FILE} is not a stored synthesiser "
+                              f"this synthgeo reads ({type(exc).__name__}): run `synthgeo run "
+                              "--previous` to fit again") from None
+    try:
+        new = unused_draw_index(stored.used, int(n_implicates))
+    except ValueError:
+        raise _refuse(folder, f"{stored.n_unused} of its {stored.n_draws} posterior draws are "
+                              f"unused, fewer than the {int(n_implicates)} asked for; --refit "
+                              "(a new posterior from the stored state) is not available: run "
+                              "`synthgeo run --previous` with more `[sampling] draws`, or ask "
+                              "for fewer") from None
+    say = progress or (lambda _m: None)
+    say(f"drawing {int(n_implicates)} implicates from {new.size} posterior draws no implicate "
+        f"used before ({stored.n_unused} of {stored.n_draws} unused; no refit)")
+    plan = SynthesiserState(
+        fit_seed=stored.fit_seed, used_draws=np.flatnonzero(stored.used.ravel()),
+        new_draws=new, drawn_from={"release_json_sha256": entry.release_json_sha256,
+                                   "register_id": entry.id, "release_uid": entry.release_uid,
+                                   "n_new_draws": int(new.size)})
+    return run_release(spec, fitter=stored_fitter(stored), progress=progress,
+                       progressbar=progressbar, previous=folder, ledger=ledger, plan=plan)
