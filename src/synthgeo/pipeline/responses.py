@@ -81,6 +81,9 @@ class ResponseResult:
         ``attributable`` is its table); None for yes/no and counts.
     at_risk_choice : AtRiskChoice or None
         Which rule flagged which records (``[model] at_risk``: spatial, by risk, both).
+    own_value_leak : dict or None
+        A gaussian response under the calibrated cross-fit: the own-value leak's aggregates
+        (:func:`synthgeo.synthesis.cross_fit.own_value_leak`); None otherwise.
     """
 
     def __repr__(self) -> str:
@@ -104,6 +107,7 @@ class ResponseResult:
     attributable: pd.DataFrame | None = None
     risk_scores: object = None
     at_risk_choice: object = None
+    own_value_leak: dict | None = None
 
     @property
     def name(self) -> str:
@@ -144,6 +148,9 @@ class SequentialResult:
         :func:`joint_over_responses`); None without a threshold.
     warnings : list of dict
         ``{"code", "message"}``: each response's FAIL under ``on_risk_failure = "warn"``.
+    protection : dict or None
+        ``[risk] protect = "targets"``: every round's figures and the released round
+        (:func:`synthgeo.pipeline.protect.seek_targets`); None otherwise.
     """
 
     def __repr__(self) -> str:
@@ -165,6 +172,7 @@ class SequentialResult:
     general_utility: object = None
     risk_joint: JointCount | None = None
     warnings: list = field(default_factory=list)
+    protection: dict | None = None
 
     @property
     def M_m(self) -> float:  # noqa: N802
