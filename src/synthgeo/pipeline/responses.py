@@ -364,22 +364,22 @@ def risk_rule_inputs(spec: ReleaseSpec, rc: ResponseConfig, data_j: PreparedData
     response's own scale ``g``; for a later response, the unrestricted implicates drawn
     given the earlier *synthetic* unrestricted responses (:func:`shift_to_earlier`, on a
     copy: ``implicates`` is shifted once more by the synthesis stage) and the attacker who
-    holds the earlier responses' released values (their mean over the restricted
-    implicates) instead of their confidential ones.
+    holds the earlier responses' released values instead of their confidential ones, paired
+    with the implicates (row ℓ: the restricted implicate ℓ of each earlier response).
 
     Returns
     -------
     implicates : xarray.Dataset
         ``implicates`` (first response) or a shifted copy.
     kwargs : dict
-        ``g`` and, for a later response, ``own_X`` (n_records, p) for
+        ``g`` and, for a later response, ``own_X`` (L, n_records, p) for
         :func:`synthgeo.pipeline.at_risk_rule.score_unrestricted`.
     """
     kw: dict = {"g": response_scale_of(spec, rc).g_name}
     if X_syn["restricted"] is None:
         return implicates, kw
     shifted = shift_to_earlier(implicates.copy(deep=True), fit, data_j.X, X_syn["unrestricted"])
-    return shifted, {**kw, "own_X": X_syn["restricted"].mean(axis=0)}
+    return shifted, {**kw, "own_X": X_syn["restricted"]}
 
 
 def draw_discrete(spec: ReleaseSpec, fit, X: np.ndarray, X_syn: np.ndarray | None, seed):

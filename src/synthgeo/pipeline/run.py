@@ -638,11 +638,13 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
                 risk, summary = _within_eps(spec, d, progressbar)
                 per, matches = responses.gaussian_risk_frame(spec, rc, risk, d.synthetic, y)
                 summary = summary.assign(response=rc.name)
-                # the attacker holds the earlier responses' released values, not their truth
-                own_X = None if j == 0 else d.data.X.copy()
+                # the attacker holds the earlier responses' released values, not their truth,
+                # paired with the implicates: row ℓ holds implicate ℓ's (L, n_records, p)
+                own_X = None if j == 0 else np.repeat(d.data.X[None], len(d.synthetic[
+                    "restricted"]), axis=0)
                 if own_X is not None:
-                    own_X[:, data.X.shape[1]:] = np.column_stack(
-                        [e.synthetic["restricted"].mean(axis=0) for e in drawn[:j]])
+                    own_X[:, :, data.X.shape[1]:] = np.stack(
+                        [e.synthetic["restricted"] for e in drawn[:j]], axis=-1)
                 scores = _score_response(spec, d, locations, own_X, risk)
                 attributable = scores.table.assign(response=rc.name)
                 if spec.risk.targets:
