@@ -113,7 +113,7 @@ def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
 
 
 def _status(result) -> str:
-    """The released round's risk verdict: one response's, or the combined one of several.
+    """Return the round's risk verdict: one response's, or the combined one of several.
 
     Several responses (:class:`~synthgeo.pipeline.responses.SequentialResult`): FAIL if any
     response fails, PASS only if every one passes (``risk_status``).
@@ -144,7 +144,7 @@ def _smallest_overlap(result) -> float | None:
 
 
 def _protected(result) -> int:
-    """Records a restricted fit smoothed (any response of several), or all under a cross-fit."""
+    """Count the records a restricted fit smoothed (in any response), or all under a cross-fit."""
     if result.spec.synthesis.predictive == "cross_fit":
         return int(result.data.n_records)
     if isinstance(result, SequentialResult):

@@ -258,7 +258,7 @@ def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
 
 
 def public_X(own_X: np.ndarray) -> np.ndarray:
-    """The public baseline's regressors (n_records, p): ``own_X``, or its mean over implicates.
+    """Return the public baseline's regressors: ``own_X``, or its mean over implicates.
 
     The public baseline regresses each implicate on one design; with the attacker's covariates
     paired with the implicates (L, n_records, p) it takes their mean over implicates.
