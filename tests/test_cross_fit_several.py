@@ -197,6 +197,7 @@ def test_protect_on_two_responses_reaches_pass_with_every_response_judged(tmp_pa
     """protect = "targets": rounds applied to both responses; the released round PASSes on
     every response, its record (one target entry per response) is schema-valid; a target
     that cannot be met says which response failed and why."""
+    from synthgeo.release.report._risk_sections import section_protection
     from synthgeo.release.schema import validate_release_record
     from synthgeo.release.writer import sequential_record
 
@@ -213,10 +214,14 @@ def test_protect_on_two_responses_reaches_pass_with_every_response_judged(tmp_pa
     rec = sequential_record(res, seconds={"total": 1.0})
     validate_release_record(rec)
     assert rec["protection"]["released_round"] == len(prot["rounds"])
+    assert rec["synthesis"]["predictive"] == "cross_fit"
+    assert all(r["own_value_leak"] is not None for r in rec["responses"])
+    section = section_protection(res)  # the report's rounds, a row per response and target
+    assert section is not None and ">response<" in section.body and ">v2<" in section.body
     # a limit no mechanism can meet: every round runs, and the reason names the response
     strict = spec.replace("risk", targets=[RiskTarget(measure="rel:0.1",
                                                       max_attributable_record=1e-6)],
-                          on_risk_failure="warn")
+                          on_risk_failure="warn").replace("synthesis", n_implicates=L)
     fitter, labels = fake_fitter(n_draws=150), []
 
     def counting(*args, **kwargs):
