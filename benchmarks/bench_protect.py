@@ -196,7 +196,7 @@ def _block(records: dict[str, dict]) -> str:
                                  + f"{c['value']:{fmt}} ({c['upper']:{fmt}})"
                                  for c in got) or "–"
             out.append(
-                f"| {name if k == 0 else ''} | {r['n_records'] if k == 0 else ''} | "
+                f"| {name if k == 0 else ''} | {format(r['n_records'], ',') if k == 0 else ''} | "
                 f"{tgt if k == 0 else ''} | "
                 f"{un_s if k == 0 else ''} | "
                 f"{rd['round']} | {rd['mechanism']} | {rd['records_protected']:,} | "
@@ -223,7 +223,7 @@ def _block(records: dict[str, dict]) -> str:
                 + f") after {len(prot['rounds'])} round(s) ({prot['rounds'][-1]['mechanism']}); "
                 + ("every target met" if prot["reached"] else f"not reached {prot['why_not']}")
                 + f"; joint count: {joint.get('n_joint', 'n/a')} of "
-                f"{joint.get('n_records', 'n/a')} records identifiable by location and possibly "
+                f"{format(joint.get('n_records', 'n/a'), ',')} records identifiable by location and possibly "
                 "above the threshold in some response; Reiter CI overlap per coefficient "
                 + ", ".join(f"{k} {v:.3f}" for k, v in p["overlap"].items())
                 + (f"; own-value leak: {leak}" if leak else "")
