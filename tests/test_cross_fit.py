@@ -209,8 +209,9 @@ def test_reachable_from_synthesize():
     assert rel.result.fits["restricted"] is rel.result.fits["unrestricted"]
 
 
-def test_refused_with_several_responses(tmp_path):
-    """Several responses are not covered yet: refused when the spec is read."""
+def test_several_gaussian_responses_are_accepted_and_a_yes_no_one_refused(tmp_path):
+    """Several gaussian responses are cross-fitted (tests/test_cross_fit_several.py); a yes/no
+    response is refused when the spec is read (no closed-form leave-out predictive)."""
     text = (bundled_spec_path().read_text()
             .replace('response = "log_price"        # log-dollars', "")
             .replace('back_transform = "exp"        # dollars, for risk', "")
@@ -220,7 +221,10 @@ def test_refused_with_several_responses(tmp_path):
             .replace("n_implicates = 100", 'n_implicates = 100\npredictive = "cross_fit"'))
     path = tmp_path / "s.toml"
     path.write_text(text)
-    with pytest.raises(SpecError, match="cross_fit.*data.responses"):
+    assert load_spec(path).synthesis.predictive == "cross_fit"
+    path.write_text(text.replace('name = "sqft_living"',
+                                 'name = "sqft_living"\nfamily = "bernoulli"'))
+    with pytest.raises(SpecError, match="cross_fit.*yes/no response `sqft_living`"):
         load_spec(path)
 
 

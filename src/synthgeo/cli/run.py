@@ -121,12 +121,7 @@ def write_and_report(rel, out: Path, args: argparse.Namespace, say, t0: float) -
             say(units.line())
         if rel.result.risk_scores is not None:
             say("\n" + rel.result.risk_scores.verdict_line())
-        protection = getattr(rel.result, "protection", None)
-        if protection is not None:  # [risk] protect = "targets": which round was released
-            say(f"protect = \"targets\": round {protection['released_round']} of at most "
-                f"{protection['max_rounds']} released ({protection['rounds'][-1]['mechanism']}); "
-                + ("every target met" if protection["reached"]
-                   else f"targets not reached {protection['why_not']}"))
+        _say_protection(rel.result, say)
         cumulative = rel.result.cumulative
         if cumulative is not None:  # a repeated release (--previous, synthgeo draw)
             say(f"\nCumulative risk over {cumulative.n_implicates_pooled} pooled implicates of "
@@ -143,6 +138,16 @@ def write_and_report(rel, out: Path, args: argparse.Namespace, say, t0: float) -
         say(util.to_string(index=False))
     say("\nstage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     return _closing(rel, out, args)
+
+
+def _say_protection(result, say) -> None:
+    """Under ``[risk] protect = "targets"``: which round was released, and whether it met all."""
+    protection = getattr(result, "protection", None)
+    if protection is not None:
+        say(f"protect = \"targets\": round {protection['released_round']} of at most "
+            f"{protection['max_rounds']} released ({protection['rounds'][-1]['mechanism']}); "
+            + ("every target met" if protection["reached"]
+               else f"targets not reached {protection['why_not']}"))
 
 
 def _key_values(table) -> str:
@@ -182,6 +187,7 @@ def _write_sequential(rel, out, args, say, t0, t, bars) -> int:
             say("\njoint risk:\n" + rel.result.joint_risk.to_string(index=False))
         if rel.result.spec.risk.targets:
             say("\n" + _several_verdict_line(rel.result))
+        _say_protection(rel.result, say)
     say("\nstage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     return _closing(rel, out, args)
 

@@ -104,11 +104,6 @@ class ReleaseSpec:
                 "posterior's baseline a cross-fitted round's attributable risk is 0 by "
                 'construction, so its PASS would prove nothing; remove loo_posterior (default '
                 '"reweighted")')
-        if self.risk.protect == "targets" and self.data.sequential:
-            raise SpecError(
-                '`[risk] protect = "targets"` applies to one gaussian response, not yet with '
-                '`[[data.responses]]` (the cross-fitted rounds do not cover several '
-                'responses); use protect = "none"')
         if self.model.gp == "nngp" and self.sampling.sampler != "grid":
             raise SpecError(
                 'spec `[model] gp = "nngp"` needs `[sampling] sampler = "grid"`: NUTS over the '
@@ -150,10 +145,16 @@ class ReleaseSpec:
     def _check_cross_fit(self) -> None:
         """Refuse keys of the restricted model, which ``predictive = "cross_fit"`` does not fit."""
         m = self.model
-        if self.data.sequential:
+        discrete = next((r for r in self.data.response_configs if r.family != "gaussian"),
+                        None)
+        if discrete is not None:
+            what = {"bernoulli": "yes/no", "poisson": "count"}[discrete.family]
             raise SpecError(
-                '`[synthesis] predictive = "cross_fit"` is applied to one gaussian response '
-                'only, not yet with `[[data.responses]]`; use predictive = "posterior"')
+                f'`[synthesis] predictive = "cross_fit"` with the {what} response '
+                f"`{discrete.name}`: the cross-fitted predictive is the gaussian GP's "
+                "closed-form leave-out conditional, and the spatial GLMM's has no closed form "
+                "(each left-out record would need its own Laplace fit); use predictive = "
+                f'"posterior" or release `{discrete.name}` in a release of its own')
         unused = [f"{key} = {getattr(m, key)!r}" for key, default in (
             ("gamma_value", math.inf), ("at_risk", "spatial"), ("at_risk_weight", "binary"),
             ("at_risk_effect", "zero"), ("at_risk_nugget", "shared"))

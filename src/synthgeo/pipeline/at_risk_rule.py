@@ -60,6 +60,7 @@ from synthgeo.model.pseudo_likelihood import lipschitz_bound, pseudo_weights
 from synthgeo.pipeline.data import PreparedData
 from synthgeo.pipeline.risk_stage import (
     loo_predictive,
+    public_X,
     release_predictive_of,
     risk_measures,
     score_model,
@@ -102,10 +103,11 @@ def score_unrestricted(spec: ReleaseSpec, data: PreparedData, fit: GPFit,
     g : {"exp", "identity"}, optional
         The response's map to the person's scale (default: ``[data] back_transform``; a
         response of several: its own, :func:`synthgeo.pipeline.responses.response_scale_of`).
-    own_X : ndarray of shape (n_records, p), optional
+    own_X : ndarray of shape (n_records, p) or (L, n_records, p), optional
         A later response of several: the covariates the attacker holds (the earlier
-        responses' released values), as :func:`~synthgeo.pipeline.risk_stage.loo_predictive`
-        and the final risk stage; also the public baseline's regressors.
+        responses' released values, paired with the implicates when 3-D), as
+        :func:`~synthgeo.pipeline.risk_stage.loo_predictive` and the final risk stage; also
+        the public baseline's regressors (their mean over implicates).
 
     Returns
     -------
@@ -114,7 +116,7 @@ def score_unrestricted(spec: ReleaseSpec, data: PreparedData, fit: GPFit,
     """
     loo = loo_predictive(spec, data, fit, implicates, own_X=own_X,
                          reweight=spec.loo_posterior == "reweighted")
-    public = data if own_X is None else dataclasses.replace(data, X=own_X)
+    public = data if own_X is None else dataclasses.replace(data, X=public_X(own_X))
     return score_model(public, implicates, loo, risk_measures(spec),
                        g or spec.data.back_transform)
 

@@ -12,6 +12,13 @@ the next stronger mechanism, round by round, at most ``[risk] max_rounds``:
 3. the **raw cross-fit** (``cross_fit_calibration = "none"``): no calibration, so no own-value
    term at all; the coefficients may move (the cost the calibration removes).
 
+**Several responses** (``[[data.responses]]``, every one gaussian): a round applies its
+mechanism to every response (each later response cross-fitted given the earlier confidential
+responses, then moved to the earlier *synthetic* values, :mod:`synthgeo.pipeline.responses`),
+and the round's verdict is the combined one: FAIL if any response fails, PASS only if every
+response passes. The released round releases every response from that round. Yes/no and count
+responses are refused by the spec (the targets do not apply to them).
+
 A round equal to an earlier one (a spec that already cross-fits) is skipped. The cross-fitted
 rounds select nobody (nothing for a detector to find) and refit nothing: they reuse the
 unrestricted fit of the first round (same seed, same posterior draws; ``reuse_fits``), so a
@@ -34,8 +41,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+import numpy as np
+
 from synthgeo._errors import RiskError
 from synthgeo.config import ReleaseSpec
+from synthgeo.pipeline.responses import SequentialResult
 
 __all__ = ["LADDER", "round_specs", "seek_targets", "round_record"]
 
@@ -102,6 +112,46 @@ def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
     return rounds
 
 
+def _status(result) -> str:
+    """Return the round's risk verdict: one response's, or the combined one of several.
+
+    Several responses (:class:`~synthgeo.pipeline.responses.SequentialResult`): FAIL if any
+    response fails, PASS only if every one passes (``risk_status``).
+    """
+    if isinstance(result, SequentialResult):
+        return result.risk_status
+    return result.risk_scores.verdict.status
+
+
+def _checks(result) -> list[tuple[str | None, object]]:
+    """(response name or None, target check) of every target of the round, in order."""
+    if isinstance(result, SequentialResult):
+        return [(r.name, c) for r in result.responses if r.risk_scores is not None
+                for c in r.risk_scores.verdict.checks]
+    return [(None, c) for c in result.risk_scores.verdict.checks]
+
+
+def _smallest_overlap(result) -> float | None:
+    """Smallest Reiter CI overlap of the released model over the analyst's coefficients.
+
+    Several responses: over every response's coefficients.
+    """
+    tables = ([r.utility for r in result.responses]
+              if isinstance(result, SequentialResult) else [result.utility])
+    overlap = [u.loc[u["model"] == "restricted", "ci_overlap"] for u in tables]
+    values = [float(v) for o in overlap for v in o]
+    return min(values) if values else None
+
+
+def _protected(result) -> int:
+    """Count the records a restricted fit smoothed (in any response), or all under a cross-fit."""
+    if result.spec.synthesis.predictive == "cross_fit":
+        return int(result.data.n_records)
+    if isinstance(result, SequentialResult):
+        return int(np.logical_or.reduce([r.at_risk.at_risk for r in result.responses]).sum())
+    return int(result.at_risk.n_at_risk)
+
+
 def round_record(k: int, name: str, result, seconds: float) -> dict:
     """One round's figures for release.json and the report (aggregates only).
 
@@ -111,8 +161,8 @@ def round_record(k: int, name: str, result, seconds: float) -> dict:
         The round, from 1.
     name : str
         Its mechanism.
-    result : ReleaseResult
-        The round's run.
+    result : ReleaseResult or SequentialResult
+        The round's run (one response, or several).
     seconds : float
         Its wall time.
 
@@ -120,26 +170,26 @@ def round_record(k: int, name: str, result, seconds: float) -> dict:
     -------
     dict
         ``round``, ``mechanism``, ``records_protected`` (the at-risk records a restricted fit
-        smoothed, or every record for a cross-fit), ``verdict``, ``confidence``, ``targets``
-        (each criterion: limit, point value, upper bound, status), ``smallest_ci_overlap``
-        (the analyst's coefficients, Reiter), ``seconds``.
+        smoothed — in any response of several — or every record for a cross-fit),
+        ``verdict`` (several responses: the combined one, FAIL if any response fails),
+        ``confidence``, ``targets`` (each criterion: limit, point value, upper bound, status;
+        with several responses one entry per response and criterion, named by
+        ``response``), ``smallest_ci_overlap`` (the analyst's coefficients, Reiter; over
+        every response), ``seconds``.
     """
-    scores = result.risk_scores
-    cross_fit = result.spec.synthesis.predictive == "cross_fit"
-    u = result.utility
-    overlap = u.loc[u["model"] == "restricted", "ci_overlap"]
+    several = isinstance(result, SequentialResult)
     return {
         "round": k, "mechanism": name,
-        "records_protected": int(result.data.n_records if cross_fit
-                                 else result.at_risk.n_at_risk),
-        "selects_records": not cross_fit,
-        "verdict": scores.verdict.status, "confidence": result.spec.risk.confidence,
+        "records_protected": _protected(result),
+        "selects_records": result.spec.synthesis.predictive != "cross_fit",
+        "verdict": _status(result), "confidence": result.spec.risk.confidence,
         "loo_posterior": result.spec.loo_posterior,
-        "targets": [{"measure": c.measure, "attack": c.attack, "criterion": c.criterion,
+        "targets": [{**({"response": response} if several else {}),
+                     "measure": c.measure, "attack": c.attack, "criterion": c.criterion,
                      "limit": c.limit, "value": c.value, "upper": c.upper,
                      "n_above": c.n_above, "status": c.status}
-                    for c in scores.verdict.checks],
-        "smallest_ci_overlap": float(overlap.min()) if len(overlap) else None,
+                    for response, c in _checks(result)],
+        "smallest_ci_overlap": _smallest_overlap(result),
         "seconds": round(float(seconds), 1),
     }
 
@@ -148,7 +198,8 @@ def _why(rounds: list[dict]) -> str:
     last = rounds[-1]
     failed = [t for t in last["targets"] if t["status"] == "FAIL"]
     said = "; ".join(
-        f"{t['measure']} {t['attack']} {t['criterion']}: upper bound {t['upper']:.3g} > "
+        ("" if t.get("response") is None else f"response `{t['response']}`: ")
+        + f"{t['measure']} {t['attack']} {t['criterion']}: upper bound {t['upper']:.3g} > "
         f"{t['limit']:.3g}" + ("" if t["n_above"] is None else f" ({t['n_above']} records)")
         for t in failed)
     cause = ("what remains after the raw cross-fit is the leak through the posterior draws "
@@ -172,8 +223,9 @@ def seek_targets(spec: ReleaseSpec, run: Callable, **kwargs):
 
     Returns
     -------
-    ReleaseResult
-        The released round's result, with ``protection`` (every round's
+    ReleaseResult or SequentialResult
+        The released round's result (several responses: every response from the same round),
+        with ``protection`` (every round's
         :func:`round_record`, ``reached``) and its spec's ``[risk]`` restored to what was
         asked (protect, on_risk_failure, confidence).
 
@@ -196,7 +248,7 @@ def seek_targets(spec: ReleaseSpec, run: Callable, **kwargs):
         result = run(s, reuse_fits=cache, **kwargs)
         rounds.append(round_record(k, name, result, time.perf_counter() - t0))
         say(f"round {k}: risk {rounds[-1]['verdict']}")
-        if result.risk_scores.verdict.status == "PASS":
+        if _status(result) == "PASS":
             break
     reached = rounds[-1]["verdict"] == "PASS"
     protection = {"protect": "targets", "max_rounds": spec.risk.max_rounds,

@@ -81,6 +81,9 @@ class ResponseResult:
         ``attributable`` is its table); None for yes/no and counts.
     at_risk_choice : AtRiskChoice or None
         Which rule flagged which records (``[model] at_risk``: spatial, by risk, both).
+    own_value_leak : dict or None
+        A gaussian response under the calibrated cross-fit: the own-value leak's aggregates
+        (:func:`synthgeo.synthesis.cross_fit.own_value_leak`); None otherwise.
     """
 
     def __repr__(self) -> str:
@@ -104,6 +107,7 @@ class ResponseResult:
     attributable: pd.DataFrame | None = None
     risk_scores: object = None
     at_risk_choice: object = None
+    own_value_leak: dict | None = None
 
     @property
     def name(self) -> str:
@@ -144,6 +148,9 @@ class SequentialResult:
         :func:`joint_over_responses`); None without a threshold.
     warnings : list of dict
         ``{"code", "message"}``: each response's FAIL under ``on_risk_failure = "warn"``.
+    protection : dict or None
+        ``[risk] protect = "targets"``: every round's figures and the released round
+        (:func:`synthgeo.pipeline.protect.seek_targets`); None otherwise.
     """
 
     def __repr__(self) -> str:
@@ -165,6 +172,7 @@ class SequentialResult:
     general_utility: object = None
     risk_joint: JointCount | None = None
     warnings: list = field(default_factory=list)
+    protection: dict | None = None
 
     @property
     def M_m(self) -> float:  # noqa: N802
@@ -356,22 +364,22 @@ def risk_rule_inputs(spec: ReleaseSpec, rc: ResponseConfig, data_j: PreparedData
     response's own scale ``g``; for a later response, the unrestricted implicates drawn
     given the earlier *synthetic* unrestricted responses (:func:`shift_to_earlier`, on a
     copy: ``implicates`` is shifted once more by the synthesis stage) and the attacker who
-    holds the earlier responses' released values (their mean over the restricted
-    implicates) instead of their confidential ones.
+    holds the earlier responses' released values instead of their confidential ones, paired
+    with the implicates (row ℓ: the restricted implicate ℓ of each earlier response).
 
     Returns
     -------
     implicates : xarray.Dataset
         ``implicates`` (first response) or a shifted copy.
     kwargs : dict
-        ``g`` and, for a later response, ``own_X`` (n_records, p) for
+        ``g`` and, for a later response, ``own_X`` (L, n_records, p) for
         :func:`synthgeo.pipeline.at_risk_rule.score_unrestricted`.
     """
     kw: dict = {"g": response_scale_of(spec, rc).g_name}
     if X_syn["restricted"] is None:
         return implicates, kw
     shifted = shift_to_earlier(implicates.copy(deep=True), fit, data_j.X, X_syn["unrestricted"])
-    return shifted, {**kw, "own_X": X_syn["restricted"].mean(axis=0)}
+    return shifted, {**kw, "own_X": X_syn["restricted"]}
 
 
 def draw_discrete(spec: ReleaseSpec, fit, X: np.ndarray, X_syn: np.ndarray | None, seed):

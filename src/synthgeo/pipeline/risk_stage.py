@@ -63,6 +63,7 @@ from synthgeo.risk.selection import HistogramSelection, histogram_records
 from synthgeo.risk.verdict import RiskVerdict, apply_risk_gate, assess_risk
 
 __all__ = ["RiskScores", "score_release_risk", "risk_measures", "loo_predictive",
+           "attacker_shift", "public_X",
            "release_predictive_of", "score_model", "RISK_FAILED_CODE", "gate_cumulative",
            "record_blocks", "compare_loo_units", "loo_predictives", "other_loo_units"]
 
@@ -132,7 +133,10 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
         values stay as in ``data`` (the attacker who knows everyone else). Since
         E[y_i | y_−i] = x_i'β + (kriging of the others' residuals), the mean moves by
         (own_x_i − x_i)'β at each draw; the sd is unchanged (docs/risk-and-utility.md, "A
-        later response's baselines").
+        later response's baselines"). Shape (L, n_records, p): **paired** with the
+        implicates (row ℓ holds the earlier responses' released values of implicate ℓ), and
+        under ``reweight`` applied after the resampling with each row's own draw's β
+        (:func:`attacker_shift`).
     unit : {"site", "subject", "record"}, optional
         Another leave-out unit than the spec's (the comparison of units).
     own_weight : dict, optional
@@ -151,9 +155,65 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
     """
     unit = unit or spec.loo_unit
     density: dict[str, np.ndarray] | None = {} if reweight else None
+    paired = own_X is not None and np.ndim(own_X) == 3
     loo = loo_predictives(spec, data, fit, ds, {unit: record_blocks(spec, data, unit)},
-                          own_X=own_X, own_weight=own_weight, log_density=density)[unit]
-    return reweight_leave_out(loo, density[unit]).predictive if reweight else loo
+                          own_X=None if paired and reweight else own_X,
+                          own_weight=own_weight, log_density=density)[unit]
+    if not reweight:
+        return loo
+    moved = reweight_leave_out(loo, density[unit])
+    if paired:  # implicate ℓ's own covariates with the draw resampled into row ℓ
+        return attacker_shift(moved.predictive, _draws(fit, ds)["beta"], own_X, data.X,
+                              rows=moved.rows)
+    return moved.predictive
+
+
+def attacker_shift(loo: Predictive, beta: np.ndarray, own_X: np.ndarray, X: np.ndarray, *,
+                   rows: np.ndarray | None = None) -> Predictive:
+    r"""Move the leave-one-out baseline to the attacker's own covariates: mean + (x̃ − x)'β.
+
+    E[y_i | y_−B(i)] = x_i'β + (kriging of the others' residuals), so replacing record i's
+    own covariates x_i by the attacker's x̃_i moves the mean by (x̃_i − x_i)'β at each draw and
+    leaves the sd (docs/risk-and-utility.md, "A later response's baselines").
+
+    Parameters
+    ----------
+    loo : Predictive
+        (L, n_records), model scale, at the model's covariates ``X``.
+    beta : ndarray of shape (L, p)
+        The posterior draws of β behind the rows of ``loo`` (before any resampling).
+    own_X : ndarray of shape (n_records, p) or (L, n_records, p)
+        The attacker's covariates: one row per record, or **paired** with the implicates
+        (row ℓ: the earlier responses' released values of implicate ℓ).
+    X : ndarray of shape (n_records, p)
+        The model's design.
+    rows : ndarray of int, shape (L, n_records), optional
+        The draw behind each row of each record after the leave-out posterior's resampling
+        (:attr:`synthgeo.risk.loo_posterior.LeaveOutPosterior.rows`); default: row ℓ is draw ℓ.
+
+    Returns
+    -------
+    Predictive
+
+    Examples
+    --------
+    >>> base = Predictive(mean=np.zeros((2, 1)), sd=np.ones((2, 1)))
+    >>> beta = np.array([[0.0, 2.0], [0.0, 3.0]])
+    >>> X = np.array([[1.0, 0.0]])
+    >>> paired = np.array([[[1.0, 1.0]], [[1.0, -1.0]]])  # implicate 1: +1, implicate 2: -1
+    >>> attacker_shift(base, beta, paired, X).mean.ravel().tolist()
+    [2.0, -3.0]
+    >>> attacker_shift(base, beta, paired, X, rows=np.array([[1], [1]])).mean.ravel().tolist()
+    [3.0, -3.0]
+    """
+    diff = np.asarray(own_X, float) - np.asarray(X, float)
+    b = np.asarray(beta, float)
+    if rows is not None:
+        b = b[np.asarray(rows)]  # (L, n, p): each (row, record)'s draw
+        shift = np.einsum("lnp,lnp->ln" if diff.ndim == 3 else "lnp,np->ln", b, diff)
+    else:
+        shift = np.einsum("lp,lnp->ln" if diff.ndim == 3 else "lp,np->ln", b, diff)
+    return Predictive(mean=loo.mean + shift, sd=loo.sd, name=loo.name)
 
 
 def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
@@ -195,8 +255,17 @@ def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
                              log_density=log_density)
     if own_X is None:
         return loos
-    shift = d["beta"] @ (np.asarray(own_X, float) - data.X).T  # (L, n_records)
-    return {k: Predictive(mean=v.mean + shift, sd=v.sd, name=v.name) for k, v in loos.items()}
+    return {k: attacker_shift(v, d["beta"], own_X, data.X) for k, v in loos.items()}
+
+
+def public_X(own_X: np.ndarray) -> np.ndarray:
+    """Return the public baseline's regressors: ``own_X``, or its mean over implicates.
+
+    The public baseline regresses each implicate on one design; with the attacker's covariates
+    paired with the implicates (L, n_records, p) it takes their mean over implicates.
+    """
+    own_X = np.asarray(own_X, float)
+    return own_X.mean(axis=0) if own_X.ndim == 3 else own_X
 
 
 def release_predictive_of(ds: xr.Dataset) -> Predictive:
@@ -429,7 +498,7 @@ def compare_loo_units(spec: ReleaseSpec, data, implicates: dict[str, xr.Dataset]
     """
     unit, keys = spec.loo_unit, [m.key for m in measures]
     as_run = unit_figures(unit, summary, _MODELS, keys, differs=np.zeros(data.n_records, bool))
-    public = data if own_X is None else dataclasses.replace(data, X=own_X)
+    public = data if own_X is None else dataclasses.replace(data, X=public_X(own_X))
     others: list[UnitFigures] = []
     for other, diff in differs.items():
         if not diff.any():
@@ -466,10 +535,11 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
         The at-risk records (a group of the table).
     locations : LocationDiagnostics, optional
         Spatial k of the released locations (the joint count); None: no record below k.
-    own_X : ndarray of shape (n_records, p), optional
+    own_X : ndarray of shape (n_records, p) or (L, n_records, p), optional
         A later response of several: the covariates the attacker holds, the earlier responses'
-        released values in place of their confidential ones (:func:`loo_predictive`); also the
-        public baseline's regressors. Default: ``data.X``.
+        released values in place of their confidential ones (:func:`loo_predictive`; 3-D:
+        paired with the implicates); also the public baseline's regressors (their mean over
+        implicates, :func:`public_X`). Default: ``data.X``.
     g : {"exp", "identity"}, optional
         The response's map to the person's scale (default: the first response's).
     realised : dict of str to RiskResult, optional
@@ -493,6 +563,7 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     differs = other_loo_units(spec, data) if compare_units else {}
     blocks = {spec.loo_unit: record_blocks(spec, data),
               **{u: record_blocks(spec, data, u) for u, d in differs.items() if d.any()}}
+    paired = own_X is not None and np.ndim(own_X) == 3
     released = implicates["restricted"]
     same_draws = all(np.array_equal(released[c].values, implicates["unrestricted"][c].values)
                      for c in ("source_chain", "source_draw"))
@@ -509,14 +580,19 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                                                    name="baseline_loo")}
     else:
         loos = loo_predictives(spec, data, fits["unrestricted"], implicates["unrestricted"],
-                               blocks, own_X=own_X, seconds=solve_seconds, log_density=density)
+                               blocks, own_X=None if paired and reweight else own_X,
+                               seconds=solve_seconds, log_density=density)
     loo_posterior = None
     if reweight:  # the baseline's θ fitted without the record (risk.loo_posterior)
         moved = {u: reweight_leave_out(p, density[u]) for u, p in loos.items()}
         loos = {u: m.predictive for u, m in moved.items()}
+        if paired:  # implicate ℓ's earlier released values, with row ℓ's resampled draw
+            beta = _draws(fits["unrestricted"], implicates["unrestricted"])["beta"]
+            loos = {u: attacker_shift(p, beta, own_X, data.X, rows=moved[u].rows)
+                    for u, p in loos.items()}
         loo_posterior = moved[spec.loo_unit].summary()
     loo = loos[spec.loo_unit]
-    public = data if own_X is None else dataclasses.replace(data, X=own_X)
+    public = data if own_X is None else dataclasses.replace(data, X=public_X(own_X))
     mask = np.asarray(at_risk, bool)
     groups = {"at_risk": mask, "other": ~mask}
     records = {m: score_model(public, implicates[m], loo, measures, g, (realised or {}).get(m),

@@ -293,7 +293,10 @@ def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed, *,
     the draws :func:`draw_implicates` would use, from the leave-out predictive the risk stage's
     baseline computes (:func:`~synthgeo.pipeline.risk_stage.loo_predictive`); under
     ``cross_fit_calibration = "covariates"`` its means calibrated to the confidential OLS,
-    with the own-value leak's aggregates in ``attrs["own_value_leak"]``.
+    with the own-value leak's aggregates in ``attrs["own_value_leak"]``. For a later response
+    of several, ``data`` holds the earlier *confidential* responses in X (the model's design);
+    the caller then moves the draws to the earlier synthetic values
+    (:func:`~synthgeo.pipeline.responses.shift_to_earlier`), as for the posterior predictive.
     """
     if name == "restricted" and spec.synthesis.predictive == "cross_fit":
         sources = implicate_sources(fit, spec.synthesis.n_implicates)
@@ -384,15 +387,17 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
         say("the unrestricted model from its stored draws (no refit)" if stored
             else "fitting the unrestricted model")
     with _timed(sec, "fit_unrestricted"):
-        cached = None if reuse_fits is None else reuse_fits.get(("unrestricted", fit_seed))
+        key = ("unrestricted", rc.name, fit_seed)  # one response's data, priors and seed
+        cached = None if reuse_fits is None else reuse_fits.get(key)
         if cached is not None:  # a later round of protect = "targets": the same fit
-            say("reusing the unrestricted fit of the first round (same seed)")
+            say("reusing the unrestricted fit of the first round (same seed)"
+                + (f" for `{rc.name}`" if several else ""))
             fits = {"unrestricted": cached}
         else:
             fits = {"unrestricted": (fit(random_seed=fit_seed, label="unrestricted")
                                      if gaussian else fit())}
-        if reuse_fits is not None and gaussian and not several:
-            reuse_fits[("unrestricted", fit_seed)] = fits["unrestricted"]
+        if reuse_fits is not None and gaussian:
+            reuse_fits[key] = fits["unrestricted"]
     with _timed(sec, "at_risk"):
         # the risk rule scores the unrestricted model on its selection draws (streams[1]),
         # disjoint from the implicates' draws the release is judged on (fresh draws)
@@ -507,9 +512,11 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         fitting (one seed, one release).
     reuse_fits : dict, optional
         Shared by the rounds of ``[risk] protect = "targets"``
-        (:mod:`synthgeo.pipeline.protect`): the unrestricted fit of one gaussian response,
-        keyed by its seed, is stored on the first round and reused by the later ones (their
-        ``[data]``, ``[model]`` priors and ``[sampling]`` are the same).
+        (:mod:`synthgeo.pipeline.protect`): the unrestricted fit of each gaussian response,
+        keyed by its name and seed, is stored on the first round and reused by the later ones
+        (their ``[data]``, ``[model]`` priors and ``[sampling]`` are the same, and a later
+        response's design holds the earlier *confidential* responses, the same in every
+        round).
     plan : SynthesiserState, optional
         ``synthgeo draw`` (:mod:`synthgeo.pipeline.draw`): the implicates come from
         ``plan.new_draws`` (draws no implicate used before) and the stored synthesiser is
@@ -698,11 +705,13 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
                 risk, summary = _within_eps(spec, d, progressbar)
                 per, matches = responses.gaussian_risk_frame(spec, rc, risk, d.synthetic, y)
                 summary = summary.assign(response=rc.name)
-                # the attacker holds the earlier responses' released values, not their truth
-                own_X = None if j == 0 else d.data.X.copy()
+                # the attacker holds the earlier responses' released values, not their truth,
+                # paired with the implicates: row ℓ holds implicate ℓ's (L, n_records, p)
+                own_X = None if j == 0 else np.repeat(d.data.X[None], len(d.synthetic[
+                    "restricted"]), axis=0)
                 if own_X is not None:
-                    own_X[:, data.X.shape[1]:] = np.column_stack(
-                        [e.synthetic["restricted"].mean(axis=0) for e in drawn[:j]])
+                    own_X[:, :, data.X.shape[1]:] = np.stack(
+                        [e.synthetic["restricted"] for e in drawn[:j]], axis=-1)
                 scores = _score_response(spec, d, locations, own_X, risk)
                 attributable = scores.table.assign(response=rc.name)
                 if spec.risk.targets:
@@ -720,7 +729,9 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
             at_risk_sensitivity=d.sensitivity, synthetic=d.synthetic, risk_per_record=per,
             risk_summary=summary, utility=utility, formula=formula, matches=matches,
             seconds=sec, attributable=attributable, risk_scores=scores,
-            at_risk_choice=d.choice))
+            at_risk_choice=d.choice,
+            own_value_leak=(None if d.implicates is None else
+                            d.implicates["restricted"].attrs.get("own_value_leak"))))
         for k, v in sec.items():  # totals over responses; per response in ResponseResult
             seconds[k] = seconds.get(k, 0.0) + v
     joint, joint_per = responses.joint_risk(data, results) if len(results) > 1 else (None, None)

@@ -729,6 +729,7 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
                {"risk_attributable": r.attributable.to_dict("records")}),
             **({} if r.risk_scores is None else
                {"risk_verdict": r.risk_scores.verdict.to_dict()}),
+            **_own_value_leak(spec, r),
             "utility": {"method": ("OLS" if r.family == "gaussian" else
                                    {"bernoulli": "logistic GLM", "poisson": "Poisson GLM"}
                                    [r.family]) + " per implicate, Reiter (2003) rules",
@@ -742,6 +743,15 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
         "release_files": list(release_files or []), "seconds": seconds,
         "review": dict(EMPTY_REVIEW),
     }
+    rec["synthesis"] = _synthesis_record(spec)  # own_value_leak: per response, above
+    if spec.synthesis.predictive == "cross_fit":
+        rec["synthesis"]["released"] += (
+            "; several responses: a later response's predictive is computed with the earlier "
+            "confidential responses in its design, then moved by (x_syn - x) beta to the "
+            "earlier responses' synthetic values of the same implicate; own_value_leak per "
+            "response in responses[]")
+    if result.protection is not None:  # [risk] protect = "targets"
+        rec["protection"] = result.protection
     if result.joint_risk is not None:
         rec["joint_risk"] = result.joint_risk.to_dict("records")
     if getattr(result, "general_utility", None) is not None:
@@ -756,6 +766,18 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
     rec["verdicts"]["risk"] = _several_risk_verdict(result)
     rec["warnings"] = rec["warnings"] + list(result.warnings)
     return jsonable(rec)
+
+
+def _own_value_leak(spec, r) -> dict[str, Any]:
+    """``own_value_leak`` of one gaussian response under a calibrated cross-fit, else nothing.
+
+    Aggregates only (:func:`synthgeo.synthesis.cross_fit.own_value_leak`).
+    """
+    if spec.synthesis.predictive != "cross_fit" or r.family != "gaussian":
+        return {}
+    if spec.synthesis.cross_fit_calibration == "none":
+        return {"own_value_leak": None}
+    return {"own_value_leak": r.own_value_leak}
 
 
 def _rule_record(r, spec) -> dict[str, Any]:

@@ -94,11 +94,15 @@ class LeaveOutPosterior:
         PSIS k̂ per record (confidential through y; only aggregates leave the object).
     ess : ndarray of shape (n_records,)
         Effective number of draws 1 / Σ_ℓ w_iℓ² after smoothing.
+    rows : ndarray of int, shape (L, n_records), optional
+        The full-posterior draw behind each row of each record (:func:`resample_rows`), so
+        that a later term paired with row ℓ can use that draw's parameters.
     """
 
     predictive: Predictive
     pareto_k: np.ndarray
     ess: np.ndarray
+    rows: np.ndarray | None = None
 
     def __repr__(self) -> str:
         """Show counts only: the per-record figures depend on the confidential values."""
@@ -193,4 +197,4 @@ def reweight_leave_out(loo: Predictive, log_density: np.ndarray, *,
     rows = resample_rows(lw.T)  # (L, n)
     cols = np.broadcast_to(np.arange(n), (L, n))
     pred = Predictive(mean=loo.mean[rows, cols], sd=loo.sd[rows, cols], name="baseline_loo")
-    return LeaveOutPosterior(predictive=pred, pareto_k=k, ess=ess)
+    return LeaveOutPosterior(predictive=pred, pareto_k=k, ess=ess, rows=rows)

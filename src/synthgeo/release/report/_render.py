@@ -49,6 +49,7 @@ SECTIONS: tuple[tuple[str, Callable], ...] = (
 SEQUENTIAL_SECTIONS: tuple[tuple[str, Callable], ...] = (
     ("Key figures", section_key_figures),
     ("Responses: rates by area, risk, utility", section_responses),
+    (None, section_protection),  # only under protect = "targets": not listed as skipped
     ("General utility (pMSE)", section_general_utility),
     _LOCATIONS,
 )

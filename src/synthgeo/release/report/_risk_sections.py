@@ -156,6 +156,8 @@ def section_risk(result) -> Section | None:
 def protection_tables(block: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Return the rounds of ``protect = "targets"``: one row per round, one per round and target.
 
+    Several responses: a target row per response (its ``response`` column).
+
     Examples
     --------
     >>> block = {"rounds": [{"round": 1, "mechanism": "m", "records_protected": 3,
@@ -175,7 +177,9 @@ def protection_tables(block: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
         "smallest CI overlap": r["smallest_ci_overlap"], "seconds": r["seconds"]}
         for r in block["rounds"]])
     targets = pd.DataFrame([{
-        "round": r["round"], "measure": t["measure"], "criterion": t["criterion"],
+        "round": r["round"],
+        **({"response": t["response"]} if t.get("response") is not None else {}),
+        "measure": t["measure"], "criterion": t["criterion"],
         "limit": t["limit"], "point": t["value"], "upper bound": t["upper"],
         "records above": t["n_above"], "status": t["status"]}
         for r in block["rounds"] for t in r["targets"]])
