@@ -57,9 +57,25 @@ def first(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def drawn(first, tmp_path_factory):
-    """Five more implicates drawn from ``first`` (seed 12), written and registered."""
-    ledger, _, out = first
+def chain(tmp_path_factory):
+    """Another signed, registered release like ``first``, which ``drawn`` extends.
+
+    A registered draw makes its release a link inside a chain, from which no second draw is
+    allowed; ``first`` stays the chain's newest for the tests that draw from it repeatedly.
+    """
+    tmp = tmp_path_factory.mktemp("chain")
+    ledger = Ledger(open_register(tmp / "register.sqlite"), KEY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = run_release(_spec(11), ledger=ledger)
+    out = write_release(res, tmp / "a", ledger=ledger)
+    return ledger, res, out
+
+
+@pytest.fixture(scope="module")
+def drawn(chain, tmp_path_factory):
+    """Five more implicates drawn from ``chain`` (seed 12), written and registered."""
+    ledger, _, out = chain
     res = draw_release(out, 5, seed=12, ledger=ledger)
     return res, write_release(res, tmp_path_factory.mktemp("drawn") / "b", ledger=ledger)
 
@@ -92,8 +108,8 @@ def test_a_run_stores_its_synthesiser_in_confidential_with_a_signed_hash(first):
     assert path.stat().st_size < 100_000
 
 
-def test_a_draw_uses_fresh_draws_refits_nothing_and_reports_cumulative_risk(first, drawn):
-    ledger, res_a, out_a = first
+def test_a_draw_uses_fresh_draws_refits_nothing_and_reports_cumulative_risk(chain, drawn):
+    ledger, res_a, out_a = chain
     res, out = drawn
     assert res.spec.synthesis.n_implicates == 5 and res.implicates["restricted"].sizes[
         "implicate"] == 5
@@ -296,9 +312,9 @@ def check_reiter_agreement(out_a: Path, out_b: Path, out_c: Path, z: float = 4.0
     return out
 
 
-def test_reiter_over_old_and_new_implicates_agrees_with_one_release(first, drawn, tmp_path):
+def test_reiter_over_old_and_new_implicates_agrees_with_one_release(chain, drawn, tmp_path):
     """L = 10 + 5 vs a 15-implicate release from the same posterior (same fits' seed)."""
-    _, _, out_a = first
+    _, _, out_a = chain
     _, out_b = drawn
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -306,7 +322,7 @@ def test_reiter_over_old_and_new_implicates_agrees_with_one_release(first, drawn
     out_c = write_release(res, tmp_path / "c")
     for m in ("unrestricted", "restricted"):  # the same posterior
         np.testing.assert_array_equal(res.fits[m].posterior["beta"].values,
-                                      first[1].fits[m].posterior["beta"].values)
+                                      chain[1].fits[m].posterior["beta"].values)
     check_reiter_agreement(out_a, out_b, out_c)
 
 
@@ -323,3 +339,14 @@ def test_reiter_100_plus_50_agrees_with_150_on_the_bundled_spec(tmp_path):
         out_c = write_release(run_release(spec.replace("synthesis", n_implicates=150)),
                               tmp_path / "c")
     check_reiter_agreement(out_a, out_b, out_c)
+
+
+def test_a_second_draw_from_a_release_already_extended_is_refused(chain, drawn, tmp_path):
+    """A draw from a release with a registered successor would reuse its unused draws."""
+    ledger, _, out = chain
+    with pytest.raises(InputError, match="already holds a release made after it"):
+        draw_release(out, 5, seed=31, ledger=ledger)
+    _, out_b = drawn
+    res = draw_release(out_b, 5, seed=32, ledger=ledger)  # the newest of the chain: allowed
+    used = set(drawn[0].implicates["restricted"]["source_draw"].values.tolist())
+    assert not used & set(res.implicates["restricted"]["source_draw"].values.tolist())

@@ -177,3 +177,24 @@ def test_docs_block_is_what_the_benchmark_makes_from_its_records():
     assert text[i:j] == mod.BEGIN + mod._block(records) + mod.END
     # the commented block the benchmark uncomments is the one the test above runs
     assert mod.bundled_commented_targets()["record_threshold"] == TARGET["record_threshold"]
+
+
+def test_cross_fit_targets_against_the_full_posterior_and_stray_max_rounds_are_refused():
+    spec = load_spec(bundled_spec_path())
+    with pytest.raises(SpecError, match="PASS would prove nothing"):
+        spec.replace("synthesis", predictive="cross_fit").replace(
+            "risk", loo_posterior="full", targets=[TARGET])
+    with pytest.raises(SpecError, match="max_rounds = 2.*protect"):
+        spec.replace("risk", max_rounds=2)
+
+
+def test_an_output_folder_inside_a_release_folder_is_refused(tmp_path):
+    from synthgeo.io.atomic import check_output_dir
+
+    rel = tmp_path / "rel"
+    (rel / "release").mkdir(parents=True)
+    (rel / "release.json").write_text('{"synthgeo_release_record": 1}', encoding="utf-8")
+    with pytest.raises(SpecError, match="lies inside the release folder"):
+        check_output_dir(rel / "release" / "x", marker="release.json", overwrite=False)
+    assert not (rel / "release" / "x").exists()
+    check_output_dir(tmp_path / "elsewhere", marker="release.json", overwrite=False)

@@ -98,6 +98,18 @@ class ReleaseSpec:
             raise SpecError(
                 '`[risk] protect = "targets"` seeks the board\'s targets, and none is set: add '
                 'a `[risk.targets]` table, or use protect = "none"')
+        if (self.synthesis.predictive == "cross_fit" and self.risk.loo_posterior == "full"
+                and self.risk.targets and self.risk.protect != "targets"):
+            raise SpecError(
+                '`[risk.targets]` with `[synthesis] predictive = "cross_fit"` and `[risk] '
+                'loo_posterior = "full"`: against the full posterior\'s baseline a cross-fit\'s '
+                "attributable risk is 0 (raw) or its calibration shift by construction, so a "
+                'PASS would prove nothing; remove loo_posterior (default "reweighted")')
+        if self.risk.protect != "targets" and self.risk.max_rounds != 3:
+            raise SpecError(
+                f"`[risk] max_rounds = {self.risk.max_rounds}` caps the rounds of "
+                '`protect = "targets"`, which is not set; set protect = "targets" or remove '
+                "max_rounds")
         if self.risk.protect == "targets" and self.risk.loo_posterior == "full":
             raise SpecError(
                 '`[risk] protect = "targets"` with `loo_posterior = "full"`: against the full '

@@ -55,8 +55,9 @@ def check_output_dir(
     Raises
     ------
     SpecError
-        A folder holding an input, a file in the way, an existing folder without
-        `overwrite`, a foreign folder, or an unwritable parent; each names the fix.
+        A folder holding an input, a folder inside a synthgeo release folder, a file in the
+        way, an existing folder without `overwrite`, a foreign folder, or an unwritable parent;
+        each names the fix.
     """
     out = Path(out).resolve()
     for p in inputs:
@@ -64,6 +65,13 @@ def check_output_dir(
         if p == out or out in p.parents:
             raise SpecError(f"output folder {str(out)!r} contains the input {str(p)!r}; "
                             "choose another `--out`")
+    inside = next((p for p in out.parents if (p / "release.json").is_file()
+                   and _is_record(p / "release.json", "release.json")), None)
+    if inside is not None:  # its release/ is published, its register lists its files
+        raise SpecError(f"`--out` {str(out)!r} lies inside the release folder {str(inside)!r}: "
+                        "its release/ is what may be published (a confidential file written "
+                        "there would be published with it) and the register lists its files; "
+                        "choose an `--out` outside it")
     if out.exists() and not out.is_dir():
         raise SpecError(f"`--out` {str(out)!r} exists and is not a folder")
     if out.exists() and not overwrite:

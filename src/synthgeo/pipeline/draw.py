@@ -190,6 +190,13 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
                          "registered; nothing was written")
     entry, record = ledger.register.verify_folder(folder, ledger.key, flag="draw",
                                                   allow_unsigned=ledger.allow_unsigned)
+    later = ledger.register.successor(entry.id)
+    if later is not None:  # a second draw from one folder would reuse its unused draws
+        raise _refuse(folder, f"the register already holds a release made after it (id "
+                              f"{later.id}, folder {later.folder!r}): its stored synthesiser "
+                              "does not know which posterior draws that release used, and a "
+                              "fork would pool neither branch with the other; draw from the "
+                              "newest release of the chain (`synthgeo releases` lists them)")
     spec = _draw_spec(record, folder, n_implicates, seed)  # what a draw cannot extend, first
     block = record.get("synthesiser")
     path = folder / "confidential" / SYNTHESISER_FILE

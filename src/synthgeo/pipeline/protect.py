@@ -97,7 +97,8 @@ def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
     """
     K = spec.risk.max_rounds
     level = 1.0 - (1.0 - spec.risk.confidence) / K
-    first = spec.replace("risk", protect="none", on_risk_failure="warn", confidence=level)
+    first = spec.replace("risk", protect="none", on_risk_failure="warn", confidence=level,
+                         max_rounds=3)  # a round seeks nothing: the cap is the caller's
     rounds = [(_mechanism(first), first)]
     for name, changes in LADDER:
         if len(rounds) >= K:
@@ -202,9 +203,8 @@ def _why(rounds: list[dict]) -> str:
         + f"{t['measure']} {t['attack']} {t['criterion']}: upper bound {t['upper']:.3g} > "
         f"{t['limit']:.3g}" + ("" if t["n_above"] is None else f" ({t['n_above']} records)")
         for t in failed)
-    cause = ("what remains after the raw cross-fit is the leak through the posterior draws "
-             "(fitted with every record) and the co-sited records' shared fit; synthgeo has no "
-             "stronger mechanism" if last["mechanism"] == LADDER[-1][0] else
+    cause = ("the attributable risk measured after the raw cross-fit comes through the "
+             "posterior draws (fitted with every record); synthgeo has no stronger mechanism" if last["mechanism"] == LADDER[-1][0] else
              f"the cap of {len(rounds)} round(s) ([risk] max_rounds) was reached")
     return f"after {len(rounds)} round(s) ({last['mechanism']} last): {said}; {cause}"
 

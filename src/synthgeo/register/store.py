@@ -214,6 +214,10 @@ class Register:
         hashes = [h for h in hashes if h]
         return self._one(releases.c.seed_hash.in_(hashes)) if hashes else None
 
+    def successor(self, id: int) -> RegisteredRelease | None:
+        """Return a release registered after release ``id`` (its ``previous_id``), or None."""
+        return self._one(releases.c.previous_id == int(id))
+
     def chain(self, id: int) -> list[RegisteredRelease]:
         """Return release ``id`` and every release it was pooled after, oldest first."""
         out, seen, cur = [], set(), int(id)

@@ -295,8 +295,10 @@ def release_record(
                       "(average); baselines: leave-one-out GP and public OLS; attributable = "
                       "release - the stronger baseline, chosen once per measure and attack "
                       "on all records and used for every group, record and the verdict; "
-                      "decisions on Monte Carlo bounds at [risk] confidence "
-                      "(docs/risk-and-utility.md)",
+                      "decisions on Monte Carlo bounds at [risk] confidence; not judged: the "
+                      "signal a record's value leaves in other records' released values, which "
+                      "a method-aware attacker can combine (docs/risk-and-utility.md, 'What the "
+                      "per-record measure does not see')",
             "table": scores.table.to_dict("records")}
         if scores.loo_units is not None:  # the leave-out unit and the other units' largest a_i
             rec["risk_attributable"]["loo_unit"] = scores.loo_units.to_record()

@@ -56,6 +56,25 @@ def _seed_text(result) -> str:
     return f"{origin}, in confidential/{SEED_FILE} (sha256 {seed_sha256(seed)[:16]}…)"
 
 
+
+def released_model_label(spec) -> str:
+    """Return how the released implicates were made, in words (the overview's row).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> released_model_label(NS(synthesis=NS(predictive="cross_fit",
+    ...                                      cross_fit_calibration="covariates_loo")))
+    'cross-fitted (every record from its leave-out predictive; calibration covariates_loo)'
+    """
+    if spec.synthesis.predictive == "cross_fit":
+        return ("cross-fitted (every record from its leave-out predictive; calibration "
+                f"{spec.synthesis.cross_fit_calibration})")
+    weight = getattr(spec.model, "at_risk_weight", "binary")
+    if weight == "pseudo_likelihood":
+        return "restricted (risk-weighted pseudo-likelihood)"
+    return f"restricted (differential smoothing, gamma = {spec.model.gamma})"
+
 def summary_tables(result) -> dict[str, pd.DataFrame]:
     """Return the tables every review needs, as DataFrames (the CLI prints the same ones).
 
@@ -79,8 +98,7 @@ def summary_tables(result) -> dict[str, pd.DataFrame]:
             ("sites", f"{data.sites.n_sites}"),
             ("CRS (projected)", data.gdf.crs.name),
             ("implicates (L)", f"{spec.synthesis.n_implicates}"),
-            ("released model", "restricted (differential smoothing, gamma = "
-                               f"{spec.model.gamma})"),
+            ("released model", released_model_label(spec)),
             ("M (metres)", f"{result.M_m:,.0f}"),
             ("at-risk records", f"{result.at_risk.n_at_risk}"),
             ("sensitivity: at-risk records with M from phi's 5% / 95% quantile",
