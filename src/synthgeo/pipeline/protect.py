@@ -204,7 +204,8 @@ def _why(rounds: list[dict]) -> str:
         f"{t['limit']:.3g}" + ("" if t["n_above"] is None else f" ({t['n_above']} records)")
         for t in failed)
     cause = ("the attributable risk measured after the raw cross-fit comes through the "
-             "posterior draws (fitted with every record); synthgeo has no stronger mechanism" if last["mechanism"] == LADDER[-1][0] else
+             "posterior draws (fitted with every record); synthgeo has no stronger mechanism"
+             if last["mechanism"] == LADDER[-1][0] else
              f"the cap of {len(rounds)} round(s) ([risk] max_rounds) was reached")
     return f"after {len(rounds)} round(s) ({last['mechanism']} last): {said}; {cause}"
 
