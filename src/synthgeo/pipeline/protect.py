@@ -39,6 +39,7 @@ fails, the run says which target failed and why, and ``on_risk_failure`` applies
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -246,11 +247,15 @@ def seek_targets(spec: ReleaseSpec, run: Callable, **kwargs):
     for k, (name, s) in enumerate(specs, start=1):
         say(f"protect = \"targets\": round {k}/{len(specs)}: {name}")
         t0 = time.perf_counter()
-        result = run(s, reuse_fits=cache, **kwargs)
+        with warnings.catch_warnings(record=True) as caught:  # re-issued for the released round
+            warnings.simplefilter("always")
+            result = run(s, reuse_fits=cache, **kwargs)
         rounds.append(round_record(k, name, result, time.perf_counter() - t0))
         say(f"round {k}: risk {rounds[-1]['verdict']}")
         if _status(result) == "PASS":
             break
+    for w in caught:  # an earlier round's FAIL is in `rounds`, not a warning of this release
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     reached = rounds[-1]["verdict"] == "PASS"
     protection = {"protect": "targets", "max_rounds": spec.risk.max_rounds,
                   "reached": reached, "rounds": rounds,

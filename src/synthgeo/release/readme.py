@@ -106,7 +106,8 @@ def readme_context(result) -> dict[str, Any]:
         (``n_released``, ``n_withheld``, ``n_moved`` count its disposals; counts only, no
         location). ``failed``: the verdicts ("location", "risk") that are FAIL — the release
         was written under ``on_location_failure`` / ``on_risk_failure = "warn"`` and the
-        README says so first. ``drawn_from_uid``: the register uid of the release whose
+        README says so first. ``cross_fit``: every record was drawn from its own leave-out
+        predictive (``[synthesis] predictive = "cross_fit"``). ``drawn_from_uid``: the register uid of the release whose
         model a ``synthgeo draw`` release drew from (None for a fitted release).
     """
     from synthgeo._versions import package_versions
@@ -136,6 +137,8 @@ def readme_context(result) -> dict[str, Any]:
         "pseudonymous_ids": getattr(d, "release_ids", "original") == "pseudonymous",
         "covariates": list(d.covariates), "crs_label": _crs_label(data),
         "smoothing": _smoothing_words(spec), "smoothed": _smoothing_ran(result),
+        "cross_fit": spec.synthesis.predictive == "cross_fit",  # every record: leave-out draw
+        "calibrated": spec.synthesis.cross_fit_calibration != "none",
         "first_csv": csv_name(1, L), "last_csv": csv_name(L, L),
         "formula": spec.formula,
         "level": f"{100 * (1 - alpha):g}%", "tq": f"{1 - alpha / 2:g}",  # t quantile

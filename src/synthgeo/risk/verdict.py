@@ -308,7 +308,7 @@ def apply_risk_gate(verdict: RiskVerdict, on_risk_failure: str = "stop") -> None
                        for c in verdict.checks if c.status == "FAIL")
     msg = f"disclosure-risk targets failed for the {verdict.model} model ({failed})"
     if on_risk_failure == "stop":
-        raise RiskError(f"{msg}; nothing was written to release/. Strengthen the protection "
-                        '(`[model] at_risk = "risk"` or "both"), or set `[risk] on_risk_failure '
+        raise RiskError(f"{msg}; nothing was written to release/. Let the run seek the "
+                        'targets (`[risk] protect = "targets"`), or set `[risk] on_risk_failure '
                         '= "warn"` for a preview')
     warn(msg)
