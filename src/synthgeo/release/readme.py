@@ -107,7 +107,8 @@ def readme_context(result) -> dict[str, Any]:
         location). ``failed``: the verdicts ("location", "risk") that are FAIL — the release
         was written under ``on_location_failure`` / ``on_risk_failure = "warn"`` and the
         README says so first. ``cross_fit``: every record was drawn from its own leave-out
-        predictive (``[synthesis] predictive = "cross_fit"``). ``drawn_from_uid``: the register uid of the release whose
+        predictive (``[synthesis] predictive = "cross_fit"``); ``calibrated``: with the
+        covariate calibration. ``drawn_from_uid``: the register uid of the release whose
         model a ``synthgeo draw`` release drew from (None for a fitted release).
     """
     from synthgeo._versions import package_versions
