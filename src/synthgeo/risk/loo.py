@@ -197,6 +197,20 @@ def _entries(Q, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     return Q[rows, cols]
 
 
+def _checked(residual, precision, blocks):
+    """Return r, r as (n, k), Q (dense or CSR) and the block labels, checked against each other."""
+    r = np.asarray(residual, dtype=float)
+    r2 = r[:, None] if r.ndim == 1 else r
+    n = r2.shape[0]
+    Q = precision.tocsr() if sp.issparse(precision) else np.asarray(precision, dtype=float)
+    if Q.shape != (n, n):
+        raise ValueError(f"`precision` must have shape ({n}, {n}), got {Q.shape}.")
+    labels = np.arange(n) if blocks is None else np.asarray(blocks)
+    if labels.shape != (n,):
+        raise ValueError(f"`blocks` must have shape ({n},), got {labels.shape}.")
+    return r, r2, Q, labels
+
+
 def loo_conditional(residual: np.ndarray, precision, blocks: np.ndarray | None = None):
     """Leave-block-out conditional mean and variance of a zero-mean Gaussian vector.
 
@@ -223,15 +237,8 @@ def loo_conditional(residual: np.ndarray, precision, blocks: np.ndarray | None =
     >>> m.round(12).tolist(), v.round(12).tolist()  # E[r0|r1=0] = 0, E[r1|r0=1] = 0.5
     ([0.0, 0.5], [0.75, 0.75])
     """
-    r = np.asarray(residual, dtype=float)
-    r2 = r[:, None] if r.ndim == 1 else r
+    r, r2, Q, labels = _checked(residual, precision, blocks)
     n = r2.shape[0]
-    Q = precision.tocsr() if sp.issparse(precision) else np.asarray(precision, dtype=float)
-    if Q.shape != (n, n):
-        raise ValueError(f"`precision` must have shape ({n}, {n}), got {Q.shape}.")
-    labels = np.arange(n) if blocks is None else np.asarray(blocks)
-    if labels.shape != (n,):
-        raise ValueError(f"`blocks` must have shape ({n},), got {labels.shape}.")
     a = Q @ r2
     mean, var = np.empty_like(r2), np.empty(n)
     _, inv, counts = np.unique(labels, return_inverse=True, return_counts=True)
@@ -297,15 +304,7 @@ def block_log_density(residual: np.ndarray, precision, blocks: np.ndarray | None
     >>> bool(np.isclose(lp[1], norm.logpdf(0.0, 0.5, 0.75 ** 0.5)))  # r1 | r0 = 1
     True
     """
-    r = np.asarray(residual, dtype=float)
-    r2 = r[:, None] if r.ndim == 1 else r
-    n = r2.shape[0]
-    Q = precision.tocsr() if sp.issparse(precision) else np.asarray(precision, dtype=float)
-    if Q.shape != (n, n):
-        raise ValueError(f"`precision` must have shape ({n}, {n}), got {Q.shape}.")
-    labels = np.arange(n) if blocks is None else np.asarray(blocks)
-    if labels.shape != (n,):
-        raise ValueError(f"`blocks` must have shape ({n},), got {labels.shape}.")
+    r, r2, Q, labels = _checked(residual, precision, blocks)
     s = np.broadcast_to(np.asarray(scale, dtype=float), (r2.shape[1],))
     a = Q @ r2
     out = np.empty_like(r2)
