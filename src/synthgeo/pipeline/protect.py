@@ -245,7 +245,9 @@ def seek_targets(spec: ReleaseSpec, run: Callable, **kwargs):
     result = None
     specs = round_specs(spec)
     for k, (name, s) in enumerate(specs, start=1):
-        say(f"protect = \"targets\": round {k}/{len(specs)}: {name}")
+        say(f"protect = \"targets\": round {k}/{len(specs)}: {name} (judged at the level "
+            f"{s.risk.confidence:.4f}: Bonferroni over {spec.risk.max_rounds} rounds, so a "
+            "false PASS of the released round stays within 1 - [risk] confidence)")
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:  # re-issued for the released round
             warnings.simplefilter("always")
