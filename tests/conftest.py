@@ -79,3 +79,29 @@ def load(request):
 
     _load.route = request.param
     return _load
+
+
+@pytest.fixture(scope="session")
+def benchmark_module():
+    """Return ``load(name)``: a script of ``benchmarks/`` imported by name.
+
+    The benchmarks import their siblings (``_record``), so ``benchmarks/`` is on ``sys.path``
+    while the module runs; the tests compare a docs block with what the script makes.
+    """
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks"
+
+    def load(name: str):
+        spec = importlib.util.spec_from_file_location(name, bench / f"{name}.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, str(bench))
+        try:
+            spec.loader.exec_module(mod)
+        finally:
+            sys.path.remove(str(bench))
+        return mod
+
+    return load

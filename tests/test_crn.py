@@ -9,8 +9,6 @@ exactly 0 difference; a real rise is found) are in tests/test_risk_noise.py.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -101,16 +99,9 @@ def test_nngp_normals_are_indexed_by_site():
     assert gap_same < 0.1 * gap_indep
 
 
-def test_docs_block_is_what_bench_crn_makes_from_its_records():
+def test_docs_block_is_what_bench_crn_makes_from_its_records(benchmark_module):
     """docs/risk-and-utility.md's common-random-numbers figures come from bench_crn's records."""
-    bench = ROOT / "benchmarks"
-    spec = importlib.util.spec_from_file_location("bench_crn", bench / "bench_crn.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(bench))
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(bench))
+    mod = benchmark_module("bench_crn")
     records = mod.newest_records()
     assert {"bundled", "lucas"} <= set(records)
     text = mod.DOC.read_text(encoding="utf-8")

@@ -360,21 +360,10 @@ def test_examples_run(name):
     assert result.failed == 0 and result.attempted > 0
 
 
-def test_frontier_docs_block_is_what_the_benchmark_makes_from_its_record():
+def test_frontier_docs_block_is_what_the_benchmark_makes_from_its_record(benchmark_module):
     """docs/risk-and-utility.md "Comparing the mechanisms" comes from the newest --frontier
     record of bench_cross_fit (both data sets, every variant)."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    bench = Path(__file__).resolve().parents[1] / "benchmarks"
-    spec = importlib.util.spec_from_file_location("bench_cross_fit", bench / "bench_cross_fit.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(bench))
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(bench))
+    mod = benchmark_module("bench_cross_fit")
     chosen = mod.newest_frontier_records()
     assert {(d, v) for d in mod.FRONTIER_DATA for v in mod.VARIANTS} <= set(chosen), \
         "a variant of the frontier's data sets has no --frontier record"

@@ -254,20 +254,9 @@ def test_front_door_accepts_the_key(subject_csv):
     assert [f.unit for f in rel.result.risk_scores.loo_units.others] == ["site", "subject"]
 
 
-def test_docs_block_is_what_the_benchmark_makes_from_its_records():
+def test_docs_block_is_what_the_benchmark_makes_from_its_records(benchmark_module):
     """docs/risk-and-utility.md's leave-out-unit figures come from bench_loo_unit's records."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    bench = Path(__file__).resolve().parents[1] / "benchmarks"
-    spec = importlib.util.spec_from_file_location("bench_loo_unit", bench / "bench_loo_unit.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(bench))
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(bench))
+    mod = benchmark_module("bench_loo_unit")
     records = mod.newest_records()
     assert set(records) == {"sacramento_all", "lucas"}  # both files measured
     text = mod.DOC.read_text(encoding="utf-8")

@@ -156,20 +156,9 @@ def test_protect_refuses_the_full_posterior_baseline():
         _spec(loo_posterior="full")
 
 
-def test_docs_block_is_what_the_benchmark_makes_from_its_records():
+def test_docs_block_is_what_the_benchmark_makes_from_its_records(benchmark_module):
     """docs/risk-and-utility.md "Seeking the targets" comes from bench_protect's records."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    bench = Path(__file__).resolve().parents[1] / "benchmarks"
-    spec = importlib.util.spec_from_file_location("bench_protect", bench / "bench_protect.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(bench))
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(bench))
+    mod = benchmark_module("bench_protect")
     records = mod.newest_records()
     assert set(records) == set(mod.DATA), "a shipped data set has no bench_protect record"
     text = mod.DOCS.read_text(encoding="utf-8")
