@@ -241,7 +241,10 @@ def closing_lines(rel, out: Path) -> list[str]:
     if withheld:
         line += f", {withheld} withheld by the outlier policy ([anonymity] treatment = \"apply\")"
     lines.append(line)
-    lines += [f"release (restricted model's implicates): {out / 'release'}",
+    released = ("cross-fitted implicates" if getattr(rel.result.spec.synthesis, "predictive",
+                                                     None) == "cross_fit"
+                else "restricted model's implicates")
+    lines += [f"release ({released}): {out / 'release'}",
               f"report (confidential): {out / 'report.html'}"]
     return _register_line(rel, out) + lines
 
