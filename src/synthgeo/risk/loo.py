@@ -211,6 +211,21 @@ def _checked(residual, precision, blocks):
     return r, r2, Q, labels
 
 
+def _blocks_by_size(labels: np.ndarray):
+    """Yield (s, idx): the records of every block of size s, idx of shape (n_blocks, s)."""
+    _, inv, counts = np.unique(labels, return_inverse=True, return_counts=True)
+    order = np.argsort(inv, kind="stable")
+    sizes = counts[inv[order]]
+    for s in np.unique(sizes):
+        yield int(s), order[sizes == s].reshape(-1, s)
+
+
+def _block_matrices(Q, idx: np.ndarray) -> np.ndarray:
+    """Q_BB of every block in ``idx`` (n_blocks, s), as (n_blocks, s, s)."""
+    s = idx.shape[1]
+    return _entries(Q, np.repeat(idx[:, :, None], s, 2), np.repeat(idx[:, None, :], s, 1))
+
+
 def loo_conditional(residual: np.ndarray, precision, blocks: np.ndarray | None = None):
     """Leave-block-out conditional mean and variance of a zero-mean Gaussian vector.
 
@@ -241,17 +256,13 @@ def loo_conditional(residual: np.ndarray, precision, blocks: np.ndarray | None =
     n = r2.shape[0]
     a = Q @ r2
     mean, var = np.empty_like(r2), np.empty(n)
-    _, inv, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    order = np.argsort(inv, kind="stable")
-    sizes = counts[inv[order]]
-    for s in np.unique(sizes):
-        idx = order[sizes == s].reshape(-1, s)  # (n_blocks, s): records of each block
+    for s, idx in _blocks_by_size(labels):  # idx (n_blocks, s): records of each block
         if s == 1:
             d = (Q.diagonal() if sp.issparse(Q) else np.diagonal(Q))[idx[:, 0]]
             mean[idx[:, 0]] = r2[idx[:, 0]] - a[idx[:, 0]] / d[:, None]
             var[idx[:, 0]] = 1.0 / d
             continue
-        qbb = _entries(Q, np.repeat(idx[:, :, None], s, 2), np.repeat(idx[:, None, :], s, 1))
+        qbb = _block_matrices(Q, idx)
         mean[idx] = r2[idx] - np.linalg.solve(qbb, a[idx])
         var[idx] = np.diagonal(np.linalg.inv(qbb), axis1=1, axis2=2)
     return (mean[:, 0] if r.ndim == 1 else mean), var
@@ -308,18 +319,14 @@ def block_log_density(residual: np.ndarray, precision, blocks: np.ndarray | None
     s = np.broadcast_to(np.asarray(scale, dtype=float), (r2.shape[1],))
     a = Q @ r2
     out = np.empty_like(r2)
-    _, inv, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    order = np.argsort(inv, kind="stable")
-    sizes = counts[inv[order]]
     diag = Q.diagonal() if sp.issparse(Q) else np.diagonal(Q)
-    for b in np.unique(sizes):
-        idx = order[sizes == b].reshape(-1, b)
+    for b, idx in _blocks_by_size(labels):
         if b == 1:
             d = diag[idx[:, 0]]
             quad = a[idx[:, 0]] ** 2 / d[:, None]  # (n_blocks, k)
             logdet = np.log(d)
         else:
-            qbb = _entries(Q, np.repeat(idx[:, :, None], b, 2), np.repeat(idx[:, None, :], b, 1))
+            qbb = _block_matrices(Q, idx)
             c = np.linalg.cholesky(qbb)
             z = np.linalg.solve(c, a[idx])  # (n_blocks, b, k): c z = a_B
             quad = np.einsum("nbk,nbk->nk", z, z)
@@ -357,16 +364,12 @@ def block_solve(precision, A: np.ndarray, blocks: np.ndarray | None = None) -> n
     Q = precision.tocsr() if sp.issparse(precision) else np.asarray(precision, dtype=float)
     labels = np.arange(n) if blocks is None else np.asarray(blocks)
     out = np.empty_like(A2)
-    _, inv, counts = np.unique(labels, return_inverse=True, return_counts=True)
-    order = np.argsort(inv, kind="stable")
-    sizes = counts[inv[order]]
     diag = Q.diagonal() if sp.issparse(Q) else np.diagonal(Q)
-    for s in np.unique(sizes):
-        idx = order[sizes == s].reshape(-1, s)
+    for s, idx in _blocks_by_size(labels):
         if s == 1:
             out[idx[:, 0]] = A2[idx[:, 0]] / diag[idx[:, 0], None]
             continue
-        qbb = _entries(Q, np.repeat(idx[:, :, None], s, 2), np.repeat(idx[:, None, :], s, 1))
+        qbb = _block_matrices(Q, idx)
         out[idx] = np.linalg.solve(qbb, A2[idx])
     return out[:, 0] if A.ndim == 1 else out
 
