@@ -47,6 +47,7 @@ import numpy as np
 from synthgeo._errors import RiskError
 from synthgeo.config import ReleaseSpec
 from synthgeo.pipeline.responses import SequentialResult
+from synthgeo.pipeline.result import verdicts
 
 __all__ = ["LADDER", "round_specs", "seek_targets", "round_record"]
 
@@ -114,17 +115,6 @@ def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
     return rounds
 
 
-def _status(result) -> str:
-    """Return the round's risk verdict: one response's, or the combined one of several.
-
-    Several responses (:class:`~synthgeo.pipeline.responses.SequentialResult`): FAIL if any
-    response fails, PASS only if every one passes (``risk_status``).
-    """
-    if isinstance(result, SequentialResult):
-        return result.risk_status
-    return result.risk_scores.verdict.status
-
-
 def _checks(result) -> list[tuple[str | None, object]]:
     """(response name or None, target check) of every target of the round, in order."""
     if isinstance(result, SequentialResult):
@@ -184,7 +174,7 @@ def round_record(k: int, name: str, result, seconds: float) -> dict:
         "round": k, "mechanism": name,
         "records_protected": _protected(result),
         "selects_records": result.spec.synthesis.predictive != "cross_fit",
-        "verdict": _status(result), "confidence": result.spec.risk.confidence,
+        "verdict": verdicts(result)["risk"], "confidence": result.spec.risk.confidence,
         "loo_posterior": result.spec.loo_posterior,
         "targets": [{**({"response": response} if several else {}),
                      "measure": c.measure, "attack": c.attack, "criterion": c.criterion,
@@ -254,7 +244,7 @@ def seek_targets(spec: ReleaseSpec, run: Callable, **kwargs):
             result = run(s, reuse_fits=cache, **kwargs)
         rounds.append(round_record(k, name, result, time.perf_counter() - t0))
         say(f"round {k}: risk {rounds[-1]['verdict']}")
-        if _status(result) == "PASS":
+        if verdicts(result)["risk"] == "PASS":
             break
     for w in caught:  # an earlier round's FAIL is in `rounds`, not a warning of this release
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
