@@ -9,10 +9,8 @@ committed records in ``benchmarks/results/`` (no benchmark is rerun here).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 import tomllib
 from pathlib import Path
 
@@ -29,17 +27,6 @@ SETUP = [
     "python3 -m venv .venv && .venv/bin/pip install -q -e . && .venv/bin/synthgeo run --overwrite",
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[test]' && .venv/bin/python -m pytest",
 ]
-
-
-def _module(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(BENCH))
-    return mod
 
 
 # --- the README ------------------------------------------------------------------------------
@@ -105,8 +92,8 @@ def test_relative_links_resolve(page):
 # --- docs/performance.md -----------------------------------------------------------------------
 
 
-def test_performance_page_is_what_the_script_makes_from_the_records():
-    make = _module("make_performance")
+def test_performance_page_is_what_the_script_makes_from_the_records(benchmark_module):
+    make = benchmark_module("make_performance")
     records = make.load_records()
     assert records, "no benchmark record committed in benchmarks/results/"
     page = (ROOT / "docs" / "performance.md").read_text(encoding="utf-8")
@@ -116,8 +103,8 @@ def test_performance_page_is_what_the_script_makes_from_the_records():
         assert f"(../benchmarks/results/{name})" in page
 
 
-def test_every_record_says_command_date_machine_load_commit_and_figures():
-    record = _module("_record")
+def test_every_record_says_command_date_machine_load_commit_and_figures(benchmark_module):
+    record = benchmark_module("_record")
     for path in sorted((BENCH / "results").glob("*.json")):
         rec = json.loads(path.read_text(encoding="utf-8"))
         assert set(record.REQUIRED) <= set(rec), path.name
@@ -130,9 +117,9 @@ def test_every_record_says_command_date_machine_load_commit_and_figures():
                                       for f in rec["figures"]), path.name
 
 
-def test_record_round_trip_and_page_names_its_record(tmp_path, monkeypatch):
+def test_record_round_trip_and_page_names_its_record(tmp_path, monkeypatch, benchmark_module):
     monkeypatch.setenv("SYNTHGEO_BENCH_RESULTS", str(tmp_path))
-    record, make = _module("_record"), _module("make_performance")
+    record, make = benchmark_module("_record"), benchmark_module("make_performance")
     rec = record.Record.start("bench_job", case="grid",
                               argv=[str(BENCH / "bench_job.py"), "--repeat", "3"])
     with pytest.raises(ValueError, match="no figure to record"):
@@ -163,8 +150,8 @@ def _hand_record(folder: Path, name: str, load: float, value: float) -> None:
     (folder / name).write_text(json.dumps(rec))
 
 
-def test_goal_column_says_met_and_flags_a_busy_machine(tmp_path):
-    make = _module("make_performance")
+def test_goal_column_says_met_and_flags_a_busy_machine(tmp_path, benchmark_module):
+    make = benchmark_module("make_performance")
     _hand_record(tmp_path, "quiet.json", load=1.5, value=7.8)
     page = make.render(make.load_records(tmp_path))
     assert "| wall | 7.8 s | ≤ 10 s: met | quiet.json |" in page
