@@ -54,6 +54,20 @@ THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
 REQUIRED = ("benchmark", "case", "command", "date", "machine", "load", "git", "figures")
 
 
+def replace_block(doc: Path, begin: str, end: str, block: str) -> None:
+    """Replace the text from ``begin`` to ``end`` (markers included) in ``doc`` with ``block``.
+
+    ``block`` carries the markers itself. A doc without both markers, in order, stops the
+    script (SystemExit naming the doc and the marker): a generated block is never appended.
+    """
+    text = doc.read_text(encoding="utf-8")
+    i = text.find(begin)
+    j = text.find(end, i + len(begin)) if i >= 0 else -1
+    if i < 0 or j < 0:
+        raise SystemExit(f"{doc}: the markers {begin!r} … {end!r} are missing")
+    doc.write_text(text[:i] + block + text[j + len(end):], encoding="utf-8")
+
+
 def results_dir() -> Path:
     """Return the folder records go to: ``$SYNTHGEO_BENCH_RESULTS`` or ``benchmarks/results/``."""
     return Path(os.environ.get("SYNTHGEO_BENCH_RESULTS", RESULTS))

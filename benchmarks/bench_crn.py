@@ -41,7 +41,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _record import ROOT, Record, results_dir  # noqa: E402
+from _record import ROOT, Record, replace_block, results_dir  # noqa: E402
 
 #: The last commit whose two models drew independent random numbers (main before issue 24
 #: item 1): the "before" of the comparison.
@@ -218,11 +218,7 @@ def render_block(records: dict[str, tuple[str, dict]]) -> str:
 
 def update_doc(block: str, doc: Path = DOC) -> None:
     """Replace the marked block of ``doc`` with ``block``."""
-    text = doc.read_text(encoding="utf-8")
-    i, j = text.find(BEGIN), text.find(END)
-    if i < 0 or j < i:
-        raise SystemExit(f"{doc}: the markers of the bench_crn block are missing")
-    doc.write_text(text[:i] + block + text[j + len(END):], encoding="utf-8")
+    replace_block(doc, BEGIN, END, block)
     print(f"rewrote the bench_crn block of {doc}")
 
 

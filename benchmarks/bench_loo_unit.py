@@ -28,7 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _record import ROOT, Record, results_dir  # noqa: E402
+from _record import ROOT, Record, replace_block, results_dir  # noqa: E402
 
 from synthgeo.config import load_spec  # noqa: E402
 from synthgeo.pipeline import run_release  # noqa: E402
@@ -171,11 +171,7 @@ def render_block(records: dict[str, tuple[str, dict]]) -> str:
 
 def update_doc(block: str, doc: Path = DOC) -> None:
     """Replace the marked block of ``doc`` with ``block``."""
-    text = doc.read_text(encoding="utf-8")
-    i, j = text.find(BEGIN), text.find(END)
-    if i < 0 or j < i:
-        raise SystemExit(f"{doc}: the markers of the bench_loo_unit block are missing")
-    doc.write_text(text[:i] + block + text[j + len(END):], encoding="utf-8")
+    replace_block(doc, BEGIN, END, block)
     print(f"rewrote the bench_loo_unit block of {doc}")
 
 

@@ -34,7 +34,7 @@ import tomllib
 import warnings
 from pathlib import Path
 
-from _record import Record
+from _record import Record, replace_block
 
 from synthgeo.config import bundled_spec_path, load_spec
 from synthgeo.config.risk import RiskTarget
@@ -266,12 +266,7 @@ def newest_records() -> dict[str, dict]:
 
 def write_docs() -> None:
     """Rewrite the block of "Seeking the targets" from the newest records."""
-    text = DOCS.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
-        raise SystemExit(f"{DOCS}: the markers of the bench_protect block are missing")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    DOCS.write_text(head + BEGIN + _block(newest_records()) + END + tail, encoding="utf-8")
+    replace_block(DOCS, BEGIN, END, BEGIN + _block(newest_records()) + END)
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _record import ROOT, Record, results_dir  # noqa: E402
+from _record import ROOT, Record, replace_block, results_dir  # noqa: E402
 
 from synthgeo.config import load_spec  # noqa: E402
 from synthgeo.pipeline import run_release  # noqa: E402
@@ -190,16 +190,8 @@ def block() -> str:
 
 
 def write_doc() -> None:
-    """Replace the block between the markers (or append it to the section)."""
-    text = DOC.read_text(encoding="utf-8")
-    new = block()
-    if BEGIN in text:
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1]
-        text = head + new + tail
-    else:
-        raise SystemExit(f"{DOC} has no {BEGIN!r} marker")
-    DOC.write_text(text, encoding="utf-8")
+    """Replace the block between the markers."""
+    replace_block(DOC, BEGIN, END, block())
     print(f"wrote the block of {DOC.relative_to(ROOT)}")
 
 
