@@ -44,16 +44,19 @@ def _spec(seed: int, *, draws: int = 100, implicates: int = 10):
     return spec.replace("synthesis", n_implicates=implicates)
 
 
-@pytest.fixture(scope="module")
-def first(tmp_path_factory):
-    """A signed, registered release of the bundled records: 2 x 100 draws, L = 10."""
-    tmp = tmp_path_factory.mktemp("draw")
+def _registered(tmp: Path):
+    """(ledger, result, folder): the bundled spec (seed 11) run, written and registered."""
     ledger = Ledger(open_register(tmp / "register.sqlite"), KEY)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = run_release(_spec(11), ledger=ledger)
-    out = write_release(res, tmp / "a", ledger=ledger)
-    return ledger, res, out
+    return ledger, res, write_release(res, tmp / "a", ledger=ledger)
+
+
+@pytest.fixture(scope="module")
+def first(tmp_path_factory):
+    """A signed, registered release of the bundled records: 2 x 100 draws, L = 10."""
+    return _registered(tmp_path_factory.mktemp("draw"))
 
 
 @pytest.fixture(scope="module")
@@ -63,13 +66,7 @@ def chain(tmp_path_factory):
     A registered draw makes its release a link inside a chain, from which no second draw is
     allowed; ``first`` stays the chain's newest for the tests that draw from it repeatedly.
     """
-    tmp = tmp_path_factory.mktemp("chain")
-    ledger = Ledger(open_register(tmp / "register.sqlite"), KEY)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        res = run_release(_spec(11), ledger=ledger)
-    out = write_release(res, tmp / "a", ledger=ledger)
-    return ledger, res, out
+    return _registered(tmp_path_factory.mktemp("chain"))
 
 
 @pytest.fixture(scope="module")
