@@ -46,6 +46,7 @@ import numpy as np
 
 from synthgeo._errors import RiskError
 from synthgeo.config import ReleaseSpec
+from synthgeo.config.model import ModelConfig
 from synthgeo.pipeline.responses import SequentialResult
 from synthgeo.pipeline.result import verdicts
 
@@ -58,8 +59,9 @@ LADDER: tuple[tuple[str, dict], ...] = (
     ("cross_fit raw", {"predictive": "cross_fit", "cross_fit_calibration": "none"}),
 )
 #: ``[model]`` keys of the restricted fit, reset to their defaults in a cross-fitted round.
-_RESTRICTED_DEFAULTS = {"gamma": "inf", "at_risk": "spatial", "at_risk_weight": "binary",
-                        "at_risk_effect": "zero", "at_risk_nugget": "shared"}
+_RESTRICTED_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig)
+                        if f.name in ("gamma", "at_risk", "at_risk_weight", "at_risk_effect",
+                                      "at_risk_nugget")}
 
 
 def _mechanism(spec: ReleaseSpec) -> str:
