@@ -29,16 +29,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 import tomllib
-import warnings
 from pathlib import Path
 
 from _record import Record, replace_block
+from bench_cross_fit import _run  # a whole run_release, timed, its warnings silenced
 
 from synthgeo.config import bundled_spec_path, load_spec
 from synthgeo.config.risk import RiskTarget
-from synthgeo.pipeline import run_release
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "risk-and-utility.md"
@@ -70,14 +68,6 @@ def _specs(name: str):
     target = bundled_commented_targets() if name == "sacramento_2bed" else ISSUE_TARGET
     base = spec.replace("risk", targets=[RiskTarget(**target)], on_risk_failure="warn")
     return target, base, base.replace("risk", protect="targets")
-
-
-def _run(spec):
-    t = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        res = run_release(spec)
-    return res, time.perf_counter() - t
 
 
 def _overlaps(res) -> dict[str, float]:
