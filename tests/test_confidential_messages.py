@@ -132,3 +132,13 @@ def test_constant_and_near_constant_response(tmp_path, caplog):
         text = _said(caplog, lambda s=s: prepare_data(s))
         assert "constant" in text
         assert "12.3" not in text and "12.35" not in text
+
+
+def test_a_log_transform_refusal_does_not_show_the_value():
+    """The non-positive response under transform = "log" is counted, never printed."""
+    from synthgeo.model.transform import ResponseScale
+
+    scale = ResponseScale(transform="log")
+    with pytest.raises(ValueError) as err:
+        scale.to_model(np.array([120000.0, -73519.0]), name="price_usd")
+    assert "73519" not in str(err.value) and "1 value(s)" in str(err.value)

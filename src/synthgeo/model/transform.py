@@ -269,7 +269,7 @@ class ResponseScale:
         if bad.any():
             raise ValueError(
                 f'`transform = "log"` needs a positive `{name}`; {int(bad.sum())} value(s) are '
-                f"zero, negative or missing (e.g. {float(v[bad].ravel()[0]):g}); drop them with "
+                "zero, negative or missing (not shown: they are confidential); drop them with "
                 "`[data] query` or model the column as it is"
             )
         return np.log(v)
