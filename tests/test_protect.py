@@ -45,7 +45,8 @@ def test_rounds_in_order_at_the_bonferroni_level():
         assert s.risk.confidence == pytest.approx(1 - 0.05 / 3)
         assert s.loo_posterior == "reweighted"  # one baseline for every round
     assert rounds[1][1].synthesis.cross_fit_calibration == "covariates_loo"
-    assert rounds[2][1].synthesis.cross_fit_calibration == "none"
+    assert rounds[2][1].synthesis.cross_fit_calibration == "covariates_loo"
+    assert rounds[2][1].synthesis.input_noise == "auto"
     assert len(round_specs(_spec(max_rounds=1))) == 1
     # a spec that already cross-fits does not try its own mechanism twice
     cf = _spec().replace("synthesis", predictive="cross_fit",
@@ -55,13 +56,14 @@ def test_rounds_in_order_at_the_bonferroni_level():
 
 @pytest.fixture(scope="module")
 def sought():
+    """The rounds with the release attacker reported, not judged (the own-value targets)."""
     said = []
     with pytest.warns(UserWarning):
-        rel = sg.run(_spec(), progress=said.append)
+        rel = sg.run(_spec(release_attacker="report"), progress=said.append)
     return rel, said
 
 
-def test_bundled_targets_reached_by_a_later_round(sought, tmp_path):
+def test_bundled_own_value_targets_reached_by_a_later_round(sought, tmp_path):
     rel, said = sought
     p = rel.result.protection
     assert p["reached"] and p["why_not"] is None
@@ -133,8 +135,31 @@ def test_false_pass_at_most_five_percent_by_simulation():
     assert naive / 200 > 0.2 and z_value(0.95, 50) > 0
 
 
-def test_bundled_spec_with_its_commented_targets_uncommented_passes():
-    """The example's commented block (protect and the targets), uncommented: PASS."""
+def test_release_attacker_judged_moves_the_rounds_to_input_noise():
+    """Judged against the release attacker (the default), the calibrated cross-fit fails on
+    the bundled sales at L = 20 and the third round synthesises with input noise chosen for
+    it: its release-attacker criteria pass; the run says which target fails, if any."""
+    with pytest.warns(UserWarning):
+        rel = sg.run(_spec(on_risk_failure="warn"))
+    p = rel.result.protection
+    second, third = p["rounds"][1], p["rounds"][2]
+    assert second["verdict"] == "FAIL"
+    assert {t["attacker"] for t in second["targets"] if t["status"] == "FAIL"} == {
+        "release_attacker"}
+    assert "input noise (auto)" in third["mechanism"]
+    assert all(t["status"] == "PASS" for t in third["targets"]
+               if t["attacker"] == "release_attacker")
+    noise = rel.result.implicates["restricted"].attrs["input_noise"]
+    assert noise["chosen"] == "auto" and noise["sd"] > 0
+    assert p["reached"] == (third["verdict"] == "PASS")
+    if not p["reached"]:
+        assert "input noise was chosen" in p["why_not"]
+
+
+def test_bundled_spec_with_its_commented_targets_uncommented():
+    """The example's commented block (protect and the targets), uncommented, is the target the
+    rounds above are run with (test_release_attacker_judged_moves_the_rounds_to_input_noise):
+    its outcome is theirs; the spec as shipped seeks nothing."""
     import tomllib
 
     text = bundled_spec_path().read_text(encoding="utf-8")
@@ -142,11 +167,7 @@ def test_bundled_spec_with_its_commented_targets_uncommented_passes():
     lines = [ln[2:].split("#")[0].rstrip() for ln in block.splitlines() if ln.startswith("# ")
              and ("=" in ln or ln.startswith("# [risk.targets]"))]
     parsed = tomllib.loads("\n".join(lines).replace("[risk.targets]", "[targets]"))
-    assert parsed["protect"] == "targets" and parsed["targets"]["record_threshold"] == 0.05
-    spec = _spec(protect=parsed["protect"], targets=[parsed["targets"]])
-    with pytest.warns(UserWarning):
-        rel = sg.run(spec)
-    assert rel.verdicts["risk"] == "PASS"
+    assert parsed["protect"] == "targets" and parsed["targets"] == TARGET
     as_written = load_spec(bundled_spec_path())
     assert as_written.risk.protect == "none" and not as_written.risk.targets
 

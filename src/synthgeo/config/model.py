@@ -243,11 +243,19 @@ class SynthesisConfig:
     "Calibrated cross-fit"); "covariates_loo" fits each record's shift without its own
     leave-out error (a smaller own-value weight, an O(p/n) inexact match); "none" leaves it
     raw. Refused beside ``predictive = "posterior"`` unless left at its default.
+
+    ``input_noise`` (float ≥ 0 or "auto", default 0: none): under ``predictive = "cross_fit"``
+    the synthesis reads y* = y + e, e ~ N(0, κ²) drawn once from the release's seed, with κ in
+    the response's model scale (log-dollars for a log response); "auto" takes the smallest κ
+    at which the release attacker's attributable risk stays within the first per-record
+    target for **any** number of pooled implicates (:mod:`synthgeo.synthesis.input_noise`;
+    docs/risk-and-utility.md, "The release attacker").
     """
 
     n_implicates: int = 100
     predictive: Literal["posterior", "cross_fit"] = "posterior"
     cross_fit_calibration: Literal["covariates", "covariates_loo", "none"] = "covariates"
+    input_noise: float | str = 0.0
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -259,5 +267,10 @@ class SynthesisConfig:
         if self.cross_fit_calibration not in ("covariates", "covariates_loo", "none"):
             raise _err("synthesis", "cross_fit_calibration", self.cross_fit_calibration,
                        '"covariates", "covariates_loo" or "none"')
+        noise = self.input_noise
+        if not (noise == "auto" or (isinstance(noise, (int, float)) and not isinstance(noise, bool)
+                                    and math.isfinite(noise) and noise >= 0)):
+            raise _err("synthesis", "input_noise", noise,
+                       'a number >= 0 (model scale, e.g. log-dollars) or "auto"')
 
 

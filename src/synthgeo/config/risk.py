@@ -69,6 +69,9 @@ LOO_UNITS = ("site", "subject", "record")
 LOO_POSTERIORS = ("full", "reweighted")
 #: ``[risk] protect``: judge only, or seek the targets (:mod:`synthgeo.pipeline.protect`).
 PROTECT = ("none", "targets")
+#: ``[risk] release_attacker``: judge the targets against the release attacker too, or only
+#: report it (:mod:`synthgeo.risk.release_attacker`).
+RELEASE_ATTACKER = ("judge", "report")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +96,10 @@ class RiskConfig:
     fails, the next stronger one (:mod:`synthgeo.pipeline.protect`), at most ``max_rounds``
     rounds (1–3), each judged at the Bonferroni level 1 − (1 − confidence)/max_rounds; needs
     ``targets``.
+    ``release_attacker`` {"judge", "report"}, default "judge": every per-record target is judged
+    both on the record's own released values and against the release attacker, who reads the
+    record's value off every record's implicate means (:mod:`synthgeo.risk.release_attacker`;
+    docs/risk-and-utility.md, "The release attacker"); "report" scores it without judging.
     ``confidence``: the level 1 − α of the Monte Carlo bounds every per-record decision uses
     (risk-rule flags, the verdict's counts and largest, neighbour-check rises;
     :mod:`synthgeo.risk.noise`, docs/risk-and-utility.md), in [0.5, 1).
@@ -107,6 +114,7 @@ class RiskConfig:
     confidence: float = 0.95
     protect: Literal["none", "targets"] = "none"
     max_rounds: int = 3
+    release_attacker: Literal["judge", "report"] = "judge"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -135,6 +143,9 @@ class RiskConfig:
         if not (_is_int(self.max_rounds) and 1 <= self.max_rounds <= 3):
             raise _err("risk", "max_rounds", self.max_rounds,
                        "an integer from 1 to 3 (the rounds of `protect = \"targets\"`)")
+        if self.release_attacker not in RELEASE_ATTACKER:
+            raise _err("risk", "release_attacker", self.release_attacker,
+                       '"judge" (the default: the targets hold against it too) or "report"')
         raw = [self.targets] if isinstance(self.targets, dict) else self.targets
         if not isinstance(raw, list):
             raise _err("risk", "targets", self.targets,

@@ -89,11 +89,22 @@ class ReleaseSpec:
             )
         if self.synthesis.predictive == "cross_fit":
             self._check_cross_fit()
+        elif self.synthesis.input_noise != 0:
+            raise SpecError(
+                '`[synthesis] input_noise` applies to the cross-fitted predictive only; remove '
+                'it or set `[synthesis] predictive = "cross_fit"`')
         elif self.synthesis.cross_fit_calibration != "covariates":
             raise SpecError(
                 f'`[synthesis] cross_fit_calibration = "{self.synthesis.cross_fit_calibration}"` '
                 'applies to the cross-fitted predictive only; remove it or set '
                 '`[synthesis] predictive = "cross_fit"`')
+        if self.synthesis.input_noise == "auto" and not any(
+                t.record_threshold is not None or t.max_attributable_record is not None
+                for t in self.risk.targets):
+            raise SpecError(
+                '`[synthesis] input_noise = "auto"` chooses the noise for the first per-record '
+                'target, and none is set: add a `[risk.targets]` table with '
+                '`max_attributable_record` or `record_threshold`, or give input_noise a number')
         if self.risk.protect == "targets" and not self.risk.targets:
             raise SpecError(
                 '`[risk] protect = "targets"` seeks the board\'s targets, and none is set: add '

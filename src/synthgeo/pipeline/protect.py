@@ -9,8 +9,12 @@ the next stronger mechanism, round by round, at most ``[risk] max_rounds``:
    predictive, the analyst's regression kept by a calibration that leaves the record's own
    error out — the frontier's recommendation (docs/risk-and-utility.md, "Comparing the
    mechanisms");
-3. the **raw cross-fit** (``cross_fit_calibration = "none"``): no calibration, so no own-value
-   term at all; the coefficients may move (the cost the calibration removes).
+3. the calibrated cross-fit **with input noise** (``[synthesis] input_noise = "auto"``): the
+   synthesis reads y* = y + e with the smallest noise sd at which the release attacker — who
+   combines every record's implicate means — stays within the first per-record target for any
+   number of pooled implicates (:mod:`synthgeo.synthesis.input_noise`). Until 2026-12-03 the
+   third round was the raw cross-fit; it carries the same neighbour signal as the calibrated one,
+   so it cannot pass where round 2 fails on the release attacker.
 
 **Several responses** (``[[data.responses]]``, every one gaussian): a round applies its
 mechanism to every response (each later response cross-fitted given the earlier confidential
@@ -56,7 +60,9 @@ __all__ = ["LADDER", "round_specs", "seek_targets", "round_record"]
 LADDER: tuple[tuple[str, dict], ...] = (
     ("cross_fit calibrated (covariates_loo)",
      {"predictive": "cross_fit", "cross_fit_calibration": "covariates_loo"}),
-    ("cross_fit raw", {"predictive": "cross_fit", "cross_fit_calibration": "none"}),
+    ("cross_fit calibrated (covariates_loo) + input noise (auto)",
+     {"predictive": "cross_fit", "cross_fit_calibration": "covariates_loo",
+      "input_noise": "auto"}),
 )
 #: ``[model]`` keys of the restricted fit, reset to their defaults in a cross-fitted round.
 _RESTRICTED_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig)
@@ -69,8 +75,12 @@ def _mechanism(spec: ReleaseSpec) -> str:
     if s.predictive != "cross_fit":
         return (f"posterior predictive, restricted fit (gamma = {spec.model.gamma!s}, "
                 f"at_risk = {spec.model.at_risk})")
-    return {"covariates_loo": LADDER[0][0], "none": LADDER[1][0]}.get(
+    name = {"covariates_loo": LADDER[0][0], "none": "cross_fit raw"}.get(
         s.cross_fit_calibration, f"cross_fit calibrated ({s.cross_fit_calibration})")
+    if s.input_noise == 0:
+        return name
+    return name + (" + input noise (auto)" if s.input_noise == "auto"
+                   else f" + input noise (sd {s.input_noise:g})")
 
 
 def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
@@ -97,7 +107,8 @@ def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
     ...                     "max_attributable_record": 0.1}])
     >>> [name for name, _ in round_specs(spec)]  # doctest: +NORMALIZE_WHITESPACE
     ['posterior predictive, restricted fit (gamma = inf, at_risk = spatial)',
-     'cross_fit calibrated (covariates_loo)', 'cross_fit raw']
+     'cross_fit calibrated (covariates_loo)',
+     'cross_fit calibrated (covariates_loo) + input noise (auto)']
     """
     K = spec.risk.max_rounds
     level = 1.0 - (1.0 - spec.risk.confidence) / K
@@ -179,8 +190,8 @@ def round_record(k: int, name: str, result, seconds: float) -> dict:
         "verdict": verdicts(result)["risk"], "confidence": result.spec.risk.confidence,
         "loo_posterior": result.spec.loo_posterior,
         "targets": [{**({"response": response} if several else {}),
-                     "measure": c.measure, "attack": c.attack, "criterion": c.criterion,
-                     "limit": c.limit, "value": c.value, "upper": c.upper,
+                     "measure": c.measure, "attack": c.attack, "attacker": c.attacker,
+                     "criterion": c.criterion, "limit": c.limit, "value": c.value, "upper": c.upper,
                      "n_above": c.n_above, "status": c.status}
                     for response, c in _checks(result)],
         "smallest_ci_overlap": _smallest_overlap(result),
@@ -193,11 +204,14 @@ def _why(rounds: list[dict]) -> str:
     failed = [t for t in last["targets"] if t["status"] == "FAIL"]
     said = "; ".join(
         ("" if t.get("response") is None else f"response `{t['response']}`: ")
-        + f"{t['measure']} {t['attack']} {t['criterion']}: upper bound {t['upper']:.3g} > "
+        + f"{t['measure']} {t['attack']} "
+        + ("(release attacker) " if t.get("attacker") == "release_attacker" else "")
+        + f"{t['criterion']}: upper bound {t['upper']:.3g} > "
         f"{t['limit']:.3g}" + ("" if t["n_above"] is None else f" ({t['n_above']} records)")
         for t in failed)
-    cause = ("the attributable risk measured after the raw cross-fit comes through the "
-             "posterior draws (fitted with every record); synthgeo has no stronger mechanism"
+    cause = ("input noise was chosen for the first per-record target's release attacker; what "
+             "fails after it comes through the posterior draws (fitted with every record) or "
+             "another target; synthgeo has no stronger mechanism"
              if last["mechanism"] == LADDER[-1][0] else
              f"the cap of {len(rounds)} round(s) ([risk] max_rounds) was reached")
     return f"after {len(rounds)} round(s) ({last['mechanism']} last): {said}; {cause}"

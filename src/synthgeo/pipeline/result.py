@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from synthgeo.pipeline.data import PreparedData
     from synthgeo.pipeline.general_utility import GeneralUtility
     from synthgeo.pipeline.previous import CumulativeRisk
+    from synthgeo.pipeline.release_attack import ReleaseAttack
     from synthgeo.pipeline.risk_stage import RiskScores
 
 __all__ = ["MODELS", "ReleaseResult", "SynthesiserState", "ReleaseRisk", "risk_per_record",
@@ -157,6 +158,7 @@ class ReleaseResult:
     general_utility: GeneralUtility | None = None
     protection: dict | None = None
     synthesiser: SynthesiserState | None = field(default=None, repr=False)
+    release_attack: ReleaseAttack | None = None
 
     @property
     def M_m(self) -> float:  # noqa: N802

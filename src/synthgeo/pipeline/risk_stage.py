@@ -31,6 +31,7 @@ import dataclasses
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -62,6 +63,9 @@ from synthgeo.risk.records import RecordRisk, score_records
 from synthgeo.risk.selection import HistogramSelection, histogram_records
 from synthgeo.risk.verdict import RiskVerdict, apply_risk_gate, assess_risk
 
+if TYPE_CHECKING:
+    from synthgeo.pipeline.release_attack import ReleaseAttack
+
 __all__ = ["RiskScores", "score_release_risk", "risk_measures", "loo_predictive",
            "attacker_shift", "public_X",
            "release_predictive_of", "score_model", "RISK_FAILED_CODE", "gate_cumulative",
@@ -85,7 +89,7 @@ def risk_measures(spec: ReleaseSpec) -> tuple[Measure, ...]:
                          extra=[t.measure for t in spec.risk.targets])
 
 
-def _draws(fit: GPFit, ds: xr.Dataset) -> dict[str, np.ndarray]:
+def posterior_draws(fit: GPFit, ds: xr.Dataset) -> dict[str, np.ndarray]:
     """β (L, p), σ², φ (1/m), τ² (L,) of the posterior draws that made ``ds``'s implicates."""
     post = fit.posterior
     sel = {"chain": xr.DataArray(ds["source_chain"].values, dims="implicate"),
@@ -93,6 +97,10 @@ def _draws(fit: GPFit, ds: xr.Dataset) -> dict[str, np.ndarray]:
     at = post[["beta", "sigma2", "phi", "nugget"]].sel(sel)
     return {"beta": at["beta"].transpose("implicate", "coef").values,
             **{v: at[v].values.astype(float) for v in ("sigma2", "phi", "nugget")}}
+
+
+#: How the CLI and report name whose attributable risk a criterion judges.
+_ATTACKER_WORDS = {"own_values": "", "release_attacker": "(release attacker) "}
 
 
 def record_blocks(spec: ReleaseSpec, data, unit: str | None = None) -> np.ndarray:
@@ -163,7 +171,7 @@ def loo_predictive(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset, *,
         return loo
     moved = reweight_leave_out(loo, density[unit])
     if paired:  # implicate ℓ's own covariates with the draw resampled into row ℓ
-        return attacker_shift(moved.predictive, _draws(fit, ds)["beta"], own_X, data.X,
+        return attacker_shift(moved.predictive, posterior_draws(fit, ds)["beta"], own_X, data.X,
                               rows=moved.rows)
     return moved.predictive
 
@@ -216,6 +224,19 @@ def attacker_shift(loo: Predictive, beta: np.ndarray, own_X: np.ndarray, X: np.n
     return Predictive(mean=loo.mean + shift, sd=loo.sd, name=loo.name)
 
 
+def precision_function(spec: ReleaseSpec, data, fit: GPFit):
+    """Return the precision of y over records, ``(phi_per_m, alpha) -> Q``, of ``fit``'s engine.
+
+    :func:`synthgeo.risk.loo.nngp_precision` (the fit's neighbour count) for an NNGP fit,
+    :func:`~synthgeo.risk.loo.exact_precision` otherwise; locations in metres.
+    """
+    coords = coordinates_m(data.gdf)
+    if fit.engine.get("gp") == "nngp":
+        return nngp_precision(coords, int(fit.engine.get("n_neighbors")
+                                          or spec.model.n_neighbors))
+    return exact_precision(coords)
+
+
 def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
                     blocks: dict[str, np.ndarray], *, own_X: np.ndarray | None = None,
                     seconds: dict[str, float] | None = None,
@@ -242,15 +263,10 @@ def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
     dict of str to Predictive
         By unit, (L, n_records), model scale.
     """
-    d = _draws(fit, ds)
-    coords = coordinates_m(data.gdf)
-    if fit.engine.get("gp") == "nngp":
-        precision_of = nngp_precision(coords, int(fit.engine.get("n_neighbors")
-                                                  or spec.model.n_neighbors))
-    else:
-        precision_of = exact_precision(coords)
+    d = posterior_draws(fit, ds)
     loos = baseline_loo_sets(data.y, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
-                             alpha=d["nugget"] / d["sigma2"], precision_of=precision_of,
+                             alpha=d["nugget"] / d["sigma2"],
+                             precision_of=precision_function(spec, data, fit),
                              block_sets=blocks, seconds=seconds, own_weight=own_weight,
                              log_density=log_density)
     if own_X is None:
@@ -319,6 +335,12 @@ class RiskScores:
     loo_units : LooUnitComparison or None
         The leave-out unit run and the largest a_i under every other unit
         (:func:`compare_loo_units`); None when not compared.
+    baseline : Predictive or None
+        The leave-one-out baseline of the spec's unit as scored (confidential; the release
+        attacker's prior, :mod:`synthgeo.pipeline.release_attack`).
+    release_attack : ReleaseAttack or None
+        The release attacker's figures (:func:`synthgeo.pipeline.release_attack.\
+score_release_attacker`); None for a later response of several (not scored yet).
     """
 
     measures: tuple[Measure, ...]
@@ -330,6 +352,8 @@ class RiskScores:
     warnings: list[dict[str, str]] = field(default_factory=list)
     loo_units: LooUnitComparison | None = None
     loo_posterior: dict | None = None
+    baseline: Predictive | None = field(default=None, repr=False)
+    release_attack: ReleaseAttack | None = None
 
     @property
     def records(self) -> dict[str, RecordRisk]:
@@ -361,7 +385,8 @@ class RiskScores:
         if not v.checks:
             return ("risk verdict: NOT ASSESSED (no [risk.targets]; the figures are reported "
                     "beside their baselines)")
-        parts = [f"{c.measure} {c.attack} {c.criterion} {c.value:.3g} "
+        parts = [f"{c.measure} {c.attack} {_ATTACKER_WORDS[c.attacker]}{c.criterion} "
+                 f"{c.value:.3g} "
                  f"[{c.lower:.3g}, {c.upper:.3g}]"
                  + ("" if c.n_possible is None
                     else f" ({c.n_above} above, {c.n_certain} certainly, {c.n_possible} possibly)")
@@ -385,7 +410,9 @@ class RiskScores:
         ``release_se``, ``loo_se``, ``public_se``; the average attack's hits
         ``hit_<release|loo|public>[<measure>/<form>]_<model>``;
         ``attributable[<measure>/<attack>]_<model>`` and ``attributable_se[...]`` against the
-        one baseline b*; then ``identifiable_by_location``. The index holds the record ids,
+        one baseline b*; then ``identifiable_by_location``; then the release attacker's
+        ``release_attacker_risk``, ``release_attacker_attributable`` and
+        ``release_attacker_implicate_budget`` (released model, judged measure). The index holds the record ids,
         named as the data's id column.
         """
         frames = []
@@ -403,6 +430,8 @@ class RiskScores:
             frames.append(pd.concat([df, pd.DataFrame(cols)], axis=1).add_suffix(f"_{model}"))
         out = pd.concat(frames, axis=1)
         out["identifiable_by_location"] = self.identifiable
+        if self.release_attack is not None:  # the neighbour signal (released model)
+            out = pd.concat([out, self.release_attack.per_record()], axis=1)
         return out.set_axis(index, axis=0)
 
 
@@ -587,7 +616,7 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
         moved = {u: reweight_leave_out(p, density[u]) for u, p in loos.items()}
         loos = {u: m.predictive for u, m in moved.items()}
         if paired:  # implicate ℓ's earlier released values, with row ℓ's resampled draw
-            beta = _draws(fits["unrestricted"], implicates["unrestricted"])["beta"]
+            beta = posterior_draws(fits["unrestricted"], implicates["unrestricted"])["beta"]
             loos = {u: attacker_shift(p, beta, own_X, data.X, rows=moved[u].rows)
                     for u, p in loos.items()}
         loo_posterior = moved[spec.loo_unit].summary()
@@ -610,12 +639,18 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                  * summary.record_attributable_se("restricted", key, target.attack))
         # possibly above the threshold (upper Monte Carlo bound): the protective count
         joint = joint_count(upper, target.record_threshold, below_k=below, unique=unique)
+    attack = None
+    if own_X is None:  # the release attacker (the neighbour signal) on the released implicates
+        from synthgeo.pipeline.release_attack import score_release_attacker  # noqa: PLC0415
+        attack = score_release_attacker(spec, data, fits, implicates, loo, mask, g)
+    judged = (attack.by_target if attack is not None
+              and getattr(spec.risk, "release_attacker", "judge") == "judge" else None)
     verdict = assess_risk(summary, spec.risk.targets, model="restricted", joint=joint,
-                          confidence=confidence)
+                          confidence=confidence, release_attacker=judged)
     notes = _gate(spec, verdict)  # a FAIL under "stop" raises before the other units
     units = (compare_loo_units(spec, data, implicates, summary, measures, g, loos=loos,
                                differs=differs, solve_seconds=solve_seconds, own_X=own_X,
                                realised=realised) if compare_units else None)
     return RiskScores(measures=measures, g=g, summary=summary, verdict=verdict, joint=joint,
                       identifiable=below | unique, warnings=notes, loo_units=units,
-                      loo_posterior=loo_posterior)
+                      loo_posterior=loo_posterior, baseline=loo, release_attack=attack)

@@ -295,10 +295,10 @@ def release_record(
                       "(average); baselines: leave-one-out GP and public OLS; attributable = "
                       "release - the stronger baseline, chosen once per measure and attack "
                       "on all records and used for every group, record and the verdict; "
-                      "decisions on Monte Carlo bounds at [risk] confidence; not judged: the "
-                      "signal a record's value leaves in other records' released values, which "
-                      "a method-aware attacker can combine (docs/risk-and-utility.md, 'What the "
-                      "per-record measure does not see')",
+                      "decisions on Monte Carlo bounds at [risk] confidence; the signal a "
+                      "record's value leaves in other records' released values is scored "
+                      "separately by the release attacker (risk_release_attacker; "
+                      "docs/risk-and-utility.md, 'The release attacker')",
             "table": scores.table.to_dict("records")}
         if scores.loo_units is not None:  # the leave-out unit and the other units' largest a_i
             rec["risk_attributable"]["loo_unit"] = scores.loo_units.to_record()
@@ -307,6 +307,9 @@ def release_record(
                                                "[risk] loo_posterior = \"full\")"})
         rec["verdicts"]["risk"] = scores.verdict.to_dict()
         rec["warnings"] = rec["warnings"] + list(scores.warnings)
+        attack = getattr(scores, "release_attack", None)
+        rec["risk_release_attacker"] = None if attack is None else {
+            **attack.summary(), "judged": spec.risk.release_attacker == "judge"}
     else:
         rec["verdicts"]["risk"] = NOT_ASSESSED_RISK
     return jsonable(rec)
@@ -338,7 +341,8 @@ def _synthesis_record(spec, released=None) -> dict[str, Any]:
                             "fit)",
                 "calibration": calibration,
                 "own_value_leak": leak if calibration != "none" else None,
-                "pseudo_likelihood": None}
+                "pseudo_likelihood": None,
+                "input_noise": None if released is None else released.attrs.get("input_noise")}
     pseudo = None if released is None else released.attrs.get("pseudo_likelihood")
     if spec.model.at_risk_weight == "pseudo_likelihood":
         return {"predictive": "posterior", "restricted_fit": True, "leave_out_unit": None,

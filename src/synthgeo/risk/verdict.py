@@ -29,7 +29,7 @@ verdict is on them. Source: docs/risk-and-utility.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,6 +101,10 @@ class TargetCheck:
         Records certainly / possibly above the threshold (None for the first criterion).
     confidence : float
         1 − α (``[risk] confidence``).
+    attacker : {"own_values", "release_attacker"}
+        Whose attributable risk is judged: the per-record measure on the record's own released
+        values (with Monte Carlo bounds), or the release attacker
+        (:mod:`synthgeo.risk.release_attacker`: exact given the release, so lower = upper).
     """
 
     measure: str
@@ -116,6 +120,7 @@ class TargetCheck:
     n_certain: int | None = None
     n_possible: int | None = None
     confidence: float = 0.95
+    attacker: str = "own_values"
 
     def __post_init__(self) -> None:
         """Refuse an unknown status."""
@@ -182,11 +187,12 @@ class RiskVerdict:
 
 
 def _checks(target, a: np.ndarray, se: np.ndarray | None = None,
-            confidence: float = 0.95, n_rows: int | None = None) -> list[TargetCheck]:
+            confidence: float = 0.95, n_rows: int | None = None,
+            attacker: str = "own_values") -> list[TargetCheck]:
     """Judge one target on a_i (n,) with its Monte Carlo se (zeros when None)."""
     key = Measure.parse(target.measure).key
     se = np.zeros_like(a, dtype=float) if se is None else np.asarray(se, float)
-    common = {"measure": key, "attack": target.attack,
+    common = {"measure": key, "attack": target.attack, "attacker": attacker,
               "record_threshold": target.record_threshold, "confidence": float(confidence)}
     out = []
     if target.max_attributable_record is not None:
@@ -218,7 +224,9 @@ def _checks(target, a: np.ndarray, se: np.ndarray | None = None,
 
 def assess_risk(summary: AttributableSummary, targets: Sequence[Any], *,
                 model: str = "restricted", cumulative: bool = False,
-                joint: JointCount | None = None, confidence: float = 0.95) -> RiskVerdict:
+                joint: JointCount | None = None, confidence: float = 0.95,
+                release_attacker: Mapping[tuple[str, str], np.ndarray] | None = None
+                ) -> RiskVerdict:
     """Judge each target on the released model's per-record attributable risk.
 
     Parameters
@@ -235,6 +243,11 @@ def assess_risk(summary: AttributableSummary, targets: Sequence[Any], *,
     joint : JointCount, optional
     confidence : float, default=0.95
         1 − α of the Monte Carlo bounds (``[risk] confidence``; :mod:`synthgeo.risk.noise`).
+    release_attacker : mapping of (measure key, attack) to ndarray (n,), optional
+        The release attacker's attributable risk per record
+        (:attr:`synthgeo.pipeline.release_attack.ReleaseAttack.by_target`): each target with
+        an entry is judged on it as well (``attacker = "release_attacker"``, no Monte Carlo
+        margin: the figure is exact given the release).
 
     Returns
     -------
@@ -269,6 +282,9 @@ def assess_risk(summary: AttributableSummary, targets: Sequence[Any], *,
         a = summary.record_attributable(model, key, t.attack)
         se = summary.record_attributable_se(model, key, t.attack)
         checks.extend(_checks(t, a, se, confidence, summary.records[model].n_implicates))
+        if release_attacker is not None and (key, t.attack) in release_attacker:
+            checks.extend(_checks(t, np.asarray(release_attacker[(key, t.attack)], float),
+                                  None, confidence, None, attacker="release_attacker"))
     statuses = {c.status for c in checks}
     status = "FAIL" if "FAIL" in statuses else "PASS" if "PASS" in statuses else "NOT ASSESSED"
     return RiskVerdict(status=status, model=model, checks=tuple(checks), cumulative=cumulative,

@@ -142,7 +142,9 @@ def _verdict_row(result) -> tuple[str, str, str]:
         return ("risk verdict (released model)",
                 "NOT ASSESSED: no [risk.targets] were set", "")
     v = scores.verdict
-    parts = [f"{c.measure} {c.attack}: {c.criterion} {c.value:.3g} "
+    parts = [f"{c.measure} {c.attack}"
+             + (", release attacker" if getattr(c, "attacker", "") == "release_attacker" else "")
+             + f": {c.criterion} {c.value:.3g} "
              f"(Monte Carlo bounds {c.lower:.3g} to {c.upper:.3g} at {c.confidence:g}"
              + ("" if c.n_possible is None else
                 f"; records above: {c.n_above} by the estimate, {c.n_certain} certainly, "

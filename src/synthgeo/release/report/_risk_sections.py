@@ -128,6 +128,14 @@ def attributable_table(result):
     return t[cols].reset_index(drop=True)
 
 
+def _release_attacker(result, scores) -> dict | None:
+    """The release attacker's aggregates for the template (None when not scored)."""
+    attack = None if scores is None else getattr(scores, "release_attack", None)
+    if attack is None:
+        return None
+    return {**attack.summary(), "judged": result.spec.risk.release_attacker == "judge"}
+
+
 def section_risk(result) -> Section | None:
     """Risk by group (table and bars) and the distribution of per-record risk, both models."""
     if result.risk_summary is None or not result.risk:
@@ -149,6 +157,7 @@ def section_risk(result) -> Section | None:
                   loo_units=None if units is None else units.table(),
                   loo_posterior=None if scores is None else scores.loo_posterior,
                   loo_posterior_full=scores is not None and scores.loo_posterior is None,
+                  release_attacker=_release_attacker(result, scores),
                   groups_uri=F.to_data_uri(fig1), records_uri=F.to_data_uri(fig2))
     return Section("risk", "Disclosure risk", body)
 
@@ -167,7 +176,7 @@ def protection_tables(block: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     ...          "value": 0.2, "upper": 0.3, "n_above": None, "status": "FAIL"}]}]}
     >>> rounds, targets = protection_tables(block)
     >>> rounds.shape, targets.shape
-    ((1, 8), (1, 8))
+    ((1, 8), (1, 9))
     """
     rounds = pd.DataFrame([{
         "round": r["round"], "mechanism": r["mechanism"],
@@ -179,8 +188,10 @@ def protection_tables(block: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     targets = pd.DataFrame([{
         "round": r["round"],
         **({"response": t["response"]} if t.get("response") is not None else {}),
-        "measure": t["measure"], "criterion": t["criterion"],
-        "limit": t["limit"], "point": t["value"], "upper bound": t["upper"],
+        "measure": t["measure"],
+        "attacker": ("release attacker" if t.get("attacker") == "release_attacker"
+                     else "own values"),
+        "criterion": t["criterion"], "limit": t["limit"], "point": t["value"], "upper bound": t["upper"],
         "records above": t["n_above"], "status": t["status"]}
         for r in block["rounds"] for t in r["targets"]])
     return rounds, targets

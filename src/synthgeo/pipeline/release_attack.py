@@ -1,0 +1,240 @@
+"""The release attacker scored on a release (:mod:`synthgeo.risk.release_attacker`).
+
+After the per-record risk is scored, the run scores the attacker who reads a record's value off
+every record's released implicate means (the neighbour signal) against the same leave-one-out
+baseline, per record, for the measure of the board's first target (or the first measure):
+its attributable risk at the release's L, and the number of pooled implicates (this release
+and every later draw from the same synthesiser) at which each record's would pass the target's
+threshold — the *implicate budget*. What is judged and how is in docs/risk-and-utility.md,
+"The release attacker".
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from synthgeo.risk.measure import Measure
+from synthgeo.risk.predictive import Predictive
+from synthgeo.risk.rao_blackwell import rb_risk
+from synthgeo.risk.release_attacker import (
+    attacker_predictive,
+    implicate_budget,
+    mechanism_map,
+    release_information,
+)
+
+__all__ = ["ReleaseAttack", "score_release_attacker", "judged_target"]
+
+#: Above this many pooled implicates the budget is reported as "not reached".
+BUDGET_CAP = 100_000
+
+
+@dataclass(frozen=True)
+class ReleaseAttack:
+    """The release attacker's figures for one release (aggregates public, per record not).
+
+    Attributes
+    ----------
+    mechanism : str
+        ``"cross_fit"`` (with ``calibration``) or ``"posterior"``.
+    calibration : str
+    approximate : str or None
+        Why the map is an approximation (a restricted posterior predictive), or None.
+    measure, attack : str
+        The judged measure (e.g. ``"rel:0.1"``) and attack (``"share"`` / ``"average"``).
+    threshold : float or None
+        The target's ``record_threshold`` (or ``max_attributable_record``) the budget counts.
+    n_implicates : int
+        L of this release.
+    kappa : float
+        Input noise sd (model scale); 0 without.
+    seconds : float
+    attributable : ndarray of shape (n,)
+        Release attacker's risk − the baseline's, per record (confidential).
+    risk, baseline : ndarray of shape (n,)
+        The two risks (confidential).
+    budget : ndarray of int, shape (n,)
+        Pooled implicates at which the record's attributable risk would pass ``threshold``.
+    information : ndarray of shape (n,)
+        I_i per implicate (units of the response⁻²).
+    largest_unlimited : float or None
+        Under input noise: the largest attributable risk for any number of pooled implicates
+        (the attacker knows y*_i); None without input noise (it tends to 1 - baseline).
+    kappa_chosen : {"given", "auto"} or None
+    by_target : dict of (measure key, attack) to ndarray (n,)
+        The attributable risk per record for every ``[risk.targets]`` entry (the verdict's
+        ``release_attacker`` input; confidential).
+    """
+
+    mechanism: str
+    calibration: str
+    approximate: str | None
+    measure: str
+    attack: str
+    threshold: float | None
+    n_implicates: int
+    kappa: float
+    seconds: float
+    attributable: np.ndarray = field(repr=False)
+    risk: np.ndarray = field(repr=False)
+    baseline: np.ndarray = field(repr=False)
+    budget: np.ndarray = field(repr=False)
+    information: np.ndarray = field(repr=False)
+    largest_unlimited: float | None = None
+    kappa_chosen: str | None = None
+    by_target: dict = field(default_factory=dict, repr=False)
+
+    def summary(self) -> dict:
+        """Return the aggregates for release.json (no record's value)."""
+        a = self.attributable
+        out = {"mechanism": self.mechanism, "calibration": self.calibration,
+               "approximate": self.approximate, "measure": self.measure,
+               "attack": self.attack, "n_implicates": self.n_implicates,
+               "input_noise_sd": self.kappa, "input_noise_chosen": self.kappa_chosen,
+               "largest_attributable_any_implicates": self.largest_unlimited,
+               "n_records": int(a.size),
+               "largest_attributable": float(a.max()), "mean_attributable": float(a.mean()),
+               "largest_risk": float(self.risk.max()),
+               "largest_baseline": float(self.baseline.max()),
+               "threshold": self.threshold, "seconds": round(self.seconds, 3)}
+        if self.threshold is not None:
+            out["n_records_above_threshold"] = int((a > self.threshold).sum())
+            within = self.budget[self.budget < BUDGET_CAP]
+            out["smallest_implicate_budget"] = int(within.min()) if within.size else None
+            out["n_records_budget_within_release"] = int(
+                (self.budget <= self.n_implicates).sum())
+        return out
+
+    def per_record(self) -> pd.DataFrame:
+        """Per-record columns for the confidential risk file."""
+        return pd.DataFrame({"release_attacker_risk": self.risk,
+                             "release_attacker_attributable": self.attributable,
+                             "release_attacker_implicate_budget": self.budget})
+
+    def line(self) -> str:
+        """One console line (aggregates only)."""
+        s = self.summary()
+        text = (f"release attacker (every record's implicate means, {self.measure} "
+                f"{self.attack}): largest attributable {s['largest_attributable']:.3f} at "
+                f"L = {self.n_implicates}")
+        if self.threshold is not None:
+            text += (f"; {s['n_records_above_threshold']} records above {self.threshold:g}; "
+                     f"smallest implicate budget {s['smallest_implicate_budget'] or 'not reached'}")
+        return text
+
+
+def judged_target(spec) -> tuple[Measure, str, float | None]:
+    """Return the judged measure, attack and threshold (the first per-record target)."""
+    for t in spec.risk.targets:
+        thr = t.record_threshold if t.record_threshold is not None else t.max_attributable_record
+        if thr is not None:
+            return Measure.parse(t.measure), t.attack, float(thr)
+    if spec.risk.targets:
+        t = spec.risk.targets[0]
+        return Measure.parse(t.measure), t.attack, None
+    from synthgeo.pipeline.risk_stage import risk_measures  # noqa: PLC0415 (same stage)
+    return risk_measures(spec)[0], "share", None
+
+
+def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Dataset],
+                           baseline: Predictive, at_risk: np.ndarray, g: str, *,
+                           kappa: float = 0.0, truth: np.ndarray | None = None
+                           ) -> ReleaseAttack:
+    """Score the release attacker on the released (``"restricted"``) implicates.
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        ``[risk.targets]`` (the measure, attack and threshold), ``[risk] loo_unit``.
+    data : PreparedData
+    fits : dict of str to GPFit
+        The fit whose posterior draws made the released implicates: ``"unrestricted"`` under the
+        cross-fit, ``"restricted"`` under the posterior predictive.
+    implicates : dict of str to xarray.Dataset
+    baseline : Predictive
+        The scored leave-one-out baseline (:attr:`RiskScores.baseline`), (L, n), model scale.
+    at_risk : ndarray of bool, shape (n,)
+        Records whose effect the restricted fit smooths (the map is approximate there).
+    g : {"exp", "identity"}
+        Map to the person's scale.
+    kappa : float, default=0.0
+        Input noise sd (model scale) of the synthesis.
+    truth : ndarray of shape (n,), optional
+        y (default ``data.y``).
+
+    Returns
+    -------
+    ReleaseAttack
+    """
+    from synthgeo.pipeline.risk_stage import (  # noqa: PLC0415 (same stage, no cycle at import)
+        posterior_draws,
+        precision_function,
+        record_blocks,
+    )
+    t0 = time.perf_counter()
+    released = implicates["restricted"]
+    cross = released.attrs.get("predictive") == "cross_fit"
+    mechanism = "cross_fit" if cross else "posterior"
+    calibration = released.attrs.get("calibration", "none") if cross else "none"
+    fit = fits["unrestricted"] if cross else fits["restricted"]
+    approximate = None
+    if not cross and np.asarray(at_risk, bool).any():
+        approximate = ("the restricted fit's smoothing at the at-risk sites is not in the map: "
+                       "the unrestricted smoother I − αQ at the released fit's draws, with the "
+                       "at-risk records' own rows left in (an over-statement there)")
+    d = posterior_draws(fit, released)
+    noise = released.attrs.get("input_noise") or {}
+    kappa = float(noise.get("sd", kappa))
+    alpha = d["nugget"] / d["sigma2"] + float(noise.get("alpha_shift", 0.0))
+    precision_of = precision_function(spec, data, fit)
+    blocks = record_blocks(spec, data) if cross else None
+    cells, cell, counts = np.unique(np.column_stack([d["phi"], alpha]), axis=0,
+                                    return_inverse=True, return_counts=True)
+    L = alpha.size
+    M0 = None
+    for c, (phi_c, alpha_c) in enumerate(cells):
+        part = mechanism_map(precision_of(phi_c, alpha_c), alpha_c, mechanism=mechanism,
+                             blocks=blocks) * (counts[c] / L)
+        M0 = part if M0 is None else M0 + part
+    y_syn = released["y_synthetic"].transpose("implicate", "record").values
+    s2 = y_syn.var(axis=0, ddof=1)
+    info_one = release_information(M0, data.X, 1.0 / s2, calibration=calibration)
+    y = data.y if truth is None else np.asarray(truth, float)
+    measure, attack, threshold = judged_target(spec)
+
+
+    def attributable_fn(measure: Measure, attack: str):
+        point = attack == "average"  # the attacker's posterior mean, not a draw from it
+        prior = (Predictive(mean=baseline.mean, sd=np.zeros_like(baseline.sd)) if point
+                 else baseline)
+        base = rb_risk(prior, y, measure, g)
+
+        def attributable_at(info: np.ndarray) -> np.ndarray:
+            guess = attacker_predictive(baseline, y, info, kappa=kappa, point=point)
+            return rb_risk(guess, y, measure, g) - base
+
+        return base, attributable_at
+
+    by_target = {}
+    for t in spec.risk.targets:
+        m = Measure.parse(t.measure)
+        if (m.key, t.attack) not in by_target:
+            by_target[(m.key, t.attack)] = attributable_fn(m, t.attack)[1](info_one * L)
+    base, attributable_at = attributable_fn(measure, attack)
+    risk = base + attributable_at(info_one * L)
+    unlimited = (float(attributable_at(np.full(y.size, np.inf)).max()) if kappa > 0 else None)
+    budget = (implicate_budget(info_one, attributable_at, threshold, max_implicates=BUDGET_CAP)
+              if threshold is not None else np.full(y.size, BUDGET_CAP))
+    return ReleaseAttack(mechanism=mechanism, calibration=calibration, approximate=approximate,
+                         measure=measure.key, attack=attack, threshold=threshold,
+                         n_implicates=L, kappa=float(kappa),
+                         seconds=time.perf_counter() - t0, attributable=risk - base,
+                         risk=risk, baseline=base, budget=budget, information=info_one,
+                         largest_unlimited=unlimited, kappa_chosen=noise.get("chosen"),
+                         by_target=by_target)
+

@@ -1,0 +1,313 @@
+r"""The release attacker: a record's value read back from *every* record's released implicates.
+
+Every other risk figure scores a record's **own** released values. A record's value also
+reaches the other records' released values: each record's synthetic mean krigs its
+neighbours' responses, so with β and θ fixed the vector of released means is linear in y,
+
+.. math::
+
+    \bar y^\dagger = a + M y + \text{noise},\qquad
+    \operatorname{Var}(\text{noise}_j) = s_j^2 / L,
+
+with s_j² the variance of record j's L implicates. An attacker who knows the method and every
+other record's value (the leave-one-out attacker's knowledge; Kerckhoffs) reads y_i off
+column i of M: each ȳ†_j − a_j − Σ_{k≠i} M_jk y_k is M_ji y_i plus noise, and generalised
+least squares over all j gives an estimate of y_i with precision
+
+.. math::
+
+    I_i = L \sum_j M_{ji}^2 / s_j^2 ,
+
+combined with the leave-one-out predictive N(μ_i, s_i²) (the baseline: what the attacker
+knows without the release) into a normal posterior. Its draws are the attacker's guesses:
+for a guess drawn from that posterior, guess − y_i ~ N((1 − ω)(μ_i − y_i),
+ω²/I_i + 1/(1/s_i² + I_i)), ω = I_i/(1/s_i² + I_i), averaged over the GLS noise. The
+attack was built in the break-it trial of 2026-12-03 (``benchmarks/attack_neighbours.py``,
+which estimates θ itself and found the targets' prices within 10 % several times as often as
+the baseline) and is scored here per record with the engine's own precision.
+
+M is the mechanism's (β fixed; the dependence of β on y is O(p/n) and left out):
+
+- **cross-fit** (:mod:`synthgeo.synthesis.cross_fit`): m_B = r_B − Q_BB⁻¹[Qr]_B, so
+  M₀ = I − ΛQ with Λ = blockdiag(Q_BB⁻¹) (zero on a record's own block);
+- **covariate calibration** μ^c = μ̃ + He (e = y − μ̃, H = X(XᵀX)⁻¹Xᵀ): M = M₀ + H(I − M₀);
+  with the leave-own-out shift − D(e − He), D = diag(h/(1 − h)):
+  M = M₀ + ((I + D)H − D)(I − M₀);
+- **posterior predictive** of the unrestricted fit: E[x'β + w | y] = y − αQ(y − Xβ), so
+  M = I − αQ (α = τ²/σ²).
+
+Averaged over the implicates' posterior draws (M̄ = Σ_cells (count/L) M_cell). Q is the
+engine's own precision (dense for the exact GP, the NNGP's sparse (I − B)ᵀF⁻¹(I − B)), so
+the information is an O(nnz(Q)) computation per (φ, α) cell.
+
+**Input noise** (``[synthesis] input_noise``, :mod:`synthgeo.synthesis.input_noise`): when the
+synthesis reads y* = y + e, e ~ N(0, κ²I) drawn once, every released value is a function of y*
+and of the posterior draws, so whatever the attacker does with however many implicates, it
+cannot learn more about y_i than y*_i tells (the data-processing inequality): the information
+becomes J_i = 1/(1/I_i + κ²) ≤ 1/κ², for any L and any number of repeated draws.
+
+What this attacker is not: it weights the records' means as independent (diagonal GLS); under
+the posterior predictive the implicates of neighbours share a draw of w, and an attacker who
+modelled that correlation could do better or worse. It takes θ and β as known (the break-it
+script estimated them from the other records and did as well). It is the strongest
+neighbour-signal attacker synthgeo has built, not a bound over all attackers — except under
+input noise, where the unlimited-implicate figure (J_i = 1/κ²) is one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from synthgeo.risk.loo import _block_matrices, _blocks_by_size
+from synthgeo.risk.predictive import Predictive
+
+__all__ = ["MECHANISMS", "block_inverse", "mechanism_map", "release_information",
+           "attacker_predictive", "implicate_budget"]
+
+#: The released means' linear map this module knows: the cross-fit under each calibration and
+#: the unrestricted posterior predictive.
+MECHANISMS = ("cross_fit", "posterior")
+
+
+def block_inverse(Q, blocks: np.ndarray | None = None):
+    """Λ = blockdiag(Q_BB⁻¹) over the leave-out blocks, as a sparse CSR matrix.
+
+    Parameters
+    ----------
+    Q : ndarray or scipy sparse matrix, shape (n, n)
+        Precision of y over records.
+    blocks : ndarray of int, shape (n,), optional
+        :func:`synthgeo.risk.loo.leave_out_blocks` labels; default: every record alone.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of shape (n, n)
+
+    Examples
+    --------
+    >>> Q = np.array([[2.0, 0.5, 0.0], [0.5, 2.0, 0.1], [0.0, 0.1, 1.0]])
+    >>> block_inverse(Q, np.array([0, 0, 1])).toarray().round(3).tolist()
+    [[0.533, -0.133, 0.0], [-0.133, 0.533, 0.0], [0.0, 0.0, 1.0]]
+    """
+    n = Q.shape[0]
+    Q = Q.tocsr() if sp.issparse(Q) else np.asarray(Q, float)
+    labels = np.arange(n) if blocks is None else np.asarray(blocks)
+    diag = Q.diagonal() if sp.issparse(Q) else np.diagonal(Q)
+    rows, cols, vals = [], [], []
+    for s, idx in _blocks_by_size(labels):
+        if s == 1:
+            rows.append(idx[:, 0])
+            cols.append(idx[:, 0])
+            vals.append(1.0 / diag[idx[:, 0]])
+            continue
+        inv = np.linalg.inv(_block_matrices(Q, idx))  # (n_blocks, s, s)
+        rows.append(np.repeat(idx[:, :, None], s, 2).ravel())
+        cols.append(np.repeat(idx[:, None, :], s, 1).ravel())
+        vals.append(inv.ravel())
+    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                         shape=(n, n))
+
+
+def mechanism_map(Q, alpha: float, *, mechanism: str, blocks: np.ndarray | None = None):
+    """M₀: the derivative of the released means in y at one (φ, α), before calibration.
+
+    Parameters
+    ----------
+    Q : ndarray or scipy sparse matrix, shape (n, n)
+        Precision of y over records in units of 1/σ² (:func:`synthgeo.risk.loo.exact_precision`
+        or :func:`~synthgeo.risk.loo.nngp_precision` at the cell's φ, α).
+    alpha : float
+        τ²/σ² of the cell (the posterior predictive's smoother I − αQ).
+    mechanism : {"cross_fit", "posterior"}
+    blocks : ndarray of int, shape (n,), optional
+        The cross-fit's leave-out blocks.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of shape (n, n)
+        M₀[j, i] = ∂ mean_j / ∂ y_i (dimensionless).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``mechanism``.
+
+    Examples
+    --------
+    >>> Q = np.linalg.inv(np.array([[1.1, 0.5], [0.5, 1.1]]))
+    >>> mechanism_map(Q, 0.1, mechanism="cross_fit").toarray().round(3).tolist()
+    [[0.0, 0.455], [0.455, 0.0]]
+    """
+    n = Q.shape[0]
+    Qs = sp.csr_matrix(Q)
+    if mechanism == "cross_fit":
+        return (sp.identity(n, format="csr") - block_inverse(Q, blocks) @ Qs).tocsr()
+    if mechanism == "posterior":
+        return (sp.identity(n, format="csr") - float(alpha) * Qs).tocsr()
+    raise ValueError(f"`mechanism` must be one of {MECHANISMS}, got {mechanism!r}")
+
+
+def _leverage(X: np.ndarray) -> np.ndarray:
+    return np.einsum("ij,ij->i", X @ np.linalg.pinv(X.T @ X), X)
+
+
+def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
+                        calibration: str = "none") -> np.ndarray:
+    r"""I_i = Σ_j M_ji² w_j: what every released mean tells about y_i, per record.
+
+    Parameters
+    ----------
+    M0 : scipy sparse matrix or ndarray, shape (n, n)
+        :func:`mechanism_map` (averaged over the implicates' cells).
+    X : ndarray of shape (n, p)
+        The model's design (the calibration's regressors).
+    weight : ndarray of shape (n,)
+        w_j = L / s_j², the precision of record j's implicate mean (1/log-dollars² for a
+        log response).
+    calibration : {"none", "covariates", "covariates_loo"}, default="none"
+        The cross-fit's covariate calibration (module docstring: M from M₀).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        I_i ≥ 0, in the response's units⁻².
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``calibration`` or mismatched shapes.
+
+    Examples
+    --------
+    >>> M0 = np.array([[0.0, 0.5], [0.5, 0.0]])
+    >>> release_information(M0, np.ones((2, 1)), np.array([100.0, 100.0])).tolist()
+    [25.0, 25.0]
+    """
+    M0 = sp.csr_matrix(M0)
+    X = np.asarray(X, float)
+    w = np.asarray(weight, float)
+    n = M0.shape[0]
+    if X.shape[0] != n or w.shape != (n,):
+        raise ValueError(f"`X` must have {n} rows and `weight` shape ({n},); got {X.shape} "
+                         f"and {w.shape}")
+    if calibration == "none":
+        return np.asarray(M0.multiply(M0).T @ w).ravel()
+    if calibration not in ("covariates", "covariates_loo"):
+        raise ValueError("`calibration` must be 'none', 'covariates' or 'covariates_loo', "
+                         f"got {calibration!r}")
+    U = (sp.identity(n, format="csr") - M0).tocsr()  # ∂e/∂y
+    G = np.linalg.pinv(X.T @ X)
+    A = G @ np.asarray((U.T @ X).T)  # (p, n): a_i = G Xᵀ U e_i
+    if calibration == "covariates":
+        V, Z = M0, X
+    else:
+        h = _leverage(X)
+        D = sp.diags(h / (1.0 - h))
+        V, Z = (M0 - D @ U).tocsr(), X * (1.0 + h / (1.0 - h))[:, None]
+    vv = np.asarray(V.multiply(V).T @ w).ravel()
+    ZWV = np.asarray((V.T @ (Z * w[:, None])).T)  # (p, n): Zᵀ W V
+    ZWZ = Z.T @ (Z * w[:, None])
+    cross = np.einsum("ki,ki->i", A, ZWV)
+    quad = np.einsum("ki,kl,li->i", A, ZWZ, A)
+    return np.maximum(vv + 2.0 * cross + quad, 0.0)
+
+
+def attacker_predictive(loo: Predictive, truth: np.ndarray, information: np.ndarray,
+                        *, kappa: float = 0.0, point: bool = False) -> Predictive:
+    r"""Return the release attacker's guesses, per implicate row of the baseline and record.
+
+    Parameters
+    ----------
+    loo : Predictive
+        The leave-one-out baseline N(μ_iℓ, s_iℓ²) (model scale), shape (L, n).
+    truth : ndarray of shape (n,)
+        y, model scale (confidential: the guesses are centred by it, since the attacker's GLS
+        estimate is y_i plus noise).
+    information : ndarray of shape (n,)
+        I_i (:func:`release_information`); ``np.inf`` for unlimited implicates.
+    kappa : float, default=0.0
+        The input noise's sd κ (model scale): J_i = 1/(1/I_i + κ²).
+    point : bool, default=False
+        The attacker guesses its posterior mean (the "average" attack) instead of a draw from
+        its posterior (the "share" attack).
+
+    Returns
+    -------
+    Predictive
+        ``name="release_attacker"``: mean μ + ω(y − μ), sd (ω²/J + 1/(1/s² + J))^½ (a draw)
+        or (ω²/J)^½ (the mean) with ω = J/(1/s² + J) (module docstring).
+
+    Examples
+    --------
+    >>> loo = Predictive(mean=np.zeros((1, 2)), sd=np.ones((1, 2)))
+    >>> g = attacker_predictive(loo, np.array([1.0, 1.0]), np.array([0.0, 3.0]))
+    >>> g.mean.round(3).tolist(), g.sd.round(3).tolist()
+    ([[0.0, 0.75]], [[1.0, 0.661]])
+    """
+    y = np.asarray(truth, float)[None, :]
+    info = np.asarray(information, float)
+    with np.errstate(divide="ignore"):
+        J = 1.0 / (1.0 / info + kappa ** 2) if kappa > 0 else info
+    J = np.broadcast_to(J, loo.mean.shape[1:])[None, :]
+    prior = 1.0 / loo.sd ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        omega = np.where(np.isinf(J), 1.0, J / (prior + J))
+        noise = np.where(J > 0, omega ** 2 / np.where(J > 0, J, 1.0), 0.0)  # ω²/J
+        noise = np.where(np.isinf(J), 0.0, noise)
+        spread = 0.0 if point else np.where(np.isinf(J), 0.0, 1.0 / (prior + J))
+    mean = loo.mean + omega * (y - loo.mean)
+    return Predictive(mean=mean, sd=np.sqrt(np.maximum(noise + spread, 0.0)),
+                      name="release_attacker")
+
+
+def implicate_budget(info_per_implicate: np.ndarray, attributable_at, threshold: float, *,
+                     max_implicates: int = 100_000) -> np.ndarray:
+    """Per record: the smallest pooled L at which this attacker's attributable risk passes.
+
+    Parameters
+    ----------
+    info_per_implicate : ndarray of shape (n,)
+        I_i / L (the information grows in proportion to the implicates pooled).
+    attributable_at : callable
+        ``information (n,) -> attributable risk (n,)`` (the attacker's risk at that
+        information minus the baseline's), increasing in the information.
+    threshold : float
+        The attributable risk that counts (e.g. ``record_threshold``).
+    max_implicates : int, default=100000
+        Records not above the threshold even there get this value (with input noise, none may
+        ever be).
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+        L*_i: the implicates pooled over every draw from this synthesiser must stay below it.
+
+    Examples
+    --------
+    >>> from synthgeo.risk.rao_blackwell import rb_risk
+    >>> from synthgeo.config.measure import Measure
+    >>> loo = Predictive(mean=np.zeros((1, 1)), sd=np.full((1, 1), 0.3))
+    >>> m, y = Measure.parse("rel:0.1"), np.zeros(1)
+    >>> f = lambda info: (rb_risk(attacker_predictive(loo, y, info), y, m)
+    ...                   - rb_risk(loo, y, m))
+    >>> int(implicate_budget(np.array([1.0]), f, 0.10)[0])
+    27
+    """
+    per = np.asarray(info_per_implicate, float)
+
+    def above(L: np.ndarray) -> np.ndarray:
+        return attributable_at(per * L) > threshold
+
+    hi = np.full(per.size, float(max_implicates))
+    never = ~above(hi)
+    if never.all():
+        return hi.astype(np.int64)
+    lo = np.zeros(per.size)  # not above at lo (L = 0 is the baseline), above at hi
+    while (hi - lo > 1).any():  # bisection on every record at once (monotone in L)
+        mid = np.floor((lo + hi) / 2)
+        up = above(mid)
+        hi = np.where(up, mid, hi)
+        lo = np.where(up, lo, mid)
+    hi[never] = max_implicates
+    return hi.astype(np.int64)

@@ -1,0 +1,268 @@
+"""The release attacker and input noise (issue 25: the neighbour signal, measured and bounded)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import cdist
+from scipy.stats import norm
+
+import synthgeo as sg
+from synthgeo._errors import SpecError
+from synthgeo.config import bundled_spec_path, load_spec
+from synthgeo.config.measure import Measure
+from synthgeo.config.risk import RiskTarget
+from synthgeo.risk.loo import baseline_loo, exact_precision, loo_blocks
+from synthgeo.risk.predictive import Predictive
+from synthgeo.risk.rao_blackwell import rb_risk
+from synthgeo.risk.release_attacker import (
+    attacker_predictive,
+    block_inverse,
+    implicate_budget,
+    mechanism_map,
+    release_information,
+)
+from synthgeo.synthesis.cross_fit import calibrate_covariates
+from synthgeo.synthesis.input_noise import choose_kappa, noisy_response, unlimited_bound
+
+REL = Measure.parse("rel:0.1")
+
+
+def _design(n=40, seed=0, shared_sites=True):
+    rng = np.random.default_rng(seed)
+    xy = rng.uniform(0, 3000, (n, 2))
+    if shared_sites:  # a few records share a site: blocks of 2
+        xy[1::7] = xy[0::7][: xy[1::7].shape[0]]
+    X = np.column_stack([np.ones(n), rng.standard_normal(n)])
+    phi, alpha = 1 / 800.0, 0.3
+    K = np.exp(-phi * cdist(xy, xy)) + alpha * np.eye(n)
+    y = X @ [11.0, 0.3] + np.linalg.cholesky(K) @ rng.standard_normal(n) * 0.4
+    site = np.unique(xy, axis=0, return_inverse=True)[1].ravel()
+    return xy, X, y, phi, alpha, loo_blocks(site)
+
+
+def _means(y, X, xy, phi, alpha, blocks, calibration):
+    """The released means of one implicate at fixed θ, by the production code."""
+    g = baseline_loo(y, X, beta=np.array([[11.0, 0.3]]), sigma2=np.array([0.16]),
+                     phi=np.array([phi]), alpha=np.array([alpha]),
+                     precision_of=exact_precision(xy), blocks=blocks)
+    if calibration == "none":
+        return g.mean[0], g.sd[0]
+    m = calibrate_covariates(g.mean, y, X, leave_own_out=calibration == "covariates_loo")
+    return m[0], g.sd[0]
+
+
+@pytest.mark.parametrize("calibration", ["none", "covariates", "covariates_loo"])
+def test_information_is_the_finite_difference_map(calibration):
+    """M from the precision equals ∂(released means)/∂y of the production code, column by
+    column, and I_i = Σ_j M_ji² w_j."""
+    xy, X, y, phi, alpha, blocks = _design()
+    n = y.size
+    Q = exact_precision(xy)(phi, alpha)
+    M0 = mechanism_map(Q, alpha, mechanism="cross_fit", blocks=blocks)
+    base, _ = _means(y, X, xy, phi, alpha, blocks, calibration)
+    M = np.empty((n, n))
+    for i in range(n):
+        y1 = y.copy()
+        y1[i] += 1.0
+        M[:, i] = _means(y1, X, xy, phi, alpha, blocks, calibration)[0] - base
+    w = np.random.default_rng(1).uniform(50, 200, n)
+    expect = (M ** 2 * w[:, None]).sum(axis=0)
+    got = release_information(M0, X, w, calibration=calibration)
+    np.testing.assert_allclose(got, expect, rtol=1e-8, atol=1e-10)
+    if calibration == "none":  # a record's own block does not enter its own mean
+        np.testing.assert_allclose(np.diag(M), 0.0, atol=1e-12)
+
+
+def test_block_inverse_and_posterior_map():
+    xy, X, y, phi, alpha, blocks = _design(n=15)
+    Q = exact_precision(xy)(phi, alpha)
+    Lam = block_inverse(Q, blocks).toarray()
+    for b in np.unique(blocks):
+        idx = np.flatnonzero(blocks == b)
+        np.testing.assert_allclose(Lam[np.ix_(idx, idx)], np.linalg.inv(Q[np.ix_(idx, idx)]))
+    K = np.exp(-phi * cdist(xy, xy))  # E[w | y] = K (K + αI)⁻¹ r: the smoother
+    np.testing.assert_allclose(mechanism_map(Q, alpha, mechanism="posterior").toarray(),
+                               K @ np.linalg.inv(K + alpha * np.eye(15)), atol=1e-10)
+    with pytest.raises(ValueError, match="mechanism"):
+        mechanism_map(Q, alpha, mechanism="kriged")
+
+
+def test_gls_attacker_on_simulated_releases_matches_its_information():
+    """The attacker built: GLS over every record's implicate means of simulated releases has
+    standardised error ~ N(0, 1) with the information the module computes (so the risk it
+    reports is the risk this attacker achieves)."""
+    xy, X, y, phi, alpha, blocks = _design(n=50, seed=3)
+    n, L = y.size, 40
+    Q = exact_precision(xy)(phi, alpha)
+    M0 = mechanism_map(Q, alpha, mechanism="cross_fit", blocks=blocks)
+    mean, sd = _means(y, X, xy, phi, alpha, blocks, "covariates_loo")
+    M = (np.eye(n) - np.eye(n))  # dense M for the attacker, from the finite differences
+    for i in range(n):
+        y1 = y.copy()
+        y1[i] += 1.0
+        M[:, i] = _means(y1, X, xy, phi, alpha, blocks, "covariates_loo")[0] - mean
+    info = release_information(M0, X, L / sd ** 2, calibration="covariates_loo")
+    rng = np.random.default_rng(5)
+    z = []
+    for _ in range(40):  # 40 releases × 50 records
+        ybar = mean + sd * rng.standard_normal((L, n)).mean(axis=0)
+        for i in range(n):
+            b, w = M[:, i], L / sd ** 2
+            a = mean - b * y[i]  # what the others contribute (the attacker knows them)
+            est = (w * b * (ybar - a)).sum() / (w * b * b).sum()
+            z.append((est - y[i]) * np.sqrt(info[i]))
+    z = np.array(z)
+    assert abs(z.mean()) < 0.1 and 0.9 < z.std() < 1.1
+
+
+def test_attacker_predictive_limits_and_the_noise_bound():
+    loo = Predictive(mean=np.full((3, 2), 11.0), sd=np.full((3, 2), 0.4))
+    y = np.array([11.2, 10.7])
+    same = attacker_predictive(loo, y, np.zeros(2))  # no information: the baseline
+    np.testing.assert_allclose(same.mean, loo.mean)
+    np.testing.assert_allclose(same.sd, loo.sd)
+    exact = attacker_predictive(loo, y, np.full(2, np.inf))  # unlimited: the truth
+    np.testing.assert_allclose(exact.mean, np.broadcast_to(y, (3, 2)))
+    np.testing.assert_allclose(exact.sd, 0.0)
+    capped = attacker_predictive(loo, y, np.full(2, np.inf), kappa=0.3)  # J = 1/κ²
+    finite = attacker_predictive(loo, y, np.full(2, 1 / 0.09))
+    np.testing.assert_allclose(capped.mean, finite.mean)
+    np.testing.assert_allclose(capped.sd, finite.sd)
+    point = attacker_predictive(loo, y, np.full(2, 5.0), point=True)
+    assert np.all(point.sd < attacker_predictive(loo, y, np.full(2, 5.0)).sd)
+
+
+def test_guess_distribution_is_the_bayes_attacker_by_simulation():
+    """The attacker's guess (a draw from its normal posterior, given a GLS estimate
+    N(y, 1/J)) hits the interval as often as the closed form says."""
+    rng = np.random.default_rng(2)
+    mu, s, y, J = 11.0, 0.35, 11.25, 20.0
+    est = y + rng.standard_normal(200_000) / np.sqrt(J)
+    prec = 1 / s ** 2 + J
+    guess = (mu / s ** 2 + J * est) / prec + rng.standard_normal(est.size) / np.sqrt(prec)
+    hit = np.mean((guess - y >= np.log(0.9)) & (guess - y <= np.log(1.1)))
+    loo = Predictive(mean=np.array([[mu]]), sd=np.array([[s]]))
+    closed = rb_risk(attacker_predictive(loo, np.array([y]), np.array([J])), np.array([y]), REL)
+    assert closed[0] == pytest.approx(hit, abs=0.005)
+
+
+def test_implicate_budget_is_the_first_crossing():
+    loo = Predictive(mean=np.zeros((1, 3)), sd=np.array([[0.3, 0.5, 0.2]]))
+    y = np.array([0.0, 0.1, -0.05])
+    per = np.array([1.0, 0.5, 0.0])  # the third record is reached by nobody's mean
+    base = rb_risk(loo, y, REL)
+
+    def attributable(info):
+        return rb_risk(attacker_predictive(loo, y, info), y, REL) - base
+
+    budget = implicate_budget(per, attributable, 0.10, max_implicates=10_000)
+    assert budget[2] == 10_000
+    for i in range(2):
+        L = budget[i]
+        assert attributable(per * L)[i] > 0.10 >= attributable(per * (L - 1))[i]
+
+
+def test_choose_kappa_is_the_smallest_two_figure_noise_within_the_threshold():
+    loo = Predictive(mean=np.array([[0.0, 0.2, -0.1]]), sd=np.array([[0.3, 0.25, 0.4]]))
+    y = np.array([0.05, 0.0, 0.0])
+
+    def risk_of(pred):
+        return rb_risk(pred, y, REL)
+
+    k = choose_kappa(loo, y, 0.05, risk_of)
+    assert unlimited_bound(loo, y, k, risk_of).max() <= 0.05
+    step = 10 ** (np.floor(np.log10(k)) - 1)
+    assert unlimited_bound(loo, y, k - step, risk_of).max() > 0.05
+    np.testing.assert_array_equal(noisy_response(y, k, 7), noisy_response(y, k, 7))
+
+
+def test_unlimited_bound_holds_for_an_attacker_who_knows_y_star():
+    """Monte Carlo over the noise: the Bayes attacker who holds y*_i exactly (any number of
+    implicates) hits as often as the bound says, and never more."""
+    rng = np.random.default_rng(9)
+    mu, s, y, kappa = 11.0, 0.3, 11.1, 0.25
+    ystar = y + kappa * rng.standard_normal(200_000)
+    prec = 1 / s ** 2 + 1 / kappa ** 2
+    guess = (mu / s ** 2 + ystar / kappa ** 2) / prec + rng.standard_normal(ystar.size) / \
+        np.sqrt(prec)
+    hit = np.mean(np.abs(np.exp(guess - y) - 1) <= 0.1)
+    loo = Predictive(mean=np.array([[mu]]), sd=np.array([[s]]))
+
+    def risk_of(pred):
+        return rb_risk(pred, np.array([y]), REL)
+
+    bound = unlimited_bound(loo, np.array([y]), kappa, risk_of)[0] + risk_of(loo)[0]
+    assert bound == pytest.approx(hit, abs=0.005)
+
+
+def _bundled(**synthesis):
+    spec = load_spec(bundled_spec_path())
+    target = RiskTarget(measure="rel:0.1", max_attributable_record=0.10,
+                        record_threshold=0.10, max_share_above=0.01)
+    return (spec.replace("sampling", draws=300, on_convergence_failure="warn")
+            .replace("risk", targets=[target], on_risk_failure="warn")
+            .replace("synthesis", n_implicates=20, predictive="cross_fit",
+                     cross_fit_calibration="covariates_loo", **synthesis))
+
+
+@pytest.mark.slow
+def test_release_attacker_judged_and_input_noise_bounds_it(tmp_path):
+    """The calibrated cross-fit fails against the release attacker on the bundled sales; with
+    input noise "auto" the release attacker passes at L and its any-L bound is within the
+    threshold; release.json, the verdict and the report carry both."""
+    with pytest.warns(UserWarning):
+        plain = sg.run(_bundled())
+    checks = plain.result.risk_scores.verdict.checks
+    assert {c.attacker for c in checks} == {"own_values", "release_attacker"}
+    ra = [c for c in checks if c.attacker == "release_attacker"]
+    assert any(c.status == "FAIL" for c in ra)
+    summary = plain.result.release_attack.summary()
+    assert summary["largest_attributable_any_implicates"] is None
+    assert summary["smallest_implicate_budget"] is not None
+    assert summary["smallest_implicate_budget"] <= 20  # within this release's L
+    with pytest.warns(UserWarning):
+        noisy = sg.run(_bundled(input_noise="auto"))
+    s = noisy.result.release_attack.summary()
+    assert s["input_noise_chosen"] == "auto" and s["input_noise_sd"] > 0
+    assert s["largest_attributable_any_implicates"] <= 0.10
+    assert s["largest_attributable"] <= s["largest_attributable_any_implicates"] + 1e-9
+    assert all(c.status == "PASS" for c in noisy.result.risk_scores.verdict.checks
+               if c.attacker == "release_attacker")
+    out = noisy.write(tmp_path / "noisy")
+    rec = json.loads((out / "release.json").read_text())
+    assert rec["risk_release_attacker"]["judged"] is True
+    assert rec["synthesis"]["input_noise"]["sd"] == s["input_noise_sd"]
+    assert any(t["attacker"] == "release_attacker" for t in rec["verdicts"]["risk"]["targets"])
+    html = (out / "report.html").read_text()
+    assert "The release attacker" in html and "input noise" in html
+    risk = (out / "confidential" / "risk_per_record.csv").read_text().splitlines()[0]
+    assert "release_attacker_attributable" in risk
+
+
+def test_input_noise_is_refused_where_it_means_nothing():
+    spec = load_spec(bundled_spec_path())
+    with pytest.raises(SpecError, match="input_noise"):
+        spec.replace("synthesis", input_noise=0.2)  # the posterior predictive
+    with pytest.raises(SpecError, match="input_noise"):
+        spec.replace("synthesis", predictive="cross_fit", input_noise="auto")  # no target
+    for bad in (-0.1, float("nan"), "big", True):
+        with pytest.raises(SpecError, match="input_noise"):
+            spec.replace("synthesis", predictive="cross_fit", input_noise=bad)
+    with pytest.raises(SpecError, match="release_attacker"):
+        spec.replace("risk", release_attacker="ignore")
+
+
+def test_previous_with_input_noise_is_refused(tmp_path):
+    from synthgeo.pipeline.run import run_release
+    spec = _bundled(input_noise=0.3)
+    with pytest.raises(SpecError, match="--previous"):
+        run_release(spec, previous=tmp_path)
+
+
+def test_norm_reference():  # the rel interval used above is [log 0.9, log 1.1]
+    assert norm.cdf(np.log(1.1) / 0.3) - norm.cdf(np.log(0.9) / 0.3) == pytest.approx(
+        rb_risk(Predictive(mean=np.zeros((1, 1)), sd=np.full((1, 1), 0.3)), np.zeros(1),
+                REL)[0])
