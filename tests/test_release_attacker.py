@@ -23,9 +23,12 @@ from synthgeo.risk.release_attacker import (
     implicate_budget,
     mechanism_map,
     release_information,
+    unlimited_bound,
 )
 from synthgeo.synthesis.cross_fit import calibrate_covariates
-from synthgeo.synthesis.input_noise import choose_kappa, noisy_response, unlimited_bound
+from synthgeo.pipeline.release_attack import information_with_mean_noise
+from synthgeo.synthesis.input_noise import choose_kappa, noisy_response
+from synthgeo.synthesis.mean_noise import choose_mean_noise, mean_noise
 
 REL = Measure.parse("rel:0.1")
 
@@ -158,11 +161,15 @@ def test_implicate_budget_is_the_first_crossing():
     def attributable(info):
         return rb_risk(attacker_predictive(loo, y, info), y, REL) - base
 
-    budget = implicate_budget(per, attributable, 0.10, max_implicates=10_000)
+    budget = implicate_budget(lambda L: per * L, attributable, 0.10, max_implicates=10_000)
     assert budget[2] == 10_000
-    for i in range(2):
+    grid = list(range(1, 17))
+    while grid[-1] < 10_000:
+        grid.append(min(10_000, int(np.ceil(grid[-1] * 1.25))))
+    for i in range(2):  # within at its budget, above at the next grid value
         L = budget[i]
-        assert attributable(per * L)[i] > 0.10 >= attributable(per * (L - 1))[i]
+        assert L in grid and attributable(per * L)[i] <= 0.10
+        assert attributable(per * grid[grid.index(L) + 1])[i] > 0.10
 
 
 def test_choose_kappa_is_the_smallest_two_figure_noise_within_the_threshold():
@@ -172,7 +179,7 @@ def test_choose_kappa_is_the_smallest_two_figure_noise_within_the_threshold():
     def risk_of(pred):
         return rb_risk(pred, y, REL)
 
-    k = choose_kappa(loo, y, 0.05, risk_of)
+    k = choose_kappa(lambda kappa: unlimited_bound(loo, y, kappa, risk_of), 0.05)
     assert unlimited_bound(loo, y, k, risk_of).max() <= 0.05
     step = 10 ** (np.floor(np.log10(k)) - 1)
     assert unlimited_bound(loo, y, k - step, risk_of).max() > 0.05
@@ -266,3 +273,69 @@ def test_norm_reference():  # the rel interval used above is [log 0.9, log 1.1]
     assert norm.cdf(np.log(1.1) / 0.3) - norm.cdf(np.log(0.9) / 0.3) == pytest.approx(
         rb_risk(Predictive(mean=np.zeros((1, 1)), sd=np.full((1, 1), 0.3)), np.zeros(1),
                 REL)[0])
+
+
+def test_mean_noise_information_by_simulation():
+    """With η common to a record's implicates the GLS attacker's precision is what
+    information_with_mean_noise says (raw cross-fit: the kriging channel only), and it stays
+    below Σ_j M_ji²/v as L grows."""
+    xy, X, y, phi, alpha, blocks = _design(n=40, seed=4)
+    n, L, v = y.size, 30, 0.02
+    Q = exact_precision(xy)(phi, alpha)
+    M0 = mechanism_map(Q, alpha, mechanism="cross_fit", blocks=blocks)
+    mean, sd = _means(y, X, xy, phi, alpha, blocks, "none")
+    s2 = sd ** 2 - v
+    info = information_with_mean_noise(M0, X, s2, v, L, calibration="none")
+    M = M0.toarray()
+    rng = np.random.default_rng(8)
+    z = []
+    for _ in range(60):
+        eta = np.sqrt(v) * rng.standard_normal(n)
+        ybar = mean + eta + np.sqrt(s2) * rng.standard_normal((L, n)).mean(axis=0)
+        w = 1 / (v + s2 / L)
+        for i in range(n):
+            b = M[:, i]
+            est = (w * b * (ybar - (mean - b * y[i]))).sum() / (w * b * b).sum()
+            z.append((est - y[i]) * np.sqrt(info[i]))
+    assert 0.9 < np.std(z) < 1.1
+    cap = release_information(M0, X, np.full(n, 1 / v), calibration="none")
+    big = information_with_mean_noise(M0, X, s2, v, 10 ** 6, calibration="none")
+    assert np.all(big <= cap * (1 + 1e-9)) and np.all(info < big)
+    # the calibration's covariate channel is not reached by the noise: it grows with L
+    cal = information_with_mean_noise(M0, X, s2, v, 10 ** 6, calibration="covariates")
+    assert np.all(cal > cap)
+
+
+def test_choose_mean_noise_and_its_draws():
+    def info(v):
+        return np.array([0.5, 0.2]) / (v + 0.01)
+
+    def att(i):
+        return i / (i + 10.0)
+
+    v, ok = choose_mean_noise(info, att, 0.10, 1.0)
+    assert ok and att(info(v)).max() <= 0.10
+    sd = np.sqrt(v)
+    step = 10 ** (np.floor(np.log10(sd)) - 1)
+    assert att(info((sd - step) ** 2)).max() > 0.10
+    assert choose_mean_noise(info, att, 0.10, 0.05) == (0.05, False)
+    assert choose_mean_noise(lambda v: np.zeros(2), att, 0.10, 1.0) == (0.0, True)
+    np.testing.assert_array_equal(mean_noise(5, 0.04, 3), mean_noise(5, 0.04, 3))
+    assert not np.array_equal(mean_noise(5, 0.04, 3), mean_noise(5, 0.04, 4))
+
+
+@pytest.mark.slow
+def test_mean_noise_release_records_what_it_did(tmp_path):
+    with pytest.warns(UserWarning):
+        rel = sg.run(_bundled(mean_noise=0.1))
+    attrs = rel.result.implicates["restricted"].attrs["mean_noise"]
+    assert attrs == {"sd": pytest.approx(0.1), "variance": pytest.approx(0.01),
+                     "chosen": "given", "n_records_sd_capped": 0}
+    u = rel.result.utility
+    assert u.loc[u["model"] == "restricted", "ci_overlap"].min() > 0.8  # OLS kept by calibration
+    out = rel.write(tmp_path / "mean")
+    rec = json.loads((out / "release.json").read_text())
+    assert rec["synthesis"]["mean_noise"]["sd"] == pytest.approx(0.1)
+    assert rec["risk_release_attacker"]["mean_noise_sd"] == pytest.approx(0.1)
+    with pytest.raises(SpecError, match="one of them"):
+        _bundled(mean_noise=0.1, input_noise=0.1)

@@ -63,13 +63,14 @@ def test_schema_is_valid_and_every_object_is_closed():
     # before issue 24 item 3 have none), and the sequential release's blocks; a record has
     # either the single-response blocks or `responses` (issue 15); the signature and register
     # blocks, which the writer adds (release_record() alone has neither; issue 26); the stored
-    # synthesiser, which the writer adds for a single response (issue 27 item 3)
+    # synthesiser, which the writer adds for a single response (issue 27 item 3); the release
+    # attacker (single response, with a risk stage; issue 25)
     single = {"at_risk", "priors", "fits", "risk_summary", "utility", "neighbour_check",
               "synthesis"}
     assert set(schema["properties"]) - set(schema["required"]) == {
         "locations", "risk_attributable", "previous_releases", "design", "missing", "responses",
         "joint_risk", "correlations", "general_utility", "signature", "register", "detector",
-        "at_risk_selection", "protection", "synthesiser", *single}
+        "at_risk_selection", "protection", "synthesiser", "risk_release_attacker", *single}
     assert set(schema["anyOf"][0]["required"]) == single
     assert schema["anyOf"][1] == {"required": ["responses"]}
 

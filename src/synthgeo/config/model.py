@@ -250,12 +250,20 @@ class SynthesisConfig:
     at which the release attacker's attributable risk stays within the first per-record
     target for **any** number of pooled implicates (:mod:`synthgeo.synthesis.input_noise`;
     docs/risk-and-utility.md, "The release attacker").
+
+    ``mean_noise`` (float ≥ 0 or "auto", default 0: none): under ``predictive = "cross_fit"``
+    each record's mean is moved by η_j ~ N(0, sd²), drawn once and common to its implicates,
+    before the covariate calibration (sd in the model scale); "auto" takes the smallest sd at
+    which the release attacker at this release's L stays within the first per-record target
+    (:mod:`synthgeo.synthesis.mean_noise`; docs/risk-and-utility.md, "Mean noise"). Not with
+    ``input_noise``.
     """
 
     n_implicates: int = 100
     predictive: Literal["posterior", "cross_fit"] = "posterior"
     cross_fit_calibration: Literal["covariates", "covariates_loo", "none"] = "covariates"
     input_noise: float | str = 0.0
+    mean_noise: float | str = 0.0
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -267,10 +275,15 @@ class SynthesisConfig:
         if self.cross_fit_calibration not in ("covariates", "covariates_loo", "none"):
             raise _err("synthesis", "cross_fit_calibration", self.cross_fit_calibration,
                        '"covariates", "covariates_loo" or "none"')
-        noise = self.input_noise
-        if not (noise == "auto" or (isinstance(noise, (int, float)) and not isinstance(noise, bool)
-                                    and math.isfinite(noise) and noise >= 0)):
-            raise _err("synthesis", "input_noise", noise,
-                       'a number >= 0 (model scale, e.g. log-dollars) or "auto"')
+        for key in ("input_noise", "mean_noise"):
+            noise = getattr(self, key)
+            if not (noise == "auto" or (isinstance(noise, (int, float))
+                                        and not isinstance(noise, bool)
+                                        and math.isfinite(noise) and noise >= 0)):
+                raise _err("synthesis", key, noise,
+                           'a number >= 0 (an sd, model scale, e.g. log-dollars) or "auto"')
+        if self.input_noise != 0 and self.mean_noise != 0:
+            raise SpecError("`[synthesis] input_noise` and `mean_noise` are two ways to bound "
+                            "the release attacker; give one of them")
 
 

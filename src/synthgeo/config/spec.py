@@ -89,22 +89,25 @@ class ReleaseSpec:
             )
         if self.synthesis.predictive == "cross_fit":
             self._check_cross_fit()
-        elif self.synthesis.input_noise != 0:
+        elif self.synthesis.input_noise != 0 or self.synthesis.mean_noise != 0:
+            key = "input_noise" if self.synthesis.input_noise != 0 else "mean_noise"
             raise SpecError(
-                '`[synthesis] input_noise` applies to the cross-fitted predictive only; remove '
+                f'`[synthesis] {key}` applies to the cross-fitted predictive only; remove '
                 'it or set `[synthesis] predictive = "cross_fit"`')
         elif self.synthesis.cross_fit_calibration != "covariates":
             raise SpecError(
                 f'`[synthesis] cross_fit_calibration = "{self.synthesis.cross_fit_calibration}"` '
                 'applies to the cross-fitted predictive only; remove it or set '
                 '`[synthesis] predictive = "cross_fit"`')
-        if self.synthesis.input_noise == "auto" and not any(
+        auto = next((k for k in ("input_noise", "mean_noise")
+                     if getattr(self.synthesis, k) == "auto"), None)
+        if auto and not any(
                 t.record_threshold is not None or t.max_attributable_record is not None
                 for t in self.risk.targets):
             raise SpecError(
-                '`[synthesis] input_noise = "auto"` chooses the noise for the first per-record '
+                f'`[synthesis] {auto} = "auto"` chooses the noise for the first per-record '
                 'target, and none is set: add a `[risk.targets]` table with '
-                '`max_attributable_record` or `record_threshold`, or give input_noise a number')
+                f'`max_attributable_record` or `record_threshold`, or give {auto} a number')
         if self.risk.protect == "targets" and not self.risk.targets:
             raise SpecError(
                 '`[risk] protect = "targets"` seeks the board\'s targets, and none is set: add '

@@ -28,7 +28,8 @@ from synthgeo.risk.release_attacker import (
     release_information,
 )
 
-__all__ = ["ReleaseAttack", "score_release_attacker", "judged_target"]
+__all__ = ["ReleaseAttack", "score_release_attacker", "judged_target", "released_map",
+           "information_with_mean_noise", "attributable_function"]
 
 #: Above this many pooled implicates the budget is reported as "not reached".
 BUDGET_CAP = 100_000
@@ -59,13 +60,18 @@ class ReleaseAttack:
     risk, baseline : ndarray of shape (n,)
         The two risks (confidential).
     budget : ndarray of int, shape (n,)
-        Pooled implicates at which the record's attributable risk would pass ``threshold``.
+        The most pooled implicates that keep the record's attributable risk within
+        ``threshold`` (:func:`synthgeo.risk.release_attacker.implicate_budget`).
     information : ndarray of shape (n,)
-        I_i per implicate (units of the response⁻²).
+        I_i at this release's L, divided by L (units of the response⁻²).
     largest_unlimited : float or None
         Under input noise: the largest attributable risk for any number of pooled implicates
         (the attacker knows y*_i); None without input noise (it tends to 1 - baseline).
     kappa_chosen : {"given", "auto"} or None
+    mean_noise_sd : float
+        The sd of the noise added to each record's mean, common to its implicates
+        (``[synthesis] mean_noise``), model scale; 0 without.
+    mean_noise_chosen : {"given", "auto"} or None
     by_target : dict of (measure key, attack) to ndarray (n,)
         The attributable risk per record for every ``[risk.targets]`` entry (the verdict's
         ``release_attacker`` input; confidential).
@@ -88,6 +94,8 @@ class ReleaseAttack:
     largest_unlimited: float | None = None
     kappa_chosen: str | None = None
     by_target: dict = field(default_factory=dict, repr=False)
+    mean_noise_sd: float = 0.0
+    mean_noise_chosen: str | None = None
 
     def summary(self) -> dict:
         """Return the aggregates for release.json (no record's value)."""
@@ -96,6 +104,7 @@ class ReleaseAttack:
                "approximate": self.approximate, "measure": self.measure,
                "attack": self.attack, "n_implicates": self.n_implicates,
                "input_noise_sd": self.kappa, "input_noise_chosen": self.kappa_chosen,
+               "mean_noise_sd": self.mean_noise_sd, "mean_noise_chosen": self.mean_noise_chosen,
                "largest_attributable_any_implicates": self.largest_unlimited,
                "n_records": int(a.size),
                "largest_attributable": float(a.max()), "mean_attributable": float(a.mean()),
@@ -107,7 +116,7 @@ class ReleaseAttack:
             within = self.budget[self.budget < BUDGET_CAP]
             out["smallest_implicate_budget"] = int(within.min()) if within.size else None
             out["n_records_budget_within_release"] = int(
-                (self.budget <= self.n_implicates).sum())
+                (self.budget < self.n_implicates).sum())
         return out
 
     def per_record(self) -> pd.DataFrame:
@@ -126,6 +135,84 @@ class ReleaseAttack:
             text += (f"; {s['n_records_above_threshold']} records above {self.threshold:g}; "
                      f"smallest implicate budget {s['smallest_implicate_budget'] or 'not reached'}")
         return text
+
+
+def released_map(spec, data, fit, released: xr.Dataset, mechanism: str, *,
+                 alpha_shift: float = 0.0):
+    """M̄₀: the released means' derivative in y, averaged over the implicates' (φ, α) cells.
+
+    ``alpha_shift``: added to every draw's α (input noise's κ²/σ̄²).
+    """
+    from synthgeo.pipeline.risk_stage import (  # noqa: PLC0415 (same stage, no cycle)
+        posterior_draws,
+        precision_function,
+        record_blocks,
+    )
+    d = posterior_draws(fit, released)
+    alpha = d["nugget"] / d["sigma2"] + alpha_shift
+    precision_of = precision_function(spec, data, fit)
+    blocks = record_blocks(spec, data) if mechanism == "cross_fit" else None
+    cells, counts = np.unique(np.column_stack([d["phi"], alpha]), axis=0, return_counts=True)
+    M0 = None
+    for (phi_c, alpha_c), k in zip(cells, counts):
+        part = mechanism_map(precision_of(phi_c, alpha_c), alpha_c, mechanism=mechanism,
+                             blocks=blocks) * (k / alpha.size)
+        M0 = part if M0 is None else M0 + part
+    return M0
+
+
+def information_with_mean_noise(M0, X: np.ndarray, s2: np.ndarray, v_eta: float,
+                                n_implicates: int, *, calibration: str) -> np.ndarray:
+    r"""I_i when each record's mean carries noise v_η common to its implicates.
+
+    The covariate calibration makes the means' projection on X the confidential OLS fit H y
+    (plus implicate noise), which the mean noise does not reach (the calibration projects it
+    out): that channel gives L x_iᵀ(XᵀSX)⁻¹x_i, S = diag(s²). The rest, the kriging
+    part, is read through noise v_η + s_j²/L: Σ_j M₀_ji² / (v_η + s_j²/L). The two are
+    orthogonal projections of the means, so their information adds (docs/risk-and-utility.md,
+    "Mean noise").
+
+    Parameters
+    ----------
+    M0 : scipy sparse matrix (n, n)
+    X : ndarray (n, p)
+    s2 : ndarray (n,)
+        Each record's implicate variance (model scale²).
+    v_eta : float
+        The mean noise's variance.
+    n_implicates : int
+        L pooled.
+    calibration : str
+
+    Returns
+    -------
+    ndarray (n,)
+    """
+    L = float(n_implicates)
+    kriging = release_information(M0, X, 1.0 / (v_eta + s2 / L), calibration="none")
+    if calibration == "none":
+        return kriging
+    G = np.linalg.pinv(X.T @ (X * s2[:, None]))
+    return kriging + L * np.einsum("ij,jk,ik->i", X, G, X)
+
+
+def attributable_function(baseline: Predictive, y: np.ndarray, measure: Measure, attack: str,
+                          g: str, *, kappa: float = 0.0):
+    """Return the baseline's risk and ``information -> attributable risk`` of the attacker.
+
+    ``attack = "average"``: the attacker guesses its posterior mean and the baseline its
+    leave-one-out mean (point guesses); ``"share"``: both draw from their predictive.
+    """
+    point = attack == "average"
+    prior = Predictive(mean=baseline.mean, sd=np.zeros_like(baseline.sd)) if point else baseline
+    base = rb_risk(prior, y, measure, g)
+
+    def attributable_at(info: np.ndarray, *, noise_sd: float | None = None) -> np.ndarray:
+        k = kappa if noise_sd is None else noise_sd
+        guess = attacker_predictive(baseline, y, info, kappa=k, point=point)
+        return rb_risk(guess, y, measure, g) - base
+
+    return base, attributable_at
 
 
 def judged_target(spec) -> tuple[Measure, str, float | None]:
@@ -171,11 +258,6 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
     -------
     ReleaseAttack
     """
-    from synthgeo.pipeline.risk_stage import (  # noqa: PLC0415 (same stage, no cycle at import)
-        posterior_draws,
-        precision_function,
-        record_blocks,
-    )
     t0 = time.perf_counter()
     released = implicates["restricted"]
     cross = released.attrs.get("predictive") == "cross_fit"
@@ -187,54 +269,45 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
         approximate = ("the restricted fit's smoothing at the at-risk sites is not in the map: "
                        "the unrestricted smoother I − αQ at the released fit's draws, with the "
                        "at-risk records' own rows left in (an over-statement there)")
-    d = posterior_draws(fit, released)
     noise = released.attrs.get("input_noise") or {}
     kappa = float(noise.get("sd", kappa))
-    alpha = d["nugget"] / d["sigma2"] + float(noise.get("alpha_shift", 0.0))
-    precision_of = precision_function(spec, data, fit)
-    blocks = record_blocks(spec, data) if cross else None
-    cells, cell, counts = np.unique(np.column_stack([d["phi"], alpha]), axis=0,
-                                    return_inverse=True, return_counts=True)
-    L = alpha.size
-    M0 = None
-    for c, (phi_c, alpha_c) in enumerate(cells):
-        part = mechanism_map(precision_of(phi_c, alpha_c), alpha_c, mechanism=mechanism,
-                             blocks=blocks) * (counts[c] / L)
-        M0 = part if M0 is None else M0 + part
+    v_eta = float((released.attrs.get("mean_noise") or {}).get("variance", 0.0))
+    M0 = released_map(spec, data, fit, released, mechanism,
+                      alpha_shift=float(noise.get("alpha_shift", 0.0)))
+    L = released.sizes["implicate"]
     y_syn = released["y_synthetic"].transpose("implicate", "record").values
     s2 = y_syn.var(axis=0, ddof=1)
-    info_one = release_information(M0, data.X, 1.0 / s2, calibration=calibration)
+
+    def info_at(n_implicates) -> np.ndarray:
+        """I_i with this many pooled implicates (the means' noise: v_η + s²/L)."""
+        if v_eta == 0:
+            return release_information(M0, data.X, 1.0 / s2, calibration=calibration) \
+                * n_implicates
+        return information_with_mean_noise(M0, data.X, s2, v_eta, n_implicates,
+                                           calibration=calibration)
+
+    info_L = info_at(L)
     y = data.y if truth is None else np.asarray(truth, float)
     measure, attack, threshold = judged_target(spec)
 
-
-    def attributable_fn(measure: Measure, attack: str):
-        point = attack == "average"  # the attacker's posterior mean, not a draw from it
-        prior = (Predictive(mean=baseline.mean, sd=np.zeros_like(baseline.sd)) if point
-                 else baseline)
-        base = rb_risk(prior, y, measure, g)
-
-        def attributable_at(info: np.ndarray) -> np.ndarray:
-            guess = attacker_predictive(baseline, y, info, kappa=kappa, point=point)
-            return rb_risk(guess, y, measure, g) - base
-
-        return base, attributable_at
 
     by_target = {}
     for t in spec.risk.targets:
         m = Measure.parse(t.measure)
         if (m.key, t.attack) not in by_target:
-            by_target[(m.key, t.attack)] = attributable_fn(m, t.attack)[1](info_one * L)
-    base, attributable_at = attributable_fn(measure, attack)
-    risk = base + attributable_at(info_one * L)
+            by_target[(m.key, t.attack)] = attributable_function(
+                baseline, y, m, t.attack, g, kappa=kappa)[1](info_L)
+    base, attributable_at = attributable_function(baseline, y, measure, attack, g, kappa=kappa)
+    risk = base + attributable_at(info_L)
     unlimited = (float(attributable_at(np.full(y.size, np.inf)).max()) if kappa > 0 else None)
-    budget = (implicate_budget(info_one, attributable_at, threshold, max_implicates=BUDGET_CAP)
+    budget = (implicate_budget(info_at, attributable_at, threshold, max_implicates=BUDGET_CAP)
               if threshold is not None else np.full(y.size, BUDGET_CAP))
     return ReleaseAttack(mechanism=mechanism, calibration=calibration, approximate=approximate,
                          measure=measure.key, attack=attack, threshold=threshold,
                          n_implicates=L, kappa=float(kappa),
                          seconds=time.perf_counter() - t0, attributable=risk - base,
-                         risk=risk, baseline=base, budget=budget, information=info_one,
+                         risk=risk, baseline=base, budget=budget, information=info_L / L,
                          largest_unlimited=unlimited, kappa_chosen=noise.get("chosen"),
-                         by_target=by_target)
+                         by_target=by_target, mean_noise_sd=float(np.sqrt(v_eta)),
+                         mean_noise_chosen=(released.attrs.get("mean_noise") or {}).get("chosen"))
 

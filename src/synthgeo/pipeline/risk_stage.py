@@ -412,8 +412,8 @@ score_release_attacker`); None for a later response of several (not scored yet).
         ``attributable[<measure>/<attack>]_<model>`` and ``attributable_se[...]`` against the
         one baseline b*; then ``identifiable_by_location``; then the release attacker's
         ``release_attacker_risk``, ``release_attacker_attributable`` and
-        ``release_attacker_implicate_budget`` (released model, judged measure). The index holds the record ids,
-        named as the data's id column.
+        ``release_attacker_implicate_budget`` (released model, judged measure). The index
+        holds the record ids, named as the data's id column.
         """
         frames = []
         for model, rr in self.records.items():
@@ -548,7 +548,7 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                        implicates: dict[str, xr.Dataset], at_risk: np.ndarray,
                        locations=None, *, own_X: np.ndarray | None = None,
                        g: str | None = None, realised=None,
-                       compare_units: bool = True) -> RiskScores:
+                       compare_units: bool = True, release_attacker: bool = True) -> RiskScores:
     """Score both models against both baselines, judge the targets, apply the gate.
 
     Parameters
@@ -576,6 +576,10 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     compare_units : bool, default=True
         Also score the attributable risk under every other leave-out unit
         (:func:`compare_loo_units`; ``RiskScores.loo_units``).
+    release_attacker : bool, default=True
+        Score the release attacker (:mod:`synthgeo.pipeline.release_attack`) and, under
+        ``[risk] release_attacker = "judge"``, judge the targets against it too; False for the
+        responses of a sequential release (not scored there yet).
 
     Returns
     -------
@@ -640,7 +644,7 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
         # possibly above the threshold (upper Monte Carlo bound): the protective count
         joint = joint_count(upper, target.record_threshold, below_k=below, unique=unique)
     attack = None
-    if own_X is None:  # the release attacker (the neighbour signal) on the released implicates
+    if release_attacker and own_X is None:  # the neighbour signal on the released implicates
         from synthgeo.pipeline.release_attack import score_release_attacker  # noqa: PLC0415
         attack = score_release_attacker(spec, data, fits, implicates, loo, mask, g)
     judged = (attack.by_target if attack is not None

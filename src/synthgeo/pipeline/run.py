@@ -22,7 +22,7 @@ from scipy.special import logit
 
 from synthgeo._errors import RiskError, SpecError
 from synthgeo._progress import progress_iter
-from synthgeo._seed import keyed_seeds, resolve_seed
+from synthgeo._seed import resolve_seed
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec, ResponseConfig, load_spec
 from synthgeo.inference.result import GPFit, require_convergence
 from synthgeo.io.notices import note
@@ -49,24 +49,18 @@ from synthgeo.pipeline.data import (
     PreparedData,
     check_formula_names,
     prepare_data,
-    response_scale,
 )
 from synthgeo.pipeline.detector_stage import detector_block
 from synthgeo.pipeline.general_utility import general_utility
 from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
-from synthgeo.pipeline.release_attack import judged_target
 from synthgeo.pipeline.result import MODELS, ReleaseResult, SynthesiserState
 from synthgeo.pipeline.risk_stage import (
     gate_cumulative,
     loo_predictive,
-    posterior_draws,
-    precision_function,
-    record_blocks,
     release_predictive_of,
     score_release_risk,
 )
-from synthgeo.risk.loo import baseline_loo_sets
-from synthgeo.risk.rao_blackwell import rb_risk
+from synthgeo.pipeline.synthesis_noise import draw_input_noise, draw_mean_noise
 from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
 from synthgeo.synthesis.cross_fit import (
@@ -81,7 +75,6 @@ from synthgeo.synthesis.implicates import (
     implicate_draw_index,
     selection_draw_index,
 )
-from synthgeo.synthesis.input_noise import INPUT_NOISE_KEY, choose_kappa, noisy_response
 from synthgeo.utility.glm import response_correlations
 
 __all__ = ["Fitter", "run_release", "restricted_smoothing", "as_spec", "make_fitter"]
@@ -314,7 +307,9 @@ def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed, *,
         sources = implicate_sources(fit, spec.synthesis.n_implicates)
         calibration = spec.synthesis.cross_fit_calibration
         if spec.synthesis.input_noise != 0:
-            return _draw_input_noise(spec, data, fit, sources, seed)
+            return draw_input_noise(spec, data, fit, sources, seed)
+        if spec.synthesis.mean_noise != 0:
+            return draw_mean_noise(spec, data, fit, sources, seed)
         calibrated = calibration != "none"
         weight: dict | None = {} if calibrated else None
         loo = loo_predictive(spec, data, fit, sources, own_weight=weight)
@@ -337,48 +332,6 @@ def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed, *,
                                            if name == "restricted" else "zero"),
                            scheduler=spec.compute.scheduler,  # [compute]: where blocks run
                            draw_index=draw_index)
-
-
-def _draw_input_noise(spec: ReleaseSpec, data: PreparedData, fit: GPFit, sources, seed):
-    """Draw the cross-fitted implicates from y* = y + e (:mod:`synthgeo.synthesis.input_noise`).
-
-    κ as given, or chosen ("auto") against the first per-record target's threshold.
-    """
-    d = posterior_draws(fit, sources)
-    alpha = d["nugget"] / d["sigma2"]
-    kappa, chosen = spec.synthesis.input_noise, "given"
-    if kappa == "auto":
-        measure, attack, threshold = judged_target(spec)
-        loo0 = loo_predictive(spec, data, fit, sources)
-        point = attack == "average"
-        g = response_scale(spec).g_name
-
-        def risk_of(pred):
-            if point:
-                pred = dataclasses.replace(pred, sd=np.zeros_like(pred.sd)) if \
-                    pred.name == "baseline_loo" else pred
-            return rb_risk(pred, data.y, measure, g)
-
-        kappa, chosen = choose_kappa(loo0, data.y, threshold, risk_of), "auto"
-    kappa = float(kappa)
-    ystar = noisy_response(data.y, kappa, keyed_seeds(seed, [INPUT_NOISE_KEY])[0])
-    sigma_bar2 = float(np.median(d["sigma2"]))
-    shift = kappa ** 2 / sigma_bar2
-    unit = spec.loo_unit
-    loo = baseline_loo_sets(ystar, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
-                            alpha=alpha + shift, precision_of=precision_function(spec, data, fit),
-                            block_sets={unit: record_blocks(spec, data)})[unit]
-    calibration = spec.synthesis.cross_fit_calibration
-    mean = loo.mean
-    if calibration != "none":  # to y*'s OLS: y's would publish y's regression exactly as L grows
-        mean = calibrate_covariates(loo.mean, ystar, data.X,
-                                    leave_own_out=calibration == "covariates_loo")
-    var = loo.sd ** 2 - shift * d["sigma2"][:, None]  # Var(y_i | y*_-B) = σ²v' − κ²σ²/σ̄²
-    ds = draw_cross_fitted(mean, np.sqrt(np.maximum(var, 1e-12)), sources=sources,
-                           random_seed=seed, record_id=data.record_id, calibration=calibration)
-    ds.attrs["input_noise"] = {"sd": kappa, "chosen": chosen, "alpha_shift": shift,
-                               "sigma2_median": sigma_bar2}
-    return ds
 
 
 def _refuse_on_several(spec: ReleaseSpec, previous) -> None:
@@ -623,11 +576,14 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     say(f"loaded {data.n_records} records at {data.sites.n_sites} sites ({data.gdf.crs.name})"
         + (f"; dropped {data.missing['n_dropped']} with a missing value" if data.missing
            else ""))
-    if previous is not None and spec.synthesis.input_noise != 0:
+    noisy = next((k for k in ("input_noise", "mean_noise")
+                  if getattr(spec.synthesis, k) != 0), None)
+    if previous is not None and noisy:
         raise SpecError(
-            "--previous with `[synthesis] input_noise`: a repeated release would draw its own "
+            f"--previous with `[synthesis] {noisy}`: a repeated release would draw its own "
             "noise, and implicates pooled over two noise draws average the noise away (the "
-            "bound holds for draws from one y*); release once, or leave input_noise out")
+            f"protection holds for draws from one noise draw); release once, or leave {noisy} "
+            "out")
     earlier = None if previous is None else load_previous(  # before fitting
         previous, spec, frame_sha256=data.gdf.attrs.get("frame_sha256"), ledger=ledger)
     if earlier is not None and len(earlier.chain()) > 1:
@@ -832,7 +788,7 @@ def _score_response(spec, d: _Drawn, locations, own_X, realised):
         scores = score_release_risk(
             spec, d.data, d.fits, d.implicates, d.at_risk.at_risk, locations, own_X=own_X,
             g=responses.response_scale_of(spec, d.config).g_name, realised=realised,
-            compare_units=False)
+            compare_units=False, release_attacker=False)
     except RiskError as exc:
         raise RiskError(f"response `{name}`: {exc}") from None
     notes = [{**w, "message": f"response `{name}`: {w['message']}"} for w in scores.warnings]

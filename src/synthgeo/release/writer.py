@@ -342,7 +342,8 @@ def _synthesis_record(spec, released=None) -> dict[str, Any]:
                 "calibration": calibration,
                 "own_value_leak": leak if calibration != "none" else None,
                 "pseudo_likelihood": None,
-                "input_noise": None if released is None else released.attrs.get("input_noise")}
+                "input_noise": None if released is None else released.attrs.get("input_noise"),
+                "mean_noise": None if released is None else released.attrs.get("mean_noise")}
     pseudo = None if released is None else released.attrs.get("pseudo_likelihood")
     if spec.model.at_risk_weight == "pseudo_likelihood":
         return {"predictive": "posterior", "restricted_fit": True, "leave_out_unit": None,

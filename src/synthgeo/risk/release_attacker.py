@@ -63,7 +63,7 @@ from synthgeo.risk.loo import _block_matrices, _blocks_by_size
 from synthgeo.risk.predictive import Predictive
 
 __all__ = ["MECHANISMS", "block_inverse", "mechanism_map", "release_information",
-           "attacker_predictive", "implicate_budget"]
+           "attacker_predictive", "implicate_budget", "unlimited_bound"]
 
 #: The released means' linear map this module knows: the cross-fit under each calibration and
 #: the unrestricted posterior predictive.
@@ -261,27 +261,29 @@ def attacker_predictive(loo: Predictive, truth: np.ndarray, information: np.ndar
                       name="release_attacker")
 
 
-def implicate_budget(info_per_implicate: np.ndarray, attributable_at, threshold: float, *,
+def implicate_budget(info_at, attributable_at, threshold: float, *,
                      max_implicates: int = 100_000) -> np.ndarray:
-    """Per record: the smallest pooled L at which this attacker's attributable risk passes.
+    """Per record: the most pooled implicates that keep this attacker within the threshold.
 
     Parameters
     ----------
-    info_per_implicate : ndarray of shape (n,)
-        I_i / L (the information grows in proportion to the implicates pooled).
+    info_at : callable
+        ``L (int) -> information (n,)``: I_i with L implicates pooled (L I_i/L without mean
+        noise; :func:`synthgeo.pipeline.release_attack.information_with_mean_noise` with it).
     attributable_at : callable
-        ``information (n,) -> attributable risk (n,)`` (the attacker's risk at that
-        information minus the baseline's), increasing in the information.
+        ``information (n,) -> attributable risk (n,)``, increasing in the information.
     threshold : float
         The attributable risk that counts (e.g. ``record_threshold``).
     max_implicates : int, default=100000
-        Records not above the threshold even there get this value (with input noise, none may
-        ever be).
+        Records within the threshold even there get this value.
 
     Returns
     -------
     ndarray of int, shape (n,)
-        L*_i: the implicates pooled over every draw from this synthesiser must stay below it.
+        B_i on the grid 1, 2, …, 16, then steps of 25 % (rounded up): the largest grid value
+        at which record i is still within the threshold (0: not even at one implicate). The
+        implicates pooled over this release and every later draw from its synthesiser must
+        stay at or below min_i B_i.
 
     Examples
     --------
@@ -291,23 +293,54 @@ def implicate_budget(info_per_implicate: np.ndarray, attributable_at, threshold:
     >>> m, y = Measure.parse("rel:0.1"), np.zeros(1)
     >>> f = lambda info: (rb_risk(attacker_predictive(loo, y, info), y, m)
     ...                   - rb_risk(loo, y, m))
-    >>> int(implicate_budget(np.array([1.0]), f, 0.10)[0])
-    27
+    >>> int(implicate_budget(lambda L: np.array([1.0]) * L, f, 0.10)[0])  # crosses at 27
+    25
     """
-    per = np.asarray(info_per_implicate, float)
+    grid = list(range(1, 17))
+    while grid[-1] < max_implicates:
+        grid.append(min(max_implicates, int(np.ceil(grid[-1] * 1.25))))
+    out = done = None
+    last = 0
+    for L in grid:
+        above = attributable_at(np.asarray(info_at(L), float)) > threshold
+        if out is None:
+            out = np.full(above.size, max_implicates, dtype=np.int64)
+            done = np.zeros(above.size, bool)
+        newly = above & ~done
+        out[newly] = last
+        done |= above
+        if done.all():
+            break
+        last = L
+    return out
 
-    def above(L: np.ndarray) -> np.ndarray:
-        return attributable_at(per * L) > threshold
 
-    hi = np.full(per.size, float(max_implicates))
-    never = ~above(hi)
-    if never.all():
-        return hi.astype(np.int64)
-    lo = np.zeros(per.size)  # not above at lo (L = 0 is the baseline), above at hi
-    while (hi - lo > 1).any():  # bisection on every record at once (monotone in L)
-        mid = np.floor((lo + hi) / 2)
-        up = above(mid)
-        hi = np.where(up, mid, hi)
-        lo = np.where(up, lo, mid)
-    hi[never] = max_implicates
-    return hi.astype(np.int64)
+def unlimited_bound(loo: Predictive, y: np.ndarray, kappa: float, risk_of) -> np.ndarray:
+    """Per record: the attributable risk of an attacker who knows y*_i exactly (any L).
+
+    Parameters
+    ----------
+    loo : Predictive
+        The leave-one-out baseline, (L, n), model scale.
+    y : ndarray of shape (n,)
+    kappa : float
+        κ > 0.
+    risk_of : callable
+        ``Predictive -> ndarray (n,)``: the Rao-Blackwellised risk of the judged measure.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        risk(attacker with information 1/κ²) − risk(baseline).
+
+    Examples
+    --------
+    >>> from synthgeo.risk.rao_blackwell import rb_risk
+    >>> from synthgeo.config.measure import Measure
+    >>> loo = Predictive(mean=np.zeros((1, 1)), sd=np.full((1, 1), 0.3))
+    >>> f = lambda p: rb_risk(p, np.zeros(1), Measure.parse("rel:0.1"))
+    >>> float(unlimited_bound(loo, np.zeros(1), 0.3, f)[0].round(3))
+    0.039
+    """
+    info = np.full(np.asarray(y).size, np.inf)
+    return risk_of(attacker_predictive(loo, y, info, kappa=kappa)) - risk_of(loo)

@@ -24,7 +24,8 @@ y*'s OLS (to y's it would publish y's regression, which an attacker who knows th
 inverts as L grows).
 
 **Choosing κ ("auto").** With unlimited implicates the attacker's posterior for y_i combines
-its leave-one-out predictive N(μ_i, s_i²) with y*_i ~ N(y_i, κ²) (:func:`unlimited_bound`);
+its leave-one-out predictive N(μ_i, s_i²) with y*_i ~ N(y_i, κ²)
+(:func:`synthgeo.risk.release_attacker.unlimited_bound`);
 κ is the smallest value on a grid of 2 significant figures at which every record's
 attributable risk under that posterior stays within the target: a bound that holds for any
 number of later draws. κ is a function of the confidential data (one number, released in
@@ -35,10 +36,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from synthgeo.risk.predictive import Predictive
-from synthgeo.risk.release_attacker import attacker_predictive
 
-__all__ = ["INPUT_NOISE_KEY", "noisy_response", "choose_kappa", "unlimited_bound"]
+__all__ = ["INPUT_NOISE_KEY", "noisy_response", "choose_kappa"]
 
 #: The key of the input noise's seed among the release seed's children
 #: (:func:`synthgeo._seed.keyed_seeds`), apart from the implicates' 0 … L − 1.
@@ -74,45 +73,14 @@ def noisy_response(y: np.ndarray, kappa: float, seed) -> np.ndarray:
     return y + float(kappa) * np.random.default_rng(seed).standard_normal(y.size)
 
 
-def unlimited_bound(loo: Predictive, y: np.ndarray, kappa: float, risk_of) -> np.ndarray:
-    """Per record: the attributable risk of an attacker who knows y*_i exactly (any L).
-
-    Parameters
-    ----------
-    loo : Predictive
-        The leave-one-out baseline, (L, n), model scale.
-    y : ndarray of shape (n,)
-    kappa : float
-        κ > 0.
-    risk_of : callable
-        ``Predictive -> ndarray (n,)``: the Rao-Blackwellised risk of the judged measure.
-
-    Returns
-    -------
-    ndarray of shape (n,)
-        risk(attacker with information 1/κ²) − risk(baseline).
-
-    Examples
-    --------
-    >>> from synthgeo.risk.rao_blackwell import rb_risk
-    >>> from synthgeo.config.measure import Measure
-    >>> loo = Predictive(mean=np.zeros((1, 1)), sd=np.full((1, 1), 0.3))
-    >>> f = lambda p: rb_risk(p, np.zeros(1), Measure.parse("rel:0.1"))
-    >>> float(unlimited_bound(loo, np.zeros(1), 0.3, f)[0].round(3))
-    0.039
-    """
-    info = np.full(np.asarray(y).size, np.inf)
-    return risk_of(attacker_predictive(loo, y, info, kappa=kappa)) - risk_of(loo)
-
-
-def choose_kappa(loo: Predictive, y: np.ndarray, threshold: float, risk_of, *,
-                 largest: float = 10.0) -> float:
+def choose_kappa(bound_of, threshold: float, *, largest: float = 10.0) -> float:
     """Return the smallest κ (2 significant figures) whose unlimited bound is within threshold.
 
     Parameters
     ----------
-    loo, y, risk_of
-        As :func:`unlimited_bound`.
+    bound_of : callable
+        ``κ -> ndarray (n,)``: each record's attributable risk for any number of pooled
+        implicates (:func:`unlimited_bound`).
     threshold : float
         The largest attributable risk allowed for any record.
     largest : float, default=10.0
@@ -121,19 +89,16 @@ def choose_kappa(loo: Predictive, y: np.ndarray, threshold: float, risk_of, *,
     Returns
     -------
     float
-        κ; ``largest`` when even that is not enough (the caller reports it).
+        κ; ``largest`` when even that is not enough (the verdict then says FAIL).
 
     Examples
     --------
-    >>> from synthgeo.risk.rao_blackwell import rb_risk
-    >>> from synthgeo.config.measure import Measure
-    >>> loo = Predictive(mean=np.zeros((1, 1)), sd=np.full((1, 1), 0.3))
-    >>> f = lambda p: rb_risk(p, np.zeros(1), Measure.parse("rel:0.1"))
-    >>> choose_kappa(loo, np.zeros(1), 0.10, f)
-    0.2
+    >>> bound = lambda k: np.array([0.3 / (1.0 + 10.0 * k ** 2)])  # falls as κ grows
+    >>> choose_kappa(bound, 0.10)
+    0.45
     """
     def ok(k: float) -> bool:
-        return bool(unlimited_bound(loo, y, k, risk_of).max() <= threshold)
+        return bool(np.max(bound_of(k)) <= threshold)
 
     lo, hi = 0.0, float(largest)
     if not ok(hi):

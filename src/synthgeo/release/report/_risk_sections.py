@@ -129,7 +129,7 @@ def attributable_table(result):
 
 
 def _release_attacker(result, scores) -> dict | None:
-    """The release attacker's aggregates for the template (None when not scored)."""
+    """Return the release attacker's aggregates for the template (None: not scored)."""
     attack = None if scores is None else getattr(scores, "release_attack", None)
     if attack is None:
         return None
@@ -191,7 +191,8 @@ def protection_tables(block: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
         "measure": t["measure"],
         "attacker": ("release attacker" if t.get("attacker") == "release_attacker"
                      else "own values"),
-        "criterion": t["criterion"], "limit": t["limit"], "point": t["value"], "upper bound": t["upper"],
+        "criterion": t["criterion"], "limit": t["limit"], "point": t["value"],
+        "upper bound": t["upper"],
         "records above": t["n_above"], "status": t["status"]}
         for r in block["rounds"] for t in r["targets"]])
     return rounds, targets

@@ -1,0 +1,126 @@
+"""The cross-fit's noise mechanisms against the release attacker: input noise and mean noise.
+
+``[synthesis] input_noise`` (:mod:`synthgeo.synthesis.input_noise`: y* = y + e feeds the whole
+synthesis; a bound for any number of pooled implicates) and ``[synthesis] mean_noise``
+(:mod:`synthgeo.synthesis.mean_noise`: each record's mean moved by noise common to its
+implicates, before the covariate calibration). Both draw the cross-fitted implicates
+(:func:`synthgeo.synthesis.cross_fit.draw_cross_fitted`) at the implicates' posterior draws
+of the unrestricted fit, and record what they did in the implicates' ``attrs`` (release.json's
+``synthesis``). "auto" chooses the noise against the first per-record target
+(:func:`synthgeo.pipeline.release_attack.judged_target`), with the leave-one-out predictive at
+the same draws as the attacker's prior.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from synthgeo._seed import keyed_seeds
+from synthgeo.pipeline.data import response_scale
+from synthgeo.pipeline.release_attack import (
+    attributable_function,
+    information_with_mean_noise,
+    judged_target,
+    released_map,
+)
+from synthgeo.pipeline.risk_stage import (
+    loo_predictive,
+    posterior_draws,
+    precision_function,
+    record_blocks,
+)
+from synthgeo.risk.loo import baseline_loo_sets
+from synthgeo.synthesis.cross_fit import calibrate_covariates, draw_cross_fitted
+from synthgeo.synthesis.input_noise import INPUT_NOISE_KEY, choose_kappa, noisy_response
+from synthgeo.synthesis.mean_noise import MEAN_NOISE_KEY, choose_mean_noise, mean_noise
+
+__all__ = ["draw_input_noise", "draw_mean_noise"]
+
+
+def _calibrated(spec, mean: np.ndarray, target: np.ndarray, X: np.ndarray) -> np.ndarray:
+    calibration = spec.synthesis.cross_fit_calibration
+    if calibration == "none":
+        return mean
+    return calibrate_covariates(mean, target, X, leave_own_out=calibration == "covariates_loo")
+
+
+def _attacker(spec, data, loo):
+    """Return the judged threshold and the attacker's ``information -> attributable``."""
+    measure, attack, threshold = judged_target(spec)
+    _, attributable_at = attributable_function(loo, data.y, measure, attack,
+                                               response_scale(spec).g_name)
+    return threshold, attributable_at
+
+
+def draw_input_noise(spec, data, fit, sources, seed):
+    """Draw the cross-fitted implicates from y* = y + e (module docstring).
+
+    κ as given, or chosen ("auto") so that the attacker who knows y*_i stays within the first
+    per-record target for every record. The predictive of y*_B is computed with α + κ²/σ̄²
+    (σ̄² the median σ² of the draws) and y_B's variance is that minus κ²σ²/σ̄².
+    """
+    d = posterior_draws(fit, sources)
+    alpha = d["nugget"] / d["sigma2"]
+    kappa, chosen = spec.synthesis.input_noise, "given"
+    if kappa == "auto":
+        loo0 = loo_predictive(spec, data, fit, sources)
+        threshold, attributable_at = _attacker(spec, data, loo0)
+        unlimited = np.full(data.y.size, np.inf)
+        kappa = choose_kappa(lambda k: attributable_at(unlimited, noise_sd=k), threshold)
+        chosen = "auto"
+    kappa = float(kappa)
+    ystar = noisy_response(data.y, kappa, keyed_seeds(seed, [INPUT_NOISE_KEY])[0])
+    sigma_bar2 = float(np.median(d["sigma2"]))
+    shift = kappa ** 2 / sigma_bar2
+    unit = spec.loo_unit
+    loo = baseline_loo_sets(ystar, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
+                            alpha=alpha + shift, precision_of=precision_function(spec, data, fit),
+                            block_sets={unit: record_blocks(spec, data)})[unit]
+    # calibrated to y*'s OLS: y's would publish y's regression exactly as L grows
+    mean = _calibrated(spec, loo.mean, ystar, data.X)
+    var = loo.sd ** 2 - shift * d["sigma2"][:, None]  # Var(y_i | y*_-B) = σ²v' − κ²σ²/σ̄²
+    ds = draw_cross_fitted(mean, np.sqrt(np.maximum(var, 1e-12)), sources=sources,
+                           random_seed=seed, record_id=data.record_id,
+                           calibration=spec.synthesis.cross_fit_calibration)
+    ds.attrs["input_noise"] = {"sd": kappa, "chosen": chosen, "alpha_shift": shift,
+                               "sigma2_median": sigma_bar2}
+    return ds
+
+
+def draw_mean_noise(spec, data, fit, sources, seed):
+    """Draw the cross-fitted implicates around means moved by η (module docstring).
+
+    v as given (``mean_noise`` is its sd), or chosen ("auto") so that the release attacker at
+    this release's L stays within the first per-record target for every record. The implicate
+    variance becomes s² − v (at least 10 % of s² is kept: v ≤ 0.9 × the smallest).
+    """
+    loo = loo_predictive(spec, data, fit, sources)
+    largest = 0.9 * float((loo.sd ** 2).min())
+    chosen, asked = "given", spec.synthesis.mean_noise
+    calibrated_mean = _calibrated(spec, loo.mean, data.y, data.X)
+    if asked == "auto":
+        threshold, attributable_at = _attacker(spec, data, loo)
+        M0 = released_map(spec, data, fit, sources, "cross_fit")
+        L = loo.mean.shape[0]
+
+        def info_of(v: float) -> np.ndarray:
+            s2 = (loo.sd ** 2).mean(axis=0) - v + calibrated_mean.var(axis=0)  # released
+            return information_with_mean_noise(
+                M0, data.X, np.maximum(s2, 1e-12), v, L,
+                calibration=spec.synthesis.cross_fit_calibration)
+
+        v, _ = choose_mean_noise(info_of, attributable_at, threshold, largest)
+        chosen = "auto"
+    else:
+        v = float(asked) ** 2
+    capped = int((loo.sd ** 2 <= v).any(axis=0).sum())
+    if v > largest:
+        v = largest
+    eta = mean_noise(data.y.size, v, keyed_seeds(seed, [MEAN_NOISE_KEY])[0])
+    mean = _calibrated(spec, loo.mean + eta[None, :], data.y, data.X)
+    ds = draw_cross_fitted(mean, np.sqrt(np.maximum(loo.sd ** 2 - v, 1e-12)), sources=sources,
+                           random_seed=seed, record_id=data.record_id,
+                           calibration=spec.synthesis.cross_fit_calibration)
+    ds.attrs["mean_noise"] = {"sd": float(np.sqrt(v)), "variance": float(v), "chosen": chosen,
+                              "n_records_sd_capped": capped}
+    return ds
