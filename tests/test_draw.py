@@ -146,11 +146,25 @@ def test_a_draw_uses_fresh_draws_refits_nothing_and_reports_cumulative_risk(chai
     assert list(frame["previous_id"].fillna(0).astype(int))[-1] == entry.id
 
 
-def test_the_same_seed_gives_the_same_files(first, tmp_path):
+def test_the_same_seed_gives_the_same_files(first, tmp_path, monkeypatch):
+    """Also with the land mask loaded or not: the release's land outcome is reused."""
+    from synthgeo.io import where
+    from synthgeo.pipeline import draw as draw_mod
+
     ledger, _, out_a = first
     outs, results = [], []
     for j in range(2):  # written unregistered: the register refuses a seed a second time
-        res = draw_release(out_a, 5, seed=21, ledger=ledger)
+        with monkeypatch.context() as mp:
+            if j == 0:  # the release's own file bytes: the land mask is not loaded
+                def no_mask():
+                    pytest.fail("the land mask was loaded")
+
+                no_mask.cache_clear = lambda: None  # release_land_mask() after reading
+                where._land_mask.cache_clear()
+                mp.setattr(where, "_land_mask", no_mask)
+            else:  # no outcome to reuse: the file is tested against the mask
+                mp.setattr(draw_mod, "land_checked", lambda record: None)
+            res = draw_release(out_a, 5, seed=21, ledger=ledger)
         results.append(res)
         outs.append(write_release(res, tmp_path / f"b{j}", ledger=Ledger(None, None)))
     files = sorted(p.relative_to(outs[0]).as_posix()

@@ -44,7 +44,7 @@ from synthgeo.inference.stored import (
 from synthgeo.io.provenance import file_sha256
 from synthgeo.pipeline.result import ReleaseResult, SynthesiserState
 
-__all__ = ["draw_release", "check_draw_request", "stored_fitter"]
+__all__ = ["draw_release", "check_draw_request", "stored_fitter", "land_checked"]
 
 
 def _refuse(folder: Path, what: str) -> InputError:
@@ -230,4 +230,31 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
                                    "register_id": entry.id, "release_uid": entry.release_uid,
                                    "n_new_draws": int(new.size)})
     return run_release(spec, fitter=stored_fitter(stored), progress=progress,
-                       progressbar=progressbar, previous=folder, ledger=ledger, plan=plan)
+                       progressbar=progressbar, previous=folder, ledger=ledger, plan=plan,
+                       land_checked=land_checked(record))
+
+
+def land_checked(record: dict):
+    """The release's land/sea outcome for its input file (None when no file was recorded).
+
+    The release read ``input.sha256``'s bytes with the ``[data]`` keys of its signed spec, the
+    ones the draw reads them with, and passed the land/sea test (else nothing would have been
+    written), giving the ``offshore`` warnings its release.json keeps; the draw reads the
+    file again and, when its bytes are those, gives those warnings again instead of loading
+    the land mask (:class:`synthgeo.io.where.LandChecked`).
+
+    Examples
+    --------
+    >>> land_checked({"input": {"sha256": "ab" * 32}, "warnings": []}).notes
+    ()
+    >>> land_checked({"input": None}) is None
+    True
+    """
+    from synthgeo.io.where import LandChecked
+
+    digest = (record.get("input") or {}).get("sha256")
+    if not digest:
+        return None
+    return LandChecked(sha256=digest, notes=tuple(
+        {"code": w["code"], "message": w["message"]} for w in record.get("warnings") or []
+        if w.get("code") == "offshore"))

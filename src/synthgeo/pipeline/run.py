@@ -475,7 +475,7 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                 progressbar: bool = False, fitter: Fitter | None = None,
                 previous: str | os.PathLike | None = None, ledger=None,
                 reuse_fits: dict | None = None,
-                plan: SynthesiserState | None = None):
+                plan: SynthesiserState | None = None, land_checked=None):
     """Fit both models, synthesise, score risk and utility (writes nothing): every release.
 
     One route: data → locations → per response (fit unrestricted, at-risk set, fit
@@ -521,6 +521,10 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         ``synthgeo draw`` (:mod:`synthgeo.pipeline.draw`): the implicates come from
         ``plan.new_draws`` (draws no implicate used before) and the stored synthesiser is
         carried on (``fitter`` then rebuilds the stored fits). One gaussian response only.
+    land_checked : synthgeo.io.where.LandChecked, optional
+        ``synthgeo draw``: the earlier release's land/sea outcome for its input file, used
+        instead of the land mask when the file read has the SHA-256 it recorded
+        (:func:`synthgeo.pipeline.data.prepare_data`).
 
     Returns
     -------
@@ -559,7 +563,7 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     if ledger is not None:  # one seed, one release: before anything is read or fitted
         ledger.check_seed(spec.sampling.seed)
     with _timed(seconds, "load"):
-        data = prepare_data(spec, points)
+        data = prepare_data(spec, points, land_checked=land_checked)
     formulas = [responses.response_formula(spec, rc, j == 0) if several else spec.formula
                 for j, rc in enumerate(spec.data.response_configs)]
     for rc, formula in zip(spec.data.response_configs, formulas) if several else ():
