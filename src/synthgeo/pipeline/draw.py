@@ -235,7 +235,7 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
 
 
 def land_checked(record: dict):
-    """The release's land/sea outcome for its input file (None when no file was recorded).
+    """Return the release's land/sea outcome for its input file (None: no file recorded).
 
     The release read ``input.sha256``'s bytes with the ``[data]`` keys of its signed spec, the
     ones the draw reads them with, and passed the land/sea test (else nothing would have been
