@@ -475,7 +475,8 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                 progressbar: bool = False, fitter: Fitter | None = None,
                 previous: str | os.PathLike | None = None, ledger=None,
                 reuse_fits: dict | None = None,
-                plan: SynthesiserState | None = None, land_checked=None):
+                plan: SynthesiserState | None = None, land_checked=None,
+                records_digest: str | None = None):
     """Fit both models, synthesise, score risk and utility (writes nothing): every release.
 
     One route: data → locations → per response (fit unrestricted, at-risk set, fit
@@ -525,6 +526,10 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         ``synthgeo draw``: the earlier release's land/sea outcome for its input file, used
         instead of the land mask when the file read has the SHA-256 it recorded
         (:func:`synthgeo.pipeline.data.prepare_data`).
+    records_digest : str, optional
+        ``synthgeo draw``: the SHA-256 the stored synthesiser holds of the records it was
+        fitted to (:func:`synthgeo.inference.stored.records_sha256` of y and X); other records
+        are refused after reading, before anything is fitted.
 
     Returns
     -------
@@ -553,7 +558,8 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
 
         return seek_targets(spec, run_release, points=points, progress=progress,
                             progressbar=progressbar, fitter=fitter, previous=previous,
-                            ledger=ledger)
+                            ledger=ledger, land_checked=land_checked,
+                            records_digest=records_digest)
     several = spec.data.sequential  # [[data.responses]]: several responses or a GLMM family
     if several:
         _refuse_on_several(spec, previous)
@@ -564,6 +570,10 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         ledger.check_seed(spec.sampling.seed)
     with _timed(seconds, "load"):
         data = prepare_data(spec, points, land_checked=land_checked)
+    if records_digest is not None:  # synthgeo draw: the release's own records, before fitting
+        from synthgeo.inference.stored import check_records
+
+        check_records(data.y, data.X, records_digest)
     formulas = [responses.response_formula(spec, rc, j == 0) if several else spec.formula
                 for j, rc in enumerate(spec.data.response_configs)]
     for rc, formula in zip(spec.data.response_configs, formulas) if several else ():
