@@ -53,7 +53,8 @@ KEY = "the benchmark's release key, 32+ bytes"
 
 def _snapshot(reg: Path, to: Path) -> None:
     """Copy a SQLite register (its committed rows) and its files folder to ``to``."""
-    to.unlink(missing_ok=True)
+    for old in (to, Path(f"{to}-wal"), Path(f"{to}-shm"), Path(f"{to}-journal")):
+        old.unlink(missing_ok=True)
     with sqlite3.connect(reg) as src, sqlite3.connect(to) as dst:
         src.backup(dst)
     files = Path(f"{to}.files")
