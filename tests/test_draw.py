@@ -136,7 +136,7 @@ def test_a_draw_uses_fresh_draws_refits_nothing_and_reports_cumulative_risk(chai
         __import__("synthgeo.io.provenance", fromlist=["x"]).file_sha256(out_a / "release.json"))
     assert rec["synthesiser"]["drawn_from"] == {
         "release_json_sha256": entry.release_json_sha256, "register_id": entry.id,
-        "release_uid": entry.release_uid, "n_new_draws": 5}
+        "release_uid": entry.release_uid, "n_new_draws": 5, "refit": False}
     assert rec["previous_releases"]["n_implicates_pooled"] == 15
     assert rec["synthesiser"]["n_used"] == 15 and rec["n_implicates"] == 5
     readme = (out / "release" / "README.md").read_text()
@@ -146,11 +146,25 @@ def test_a_draw_uses_fresh_draws_refits_nothing_and_reports_cumulative_risk(chai
     assert list(frame["previous_id"].fillna(0).astype(int))[-1] == entry.id
 
 
-def test_the_same_seed_gives_the_same_files(first, tmp_path):
+def test_the_same_seed_gives_the_same_files(first, tmp_path, monkeypatch):
+    """Also with the land mask loaded or not: the release's land outcome is reused."""
+    from synthgeo.io import where
+    from synthgeo.pipeline import draw as draw_mod
+
     ledger, _, out_a = first
     outs, results = [], []
     for j in range(2):  # written unregistered: the register refuses a seed a second time
-        res = draw_release(out_a, 5, seed=21, ledger=ledger)
+        with monkeypatch.context() as mp:
+            if j == 0:  # the release's own file bytes: the land mask is not loaded
+                def no_mask():
+                    pytest.fail("the land mask was loaded")
+
+                no_mask.cache_clear = lambda: None  # release_land_mask() after reading
+                where._land_mask.cache_clear()
+                mp.setattr(where, "_land_mask", no_mask)
+            else:  # no outcome to reuse: the file is tested against the mask
+                mp.setattr(draw_mod, "land_checked", lambda record: None)
+            res = draw_release(out_a, 5, seed=21, ledger=ledger)
         results.append(res)
         outs.append(write_release(res, tmp_path / f"b{j}", ledger=Ledger(None, None)))
     files = sorted(p.relative_to(outs[0]).as_posix()
@@ -274,13 +288,14 @@ def test_a_fit_that_stored_its_effects_is_drawn_from_them(tmp_path):
     assert res.cumulative.n_implicates_pooled == 9
 
 
-def test_cli_draw_refuses_refit_and_bad_input(first, tmp_path, capsys, monkeypatch):
+def test_cli_draw_refuses_used_up_draws_without_refit_and_bad_input(first, tmp_path, capsys,
+                                                                    monkeypatch):
     ledger, _, out_a = first
     monkeypatch.setenv(KEY_ENV, KEY.secret.decode())
     reg = ["--register", ledger.register.location]
     out = ["--out", str(tmp_path / "out")]
     for argv, words in [
-        ([str(out_a), "--implicates", "5", "--refit", *reg, *out], "--refit is not available"),
+        ([str(out_a), "--implicates", "191", *reg, *out], "give --refit"),
         ([str(out_a), "--implicates", "0", *reg, *out], "--implicates must be an integer"),
         ([str(tmp_path / "nowhere"), "--implicates", "5", *reg, *out], "no release folder"),
     ]:
@@ -307,6 +322,55 @@ def check_reiter_agreement(out_a: Path, out_b: Path, out_c: Path, z: float = 4.0
     for name in ("q_bar", "b_m", "u_bar", "T_p"):
         assert np.all(np.abs(out[name]["diff_in_se"]) <= z), (name, out[name])
     return out
+
+
+def test_refit_when_the_draws_are_used_up_is_deterministic_for_a_seed(first, tmp_path, capsys,
+                                                                     monkeypatch):
+    """--refit: a new posterior from the stored state, scored, registered, said to be a refit.
+
+    The command's refit is registered in a copy of the register (the fixture's release must
+    stay the newest of its chain for the other tests); the API's, with the same seed, is
+    written unregistered: the same files.
+    """
+    import sqlite3
+
+    ledger, res_a, out_a = first
+    n = 191  # 190 of the 200 draws are unused
+    with pytest.raises(InputError, match="give --refit") as info:  # refused without it
+        draw_release(out_a, n, seed=41, ledger=ledger)
+    assert "\n" not in str(info.value)
+    _no_output(tmp_path)
+    with sqlite3.connect(ledger.register.location) as src, \
+            sqlite3.connect(tmp_path / "copy.sqlite") as dst:
+        src.backup(dst)  # the committed rows (a file copy can miss the write-ahead log)
+    shutil.copytree(ledger.register.files_dir, tmp_path / "copy.sqlite.files")
+    monkeypatch.setenv(KEY_ENV, KEY.secret.decode())
+    out = tmp_path / "cli"
+    assert cli_main(["--quiet", "draw", str(out_a), "--implicates", str(n), "--refit",
+                     "--seed", "41", "--register", str(tmp_path / "copy.sqlite"),
+                     "--out", str(out)]) == 0
+    capsys.readouterr()
+    res = draw_release(out_a, n, seed=41, ledger=ledger, refit=True)
+    again = write_release(res, tmp_path / "api", ledger=Ledger(None, None))
+    files = sorted(p.relative_to(out).as_posix() for p in (out / "release").rglob("*")
+                   if p.is_file())
+    assert files
+    for f in [*files, f"confidential/{SYNTHESISER_FILE}"]:
+        assert (out / f).read_bytes() == (again / f).read_bytes(), f
+    # a new posterior (the fits' seed derived from 41), not the stored one
+    assert not np.array_equal(res.fits["unrestricted"].posterior["beta"].values,
+                              res_a.fits["unrestricted"].posterior["beta"].values)
+    assert res.synthesiser.fit_seed != load_synthesiser(
+        out_a / "confidential" / SYNTHESISER_FILE).fit_seed
+    rec = json.loads((out / "release.json").read_text())
+    drawn = rec["synthesiser"]["drawn_from"]
+    assert drawn["refit"] is True and drawn["n_new_draws"] == n
+    assert rec["n_implicates"] == n and rec["synthesiser"]["n_used"] == n  # its own draws
+    assert rec["previous_releases"]["n_implicates_pooled"] == 10 + n  # scored as pooled
+    assert "(a refit" in (out / "release" / "README.md").read_text()
+    assert "refit: both models fitted again" in (out / "report.html").read_text()
+    frame = open_register(tmp_path / "copy.sqlite").list()  # registered after its source
+    assert list(frame["previous_id"].fillna(0).astype(int))[-1] == frame["id"].iloc[0]
 
 
 def test_reiter_over_old_and_new_implicates_agrees_with_one_release(chain, drawn, tmp_path):

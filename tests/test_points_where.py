@@ -116,6 +116,29 @@ def test_the_right_reading_passes_and_offshore_records_can_be_accepted(files):
         _km(files["km"], 100, accept_offshore=True, study_area=BOX)
 
 
+def test_a_land_outcome_is_reused_for_the_same_bytes_only(files, monkeypatch):
+    """``synthgeo draw`` rereads its release's file: the same bytes skip the land mask."""
+    from synthgeo.io import where
+    from synthgeo.io.provenance import file_sha256
+
+    tested = _km(files["km"], 100, accept_offshore=True)
+    kept = tuple(w for w in tested.attrs["warnings"] if w["code"] == "offshore")
+
+    def no_mask():
+        raise AssertionError("the land mask was loaded")
+
+    where._land_mask.cache_clear()
+    monkeypatch.setattr(where, "_land_mask", no_mask)
+    same = where.LandChecked(sha256=file_sha256(files["km"]), notes=kept)
+    again = _km(files["km"], 100, accept_offshore=True, land_checked=same)
+    assert again.attrs["warnings"] == tested.attrs["warnings"]  # the offshore note, in place
+    assert again.attrs["land"] == {"n_points": 1036, "n_at_sea": None}
+    assert again.drop(columns="geometry").equals(tested.drop(columns="geometry"))
+    other = where.LandChecked(sha256=file_sha256(files["ne"]), notes=kept)
+    with pytest.raises(AssertionError, match="land mask was loaded"):  # other bytes: tested
+        _km(files["km"], 100, accept_offshore=True, land_checked=other)
+
+
 def test_a_frame_in_memory_gets_the_same_checks(files):
     df = pd.read_csv(files["swapped"])
     gdf = geopandas.GeoDataFrame(df, geometry=geopandas.points_from_xy(df.x, df.y),

@@ -548,7 +548,8 @@ def run(spec: ReleaseSpec | str | os.PathLike, *, fitter: Fitter | None = None,
 def draw(release_dir: str | os.PathLike, implicates: int, *, seed: int | None = None,
          register: str | os.PathLike | None = None,
          key_file: str | os.PathLike | None = None, allow_unsigned: bool = False,
-         progress: Progress = None, progressbar: bool = False) -> Release:
+         progress: Progress = None, progressbar: bool = False,
+         refit: bool = False) -> Release:
     """Draw more implicates from a release's stored posterior, without refitting.
 
     ``synthgeo draw`` without writing (:mod:`synthgeo.pipeline.draw`): the folder is checked
@@ -569,6 +570,11 @@ def draw(release_dir: str | os.PathLike, implicates: int, *, seed: int | None = 
         As :func:`run`; a register is required.
     progress, progressbar
         As :func:`synthesize`.
+    refit : bool, default=False
+        When fewer than ``implicates`` posterior draws are unused, fit both models again from
+        the stored state (the release's spec and records, checked by SHA-256; the fits' seed
+        derived from ``seed``) instead of refusing; release.json says so
+        (``synthesiser.drawn_from.refit``). Not used while enough draws are left.
 
     Returns
     -------
@@ -580,8 +586,8 @@ def draw(release_dir: str | os.PathLike, implicates: int, *, seed: int | None = 
     synthgeo.InputError
         A missing folder, no register, a release.json the register does not hold or an
         HMAC that does not verify, changed files, no stored synthesiser (an older release),
-        fewer unused draws than N (the message names ``--refit``), other records, a seed
-        used before.
+        fewer unused draws than N without ``refit`` (the message names ``--refit``), other
+        records, a seed used before.
     synthgeo.SpecError
         N not an integer ≥ 2, or a release a draw cannot extend (several responses,
         cross-fitted, risk-selected at-risk set).
@@ -601,7 +607,8 @@ def draw(release_dir: str | os.PathLike, implicates: int, *, seed: int | None = 
     check_draw_request(release_dir, implicates)  # before the register is opened
     ledger = make_ledger(register, key_file=key_file, allow_unsigned=allow_unsigned)
     return Release(result=draw_release(release_dir, implicates, seed=seed, ledger=ledger,
-                                       progress=progress, progressbar=progressbar),
+                                       progress=progress, progressbar=progressbar,
+                                       refit=refit),
                    ledger=ledger)
 
 

@@ -13,13 +13,15 @@ def add_parser(sub, common) -> None:
     """Register ``synthgeo draw``."""
     d = sub.add_parser(
         "draw", parents=[common],
-        help="draw more implicates from a release's stored posterior (no refit)",
+        help="draw more implicates from a release's stored posterior (no refit unless "
+             "--refit and its draws are used up)",
         description="Draw N more implicates from the posterior a release stored in "
                     "confidential/synthesiser.nc, from posterior draws no implicate used "
                     "before, without refitting, and write them as a new release of the same "
                     "records: registered after the earlier one, scored like any release, with "
                     "the cumulative risk over the earlier and the new implicates judged by the "
-                    "same targets (docs/release.md, 'More implicates later').")
+                    "same targets (docs/release.md, 'More implicates later'). When fewer "
+                    "unused draws are left than asked for it refuses, unless --refit.")
     d.add_argument("release_dir", metavar="RELEASE_DIR",
                    help="a registered release folder (`synthgeo run --register`)")
     d.add_argument("--implicates", type=int, required=True, metavar="N",
@@ -38,8 +40,10 @@ def add_parser(sub, common) -> None:
                    help="accept an unsigned earlier release and register the new one "
                         "unsigned (default: off)")
     d.add_argument("--refit", action="store_true",
-                   help="not available: a refit is a new posterior; use `synthgeo run "
-                        "--previous RELEASE_DIR` (default: off, never refit)")
+                   help="when fewer than N posterior draws are unused, fit both models again "
+                        "from the stored state (the release's spec and records, checked by "
+                        "SHA-256; the fits' seed derived from --seed) instead of refusing; "
+                        "release.json and the report say \"refit\" (default: off: refuse)")
     d.add_argument("--out", default=None, metavar="DIR",
                    help="output folder of the new release (default: RELEASE_DIR-draw); must "
                         "not exist (see --overwrite)")
@@ -53,16 +57,11 @@ def add_parser(sub, common) -> None:
 def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import synthgeo as sg
-    from synthgeo._errors import SpecError
     from synthgeo.cli.run import write_and_report
     from synthgeo.pipeline.draw import check_draw_request
     from synthgeo.release.writer import check_output_dir
 
     t0 = time.perf_counter()
-    if args.refit:
-        raise SpecError("--refit is not available: a refit is a new posterior, which "
-                        "`synthgeo run --previous RELEASE_DIR` makes (with a new `[sampling] "
-                        "seed`); leave --refit out to draw from the stored posterior")
     folder = check_draw_request(args.release_dir, args.implicates)
     out = Path(args.out) if args.out else folder.with_name(folder.name + "-draw")
     check_output_dir(out, overwrite=args.overwrite, inputs=[folder])
@@ -70,5 +69,5 @@ def run(args: argparse.Namespace, say) -> int:
     rel = sg.draw(folder, args.implicates, seed=args.seed, register=args.register,
                   key_file=args.key_file, allow_unsigned=args.allow_unsigned,
                   progress=lambda m: say(f"  {m}"),
-                  progressbar=getattr(args, "progressbar", False))
+                  progressbar=getattr(args, "progressbar", False), refit=args.refit)
     return write_and_report(rel, out, args, say, t0)

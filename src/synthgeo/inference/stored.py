@@ -27,11 +27,12 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from synthgeo._errors import InputError
 from synthgeo.inference.result import GPFit
 from synthgeo.io.jsonable import jsonable
 
 __all__ = ["SYNTHESISER_FILE", "StoredSynthesiser", "save_synthesiser", "load_synthesiser",
-           "records_sha256", "unused_draw_index", "PHI_QUANTILES"]
+           "records_sha256", "check_records", "unused_draw_index", "PHI_QUANTILES"]
 
 #: The stored synthesiser's file name under ``confidential/``.
 SYNTHESISER_FILE = "synthesiser.nc"
@@ -55,6 +56,26 @@ def records_sha256(y: np.ndarray, X: np.ndarray) -> str:
         h.update(str(a.shape).encode())
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+def check_records(y: np.ndarray, X: np.ndarray, expected: str) -> None:
+    """Refuse records whose :func:`records_sha256` is not ``expected`` (a stored synthesiser's).
+
+    Raises
+    ------
+    synthgeo.InputError
+        The records differ (another input file, ``[data] query`` or values); the message
+        shows no value.
+
+    Examples
+    --------
+    >>> y, X = np.zeros(3), np.ones((3, 2))
+    >>> check_records(y, X, records_sha256(y, X))
+    """
+    if records_sha256(y, X) != expected:
+        raise InputError("draw: the records differ from the ones the release was fitted to "
+                         "(another input file, `[data] query` or values); draw needs the "
+                         "release's own confidential data")
 
 
 class StoredPhiQuantiles:

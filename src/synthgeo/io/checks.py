@@ -23,7 +23,7 @@ from synthgeo.io.notices import note
 from synthgeo.io.origin import Origin
 from synthgeo.io.plausibility import check_extent, check_origin, check_ranges
 from synthgeo.io.units import settle_unit
-from synthgeo.io.where import StudyArea, check_land, check_study_area
+from synthgeo.io.where import LandChecked, StudyArea, check_land, check_study_area
 
 __all__ = ["check_points", "check_records"]  # check_records (columns.py): for pipeline.data
 
@@ -84,6 +84,7 @@ def check_points(
     too_few: str = "",
     study_area: StudyArea | None = None,
     accept_offshore: bool = False,
+    land_checked: LandChecked | None = None,
 ) -> geopandas.GeoDataFrame:
     """Validate records read from a file or handed over in memory; project them to metres.
 
@@ -129,6 +130,10 @@ def check_points(
     accept_offshore : bool, default=False
         Go on, with a coded warning (``offshore``), when most points lie over the sea
         (otherwise refused as a likely unit or axis error).
+    land_checked : LandChecked, optional
+        The land/sea test's outcome when these records' file bytes passed it already (the
+        caller has matched the file's SHA-256): its notes are given again and the land mask
+        is not loaded; ``attrs["land"]["n_at_sea"]`` is None then.
 
     Returns
     -------
@@ -196,8 +201,14 @@ def check_points(
     xy_m = coordinates_m(gdf)
     extent = check_extent(xy_m, unit_words=unit_words,
                           accept_small_extent=accept_small_extent, origin=origin, notes=notes)
-    land = check_land(np.column_stack([gdf.geometry.x, gdf.geometry.y]), pyproj.CRS(gdf.crs),
-                      accept_offshore=accept_offshore, origin=origin, notes=notes)
+    if land_checked is None:
+        land = check_land(np.column_stack([gdf.geometry.x, gdf.geometry.y]),
+                          pyproj.CRS(gdf.crs), accept_offshore=accept_offshore, origin=origin,
+                          notes=notes)
+    else:  # the same bytes passed the test in a registered release: its outcome
+        for n in land_checked.notes:
+            note(notes, n["code"], n["message"])
+        land = {"n_points": len(gdf), "n_at_sea": None}
     logger.info("%d points from %s in %s", len(gdf), origin.name,
                 describe(pyproj.CRS(gdf.crs)))
     gdf.attrs.update(source_crs=source_crs.to_wkt(), n_duplicates=int(duplicated.sum()),

@@ -84,6 +84,7 @@ def load_points(
     accept_small_extent: bool = False,
     study_area=None,
     accept_offshore: bool = False,
+    land_checked: where.LandChecked | None = None,
 ) -> geopandas.GeoDataFrame:
     """Read a points file, validate it and project it to a CRS in metres.
 
@@ -138,6 +139,10 @@ def load_points(
     accept_offshore : bool, default=False
         Keep going, with a coded warning (``offshore``), when more than half of the points lie
         over the sea (GSHHG land mask; otherwise refused as a likely unit factor or axis error).
+    land_checked : synthgeo.io.where.LandChecked, optional
+        A registered release's land/sea outcome for its input file (``synthgeo draw``, with
+        the release's own ``[data]`` keys): used instead of the land mask when the file's
+        SHA-256 is ``land_checked.sha256``; other bytes are tested as usual.
 
     Returns
     -------
@@ -203,6 +208,8 @@ def load_points(
                        drop_duplicates=drop_duplicates, min_records=min_records,
                        accept_small_extent=accept_small_extent, study_area=area,
                        accept_offshore=accept_offshore,
+                       land_checked=(land_checked if land_checked is not None
+                                     and land_checked.sha256 == digest else None),
                        too_few=(f"left after `query` = {query!r} and duplicate removal"
                                 if query is not None else
                                 f"in {origin.name} after duplicate removal") + f" (read {n_read})")

@@ -53,6 +53,7 @@ def read_points(
     accept_small_extent: bool = False,
     numeric_columns: Sequence[str] = (),
     required_columns: Sequence[str] = (),
+    land_checked: where.LandChecked | None = None,
     **options: Any,
 ) -> geopandas.GeoDataFrame:
     """Read a points file into a GeoDataFrame in metres, with the keys of a spec's ``[data]``.
@@ -89,6 +90,9 @@ def read_points(
     numeric_columns, required_columns : sequence of str, default=()
         Columns that must be finite numbers / exist (checked again by
         :func:`synthgeo.synthesize` for the roles it is given).
+    land_checked : synthgeo.io.where.LandChecked, optional
+        A registered release's land/sea outcome for these file bytes (``synthgeo draw``):
+        see :func:`~synthgeo.io.points.load_points`. Not a ``[data]`` key (not recorded).
     **options
         Further :func:`~synthgeo.io.points.load_points` arguments (e.g. ``coord_unit_m``).
 
@@ -122,7 +126,8 @@ def read_points(
                               coord_unit_m=coord_unit_m, sep=sep, decimal=decimal,
                               encoding=encoding, accept_small_extent=accept_small_extent,
                               numeric_columns=list(numeric_columns),
-                              required_columns=list(required_columns), **options)
+                              required_columns=list(required_columns),
+                              land_checked=land_checked, **options)
     given = os.fspath(path)  # `synthgeo:NAME` kept as written; a relative path made absolute
     named = given if isinstance(given, str) and given.startswith(PACKAGE_PREFIX) else None
     read_options = {"path": named or os.fspath(file.absolute()), "x": x, "y": y, "crs": crs,

@@ -80,8 +80,8 @@ class PreparedData:
         return len(self.y)
 
 
-def prepare_data(spec: ReleaseSpec,
-                 points: geopandas.GeoDataFrame | None = None) -> PreparedData:
+def prepare_data(spec: ReleaseSpec, points: geopandas.GeoDataFrame | None = None, *,
+                 land_checked=None) -> PreparedData:
     """Load (or take), validate and project the points; build y, X and the sites.
 
     Parameters
@@ -92,6 +92,9 @@ def prepare_data(spec: ReleaseSpec,
         Records already in memory (the front door, :func:`synthgeo.synthesize`); checked by
         :func:`synthgeo.io.read.check_points_frame` and never modified. Default: read
         ``[data] path`` with :func:`synthgeo.read_points`.
+    land_checked : synthgeo.io.where.LandChecked, optional
+        ``synthgeo draw``: the release's land/sea outcome for its input file, used when the
+        file read has its SHA-256 (:func:`synthgeo.io.points.load_points`).
 
     Returns
     -------
@@ -123,7 +126,8 @@ def prepare_data(spec: ReleaseSpec,
                              coord_unit_m=d.coord_unit_m, sep=d.sep, decimal=d.decimal,
                              encoding=d.encoding, accept_small_extent=d.accept_small_extent,
                              numeric_columns=numeric, required_columns=required,
-                             study_area=spec.study_area(), accept_offshore=d.accept_offshore)
+                             study_area=spec.study_area(), accept_offshore=d.accept_offshore,
+                             land_checked=land_checked)
     gdf = check_points_frame(points, numeric_columns=numeric, required_columns=required,
                              id_column=d.id, target_crs=d.target_crs, x=d.x, y=d.y,
                              accept_small_extent=d.accept_small_extent,

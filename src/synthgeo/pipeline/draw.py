@@ -8,8 +8,10 @@
    records (``synthesiser.sha256``);
 2. takes N posterior draws **no implicate used before** (evenly spread over the unused ones;
    :func:`synthgeo.inference.stored.unused_draw_index`); when fewer than N are left it
-   refuses, naming ``--refit`` (not available: a refit is a new posterior, ``synthgeo run
-   --previous``);
+   refuses, naming ``--refit``; with ``--refit`` (``refit=True``) it fits both models again
+   from the stored state instead — the release's spec, its records checked against the
+   stored SHA-256 before fitting, a new seed — and goes on as below with the new posterior
+   (release.json ``synthesiser.drawn_from.refit``);
 3. rebuilds both fits from the stored draws (a grid fit's spatial effects w drawn again from
    the records under the fit's own seed, :func:`synthgeo.inference.grid.grid_fit_from_draws`;
    the records must be the ones the release was fitted to), and runs the release pipeline on
@@ -26,6 +28,7 @@ repeat needs another register).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -37,14 +40,14 @@ from synthgeo.inference.stored import (
     SYNTHESISER_FILE,
     StoredPhiQuantiles,
     StoredSynthesiser,
+    check_records,
     load_synthesiser,
-    records_sha256,
     unused_draw_index,
 )
 from synthgeo.io.provenance import file_sha256
 from synthgeo.pipeline.result import ReleaseResult, SynthesiserState
 
-__all__ = ["draw_release", "check_draw_request", "stored_fitter"]
+__all__ = ["draw_release", "check_draw_request", "stored_fitter", "land_checked"]
 
 
 def _refuse(folder: Path, what: str) -> InputError:
@@ -94,10 +97,8 @@ def stored_fitter(stored: StoredSynthesiser):
     def fit(y, X, sites, *, priors, coef_names, config, scale=None, random_seed=None,
             label="model"):
         del coef_names, config, random_seed  # the stored draws carry them; the fits' own seed
-        if label == "unrestricted" and records_sha256(y, X) != stored.records_sha256:
-            raise InputError("draw: the records differ from the ones the release was fitted "
-                             "to (another input file, `[data] query` or values); draw needs "
-                             "the release's own confidential data")
+        if label == "unrestricted":
+            check_records(y, X, stored.records_sha256)
         post = stored.model_posterior(label)
         engine = stored.engine[label]
         quantiles = StoredPhiQuantiles((0.05, 0.5, 0.95), stored.phi_quantiles[label])
@@ -143,7 +144,7 @@ def _draw_spec(record: dict, folder: Path, n_implicates: int, seed: int | None) 
 
 def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
                  seed: int | None = None, ledger=None, progress=None,
-                 progressbar: bool = False) -> ReleaseResult:
+                 progressbar: bool = False, refit: bool = False) -> ReleaseResult:
     """Draw N more implicates from a release's stored synthesiser and score them (no writing).
 
     Parameters
@@ -160,12 +161,22 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
     progress : callable, optional
         ``progress(message)`` at each stage.
     progressbar : bool, default=False
+    refit : bool, default=False
+        When fewer than N posterior draws are unused: fit both models again from the stored
+        state instead of refusing — the release's own spec (N implicates, ``seed``), its
+        records (read with its ``[data]`` keys and checked against the SHA-256 the stored
+        synthesiser holds before anything is fitted), the fits' seed derived from ``seed``
+        as in any run (a spawned stream of ``SeedSequence(seed)``, not the stored fits'
+        seed): a new posterior, whose N implicates are scored and pooled with the earlier
+        release's like a draw's; ``synthesiser.drawn_from.refit`` is true. With N unused
+        draws left nothing is refitted (``refit`` false): the stored draws are used.
 
     Returns
     -------
     ReleaseResult
         With ``cumulative`` (the earlier and the new implicates pooled) and ``synthesiser``
-        (the draws used now); :func:`synthgeo.release.writer.write_result` writes it.
+        (the draws used now, and ``drawn_from`` with ``refit``);
+        :func:`synthgeo.release.writer.write_result` writes it.
 
     Raises
     ------
@@ -173,8 +184,8 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
         No release folder; no register; a release.json the register does not hold or whose
         HMAC does not verify; release files changed; no stored synthesiser (a release written
         before synthgeo stored one) or one that does not match the signed release.json;
-        fewer unused draws than N (the message names ``--refit``); other records than the
-        release's; a seed a registered release used.
+        fewer unused draws than N without ``refit`` (the message names ``--refit``); other
+        records than the release's; a seed a registered release used.
     synthgeo.SpecError
         N not an integer ≥ 2; a release of several responses, cross-fitted, or with a risk-
         selected at-risk set.
@@ -213,21 +224,58 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
         raise _refuse(folder, f"confidential/{SYNTHESISER_FILE} is not a stored synthesiser "
                               f"this synthgeo reads ({type(exc).__name__}): run `synthgeo run "
                               "--previous` to fit again") from None
+    drawn_from = {"release_json_sha256": entry.release_json_sha256, "register_id": entry.id,
+                  "release_uid": entry.release_uid, "n_new_draws": int(n_implicates)}
+    say = progress or (lambda _m: None)
     try:
         new = unused_draw_index(stored.used, int(n_implicates))
     except ValueError:
-        raise _refuse(folder, f"{stored.n_unused} of its {stored.n_draws} posterior draws are "
-                              f"unused, fewer than the {int(n_implicates)} asked for; --refit "
-                              "(a new posterior from the stored state) is not available: run "
-                              "`synthgeo run --previous` with more `[sampling] draws`, or ask "
-                              "for fewer") from None
-    say = progress or (lambda _m: None)
+        if not refit:
+            raise _refuse(folder, f"{stored.n_unused} of its {stored.n_draws} posterior draws "
+                                  f"are unused, fewer than the {int(n_implicates)} asked for; "
+                                  "give --refit (`refit=True`) to fit the posterior again from "
+                                  "the stored state (the same spec and records, a new seed), "
+                                  "or ask for fewer") from None
+        say(f"refit: {stored.n_unused} of {stored.n_draws} posterior draws are unused, fewer "
+            f"than the {int(n_implicates)} asked for; fitting both models again from the "
+            "stored state (the release's spec and records, checked by SHA-256; a new seed)")
+        result = run_release(spec, progress=progress, progressbar=progressbar,
+                             previous=folder, ledger=ledger, land_checked=land_checked(record),
+                             records_digest=stored.records_sha256)
+        state = dataclasses.replace(result.synthesiser,
+                                    drawn_from={**drawn_from, "refit": True})
+        return dataclasses.replace(result, synthesiser=state)
     say(f"drawing {int(n_implicates)} implicates from {new.size} posterior draws no implicate "
         f"used before ({stored.n_unused} of {stored.n_draws} unused; no refit)")
     plan = SynthesiserState(
         fit_seed=stored.fit_seed, used_draws=np.flatnonzero(stored.used.ravel()),
-        new_draws=new, drawn_from={"release_json_sha256": entry.release_json_sha256,
-                                   "register_id": entry.id, "release_uid": entry.release_uid,
-                                   "n_new_draws": int(new.size)})
+        new_draws=new, drawn_from={**drawn_from, "n_new_draws": int(new.size), "refit": False})
     return run_release(spec, fitter=stored_fitter(stored), progress=progress,
-                       progressbar=progressbar, previous=folder, ledger=ledger, plan=plan)
+                       progressbar=progressbar, previous=folder, ledger=ledger, plan=plan,
+                       land_checked=land_checked(record), records_digest=stored.records_sha256)
+
+
+def land_checked(record: dict):
+    """Return the release's land/sea outcome for its input file (None: no file recorded).
+
+    The release read ``input.sha256``'s bytes with the ``[data]`` keys of its signed spec, the
+    ones the draw reads them with, and passed the land/sea test (else nothing would have been
+    written), giving the ``offshore`` warnings its release.json keeps; the draw reads the
+    file again and, when its bytes are those, gives those warnings again instead of loading
+    the land mask (:class:`synthgeo.io.where.LandChecked`).
+
+    Examples
+    --------
+    >>> land_checked({"input": {"sha256": "ab" * 32}, "warnings": []}).notes
+    ()
+    >>> land_checked({"input": None}) is None
+    True
+    """
+    from synthgeo.io.where import LandChecked
+
+    digest = (record.get("input") or {}).get("sha256")
+    if not digest:
+        return None
+    return LandChecked(sha256=digest, notes=tuple(
+        {"code": w["code"], "message": w["message"]} for w in record.get("warnings") or []
+        if w.get("code") == "offshore"))

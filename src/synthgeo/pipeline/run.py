@@ -484,7 +484,8 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                 progressbar: bool = False, fitter: Fitter | None = None,
                 previous: str | os.PathLike | None = None, ledger=None,
                 reuse_fits: dict | None = None,
-                plan: SynthesiserState | None = None):
+                plan: SynthesiserState | None = None, land_checked=None,
+                records_digest: str | None = None):
     """Fit both models, synthesise, score risk and utility (writes nothing): every release.
 
     One route: data → locations → per response (fit unrestricted, at-risk set, fit
@@ -530,6 +531,14 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         ``synthgeo draw`` (:mod:`synthgeo.pipeline.draw`): the implicates come from
         ``plan.new_draws`` (draws no implicate used before) and the stored synthesiser is
         carried on (``fitter`` then rebuilds the stored fits). One gaussian response only.
+    land_checked : synthgeo.io.where.LandChecked, optional
+        ``synthgeo draw``: the earlier release's land/sea outcome for its input file, used
+        instead of the land mask when the file read has the SHA-256 it recorded
+        (:func:`synthgeo.pipeline.data.prepare_data`).
+    records_digest : str, optional
+        ``synthgeo draw``: the SHA-256 the stored synthesiser holds of the records it was
+        fitted to (:func:`synthgeo.inference.stored.records_sha256` of y and X); other records
+        are refused after reading, before anything is fitted.
 
     Returns
     -------
@@ -558,7 +567,8 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
 
         return seek_targets(spec, run_release, points=points, progress=progress,
                             progressbar=progressbar, fitter=fitter, previous=previous,
-                            ledger=ledger)
+                            ledger=ledger, land_checked=land_checked,
+                            records_digest=records_digest)
     several = spec.data.sequential  # [[data.responses]]: several responses or a GLMM family
     if several:
         _refuse_on_several(spec, previous)
@@ -568,7 +578,11 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     if ledger is not None:  # one seed, one release: before anything is read or fitted
         ledger.check_seed(spec.sampling.seed)
     with _timed(seconds, "load"):
-        data = prepare_data(spec, points)
+        data = prepare_data(spec, points, land_checked=land_checked)
+    if records_digest is not None:  # synthgeo draw: the release's own records, before fitting
+        from synthgeo.inference.stored import check_records
+
+        check_records(data.y, data.X, records_digest)
     formulas = [responses.response_formula(spec, rc, j == 0) if several else spec.formula
                 for j, rc in enumerate(spec.data.response_configs)]
     for rc, formula in zip(spec.data.response_configs, formulas) if several else ():

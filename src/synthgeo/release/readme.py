@@ -109,7 +109,8 @@ def readme_context(result) -> dict[str, Any]:
         README says so first. ``cross_fit``: every record was drawn from its own leave-out
         predictive (``[synthesis] predictive = "cross_fit"``); ``calibrated``: with the
         covariate calibration. ``drawn_from_uid``: the register uid of the release whose
-        model a ``synthgeo draw`` release drew from (None for a fitted release).
+        model a ``synthgeo draw`` release drew from (None for a fitted release);
+        ``drawn_refit``: that draw fitted the model again (``--refit``).
     """
     from synthgeo._versions import package_versions
 
@@ -126,6 +127,7 @@ def readme_context(result) -> dict[str, Any]:
         # a release written under on_*_failure = "warn" with a failed verdict says so
         "failed": [k for k, v in verdicts(result).items() if v == "FAIL"],
         "drawn_from_uid": drawn.get("release_uid"),  # synthgeo draw: the release drawn from
+        "drawn_refit": bool(drawn.get("refit")),  # synthgeo draw --refit: a new posterior
         "n_dropped": int((data.missing or {}).get("n_dropped", 0)),  # [data] missing = "drop"
         "applied": counts is not None,  # [anonymity] treatment = "apply": counts of disposals
         **(counts or {"n_released": data.n_records, "n_withheld": 0, "n_moved": 0}),

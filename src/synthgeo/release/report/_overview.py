@@ -536,10 +536,36 @@ def _overview_table(result) -> pd.DataFrame:
         ("sampling", _sampling_row(result)),
         ("spec file", str(spec.source) if spec.source else "—"),
     ]
+    drawn = _drawn_row(result)
+    if drawn is not None:
+        rows.append(drawn)
     engine = getattr(result, "engine", None)
     if engine is not None:
         rows.append(("engine", str(engine)))
     return pd.DataFrame(rows, columns=["item", "value"])
+
+
+def _drawn_row(result) -> tuple[str, str] | None:
+    """Say how a ``synthgeo draw`` release's implicates were made: drawn, or refit (else None).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> state = NS(drawn_from={"release_uid": "ab12", "register_id": 1, "n_new_draws": 5,
+    ...                        "refit": True})
+    >>> _drawn_row(NS(synthesiser=state))[1][:28]
+    'refit: both models fitted ag'
+    """
+    drawn = getattr(getattr(result, "synthesiser", None), "drawn_from", None)
+    if not drawn:
+        return None
+    of = f"release {drawn.get('release_uid')} (register id {drawn.get('register_id')})"
+    if drawn.get("refit"):
+        return ("synthgeo draw", f"refit: both models fitted again from the stored state of {of}"
+                                 " (its spec and records, checked by SHA-256; a new seed), its "
+                                 "posterior draws being used up; a new posterior")
+    return ("synthgeo draw", f"{drawn.get('n_new_draws')} posterior draws no implicate used "
+                             f"before, from the stored posterior of {of}; no refit")
 
 
 def _sampling_row(result) -> str:

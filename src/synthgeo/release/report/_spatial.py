@@ -74,8 +74,16 @@ def section_surfaces(result, *, n_cells: int = 80, max_draws: int = 200) -> Sect
     """Posterior mean surface of w, unrestricted vs restricted, on a grid over the data.
 
     Returns None when a fit has no posterior ``w``/``phi`` (an engine that does not recover
-    the effects).
+    the effects). A ``synthgeo draw`` release that refitted nothing shows a note instead: its
+    fits are the stored ones of the release it was drawn from, whose report holds the
+    surfaces (kriging them again took most of a draw's report time).
     """
+    drawn = getattr(getattr(result, "synthesiser", None), "drawn_from", None)
+    if drawn and not drawn.get("refit"):
+        body = render("surfaces_drawn.html.j2", release_uid=drawn.get("release_uid"),
+                      register_id=drawn.get("register_id"))
+        return Section("surfaces", "Posterior mean surface of w: as in the release drawn from",
+                       body)
     draws = {name: _w_draws(fit, result.spec.synthesis.n_implicates)
              for name, fit in result.fits.items()}
     if not draws or any(v is None for v in draws.values()):
