@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import numpy as np
 
-
 __all__ = ["INPUT_NOISE_KEY", "noisy_response", "choose_kappa"]
 
 #: The key of the input noise's seed among the release seed's children
