@@ -183,6 +183,8 @@ def _block(records: dict[str, dict]) -> str:
             def cell(criterion, fmt, rd=rd):
                 got = [c for c in rd["targets"] if c["criterion"] == criterion]
                 return "; ".join(("" if c.get("response") is None else c["response"] + " ")
+                                 + ("release attacker " if c.get("attacker") ==
+                                    "release_attacker" else "")
                                  + f"{c['value']:{fmt}} ({c['upper']:{fmt}})"
                                  for c in got) or "–"
             out.append(

@@ -5,7 +5,8 @@ attack, ``record_threshold = 0.10``), judged against the leave-out posterior's b
 
 - ``calibrated cross-fit``: ``predictive = "cross_fit"``, ``cross_fit_calibration =
   "covariates_loo"`` (protect's round 2), no input noise;
-- ``+ input noise auto``: the same with ``[synthesis] input_noise = "auto"``.
+- ``+ input noise auto``: the same with ``[synthesis] input_noise = "auto"``;
+- ``+ mean noise auto``: the same with ``[synthesis] mean_noise = "auto"``.
 
 Printed per run: the own-value verdict (the per-record measure), the release attacker's
 largest and mean attributable risk at the release's L, records above 0.10, the smallest
@@ -51,7 +52,8 @@ def measure(name: str) -> list[dict]:
                       cross_fit_calibration="covariates_loo")
     rows = []
     for variant, s in (("calibrated cross-fit", cf),
-                       ("+ input noise auto", cf.replace("synthesis", input_noise="auto"))):
+                       ("+ input noise auto", cf.replace("synthesis", input_noise="auto")),
+                       ("+ mean noise auto", cf.replace("synthesis", mean_noise="auto"))):
         res, secs = _run(s)
         a = res.release_attack.summary()
         row = {"data": name, "variant": variant, "n_records": int(res.data.n_records),
@@ -63,7 +65,7 @@ def measure(name: str) -> list[dict]:
               f"attacker {row['release_attacker_verdict']:4s} largest {a['largest_attributable']:.3f} mean "
               f"{a['mean_attributable']:.3f} above 0.10 {a['n_records_above_threshold']:>6d}"
               f" of {a['n_records']}  budget {a['smallest_implicate_budget']}  kappa "
-              f"{a['input_noise_sd']:g}  any-L {a['largest_attributable_any_implicates']}  "
+              f"{a['input_noise_sd']:g}  mean-noise sd {a['mean_noise_sd']:.3g}  any-L {a['largest_attributable_any_implicates']}  "
               f"overlap {row['min_overlap']:.3f}  {secs:.0f} s", flush=True)
     return rows
 
