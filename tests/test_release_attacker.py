@@ -339,3 +339,13 @@ def test_mean_noise_release_records_what_it_did(tmp_path):
     assert rec["risk_release_attacker"]["mean_noise_sd"] == pytest.approx(0.1)
     with pytest.raises(SpecError, match="one of them"):
         _bundled(mean_noise=0.1, input_noise=0.1)
+
+
+def test_docs_block_is_what_the_benchmark_makes_from_its_records(benchmark_module):
+    """docs/risk-and-utility.md "The release attacker" comes from the benchmark's records."""
+    mod = benchmark_module("bench_release_attacker")
+    records = mod.newest_records()
+    assert set(records) == set(mod.NAMES), "a data set has no bench_release_attacker record"
+    text = mod.DOCS.read_text(encoding="utf-8")
+    i, j = text.index(mod.BEGIN), text.index(mod.END) + len(mod.END)
+    assert text[i:j] == mod.BEGIN + mod._block(records) + mod.END
