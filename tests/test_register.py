@@ -371,6 +371,37 @@ def test_releases_needs_a_register(tmp_path, capsys, monkeypatch):
     assert "no register there" in capsys.readouterr().err
 
 
+def test_a_failed_run_leaves_no_register_file(tmp_path, capsys, monkeypatch):
+    """A run refused by a data check (a study area far away) creates no register file."""
+    monkeypatch.delenv("SYNTHGEO_REGISTER", raising=False)
+    reg = tmp_path / "register.sqlite"
+    code = cli_main(["run", str(bundled_spec_path()), "--register", str(reg),
+                     "--allow-unsigned", "--study-area=0,0,1,1", "--out", str(tmp_path / "o")])
+    assert code == 1 and "study" in capsys.readouterr().err.lower()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    # opened, read and left alone: still no file; the first release creates it
+    opened = open_register(reg)
+    assert opened.seed_used([seed_hash(7, None)]) is None and len(opened.list()) == 0
+    assert not reg.exists()
+    rid = opened.add(_new(1))
+    assert reg.is_file() and open_register(reg).get(rid).release_uid == _new(1).release_uid
+
+
+@pytest.mark.parametrize("name", ["register.jsonl", "register", "register.csv"])
+def test_a_register_path_of_another_kind_is_refused(name, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("SYNTHGEO_REGISTER", raising=False)
+    code = cli_main(["run", str(bundled_spec_path()), "--register", str(tmp_path / name),
+                     "--allow-unsigned", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert "--register" in err and ".sqlite" in err and ".db" in err and "postgresql" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    for ok in ("r.sqlite", "r.sqlite3", "r.DB"):
+        assert len(open_register(tmp_path / ok).list()) == 0
+    with pytest.raises(InputError, match="--backup .*SQLite file named"):
+        open_register(tmp_path / "r.sqlite").backup(tmp_path / "copy.jsonl")
+
+
 @pytest.mark.slow
 def test_cli_run_signs_registers_and_pools(tmp_path, capsys, monkeypatch):
     """The command line end to end: a signed, registered release, then a repeated one."""
@@ -447,6 +478,7 @@ def test_overwrite_never_replaces_the_register_or_a_foreign_folder(tmp_path):
     assert (out / "thesis.txt").read_text() == "years of work"
     # a register inside the output folder is an input the folder must not contain
     ledger = Ledger(open_register(out / "confidential" / "reg.sqlite"), KEY)
+    ledger.register.add(_new(90))  # the register holds an earlier release: its file exists
     (out / "release.json").write_text('{"synthgeo_release_record": 1}')
     with pytest.raises(SpecError, match="contains the input"):
         _release(ledger, out, 11)

@@ -16,11 +16,12 @@ def add_parser(sub, common) -> None:
                     "while runs may be writing.",
     )
     r.add_argument("--register", metavar="PATH",
-                   help="the register: a SQLite file or a SQLAlchemy URL (default: "
-                        "$SYNTHGEO_REGISTER)")
+                   help="the register: a SQLite file (*.sqlite, *.sqlite3 or *.db) or a "
+                        "SQLAlchemy URL (default: $SYNTHGEO_REGISTER)")
     r.add_argument("--backup", metavar="DEST",
-                   help="write a copy of the register to the new SQLite file DEST and its "
-                        "files to DEST.files (default: no backup, list only)")
+                   help="write a copy of the register to the new SQLite file DEST (*.sqlite, "
+                        "*.sqlite3 or *.db) and its files to DEST.files (default: no backup, "
+                        "list only)")
 
 
 def run(args: argparse.Namespace, say) -> int:

@@ -40,8 +40,8 @@ from synthgeo.register.schema import (
 )
 from synthgeo.register.signing import ReleaseKey, verify_record
 
-__all__ = ["REGISTER_ENV", "FILES_ENV", "BUSY_TIMEOUT_S", "Register", "RegisteredRelease",
-           "NewRelease", "open_register"]
+__all__ = ["REGISTER_ENV", "FILES_ENV", "BUSY_TIMEOUT_S", "SQLITE_SUFFIXES", "Register",
+           "RegisteredRelease", "NewRelease", "open_register"]
 
 #: Environment variable naming the register (a SQLite path or a SQLAlchemy URL).
 REGISTER_ENV = "SYNTHGEO_REGISTER"
@@ -49,6 +49,8 @@ REGISTER_ENV = "SYNTHGEO_REGISTER"
 FILES_ENV = "SYNTHGEO_REGISTER_FILES"
 #: How long a writer waits for another one's lock, seconds.
 BUSY_TIMEOUT_S = 60.0
+#: File name endings of a SQLite register (anything else is refused, e.g. ``.jsonl``).
+SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,9 +161,25 @@ class Register:
         The folder of the predictive summaries.
     """
 
-    def __init__(self, engine: Engine, files_dir: Path, location: str) -> None:
+    def __init__(self, engine: Engine, files_dir: Path, location: str, *,
+                 new_file: Path | None = None) -> None:
         self.engine, self.files_dir, self.location = engine, Path(files_dir), location
         self.url = engine.url.render_as_string(hide_password=True)
+        # a SQLite file not created yet: created by the first write (a failed run leaves none)
+        self._new_file = new_file
+
+    def _ready(self, *, create: bool) -> bool:
+        """Whether the register's tables exist; create them when ``create`` (first write).
+
+        A new SQLite file is made by its first release, not by opening it: until then it
+        reads as empty.
+        """
+        if self._new_file is not None:
+            if not create and not self._new_file.exists():
+                return False
+            _create_schema(self.engine, self.location)
+            self._new_file = None
+        return True
 
     def __repr__(self) -> str:
         """Name the register (password hidden)."""
@@ -187,6 +205,8 @@ class Register:
                                  summary=summary)
 
     def _one(self, where) -> RegisteredRelease | None:
+        if not self._ready(create=False):
+            return None
         with self.engine.connect() as conn:
             row = conn.execute(select(releases).where(where)).first()
             return None if row is None else self._row(conn, row)
@@ -245,8 +265,11 @@ class Register:
                 releases.c.created_at, releases.c.previous_id, releases.c.n_records,
                 releases.c.n_implicates, releases.c.n_draws, releases.c.signed,
                 releases.c.key_id, releases.c.release_json_sha256, releases.c.folder]
-        with self.engine.connect() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(select(*cols).order_by(releases.c.id))]
+        rows = []
+        if self._ready(create=False):
+            with self.engine.connect() as conn:
+                rows = [dict(r._mapping)
+                        for r in conn.execute(select(*cols).order_by(releases.c.id))]
         frame = pd.DataFrame(rows, columns=[c.name for c in cols])
         frame["release_json_sha256"] = frame["release_json_sha256"].str[:16]
         for col in ("previous_id", "n_draws"):  # whole numbers, "<NA>" where there is none
@@ -274,6 +297,7 @@ class Register:
         row = {k: getattr(new, k) for k in releases.c.keys() if k not in ("id", "spec_json",
                                                                            "registered_at")}
         row.update(spec_json=json.dumps(new.spec, sort_keys=True), registered_at=_now())
+        self._ready(create=True)
         try:
             with self.engine.begin() as conn:
                 if self.engine.dialect.name == "postgresql":  # writers one at a time
@@ -427,9 +451,13 @@ class Register:
                              f"copy {self.files_dir}")
         if dest.exists():
             raise InputError(f"--backup {str(dest)!r} exists; give a new file name")
+        if dest.suffix.lower() not in SQLITE_SUFFIXES:
+            raise InputError(f"--backup {str(dest)!r}: the copy is a SQLite file named "
+                             f"{' or '.join(f'*{x}' for x in SQLITE_SUFFIXES)}; give such a name")
         if not dest.parent.is_dir():
             raise InputError(f"--backup {str(dest)!r}: folder {str(dest.parent)!r} does not "
                              "exist")
+        self._ready(create=True)  # a new register's copy is an empty register
         raw = self.engine.raw_connection()
         try:
             target = sqlite3.connect(dest)
@@ -458,13 +486,15 @@ def files_dir_of(sqlite_path: Path) -> Path:
 
 def open_register(location: str | os.PathLike, *,
                   files_dir: str | os.PathLike | None = None) -> Register:
-    """Open (and create when new) a register.
+    """Open a register (a new SQLite file is created by its first release, not here).
 
     Parameters
     ----------
     location : path or str
-        A SQLite file (created when absent; its folder must exist), or a SQLAlchemy URL
-        (``postgresql+psycopg://user@host/db``).
+        A SQLite file named ``*.sqlite``, ``*.sqlite3`` or ``*.db`` (:data:`SQLITE_SUFFIXES`;
+        its folder must exist; when absent it reads as empty and is created by the first
+        :meth:`Register.add`, so a run that fails leaves no file), or a SQLAlchemy URL
+        (``postgresql+psycopg://user@host/db``; its tables are created when absent).
     files_dir : path, optional
         The folder of the predictive summaries. Default: ``<file>.files`` beside a SQLite
         file; for a server, :data:`FILES_ENV` (required).
@@ -476,17 +506,20 @@ def open_register(location: str | os.PathLike, *,
     Raises
     ------
     synthgeo.InputError
-        A SQLite file whose folder does not exist, an unreachable server, no files folder
-        for a server register, or a register of another schema version.
+        A path with another ending (e.g. ``register.jsonl``), a SQLite file whose folder does
+        not exist, an unreachable server, no files folder for a server register, or a
+        register of another schema version.
 
     Examples
     --------
     >>> import tempfile
-    >>> reg = open_register(Path(tempfile.mkdtemp()) / "register.sqlite")
-    >>> len(reg.list())
-    0
+    >>> path = Path(tempfile.mkdtemp()) / "register.sqlite"
+    >>> reg = open_register(path)
+    >>> len(reg.list()), path.exists()
+    (0, False)
     """
     text_loc = os.fspath(location)
+    new_file = None
     if "://" in text_loc:
         try:
             engine = create_engine(text_loc)
@@ -501,6 +534,10 @@ def open_register(location: str | os.PathLike, *,
         shown = engine.url.render_as_string(hide_password=True)
     else:
         path = Path(text_loc).expanduser().resolve()
+        if path.suffix.lower() not in SQLITE_SUFFIXES:
+            raise InputError(f"--register {text_loc!r}: a register is a SQLite file named "
+                             f"{' or '.join(f'*{x}' for x in SQLITE_SUFFIXES)}, or a SQLAlchemy "
+                             "URL (postgresql+psycopg://user@host/db); give one of those")
         if not path.parent.is_dir():
             raise InputError(f"--register {text_loc!r}: folder {str(path.parent)!r} does not "
                              "exist; create it (in the agency's confidential store) first")
@@ -510,6 +547,21 @@ def open_register(location: str | os.PathLike, *,
         engine = _sqlite_engine(path)
         files = files_dir if files_dir is not None else files_dir_of(path)
         shown = str(path)
+        if not path.exists():  # created by its first release: a failed run leaves no file
+            new_file = path
+    if new_file is None:
+        _create_schema(engine, shown)
+    return Register(engine, Path(files), shown, new_file=new_file)
+
+
+def _create_schema(engine: Engine, shown: str) -> None:
+    """Create the register's tables when absent; refuse another schema version.
+
+    Raises
+    ------
+    synthgeo.InputError
+        A register of another schema version, or one that cannot be opened.
+    """
     try:
         with engine.begin() as conn:
             metadata.create_all(conn)
@@ -528,4 +580,3 @@ def open_register(location: str | os.PathLike, *,
         raise InputError(f"the register {shown!r} cannot be opened ({exc.__class__.__name__}: "
                          f"{getattr(exc, 'orig', exc)}); give a SQLite file or a reachable "
                          "database") from None
-    return Register(engine, Path(files), shown)
