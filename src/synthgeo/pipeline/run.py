@@ -716,7 +716,8 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
             spec, data.frame.drop(columns=[spec.data.response], errors="ignore"),
             {name: data.y}, {m: {name: d.synthetic[m]} for m in MODELS},
             coordinates_m(data.gdf), seed=seed)
-    say(general.summary_line())
+    say(general.summary_line({"restricted": "cross_fitted"}
+                             if spec.synthesis.predictive == "cross_fit" else None))
     return ReleaseResult(
         spec=spec, data=data, fits=d.fits, at_risk=d.at_risk, at_risk_sensitivity=d.sensitivity,
         implicates=d.implicates, risk=risk, risk_summary=summary, utility=utility,
