@@ -363,6 +363,29 @@ def test_releases_command_lists_and_backs_up(first, tmp_path, capsys):
     assert "exists" in capsys.readouterr().err
 
 
+def test_releases_takes_the_key_file_as_run_and_draw_do(first, tmp_path, capsys, monkeypatch):
+    """`synthgeo releases --key-file` is accepted: each release signed under it or not."""
+    ledger, _, _ = first
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    keys = {}
+    for name, key in (("ours", KEY), ("theirs", OTHER_KEY)):
+        keys[name] = tmp_path / f"{name}.key"
+        keys[name].write_bytes(key.secret)
+    assert cli_main(["releases", "--register", reg_path(ledger),
+                     "--key-file", str(keys["ours"])]) == 0
+    out = capsys.readouterr().out
+    assert "this_key" in out and f"key id {KEY.key_id}" in out
+    assert KEY.secret.decode() not in out  # the key itself is never shown
+    frame = ledger.register.list(KEY)
+    assert frame.loc[frame["id"] == 1, "this_key"].item() == "yes"
+    assert set(ledger.register.list(OTHER_KEY)["this_key"]) <= {"no", "unsigned"}
+    assert "this_key" not in ledger.register.list().columns  # no key: no column
+    assert cli_main(["releases", "--register", reg_path(ledger),
+                     "--key-file", str(tmp_path / "missing.key")]) == 1
+    err = capsys.readouterr().err
+    assert "--key-file" in err and len(err.strip().splitlines()) == 1
+
+
 def test_releases_needs_a_register(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("SYNTHGEO_REGISTER", raising=False)
     assert cli_main(["releases"]) != 0

@@ -251,15 +251,22 @@ class Register:
             cur = r.previous_id
         return out[::-1]
 
-    def list(self) -> pd.DataFrame:
+    def list(self, key: ReleaseKey | None = None) -> pd.DataFrame:
         """Every release, one row each (no confidential value).
+
+        Parameters
+        ----------
+        key : ReleaseKey, optional
+            The release key at hand: adds the column ``this_key``, whether each release was
+            signed under it (``"yes"``; ``"no"``: under another key, which cannot verify or
+            pool it; ``"unsigned"``).
 
         Returns
         -------
         pandas.DataFrame
             Columns ``id``, ``release_uid``, ``registered_at``, ``created_at``, ``previous_id``,
             ``n_records``, ``n_implicates``, ``n_draws``, ``signed``, ``key_id``,
-            ``release_json_sha256`` (first 16 digits), ``folder``.
+            (``this_key``), ``release_json_sha256`` (first 16 digits), ``folder``.
         """
         cols = [releases.c.id, releases.c.release_uid, releases.c.registered_at,
                 releases.c.created_at, releases.c.previous_id, releases.c.n_records,
@@ -274,6 +281,11 @@ class Register:
         frame["release_json_sha256"] = frame["release_json_sha256"].str[:16]
         for col in ("previous_id", "n_draws"):  # whole numbers, "<NA>" where there is none
             frame[col] = frame[col].astype("Int64")
+        if key is not None:
+            this = [("yes" if k == key.key_id else "no") if signed else "unsigned"
+                    for signed, k in zip(frame["signed"], frame["key_id"])]
+            frame.insert(int(frame.columns.get_loc("key_id")) + 1, "this_key",
+                         pd.Series(this, index=frame.index, dtype=object))
         return frame
 
     # --- writing -------------------------------------------------------------------------
