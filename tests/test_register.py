@@ -352,6 +352,12 @@ def test_releases_command_lists_and_backs_up(first, tmp_path, capsys):
     code = cli_main(["releases", "--register", reg_path(ledger)])
     out = capsys.readouterr().out
     assert code == 0 and "release_uid" in out and ledger.register.get(1).release_uid in out
+    # draws labelled per chain and in total (a board member read n_draws as the total)
+    assert "n_draws" not in out and "draws_per_chain x chains = posterior_draws" in out
+    row = ledger.register.list().set_index("id").loc[1]
+    sampling = json.loads(ledger.register.get(1).spec_json)["sampling"]
+    assert (row["draws_per_chain"], row["chains"]) == (sampling["draws"], sampling["chains"])
+    assert row["posterior_draws"] == sampling["draws"] * sampling["chains"] > row["chains"]
     dest = tmp_path / "backup.sqlite"
     assert cli_main(["releases", "--register", reg_path(ledger), "--backup", str(dest)]) == 0
     copy = open_register(dest)

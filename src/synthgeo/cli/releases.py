@@ -10,8 +10,9 @@ def add_parser(sub, common) -> None:
     r = sub.add_parser(
         "releases", parents=[common], help="list the release register, or back it up",
         description="List every release in the register (number, uid, when, the release it "
-                    "was pooled with, records, implicates, draws, signed, key id, release.json "
-                    "hash, folder); no confidential value. With --backup, write a consistent "
+                    "was pooled with, records, implicates, posterior draws as draws_per_chain x "
+                    "chains = posterior_draws, signed, key id, release.json hash, folder); no "
+                    "confidential value. With --backup, write a consistent "
                     "copy of a SQLite register and its files folder (SQLite online backup) "
                     "while runs may be writing.",
     )
@@ -56,6 +57,8 @@ def run(args: argparse.Namespace, say) -> int:
         + ("" if key is None else f"; this_key: signed under the key given (key id "
                                   f"{key.key_id}, from {key.source})"))
     if len(frame):
+        say("posterior draws: draws_per_chain x chains = posterior_draws (the posterior each "
+            "release's implicates were drawn from)")
         with pd.option_context("display.width", 200, "display.max_columns", 20,
                                "display.max_colwidth", 60):
             print(frame.to_string(index=False))

@@ -265,7 +265,9 @@ class Register:
         -------
         pandas.DataFrame
             Columns ``id``, ``release_uid``, ``registered_at``, ``created_at``, ``previous_id``,
-            ``n_records``, ``n_implicates``, ``n_draws``, ``signed``, ``key_id``,
+            ``n_records``, ``n_implicates``, ``draws_per_chain`` (``[sampling] draws``, the
+            register's ``n_draws``), ``chains``, ``posterior_draws`` (draws per chain ×
+            chains: the posterior the implicates were drawn from), ``signed``, ``key_id``,
             (``this_key``), ``release_json_sha256`` (first 16 digits), ``folder``.
         """
         cols = [releases.c.id, releases.c.release_uid, releases.c.registered_at,
@@ -275,11 +277,17 @@ class Register:
         rows = []
         if self._ready(create=False):
             with self.engine.connect() as conn:
-                rows = [dict(r._mapping)
-                        for r in conn.execute(select(*cols).order_by(releases.c.id))]
+                rows = [dict(r._mapping) for r in conn.execute(
+                    select(*cols, releases.c.spec_json).order_by(releases.c.id))]
+        chains = [_chains(r.pop("spec_json")) for r in rows]
         frame = pd.DataFrame(rows, columns=[c.name for c in cols])
         frame["release_json_sha256"] = frame["release_json_sha256"].str[:16]
-        for col in ("previous_id", "n_draws"):  # whole numbers, "<NA>" where there is none
+        frame = frame.rename(columns={"n_draws": "draws_per_chain"})
+        at = int(frame.columns.get_loc("draws_per_chain")) + 1
+        frame.insert(at, "chains", pd.array(chains, dtype="Int64"))
+        frame.insert(at + 1, "posterior_draws",
+                     frame["draws_per_chain"].astype("Int64") * frame["chains"])
+        for col in ("previous_id", "draws_per_chain"):  # whole numbers, "<NA>" where none
             frame[col] = frame[col].astype("Int64")
         if key is not None:
             this = [("yes" if k == key.key_id else "no") if signed else "unsigned"
@@ -482,6 +490,15 @@ class Register:
         if self.files_dir.is_dir():
             shutil.copytree(self.files_dir, files_dir_of(dest))
         return dest
+
+
+def _chains(spec_json: str | None) -> int | None:
+    """``[sampling] chains`` of a registered release's spec (None when not recorded)."""
+    try:
+        value = (json.loads(spec_json or "{}").get("sampling") or {}).get("chains")
+    except ValueError:
+        return None
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _seed_refusal(location: str, id: int) -> InputError:
