@@ -493,7 +493,7 @@ class Register:
 
 
 def _chains(spec_json: str | None) -> int | None:
-    """``[sampling] chains`` of a registered release's spec (None when not recorded)."""
+    """Return ``[sampling] chains`` of a registered release's spec (None when not recorded)."""
     try:
         value = (json.loads(spec_json or "{}").get("sampling") or {}).get("chains")
     except ValueError:
