@@ -123,6 +123,25 @@ def test_register_holds_the_chain_files_and_refuses_a_second_use_of_a_seed(regis
     assert list(frame["id"]) == [a, b, c] and frame["previous_id"].iloc[2] == b
 
 
+def test_a_new_register_is_made_by_its_first_release(register):
+    """Opening and reading a new register writes nothing (SQLite: no file; a server: no
+    table), so a run that fails leaves nothing; the first release creates it."""
+    from sqlalchemy import inspect
+
+    from synthgeo.register.schema import releases
+
+    def exists() -> bool:
+        if register.is_sqlite:
+            return Path(register.engine.url.database).exists()
+        return inspect(register.engine).has_table(releases.name)
+
+    assert not exists()
+    assert register.seed_used([seed_hash(7, None)]) is None and len(register.list()) == 0
+    assert register.by_release_json("0" * 64) is None and not exists()
+    rid = register.add(_new(1))
+    assert exists() and register.get(rid).release_uid == _new(1).release_uid
+
+
 def _add_many(location: str, files_dir: str, start: int, n: int) -> list[int]:
     reg = open_register(location, files_dir=files_dir)
     return [reg.add(_new(i)) for i in range(start, start + n)]

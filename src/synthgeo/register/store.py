@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import create_engine, event, insert, select, text
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
@@ -162,23 +163,24 @@ class Register:
     """
 
     def __init__(self, engine: Engine, files_dir: Path, location: str, *,
-                 new_file: Path | None = None) -> None:
+                 new: bool = False) -> None:
         self.engine, self.files_dir, self.location = engine, Path(files_dir), location
         self.url = engine.url.render_as_string(hide_password=True)
-        # a SQLite file not created yet: created by the first write (a failed run leaves none)
-        self._new_file = new_file
+        # no tables yet (a new SQLite file, an empty database): made by the first write, so a
+        # failed run leaves nothing behind
+        self._new = new
 
     def _ready(self, *, create: bool) -> bool:
         """Whether the register's tables exist; create them when ``create`` (first write).
 
-        A new SQLite file is made by its first release, not by opening it: until then it
-        reads as empty.
+        A new register (SQLite file or server tables) is made by its first release, not by
+        opening it: until then it reads as empty.
         """
-        if self._new_file is not None:
-            if not create and not self._new_file.exists():
+        if self._new:
+            if not create and not _exists(self.engine, self.location):
                 return False
             _create_schema(self.engine, self.location)
-            self._new_file = None
+            self._new = False
         return True
 
     def __repr__(self) -> str:
@@ -515,15 +517,15 @@ def files_dir_of(sqlite_path: Path) -> Path:
 
 def open_register(location: str | os.PathLike, *,
                   files_dir: str | os.PathLike | None = None) -> Register:
-    """Open a register (a new SQLite file is created by its first release, not here).
+    """Open a register (a new one is created by its first release, not here).
 
     Parameters
     ----------
     location : path or str
         A SQLite file named ``*.sqlite``, ``*.sqlite3`` or ``*.db`` (:data:`SQLITE_SUFFIXES`;
-        its folder must exist; when absent it reads as empty and is created by the first
-        :meth:`Register.add`, so a run that fails leaves no file), or a SQLAlchemy URL
-        (``postgresql+psycopg://user@host/db``; its tables are created when absent).
+        its folder must exist), or a SQLAlchemy URL (``postgresql+psycopg://user@host/db``).
+        A new register (no file; a database without the tables) reads as empty and is
+        created by the first :meth:`Register.add`, so a run that fails leaves nothing.
     files_dir : path, optional
         The folder of the predictive summaries. Default: ``<file>.files`` beside a SQLite
         file; for a server, :data:`FILES_ENV` (required).
@@ -548,7 +550,6 @@ def open_register(location: str | os.PathLike, *,
     (0, False)
     """
     text_loc = os.fspath(location)
-    new_file = None
     if "://" in text_loc:
         try:
             engine = create_engine(text_loc)
@@ -576,11 +577,28 @@ def open_register(location: str | os.PathLike, *,
         engine = _sqlite_engine(path)
         files = files_dir if files_dir is not None else files_dir_of(path)
         shown = str(path)
-        if not path.exists():  # created by its first release: a failed run leaves no file
-            new_file = path
-    if new_file is None:
+    new = not _exists(engine, shown)  # created by its first release: a failed run leaves none
+    if not new:
         _create_schema(engine, shown)
-    return Register(engine, Path(files), shown, new_file=new_file)
+    return Register(engine, Path(files), shown, new=new)
+
+
+def _exists(engine: Engine, shown: str) -> bool:
+    """Whether the register exists (its SQLite file; a server's releases table), read only.
+
+    Raises
+    ------
+    synthgeo.InputError
+        A server that cannot be reached.
+    """
+    if engine.dialect.name == "sqlite":
+        return Path(engine.url.database or "").exists()
+    try:
+        return sa_inspect(engine).has_table(releases.name)
+    except SQLAlchemyError as exc:
+        raise InputError(f"the register {shown!r} cannot be opened ({exc.__class__.__name__}: "
+                         f"{getattr(exc, 'orig', exc)}); give a SQLite file or a reachable "
+                         "database") from None
 
 
 def _create_schema(engine: Engine, shown: str) -> None:
