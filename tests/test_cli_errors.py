@@ -427,3 +427,13 @@ def test_gamma_auto_record_is_schema_valid():
 
     for ok in (0, 2.5, "inf", "auto"):
         validate(ok, gamma)
+
+
+@pytest.mark.parametrize("command", ["draw", "mask", "choose-k", "verify"])
+@pytest.mark.parametrize("seed", ["-1", "seven"])
+def test_a_bad_seed_is_one_line_naming_seed_and_its_range(capsys, tmp_path, command, seed):
+    """`synthgeo draw --seed -1` (and the other commands' --seed): refused before any work."""
+    rc, _, err = cli(capsys, command, tmp_path / "nowhere", "--seed", seed)
+    assert rc == 2
+    assert_one_error(rc, err, r"argument --seed: .*a seed is an integer >= 0")
+    assert "Traceback" not in err and not any(tmp_path.iterdir())

@@ -162,6 +162,26 @@ def test_bundled_spec_with_cross_fit_end_to_end(cross_release, tmp_path):
     assert (out / "release" / "implicates.parquet").is_file()
 
 
+def test_console_names_the_cross_fitted_implicates(cross_release, tmp_path, capsys):
+    """The console's tables and lines say "cross_fitted", not "restricted" (none was fitted)."""
+    import argparse
+    import re
+
+    from synthgeo.cli.run import write_and_report
+
+    said: list[str] = []
+    args = argparse.Namespace(overwrite=False, progressbar=False, strict=False)
+    assert write_and_report(cross_release, tmp_path / "cf", args, said.append, 0.0) == 0
+    text = "\n".join(said) + capsys.readouterr().out
+    # "restricted" only as in "no restricted fit" / "unrestricted": never naming the release
+    assert not re.findall(r".{0,30}(?<!un)(?<!no )restricted.{0,30}", text)
+    assert "mean_cross_fitted" in text and "attack_share_cross_fitted" in text
+    assert "(share, cross_fitted)" in text and "engine, cross_fitted" in text
+    assert "cross_fitted   Intercept" in text or "cross_fitted Intercept" in text
+    line = cross_release.result.general_utility.summary_line({"restricted": "cross_fitted"})
+    assert "cross_fitted ratio" in line and not re.search(r"(?<!un)restricted", line)
+
+
 @pytest.mark.slow
 def test_calibrated_release_written(calibrated_release, tmp_path):
     """release.json of a calibrated cross-fit names the calibration and the own-value leak's

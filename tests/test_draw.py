@@ -235,6 +235,23 @@ def test_a_tampered_release_or_synthesiser_is_refused(first, tmp_path):
         draw_release(out_a, 5, ledger=other)
 
 
+def test_an_unsigned_release_is_not_called_signed(tmp_path):
+    """Registered without a key (--allow-unsigned): a changed synthesiser's refusal says
+    "unsigned release.json", not "signed"."""
+    ledger = Ledger(open_register(tmp_path / "register.sqlite"), None, allow_unsigned=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = run_release(_spec(13, implicates=4), ledger=ledger)
+        out = write_release(res, tmp_path / "u", ledger=ledger)
+    rec = json.loads((out / "release.json").read_text())
+    assert rec["signature"]["value"] is None
+    with open(out / "confidential" / SYNTHESISER_FILE, "ab") as fh:
+        fh.write(b"\0")
+    with pytest.raises(InputError, match="SHA-256 in its unsigned release.json") as info:
+        draw_release(out, 5, ledger=ledger)
+    assert "signed release.json" not in str(info.value).replace("unsigned release.json", "")
+
+
 def test_releases_a_draw_cannot_extend_are_refused_by_their_spec():
     from synthgeo.pipeline.draw import _draw_spec
 

@@ -69,3 +69,33 @@ def test_swapped_lat_lon_names_refused(tmp_path):
         load_points(path, x="east", y="lon", crs="EPSG:4326")
     gdf = load_points(path, x="lon", y="lat", crs="EPSG:4326")  # the right way round
     assert gdf.crs.is_projected and len(gdf) == 60
+
+
+@pytest.mark.parametrize("epsg, lonlat, factor, said", [
+    (2226, (-121.5, 38.6), 1200 / 3937, r"US survey foot' \(1 unit = 1200/3937 = 0\.3048006 m\)"),
+    (2874, (-118.3, 34.1), 1200 / 3937, r"US survey foot' \(1 unit = 1200/3937 = 0\.3048006 m\)"),
+    (2256, (-110.0, 46.5), 0.3048, r"foot' \(1 unit = 0\.3048 m\)"),
+])
+def test_a_crs_in_feet_is_read_in_metres_or_refused_naming_its_factor(tmp_path, epsg, lonlat,
+                                                                      factor, said):
+    """State-plane feet (US survey or international): projected to metres by the CRS's own
+    factor; kept in feet (a feet `target_crs`, a layer in feet) refused, naming unit and factor."""
+    import pyproj
+
+    x0, y0 = pyproj.Transformer.from_crs(4326, epsg, always_xy=True).transform(*lonlat)
+    rng = np.random.default_rng(epsg)
+    xy_ft = np.c_[x0 + rng.uniform(0, 20_000, 30), y0 + rng.uniform(0, 20_000, 30)]
+    path = tmp_path / "feet.csv"
+    pd.DataFrame({"x": xy_ft[:, 0], "y": xy_ft[:, 1]}).to_csv(path, index=False)
+    gdf = load_points(path, x="x", y="y", crs=f"EPSG:{epsg}", target_crs="utm")
+    d_m = np.hypot(*(coordinates_m(gdf)[1:] - coordinates_m(gdf)[0]).T)
+    d_ft = np.hypot(*(xy_ft[1:] - xy_ft[0]).T)
+    # feet times the factor, to the scale distortion of the two projections (< 1e-3 here)
+    np.testing.assert_allclose(d_m, d_ft * factor, rtol=1e-3)
+    assert np.median(d_m / d_ft) != pytest.approx(1.0, rel=0.1)  # never read as metres
+    refused = rf"`target_crs` = 'EPSG:{epsg}' has axis unit '.*{said}"
+    with pytest.raises(InputError, match=refused):
+        load_points(path, x="x", y="y", crs=f"EPSG:{epsg}", target_crs=f"EPSG:{epsg}")
+    layer = geopandas.GeoDataFrame(geometry=geopandas.points_from_xy(*xy_ft.T), crs=epsg)
+    with pytest.raises(InputError, match=rf"{said}, not metre; project it first"):
+        coordinates_m(layer)

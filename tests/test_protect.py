@@ -208,3 +208,27 @@ def test_an_output_folder_inside_a_release_folder_is_refused(tmp_path):
         check_output_dir(rel / "release" / "x", marker="release.json", overwrite=False)
     assert not (rel / "release" / "x").exists()
     check_output_dir(tmp_path / "elsewhere", marker="release.json", overwrite=False)
+
+
+def _protect_toml(tmp_path):
+    """The bundled spec with its commented protect line and targets uncommented, as a file."""
+    text = bundled_spec_path().read_text(encoding="utf-8")
+    block = text[text.index("# protect = \"targets\"\n"):text.index("\n[utility]")]
+    lines = [ln[2:] for ln in block.splitlines() if ln.startswith("# ")
+             and ("=" in ln or ln.startswith("# [risk.targets]"))]
+    path = tmp_path / "protect.toml"
+    path.write_text(text.replace(block, "\n".join(lines)), encoding="utf-8")
+    assert load_spec(path).risk.protect == "targets"
+    return path
+
+
+def test_a_run_refused_by_a_data_check_prints_no_round_line(tmp_path, capsys):
+    """The round lines come only once the inputs are valid (a study area far away: refused)."""
+    from synthgeo.cli.main import main as cli_main
+
+    code = cli_main(["run", str(_protect_toml(tmp_path)), "--study-area=0,0,1,1",
+                     "--out", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert code == 1 and "study" in err.lower()
+    assert "round" not in out and "round" not in err
+    assert not (tmp_path / "out").exists()

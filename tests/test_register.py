@@ -123,6 +123,25 @@ def test_register_holds_the_chain_files_and_refuses_a_second_use_of_a_seed(regis
     assert list(frame["id"]) == [a, b, c] and frame["previous_id"].iloc[2] == b
 
 
+def test_a_new_register_is_made_by_its_first_release(register):
+    """Opening and reading a new register writes nothing (SQLite: no file; a server: no
+    table), so a run that fails leaves nothing; the first release creates it."""
+    from sqlalchemy import inspect
+
+    from synthgeo.register.schema import releases
+
+    def exists() -> bool:
+        if register.is_sqlite:
+            return Path(register.engine.url.database).exists()
+        return inspect(register.engine).has_table(releases.name)
+
+    assert not exists()
+    assert register.seed_used([seed_hash(7, None)]) is None and len(register.list()) == 0
+    assert register.by_release_json("0" * 64) is None and not exists()
+    rid = register.add(_new(1))
+    assert exists() and register.get(rid).release_uid == _new(1).release_uid
+
+
 def _add_many(location: str, files_dir: str, start: int, n: int) -> list[int]:
     reg = open_register(location, files_dir=files_dir)
     return [reg.add(_new(i)) for i in range(start, start + n)]
@@ -352,6 +371,12 @@ def test_releases_command_lists_and_backs_up(first, tmp_path, capsys):
     code = cli_main(["releases", "--register", reg_path(ledger)])
     out = capsys.readouterr().out
     assert code == 0 and "release_uid" in out and ledger.register.get(1).release_uid in out
+    # draws labelled per chain and in total (a board member read n_draws as the total)
+    assert "n_draws" not in out and "draws_per_chain x chains = posterior_draws" in out
+    row = ledger.register.list().set_index("id").loc[1]
+    sampling = json.loads(ledger.register.get(1).spec_json)["sampling"]
+    assert (row["draws_per_chain"], row["chains"]) == (sampling["draws"], sampling["chains"])
+    assert row["posterior_draws"] == sampling["draws"] * sampling["chains"] > row["chains"]
     dest = tmp_path / "backup.sqlite"
     assert cli_main(["releases", "--register", reg_path(ledger), "--backup", str(dest)]) == 0
     copy = open_register(dest)
@@ -363,12 +388,66 @@ def test_releases_command_lists_and_backs_up(first, tmp_path, capsys):
     assert "exists" in capsys.readouterr().err
 
 
+def test_releases_takes_the_key_file_as_run_and_draw_do(first, tmp_path, capsys, monkeypatch):
+    """`synthgeo releases --key-file` is accepted: each release signed under it or not."""
+    ledger, _, _ = first
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    keys = {}
+    for name, key in (("ours", KEY), ("theirs", OTHER_KEY)):
+        keys[name] = tmp_path / f"{name}.key"
+        keys[name].write_bytes(key.secret)
+    assert cli_main(["releases", "--register", reg_path(ledger),
+                     "--key-file", str(keys["ours"])]) == 0
+    out = capsys.readouterr().out
+    assert "this_key" in out and f"key id {KEY.key_id}" in out
+    assert KEY.secret.decode() not in out  # the key itself is never shown
+    frame = ledger.register.list(KEY)
+    assert frame.loc[frame["id"] == 1, "this_key"].item() == "yes"
+    assert set(ledger.register.list(OTHER_KEY)["this_key"]) <= {"no", "unsigned"}
+    assert "this_key" not in ledger.register.list().columns  # no key: no column
+    assert cli_main(["releases", "--register", reg_path(ledger),
+                     "--key-file", str(tmp_path / "missing.key")]) == 1
+    err = capsys.readouterr().err
+    assert "--key-file" in err and len(err.strip().splitlines()) == 1
+
+
 def test_releases_needs_a_register(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("SYNTHGEO_REGISTER", raising=False)
     assert cli_main(["releases"]) != 0
     assert "give --register PATH" in capsys.readouterr().err
     assert cli_main(["releases", "--register", str(tmp_path / "none.sqlite")]) != 0
     assert "no register there" in capsys.readouterr().err
+
+
+def test_a_failed_run_leaves_no_register_file(tmp_path, capsys, monkeypatch):
+    """A run refused by a data check (a study area far away) creates no register file."""
+    monkeypatch.delenv("SYNTHGEO_REGISTER", raising=False)
+    reg = tmp_path / "register.sqlite"
+    code = cli_main(["run", str(bundled_spec_path()), "--register", str(reg),
+                     "--allow-unsigned", "--study-area=0,0,1,1", "--out", str(tmp_path / "o")])
+    assert code == 1 and "study" in capsys.readouterr().err.lower()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    # opened, read and left alone: still no file; the first release creates it
+    opened = open_register(reg)
+    assert opened.seed_used([seed_hash(7, None)]) is None and len(opened.list()) == 0
+    assert not reg.exists()
+    rid = opened.add(_new(1))
+    assert reg.is_file() and open_register(reg).get(rid).release_uid == _new(1).release_uid
+
+
+@pytest.mark.parametrize("name", ["register.jsonl", "register", "register.csv"])
+def test_a_register_path_of_another_kind_is_refused(name, tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("SYNTHGEO_REGISTER", raising=False)
+    code = cli_main(["run", str(bundled_spec_path()), "--register", str(tmp_path / name),
+                     "--allow-unsigned", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert "--register" in err and ".sqlite" in err and ".db" in err and "postgresql" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    for ok in ("r.sqlite", "r.sqlite3", "r.DB"):
+        assert len(open_register(tmp_path / ok).list()) == 0
+    with pytest.raises(InputError, match="--backup .*SQLite file named"):
+        open_register(tmp_path / "r.sqlite").backup(tmp_path / "copy.jsonl")
 
 
 @pytest.mark.slow
@@ -447,6 +526,7 @@ def test_overwrite_never_replaces_the_register_or_a_foreign_folder(tmp_path):
     assert (out / "thesis.txt").read_text() == "years of work"
     # a register inside the output folder is an input the folder must not contain
     ledger = Ledger(open_register(out / "confidential" / "reg.sqlite"), KEY)
+    ledger.register.add(_new(90))  # the register holds an earlier release: its file exists
     (out / "release.json").write_text('{"synthgeo_release_record": 1}')
     with pytest.raises(SpecError, match="contains the input"):
         _release(ledger, out, 11)

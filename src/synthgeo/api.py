@@ -553,9 +553,10 @@ def draw(release_dir: str | os.PathLike, implicates: int, *, seed: int | None = 
     """Draw more implicates from a release's stored posterior, without refitting.
 
     ``synthgeo draw`` without writing (:mod:`synthgeo.pipeline.draw`): the folder is checked
-    against the register (and its signed release.json), N posterior draws no implicate used
-    before are taken from ``confidential/synthesiser.nc``, and the new implicates are scored
-    like any release, with the cumulative risk over the earlier and the new implicates.
+    against the register (and, when signed, its release.json's HMAC), N posterior draws no
+    implicate used before are taken from ``confidential/synthesiser.nc``, and the new
+    implicates are scored like any release, with the cumulative risk over the earlier and the
+    new implicates.
 
     Parameters
     ----------

@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 __all__ = ["READING", "SPEC_DATA", "SPEC_ANONYMITY", "MASKING", "add", "reading_kwargs",
-           "add_reading_options", "add_spec_overrides"]
+           "add_reading_options", "add_spec_overrides", "seed_value"]
 
 _CSV = "CSV only: "
 
@@ -134,6 +134,32 @@ MASKING: dict[str, tuple[str, dict[str, Any]]] = {
              "N records is refused, since its stack of identical points can name an "
              "institution (default: 10; release such a site as a count instead)")),
 }
+
+
+def seed_value(text: str) -> int:
+    """Parse a ``--seed``: an integer >= 0; else one argparse error line naming the range.
+
+    argparse reports it as ``synthgeo: error: argument --seed: ...`` (exit code 2).
+
+    Examples
+    --------
+    >>> seed_value("20181")
+    20181
+    >>> try:
+    ...     seed_value("-1")
+    ... except argparse.ArgumentTypeError as exc:
+    ...     print(exc)  # doctest: +NORMALIZE_WHITESPACE
+    -1 is negative: a seed is an integer >= 0 (e.g. 20181; leave --seed out for a fresh
+    random one)
+    """
+    fix = "a seed is an integer >= 0 (e.g. 20181; leave --seed out for a fresh random one)"
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer: {fix}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: {fix}")
+    return value
 
 
 def add(p: argparse.ArgumentParser | Any, table: dict[str, tuple[str, dict[str, Any]]],

@@ -14,7 +14,7 @@ from synthgeo.cli._masking import (
     load_inputs,
     make_utility,
 )
-from synthgeo.cli._options import MASKING, add
+from synthgeo.cli._options import MASKING, add, seed_value
 
 
 def add_parser(sub, common) -> None:
@@ -50,7 +50,7 @@ def add_parser(sub, common) -> None:
                    help="target, set before the sweep: attacker success <= P (default: 0.05)")
     p.add_argument("--min-detection", type=float, default=0.8, metavar="P",
                    help="target, set before the sweep: detection rate >= P (default: 0.8)")
-    p.add_argument("--seed", type=int, default=1, metavar="INT",
+    p.add_argument("--seed", type=seed_value, default=1, metavar="INT",
                    help="random seed of the sweep, non-negative integer (default: 1); same "
                         "inputs and seed give the same table")
     p.add_argument("--out", default="synthgeo-choose-k", metavar="DIR",

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from synthgeo import __version__
+from synthgeo.cli._options import seed_value
 
 
 def add_parser(sub, common) -> None:
@@ -26,10 +27,10 @@ def add_parser(sub, common) -> None:
                    help="a registered release folder (`synthgeo run --register`)")
     d.add_argument("--implicates", type=int, required=True, metavar="N",
                    help="how many new implicates (an integer >= 2; required, no default)")
-    d.add_argument("--seed", type=int, default=None,
-                   help="seed of the new implicates (a key, kept in the new release's "
-                        "confidential/; the same seed gives the same implicates; default: a "
-                        "fresh random one)")
+    d.add_argument("--seed", type=seed_value, default=None,
+                   help="seed of the new implicates, an integer >= 0 (a key, kept in the new "
+                        "release's confidential/; the same seed gives the same implicates; "
+                        "default: a fresh random one)")
     d.add_argument("--register", metavar="PATH",
                    help="the release register RELEASE_DIR is registered in (required; "
                         "default: $SYNTHGEO_REGISTER)")

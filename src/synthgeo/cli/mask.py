@@ -15,7 +15,7 @@ from synthgeo.cli._masking import (
     load_inputs,
     make_utility,
 )
-from synthgeo.cli._options import MASKING, add
+from synthgeo.cli._options import MASKING, add, seed_value
 
 _SMALL_SEED = 10**9
 
@@ -37,7 +37,7 @@ def add_parser(sub, common) -> None:
                    help="households each case is hidden among (integer >= 2, at most the "
                         "household total); choose it with `synthgeo choose-k` (no default: "
                         "required)")
-    p.add_argument("--seed", type=int, metavar="INT",
+    p.add_argument("--seed", type=seed_value, metavar="INT",
                    help="random seed, non-negative integer (default: a fresh random 63-bit "
                         "seed, recorded in mask.json); it is the key of the mask: keep it "
                         "confidential and long")

@@ -34,8 +34,10 @@ def add_parser(sub, common) -> None:
                         "and the pooled implicates scored (cumulative risk = the largest) and "
                         "the chain of releases recorded (default: none, a first release)")
     r.add_argument("--register", metavar="PATH",
-                   help="the release register: a SQLite file in the confidential store "
-                        "(created when new) or a SQLAlchemy URL (postgresql+psycopg://...); "
+                   help="the release register: a SQLite file named *.sqlite, *.sqlite3 or "
+                        "*.db in the confidential store (created by the first release written "
+                        "to it; a failed run leaves none) or a SQLAlchemy URL "
+                        "(postgresql+psycopg://...); "
                         "a seed a registered release used is refused, and the release is "
                         "registered when written (default: $SYNTHGEO_REGISTER, else none)")
     r.add_argument("--key-file", metavar="PATH",
@@ -92,7 +94,9 @@ def write_and_report(rel, out: Path, args: argparse.Namespace, say, t0: float) -
     say("  writing the report and the release")
     if spec.data.sequential:  # [[data.responses]]: per-response tables
         return _write_sequential(rel, out, args, say, t0, t, bars)
-    tables = summary_tables(rel.result)  # before writing: a failure after the rename would lie
+    tables = {k: _relabel(v, spec) for k, v in summary_tables(rel.result).items()}  # before
+    # writing: a failure after the rename would lie
+    released = released_name(spec)
     out = rel.write(out, overwrite=args.overwrite, progressbar=bars)
     seconds = {**rel.seconds, "write": time.perf_counter() - t,
                "total": time.perf_counter() - t0}
@@ -100,11 +104,11 @@ def write_and_report(rel, out: Path, args: argparse.Namespace, say, t0: float) -
                            "display.float_format", "{:.4g}".format):
         say("\n" + _key_values(tables["overview"]))
         risk = tables["risk"][["group", "measure", "n_records", "mean_unrestricted",
-                               "mean_restricted", "reduction", "median_record_reduction",
+                               f"mean_{released}", "reduction", "median_record_reduction",
                                "attack_share_unrestricted",
-                               "attack_share_restricted"]]
+                               f"attack_share_{released}"]]
         say("\nDisclosure risk (share of synthetic values within tolerance of the truth; "
-            "reduction = 1 - mean restricted / mean unrestricted;\n attack_share = share of "
+            f"reduction = 1 - mean {released} / mean unrestricted;\n attack_share = share of "
             "records whose implicate average on the model scale (the geometric mean under "
             "exp) is within tolerance; the release-vs-baselines table after this one reports "
             "the stronger of the geometric and arithmetic means, so its 'average' rows can be "
@@ -118,7 +122,7 @@ def write_and_report(rel, out: Path, args: argparse.Namespace, say, t0: float) -
             say(tables["attributable"].to_string(index=False))
         units = getattr(rel.result.risk_scores, "loo_units", None)
         if units is not None:
-            say(units.line())
+            say(units.line(label=released))
         if rel.result.risk_scores is not None:
             say("\n" + rel.result.risk_scores.verdict_line())
         _say_protection(rel.result, say)
@@ -136,8 +140,56 @@ def write_and_report(rel, out: Path, args: argparse.Namespace, say, t0: float) -
                                   "std_diff"]]
         say(f"\nUtility, Reiter (2003) for {spec.formula!r} (CI overlap vs confidential OLS):")
         say(util.to_string(index=False))
-    say("\nstage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
+    say(_stage_line(seconds, spec))
     return _closing(rel, out, args)
+
+
+def released_name(spec) -> str:
+    """Return the console's name of the released model's implicates.
+
+    ``"cross_fitted"`` under ``[synthesis] predictive = "cross_fit"`` (no restricted model is
+    fitted: every record is drawn from the unrestricted fit's leave-out predictive), else
+    ``"restricted"``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> released_name(NS(synthesis=NS(predictive="cross_fit")))
+    'cross_fitted'
+    """
+    cross_fit = getattr(spec.synthesis, "predictive", None) == "cross_fit"
+    return "cross_fitted" if cross_fit else "restricted"
+
+
+def _relabel(table, spec):
+    """Name the released model as :func:`released_name` does in a console table.
+
+    Renames the columns ending in ``_restricted`` and the ``restricted`` entries of a
+    ``model`` column (and the overview's ``engine, restricted`` row); nothing under the
+    paper's mechanism.
+    """
+    name = released_name(spec)
+    if name == "restricted":
+        return table
+    table = table.rename(columns={c: c[: -len("restricted")] + name for c in table.columns
+                                  if c.endswith("_restricted")})
+    if "model" in table.columns:
+        table = table.assign(model=table["model"].replace({"restricted": name}))
+    if "item" in table.columns:  # the overview: no restricted fit was made
+        rows = table["item"] == "engine, restricted"
+        table = table.assign(
+            item=table["item"].where(~rows, f"engine, {name}"),
+            value=table["value"].where(~rows, "no restricted fit: the unrestricted fit's "
+                                              "posterior draws, each record's leave-out "
+                                              "predictive"))
+    return table
+
+
+def _stage_line(seconds: dict, spec) -> str:
+    """Return the console's stage seconds (cross-fit: no restricted fit, so not its 0 s)."""
+    skip = () if released_name(spec) == "restricted" else ("fit_restricted",)
+    return "\nstage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()
+                                          if k not in skip)
 
 
 def _say_protection(result, say) -> None:
@@ -161,6 +213,8 @@ def _write_sequential(rel, out, args, say, t0, t, bars) -> int:
     """Write a sequential release and print each response's risk and Reiter tables."""
     import pandas as pd
 
+    spec = rel.result.spec
+
     out = rel.write(out, overwrite=args.overwrite, progressbar=bars)
     seconds = {**rel.seconds, "write": time.perf_counter() - t,
                "total": time.perf_counter() - t0}
@@ -168,9 +222,9 @@ def _write_sequential(rel, out, args, say, t0, t, bars) -> int:
                            "display.float_format", "{:.4g}".format):
         for r in rel.result.responses:
             say(f"\n{r.name} ({r.family}): risk")
-            say(r.risk_summary.to_string(index=False))
+            say(_relabel(r.risk_summary, spec).to_string(index=False))
             if r.attributable is not None:  # gaussian: release vs baselines, the largest a_i
-                t = r.attributable
+                t = _relabel(r.attributable, spec)
                 say(f"{r.name}: release vs baselines (attributable = release - the stronger "
                     "baseline; largest_attributable = the largest per-record a_i, share "
                     "attack; the average attack's figures are rates):")
@@ -181,14 +235,14 @@ def _write_sequential(rel, out, args, say, t0, t, bars) -> int:
             if r.risk_scores is not None and rel.result.spec.risk.targets:
                 say(f"{r.name}: {r.risk_scores.verdict_line()}")
             say(f"utility, Reiter (2003) for {r.formula!r}:")
-            say(r.utility[["model", "term", "estimate", "lower", "upper", "ci_overlap",
-                           "std_diff"]].to_string(index=False))
+            say(_relabel(r.utility, spec)[["model", "term", "estimate", "lower", "upper",
+                                           "ci_overlap", "std_diff"]].to_string(index=False))
         if rel.result.joint_risk is not None:
-            say("\njoint risk:\n" + rel.result.joint_risk.to_string(index=False))
+            say("\njoint risk:\n" + _relabel(rel.result.joint_risk, spec).to_string(index=False))
         if rel.result.spec.risk.targets:
             say("\n" + _several_verdict_line(rel.result))
         _say_protection(rel.result, say)
-    say("\nstage seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
+    say(_stage_line(seconds, spec))
     return _closing(rel, out, args)
 
 

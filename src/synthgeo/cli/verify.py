@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from synthgeo._errors import SpecError
+from synthgeo.cli._options import seed_value
 
 #: Noise sd above which the console says the private answer carries little information (a
 #: measure in [0, 1] read with noise of sd 0.25 is off by more than 0.25 a third of the time).
@@ -52,8 +53,9 @@ def add_parser(sub, common) -> None:
     v.add_argument("--agency-non-private", metavar="REASON", default=None,
                    help="agency: answer exactly, without noise or ε; the reason is logged "
                         "(default: off, differentially private)")
-    v.add_argument("--seed", type=int, default=None,
-                   help="seed of the partition and the noise (tests only: whoever knows it can "
+    v.add_argument("--seed", type=seed_value, default=None,
+                   help="seed of the partition and the noise, an integer >= 0 (tests only: "
+                        "whoever knows it can "
                         "remove the noise; default: fresh)")
     v.add_argument("--out", default=None,
                    help="write the answer as JSON to this file (default: printed only)")

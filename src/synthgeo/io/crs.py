@@ -36,6 +36,8 @@ def metric_problem(crs: pyproj.CRS) -> str | None:
     True
     >>> metric_problem(pyproj.CRS("EPSG:4326"))
     'is geographic (degrees); distances need a projected CRS in metres'
+    >>> metric_problem(pyproj.CRS("EPSG:2226"))  # California zone 2, US survey feet
+    "has axis unit 'US survey foot' (1 unit = 1200/3937 = 0.3048006 m), not metre"
     """
     op = crs.coordinate_operation
     text = f"{crs.name} {op.method_name if op else ''}".lower().replace("-", " ")
@@ -48,8 +50,27 @@ def metric_problem(crs: pyproj.CRS) -> str | None:
         return "is not a projected CRS; distances need a projected CRS in metres"
     unit = crs.axis_info[0].unit_name if crs.axis_info else None
     if unit not in _METRE:
-        return f"has axis unit {unit!r}, not metre"
+        factor = crs.axis_info[0].unit_conversion_factor if crs.axis_info else None
+        return f"has axis unit {unit!r}{_factor_text(factor)}, not metre"
     return None
+
+
+#: Exact metres per foot: the international foot, and the US survey foot (1200/3937 m).
+_FEET = {0.3048: "0.3048", 1200 / 3937: "1200/3937 = 0.3048006"}
+
+
+def _factor_text(factor: float | None) -> str:
+    """`` (1 unit = F m)`` for a length unit's factor (exact for both feet), else ``""``.
+
+    Examples
+    --------
+    >>> _factor_text(1200 / 3937), _factor_text(0.3048), _factor_text(None)
+    (' (1 unit = 1200/3937 = 0.3048006 m)', ' (1 unit = 0.3048 m)', '')
+    """
+    if factor is None or not factor > 0:
+        return ""
+    exact = next((text for f, text in _FEET.items() if abs(factor / f - 1) < 1e-9), None)
+    return f" (1 unit = {exact or format(factor, '.9g')} m)"
 
 
 def parse_crs(value: Any, name: str) -> pyproj.CRS:

@@ -4,8 +4,8 @@
 
 1. checks the folder against the register as ``--previous`` does (its release.json registered
    and, when signed, its HMAC valid; its ``release/`` files as registered), then the stored
-   synthesiser ``confidential/synthesiser.nc`` against the SHA-256 the signed release.json
-   records (``synthesiser.sha256``);
+   synthesiser ``confidential/synthesiser.nc`` against the SHA-256 its release.json records
+   (``synthesiser.sha256``; under the HMAC when the release is signed);
 2. takes N posterior draws **no implicate used before** (evenly spread over the unused ones;
    :func:`synthgeo.inference.stored.unused_draw_index`); when fewer than N are left it
    refuses, naming ``--refit``; with ``--refit`` (``refit=True``) it fits both models again
@@ -142,6 +142,11 @@ def _draw_spec(record: dict, folder: Path, n_implicates: int, seed: int | None) 
     return spec.replace("sampling", seed=seed)
 
 
+def _signed_or_not(entry) -> str:
+    """Return "signed" or "unsigned", as the register holds the release (for messages)."""
+    return "signed" if entry.signed else "unsigned"
+
+
 def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
                  seed: int | None = None, ledger=None, progress=None,
                  progressbar: bool = False, refit: bool = False) -> ReleaseResult:
@@ -183,7 +188,7 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
     synthgeo.InputError
         No release folder; no register; a release.json the register does not hold or whose
         HMAC does not verify; release files changed; no stored synthesiser (a release written
-        before synthgeo stored one) or one that does not match the signed release.json;
+        before synthgeo stored one) or one that does not match its release.json;
         fewer unused draws than N without ``refit`` (the message names ``--refit``); other
         records than the release's; a seed a registered release used.
     synthgeo.SpecError
@@ -217,7 +222,8 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
                               "removed): run `synthgeo run --previous` to fit again")
     if file_sha256(path) != block["sha256"]:
         raise _refuse(folder, f"confidential/{SYNTHESISER_FILE} does not match the SHA-256 in "
-                              "its signed release.json (changed after release)")
+                              f"its {_signed_or_not(entry)} release.json (changed after "
+                              "release)")
     try:
         stored = load_synthesiser(path)
     except (KeyError, ValueError, OSError) as exc:

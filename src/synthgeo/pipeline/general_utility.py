@@ -76,9 +76,14 @@ class GeneralUtility:
         return pd.DataFrame([{"model": m, "n_implicates": len(r.by_implicate), **r.pooled()}
                              for m, r in self.by_model.items()])
 
-    def summary_line(self) -> str:
-        """Return the console's line: each model's pooled ratio, S_pMSE and SPECKS."""
-        parts = [f"{m} ratio {r['ratio']:.2f}, S_pMSE {r['s_pmse']:.2f}, SPECKS {r['specks']:.3f}"
+    def summary_line(self, labels: dict[str, str] | None = None) -> str:
+        """Return the console's line: each model's pooled ratio, S_pMSE and SPECKS.
+
+        ``labels`` renames models in the line (e.g. ``{"restricted": "cross_fitted"}``).
+        """
+        names = labels or {}
+        parts = [f"{names.get(m, m)} ratio {r['ratio']:.2f}, S_pMSE {r['s_pmse']:.2f}, "
+                 f"SPECKS {r['specks']:.3f}"
                  for m, r in ((m, res.pooled()) for m, res in self.by_model.items())]
         return "general utility (pMSE against the paired null, mean over implicates): " + \
             "; ".join(parts)

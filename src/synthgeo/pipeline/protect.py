@@ -225,9 +225,12 @@ def seek_targets(spec: ReleaseSpec, run: Callable, **kwargs):
     spec : ReleaseSpec
         ``[risk] protect = "targets"``.
     run : callable
-        :func:`synthgeo.pipeline.run.run_release` (passed in: this module sits beside it).
+        One round on the run's inputs, checked once before the first round (data, earlier
+        release, seed, locations: a refused input prints no round line), called as
+        ``run(round_spec, reuse_fits=..., **kwargs)`` (:func:`synthgeo.pipeline.run.run_release`
+        passes its own; this module sits beside it).
     **kwargs
-        Passed to ``run`` (points, progress, previous, ledger, ...).
+        Passed to ``run`` (progress, progressbar, fitter).
 
     Returns
     -------

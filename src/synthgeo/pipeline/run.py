@@ -560,21 +560,45 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         response of several: the error names it) and ``[risk] on_risk_failure = "stop"``
         (raised before anything is written).
     """
-    spec, say, seconds = as_spec(spec), progress or log.info, {}
-    if spec.risk.protect == "targets" and plan is None:  # seek the targets, round by round
-        # (synthgeo draw, plan: the drawn release keeps the mechanism its round released)
-        from synthgeo.pipeline.protect import seek_targets
-
-        return seek_targets(spec, run_release, points=points, progress=progress,
-                            progressbar=progressbar, fitter=fitter, previous=previous,
-                            ledger=ledger, land_checked=land_checked,
-                            records_digest=records_digest)
+    spec, say = as_spec(spec), progress or log.info
     several = spec.data.sequential  # [[data.responses]]: several responses or a GLMM family
     if several:
         _refuse_on_several(spec, previous)
     if plan is not None and (several or spec.synthesis.predictive == "cross_fit"):
         raise SpecError("drawing from a stored synthesiser is applied to one gaussian "
                         'response under `[synthesis] predictive = "posterior"` only')
+    inputs = _valid_inputs(spec, points, previous, ledger, say, land_checked=land_checked,
+                           records_digest=records_digest)
+    if spec.risk.protect == "targets" and plan is None:  # seek the targets, round by round,
+        # once the inputs are valid (synthgeo draw, plan: the drawn release keeps the
+        # mechanism its round released)
+        from synthgeo.pipeline.protect import seek_targets
+
+        return seek_targets(spec, partial(_release, inputs=inputs), progress=progress,
+                            progressbar=progressbar, fitter=fitter)
+    return _release(spec, inputs=inputs, progress=progress, progressbar=progressbar,
+                    fitter=fitter, reuse_fits=reuse_fits, plan=plan)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Inputs:
+    """A run's checked inputs: the same for every round of ``protect = "targets"``."""
+
+    data: PreparedData
+    formulas: list[str]
+    earlier: object  # the earlier release (``previous``) or None
+    locations: LocationDiagnostics  # its verdict enforced
+    seconds: dict[str, float]  # "load", "locations"
+
+
+def _valid_inputs(spec: ReleaseSpec, points, previous, ledger, say, *, land_checked=None,
+                  records_digest: str | None = None) -> _Inputs:
+    """Check every input before anything is fitted: seed, data, earlier release, locations.
+
+    Raises what :func:`run_release` lists for bad input (InputError, SpecError, a location
+    FAIL under ``on_location_failure = "stop"``).
+    """
+    several, seconds = spec.data.sequential, {}
     if ledger is not None:  # one seed, one release: before anything is read or fitted
         ledger.check_seed(spec.sampling.seed)
     with _timed(seconds, "load"):
@@ -608,9 +632,19 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
     with _timed(seconds, "locations"):
         locations = _locations(spec, data)
     say(_locations_message(spec, locations))
+    locations = enforce_verdict(locations, spec.anonymity.on_location_failure)  # before fitting
+    return _Inputs(data, formulas, earlier, locations, seconds)
+
+
+def _release(spec: ReleaseSpec, *, inputs: _Inputs, progress=None, progressbar: bool = False,
+             fitter: Fitter | None = None, reuse_fits: dict | None = None,
+             plan: SynthesiserState | None = None):
+    """Fit, synthesise and score one release of checked inputs (:func:`run_release`)."""
+    say, seconds, several = progress or log.info, dict(inputs.seconds), spec.data.sequential
+    data, formulas, earlier = inputs.data, inputs.formulas, inputs.earlier
+    locations = inputs.locations
     seed = resolve_seed(spec.sampling.seed)  # a key: kept in confidential/ only
     root = np.random.SeedSequence(seed)
-    locations = enforce_verdict(locations, spec.anonymity.on_location_failure)  # before fitting
     configs = spec.data.response_configs
     drawn: list[_Drawn] = []
     conf: dict = {}  # the earlier responses, confidential (model scale), by name
@@ -718,7 +752,8 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
             spec, data.frame.drop(columns=[spec.data.response], errors="ignore"),
             {name: data.y}, {m: {name: d.synthetic[m]} for m in MODELS},
             coordinates_m(data.gdf), seed=seed)
-    say(general.summary_line())
+    say(general.summary_line({"restricted": "cross_fitted"}
+                             if spec.synthesis.predictive == "cross_fit" else None))
     return ReleaseResult(
         spec=spec, data=data, fits=d.fits, at_risk=d.at_risk, at_risk_sensitivity=d.sensitivity,
         implicates=d.implicates, risk=risk, risk_summary=summary, utility=utility,

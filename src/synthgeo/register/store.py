@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import create_engine, event, insert, select, text
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 
@@ -40,8 +41,8 @@ from synthgeo.register.schema import (
 )
 from synthgeo.register.signing import ReleaseKey, verify_record
 
-__all__ = ["REGISTER_ENV", "FILES_ENV", "BUSY_TIMEOUT_S", "Register", "RegisteredRelease",
-           "NewRelease", "open_register"]
+__all__ = ["REGISTER_ENV", "FILES_ENV", "BUSY_TIMEOUT_S", "SQLITE_SUFFIXES", "Register",
+           "RegisteredRelease", "NewRelease", "open_register"]
 
 #: Environment variable naming the register (a SQLite path or a SQLAlchemy URL).
 REGISTER_ENV = "SYNTHGEO_REGISTER"
@@ -49,6 +50,8 @@ REGISTER_ENV = "SYNTHGEO_REGISTER"
 FILES_ENV = "SYNTHGEO_REGISTER_FILES"
 #: How long a writer waits for another one's lock, seconds.
 BUSY_TIMEOUT_S = 60.0
+#: File name endings of a SQLite register (anything else is refused, e.g. ``.jsonl``).
+SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,9 +162,26 @@ class Register:
         The folder of the predictive summaries.
     """
 
-    def __init__(self, engine: Engine, files_dir: Path, location: str) -> None:
+    def __init__(self, engine: Engine, files_dir: Path, location: str, *,
+                 new: bool = False) -> None:
         self.engine, self.files_dir, self.location = engine, Path(files_dir), location
         self.url = engine.url.render_as_string(hide_password=True)
+        # no tables yet (a new SQLite file, an empty database): made by the first write, so a
+        # failed run leaves nothing behind
+        self._new = new
+
+    def _ready(self, *, create: bool) -> bool:
+        """Whether the register's tables exist; create them when ``create`` (first write).
+
+        A new register (SQLite file or server tables) is made by its first release, not by
+        opening it: until then it reads as empty.
+        """
+        if self._new:
+            if not create and not _exists(self.engine, self.location):
+                return False
+            _create_schema(self.engine, self.location)
+            self._new = False
+        return True
 
     def __repr__(self) -> str:
         """Name the register (password hidden)."""
@@ -187,6 +207,8 @@ class Register:
                                  summary=summary)
 
     def _one(self, where) -> RegisteredRelease | None:
+        if not self._ready(create=False):
+            return None
         with self.engine.connect() as conn:
             row = conn.execute(select(releases).where(where)).first()
             return None if row is None else self._row(conn, row)
@@ -231,26 +253,49 @@ class Register:
             cur = r.previous_id
         return out[::-1]
 
-    def list(self) -> pd.DataFrame:
+    def list(self, key: ReleaseKey | None = None) -> pd.DataFrame:
         """Every release, one row each (no confidential value).
+
+        Parameters
+        ----------
+        key : ReleaseKey, optional
+            The release key at hand: adds the column ``this_key``, whether each release was
+            signed under it (``"yes"``; ``"no"``: under another key, which cannot verify or
+            pool it; ``"unsigned"``).
 
         Returns
         -------
         pandas.DataFrame
             Columns ``id``, ``release_uid``, ``registered_at``, ``created_at``, ``previous_id``,
-            ``n_records``, ``n_implicates``, ``n_draws``, ``signed``, ``key_id``,
-            ``release_json_sha256`` (first 16 digits), ``folder``.
+            ``n_records``, ``n_implicates``, ``draws_per_chain`` (``[sampling] draws``, the
+            register's ``n_draws``), ``chains``, ``posterior_draws`` (draws per chain ×
+            chains: the posterior the implicates were drawn from), ``signed``, ``key_id``,
+            (``this_key``), ``release_json_sha256`` (first 16 digits), ``folder``.
         """
         cols = [releases.c.id, releases.c.release_uid, releases.c.registered_at,
                 releases.c.created_at, releases.c.previous_id, releases.c.n_records,
                 releases.c.n_implicates, releases.c.n_draws, releases.c.signed,
                 releases.c.key_id, releases.c.release_json_sha256, releases.c.folder]
-        with self.engine.connect() as conn:
-            rows = [dict(r._mapping) for r in conn.execute(select(*cols).order_by(releases.c.id))]
+        rows = []
+        if self._ready(create=False):
+            with self.engine.connect() as conn:
+                rows = [dict(r._mapping) for r in conn.execute(
+                    select(*cols, releases.c.spec_json).order_by(releases.c.id))]
+        chains = [_chains(r.pop("spec_json")) for r in rows]
         frame = pd.DataFrame(rows, columns=[c.name for c in cols])
         frame["release_json_sha256"] = frame["release_json_sha256"].str[:16]
-        for col in ("previous_id", "n_draws"):  # whole numbers, "<NA>" where there is none
+        frame = frame.rename(columns={"n_draws": "draws_per_chain"})
+        at = int(frame.columns.get_loc("draws_per_chain")) + 1
+        frame.insert(at, "chains", pd.array(chains, dtype="Int64"))
+        frame.insert(at + 1, "posterior_draws",
+                     frame["draws_per_chain"].astype("Int64") * frame["chains"])
+        for col in ("previous_id", "draws_per_chain"):  # whole numbers, "<NA>" where none
             frame[col] = frame[col].astype("Int64")
+        if key is not None:
+            this = [("yes" if k == key.key_id else "no") if signed else "unsigned"
+                    for signed, k in zip(frame["signed"], frame["key_id"])]
+            frame.insert(int(frame.columns.get_loc("key_id")) + 1, "this_key",
+                         pd.Series(this, index=frame.index, dtype=object))
         return frame
 
     # --- writing -------------------------------------------------------------------------
@@ -274,6 +319,7 @@ class Register:
         row = {k: getattr(new, k) for k in releases.c.keys() if k not in ("id", "spec_json",
                                                                            "registered_at")}
         row.update(spec_json=json.dumps(new.spec, sort_keys=True), registered_at=_now())
+        self._ready(create=True)
         try:
             with self.engine.begin() as conn:
                 if self.engine.dialect.name == "postgresql":  # writers one at a time
@@ -427,9 +473,13 @@ class Register:
                              f"copy {self.files_dir}")
         if dest.exists():
             raise InputError(f"--backup {str(dest)!r} exists; give a new file name")
+        if dest.suffix.lower() not in SQLITE_SUFFIXES:
+            raise InputError(f"--backup {str(dest)!r}: the copy is a SQLite file named "
+                             f"{' or '.join(f'*{x}' for x in SQLITE_SUFFIXES)}; give such a name")
         if not dest.parent.is_dir():
             raise InputError(f"--backup {str(dest)!r}: folder {str(dest.parent)!r} does not "
                              "exist")
+        self._ready(create=True)  # a new register's copy is an empty register
         raw = self.engine.raw_connection()
         try:
             target = sqlite3.connect(dest)
@@ -442,6 +492,15 @@ class Register:
         if self.files_dir.is_dir():
             shutil.copytree(self.files_dir, files_dir_of(dest))
         return dest
+
+
+def _chains(spec_json: str | None) -> int | None:
+    """Return ``[sampling] chains`` of a registered release's spec (None when not recorded)."""
+    try:
+        value = (json.loads(spec_json or "{}").get("sampling") or {}).get("chains")
+    except ValueError:
+        return None
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _seed_refusal(location: str, id: int) -> InputError:
@@ -458,13 +517,15 @@ def files_dir_of(sqlite_path: Path) -> Path:
 
 def open_register(location: str | os.PathLike, *,
                   files_dir: str | os.PathLike | None = None) -> Register:
-    """Open (and create when new) a register.
+    """Open a register (a new one is created by its first release, not here).
 
     Parameters
     ----------
     location : path or str
-        A SQLite file (created when absent; its folder must exist), or a SQLAlchemy URL
-        (``postgresql+psycopg://user@host/db``).
+        A SQLite file named ``*.sqlite``, ``*.sqlite3`` or ``*.db`` (:data:`SQLITE_SUFFIXES`;
+        its folder must exist), or a SQLAlchemy URL (``postgresql+psycopg://user@host/db``).
+        A new register (no file; a database without the tables) reads as empty and is
+        created by the first :meth:`Register.add`, so a run that fails leaves nothing.
     files_dir : path, optional
         The folder of the predictive summaries. Default: ``<file>.files`` beside a SQLite
         file; for a server, :data:`FILES_ENV` (required).
@@ -476,15 +537,17 @@ def open_register(location: str | os.PathLike, *,
     Raises
     ------
     synthgeo.InputError
-        A SQLite file whose folder does not exist, an unreachable server, no files folder
-        for a server register, or a register of another schema version.
+        A path with another ending (e.g. ``register.jsonl``), a SQLite file whose folder does
+        not exist, an unreachable server, no files folder for a server register, or a
+        register of another schema version.
 
     Examples
     --------
     >>> import tempfile
-    >>> reg = open_register(Path(tempfile.mkdtemp()) / "register.sqlite")
-    >>> len(reg.list())
-    0
+    >>> path = Path(tempfile.mkdtemp()) / "register.sqlite"
+    >>> reg = open_register(path)
+    >>> len(reg.list()), path.exists()
+    (0, False)
     """
     text_loc = os.fspath(location)
     if "://" in text_loc:
@@ -501,6 +564,10 @@ def open_register(location: str | os.PathLike, *,
         shown = engine.url.render_as_string(hide_password=True)
     else:
         path = Path(text_loc).expanduser().resolve()
+        if path.suffix.lower() not in SQLITE_SUFFIXES:
+            raise InputError(f"--register {text_loc!r}: a register is a SQLite file named "
+                             f"{' or '.join(f'*{x}' for x in SQLITE_SUFFIXES)}, or a SQLAlchemy "
+                             "URL (postgresql+psycopg://user@host/db); give one of those")
         if not path.parent.is_dir():
             raise InputError(f"--register {text_loc!r}: folder {str(path.parent)!r} does not "
                              "exist; create it (in the agency's confidential store) first")
@@ -510,6 +577,38 @@ def open_register(location: str | os.PathLike, *,
         engine = _sqlite_engine(path)
         files = files_dir if files_dir is not None else files_dir_of(path)
         shown = str(path)
+    new = not _exists(engine, shown)  # created by its first release: a failed run leaves none
+    if not new:
+        _create_schema(engine, shown)
+    return Register(engine, Path(files), shown, new=new)
+
+
+def _exists(engine: Engine, shown: str) -> bool:
+    """Whether the register exists (its SQLite file; a server's releases table), read only.
+
+    Raises
+    ------
+    synthgeo.InputError
+        A server that cannot be reached.
+    """
+    if engine.dialect.name == "sqlite":
+        return Path(engine.url.database or "").exists()
+    try:
+        return sa_inspect(engine).has_table(releases.name)
+    except SQLAlchemyError as exc:
+        raise InputError(f"the register {shown!r} cannot be opened ({exc.__class__.__name__}: "
+                         f"{getattr(exc, 'orig', exc)}); give a SQLite file or a reachable "
+                         "database") from None
+
+
+def _create_schema(engine: Engine, shown: str) -> None:
+    """Create the register's tables when absent; refuse another schema version.
+
+    Raises
+    ------
+    synthgeo.InputError
+        A register of another schema version, or one that cannot be opened.
+    """
     try:
         with engine.begin() as conn:
             metadata.create_all(conn)
@@ -528,4 +627,3 @@ def open_register(location: str | os.PathLike, *,
         raise InputError(f"the register {shown!r} cannot be opened ({exc.__class__.__name__}: "
                          f"{getattr(exc, 'orig', exc)}); give a SQLite file or a reachable "
                          "database") from None
-    return Register(engine, Path(files), shown)

@@ -507,8 +507,9 @@ def synthesiser_record(state, path: Path) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``path`` (relative to the output folder), ``bytes``, ``sha256`` (HMAC-signed with
-        the record, so ``synthgeo draw`` refuses an edited file), ``n_draws``, ``n_used``
+        ``path`` (relative to the output folder), ``bytes``, ``sha256`` (under the
+        record's HMAC when it is signed; ``synthgeo draw`` refuses a file that differs from
+        it), ``n_draws``, ``n_used``
         (draws implicates of this release and of the releases it was drawn from came from),
         ``n_unused``, ``drawn_from`` (null for a fitted release).
     """

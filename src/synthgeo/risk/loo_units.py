@@ -195,13 +195,17 @@ class LooUnitComparison:
                                            "attributable", "baseline_source",
                                            "records_block_differs", "note"])
 
-    def line(self, model: str = "restricted") -> str:
-        """One line for the console: the unit run and the largest a_i under each other unit."""
+    def line(self, model: str = "restricted", *, label: str | None = None) -> str:
+        """One line for the console: the unit run and the largest a_i under each other unit.
+
+        ``model`` picks the rows; ``label`` names them (default: ``model``; e.g.
+        ``"cross_fitted"`` for a cross-fitted release's "restricted" rows).
+        """
         def largest(f: UnitFigures) -> str:
             return ", ".join(f"{r['measure']} {r['largest_attributable']:.3f}"
                              for r in f.rows() if r["model"] == model)
         head = (f"leave-out unit: {self.unit} ({'spec' if self.source == 'spec' else 'default'}"
-                f"; {self.rule()}); largest attributable a_i (share, {model}): "
+                f"; {self.rule()}); largest attributable a_i (share, {label or model}): "
                 f"{largest(self.as_run)}")
         for f in self.others:
             head += (f"; under {f.unit}: same blocks" if f.same_blocks else
