@@ -139,9 +139,27 @@ class ReleaseAttack:
 
 def released_map(spec, data, fit, released: xr.Dataset, mechanism: str, *,
                  alpha_shift: float = 0.0):
-    """M̄₀: the released means' derivative in y, averaged over the implicates' (φ, α) cells.
+    """Return M̄₀, the released means' derivative in y, averaged over the implicates' cells.
 
-    ``alpha_shift``: added to every draw's α (input noise's κ²/σ̄²).
+    Parameters
+    ----------
+    spec : ReleaseSpec
+        ``[model]`` (the NNGP's neighbour count) and ``[risk] loo_unit`` (the blocks).
+    data : PreparedData
+    fit : GPFit
+        The fit whose posterior draws made the implicates.
+    released : xarray.Dataset
+        The implicates, or :func:`synthgeo.synthesis.cross_fit.implicate_sources` (their
+        ``source_chain`` / ``source_draw``).
+    mechanism : {"cross_fit", "posterior"}
+    alpha_shift : float, default=0.0
+        Added to every draw's α = τ²/σ² (input noise's κ²/σ̄²).
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix of shape (n, n)
+        Σ_cells (count/L) M₀(φ, α) (:func:`synthgeo.risk.release_attacker.mechanism_map`),
+        dimensionless.
     """
     from synthgeo.pipeline.risk_stage import (  # noqa: PLC0415 (same stage, no cycle)
         posterior_draws,
@@ -200,8 +218,36 @@ def attributable_function(baseline: Predictive, y: np.ndarray, measure: Measure,
                           g: str, *, kappa: float = 0.0):
     """Return the baseline's risk and ``information -> attributable risk`` of the attacker.
 
-    ``attack = "average"``: the attacker guesses its posterior mean and the baseline its
-    leave-one-out mean (point guesses); ``"share"``: both draw from their predictive.
+    Parameters
+    ----------
+    baseline : Predictive
+        The leave-one-out predictive (L, n), model scale: the attacker's prior.
+    y : ndarray of shape (n,)
+        The confidential response, model scale.
+    measure : Measure
+    attack : {"share", "average"}
+        "average": the attacker guesses its posterior mean and the baseline its leave-one-out
+        mean (point guesses); "share": both draw from their predictive.
+    g : {"exp", "identity"}
+        Map to the person's scale.
+    kappa : float, default=0.0
+        Input noise sd (model scale); the returned function's ``noise_sd`` overrides it.
+
+    Returns
+    -------
+    base : ndarray of shape (n,)
+        The baseline's Rao-Blackwellised risk.
+    attributable_at : callable
+        ``information (n,) -> ndarray (n,)``: the attacker's risk − ``base``
+        (:func:`synthgeo.risk.release_attacker.attacker_predictive`).
+
+    Examples
+    --------
+    >>> loo = Predictive(mean=np.zeros((1, 1)), sd=np.full((1, 1), 0.3))
+    >>> base, f = attributable_function(loo, np.zeros(1), Measure.parse("rel:0.1"),
+    ...                                 "share", "exp")
+    >>> float(f(np.zeros(1))[0]), bool(f(np.array([50.0]))[0] > 0.1)
+    (0.0, True)
     """
     point = attack == "average"
     prior = Predictive(mean=baseline.mean, sd=np.zeros_like(baseline.sd)) if point else baseline
