@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.spatial.distance import cdist
 from scipy.stats import norm
 
@@ -14,6 +15,7 @@ from synthgeo._errors import SpecError
 from synthgeo.config import bundled_spec_path, load_spec
 from synthgeo.config.measure import Measure
 from synthgeo.config.risk import RiskTarget
+from synthgeo.pipeline.release_attack import information_with_mean_noise
 from synthgeo.risk.loo import baseline_loo, exact_precision, loo_blocks
 from synthgeo.risk.predictive import Predictive
 from synthgeo.risk.rao_blackwell import rb_risk
@@ -26,7 +28,6 @@ from synthgeo.risk.release_attacker import (
     unlimited_bound,
 )
 from synthgeo.synthesis.cross_fit import calibrate_covariates
-from synthgeo.pipeline.release_attack import information_with_mean_noise
 from synthgeo.synthesis.input_noise import choose_kappa, noisy_response
 from synthgeo.synthesis.mean_noise import choose_mean_noise, mean_noise
 
@@ -60,7 +61,8 @@ def _means(y, X, xy, phi, alpha, blocks, calibration):
 @pytest.mark.parametrize("calibration", ["none", "covariates", "covariates_loo"])
 def test_information_is_the_finite_difference_map(calibration):
     """M from the precision equals ∂(released means)/∂y of the production code, column by
-    column, and I_i = Σ_j M_ji² w_j."""
+    column, and I_i = Σ_j M_ji² w_j.
+    """
     xy, X, y, phi, alpha, blocks = _design()
     n = y.size
     Q = exact_precision(xy)(phi, alpha)
@@ -87,7 +89,7 @@ def test_block_inverse_and_posterior_map():
         idx = np.flatnonzero(blocks == b)
         np.testing.assert_allclose(Lam[np.ix_(idx, idx)], np.linalg.inv(Q[np.ix_(idx, idx)]))
     K = np.exp(-phi * cdist(xy, xy))  # E[w | y] = K (K + αI)⁻¹ r: the smoother
-    np.testing.assert_allclose(mechanism_map(Q, alpha, mechanism="posterior").toarray(),
+    np.testing.assert_allclose(mechanism_map(Q, alpha, mechanism="posterior"),
                                K @ np.linalg.inv(K + alpha * np.eye(15)), atol=1e-10)
     with pytest.raises(ValueError, match="mechanism"):
         mechanism_map(Q, alpha, mechanism="kriged")
@@ -96,7 +98,8 @@ def test_block_inverse_and_posterior_map():
 def test_gls_attacker_on_simulated_releases_matches_its_information():
     """The attacker built: GLS over every record's implicate means of simulated releases has
     standardised error ~ N(0, 1) with the information the module computes (so the risk it
-    reports is the risk this attacker achieves)."""
+    reports is the risk this attacker achieves).
+    """
     xy, X, y, phi, alpha, blocks = _design(n=50, seed=3)
     n, L = y.size, 40
     Q = exact_precision(xy)(phi, alpha)
@@ -140,7 +143,8 @@ def test_attacker_predictive_limits_and_the_noise_bound():
 
 def test_guess_distribution_is_the_bayes_attacker_by_simulation():
     """The attacker's guess (a draw from its normal posterior, given a GLS estimate
-    N(y, 1/J)) hits the interval as often as the closed form says."""
+    N(y, 1/J)) hits the interval as often as the closed form says.
+    """
     rng = np.random.default_rng(2)
     mu, s, y, J = 11.0, 0.35, 11.25, 20.0
     est = y + rng.standard_normal(200_000) / np.sqrt(J)
@@ -188,7 +192,8 @@ def test_choose_kappa_is_the_smallest_two_figure_noise_within_the_threshold():
 
 def test_unlimited_bound_holds_for_an_attacker_who_knows_y_star():
     """Monte Carlo over the noise: the Bayes attacker who holds y*_i exactly (any number of
-    implicates) hits as often as the bound says, and never more."""
+    implicates) hits as often as the bound says, and never more.
+    """
     rng = np.random.default_rng(9)
     mu, s, y, kappa = 11.0, 0.3, 11.1, 0.25
     ystar = y + kappa * rng.standard_normal(200_000)
@@ -219,7 +224,8 @@ def _bundled(**synthesis):
 def test_release_attacker_judged_and_input_noise_bounds_it(tmp_path):
     """The calibrated cross-fit fails against the release attacker on the bundled sales; with
     input noise "auto" the release attacker passes at L and its any-L bound is within the
-    threshold; release.json, the verdict and the report carry both."""
+    threshold; release.json, the verdict and the report carry both.
+    """
     with pytest.warns(UserWarning):
         plain = sg.run(_bundled())
     checks = plain.result.risk_scores.verdict.checks
@@ -278,7 +284,8 @@ def test_norm_reference():  # the rel interval used above is [log 0.9, log 1.1]
 def test_mean_noise_information_by_simulation():
     """With η common to a record's implicates the GLS attacker's precision is what
     information_with_mean_noise says (raw cross-fit: the kriging channel only), and it stays
-    below Σ_j M_ji²/v as L grows."""
+    below Σ_j M_ji²/v as L grows.
+    """
     xy, X, y, phi, alpha, blocks = _design(n=40, seed=4)
     n, L, v = y.size, 30, 0.02
     Q = exact_precision(xy)(phi, alpha)
@@ -286,7 +293,7 @@ def test_mean_noise_information_by_simulation():
     mean, sd = _means(y, X, xy, phi, alpha, blocks, "none")
     s2 = sd ** 2 - v
     info = information_with_mean_noise(M0, X, s2, v, L, calibration="none")
-    M = M0.toarray()
+    M = np.asarray(M0)
     rng = np.random.default_rng(8)
     z = []
     for _ in range(60):
@@ -299,6 +306,10 @@ def test_mean_noise_information_by_simulation():
             z.append((est - y[i]) * np.sqrt(info[i]))
     assert 0.9 < np.std(z) < 1.1
     cap = release_information(M0, X, np.full(n, 1 / v), calibration="none")
+    sparse = release_information(sp.csr_matrix(M0), X,
+                                 np.full(n, 1 / v), calibration="covariates_loo")
+    np.testing.assert_allclose(sparse, release_information(M0, X, np.full(n, 1 / v),
+                                                           calibration="covariates_loo"))
     big = information_with_mean_noise(M0, X, s2, v, 10 ** 6, calibration="none")
     assert np.all(big <= cap * (1 + 1e-9)) and np.all(info < big)
     # the calibration's covariate channel is not reached by the noise: it grows with L

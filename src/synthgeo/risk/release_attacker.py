@@ -59,7 +59,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from synthgeo.risk.loo import _block_matrices, _blocks_by_size
+from synthgeo.risk.loo import _block_matrices, _blocks_by_size, block_solve
 from synthgeo.risk.predictive import Predictive
 
 __all__ = ["MECHANISMS", "block_inverse", "mechanism_map", "release_information",
@@ -125,8 +125,8 @@ def mechanism_map(Q, alpha: float, *, mechanism: str, blocks: np.ndarray | None 
 
     Returns
     -------
-    scipy.sparse.csr_matrix of shape (n, n)
-        M₀[j, i] = ∂ mean_j / ∂ y_i (dimensionless).
+    scipy.sparse.csr_matrix or ndarray of shape (n, n)
+        M₀[j, i] = ∂ mean_j / ∂ y_i (dimensionless); dense for a dense ``Q``.
 
     Raises
     ------
@@ -136,16 +136,21 @@ def mechanism_map(Q, alpha: float, *, mechanism: str, blocks: np.ndarray | None 
     Examples
     --------
     >>> Q = np.linalg.inv(np.array([[1.1, 0.5], [0.5, 1.1]]))
-    >>> mechanism_map(Q, 0.1, mechanism="cross_fit").toarray().round(3).tolist()
+    >>> mechanism_map(Q, 0.1, mechanism="cross_fit").round(3).tolist()
     [[0.0, 0.455], [0.455, 0.0]]
     """
     n = Q.shape[0]
-    Qs = sp.csr_matrix(Q)
+    if mechanism not in MECHANISMS:
+        raise ValueError(f"`mechanism` must be one of {MECHANISMS}, got {mechanism!r}")
+    if not sp.issparse(Q):  # the exact GP: dense throughout (a sparse copy only costs)
+        Q = np.asarray(Q, float)
+        if mechanism == "cross_fit":
+            return np.eye(n) - block_solve(Q, Q, blocks)
+        return np.eye(n) - float(alpha) * Q
+    Qs = Q.tocsr()
     if mechanism == "cross_fit":
-        return (sp.identity(n, format="csr") - block_inverse(Q, blocks) @ Qs).tocsr()
-    if mechanism == "posterior":
-        return (sp.identity(n, format="csr") - float(alpha) * Qs).tocsr()
-    raise ValueError(f"`mechanism` must be one of {MECHANISMS}, got {mechanism!r}")
+        return (sp.identity(n, format="csr") - block_inverse(Qs, blocks) @ Qs).tocsr()
+    return (sp.identity(n, format="csr") - float(alpha) * Qs).tocsr()
 
 
 def _leverage(X: np.ndarray) -> np.ndarray:
@@ -184,28 +189,35 @@ def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
     >>> release_information(M0, np.ones((2, 1)), np.array([100.0, 100.0])).tolist()
     [25.0, 25.0]
     """
-    M0 = sp.csr_matrix(M0)
+    dense = not sp.issparse(M0)
+    M0 = np.asarray(M0, float) if dense else sp.csr_matrix(M0)
     X = np.asarray(X, float)
     w = np.asarray(weight, float)
     n = M0.shape[0]
     if X.shape[0] != n or w.shape != (n,):
         raise ValueError(f"`X` must have {n} rows and `weight` shape ({n},); got {X.shape} "
                          f"and {w.shape}")
+
+    def sq(A) -> np.ndarray:  # Σ_j A_ji² w_j
+        return (A * A).T @ w if dense else np.asarray(A.multiply(A).T @ w).ravel()
+
     if calibration == "none":
-        return np.asarray(M0.multiply(M0).T @ w).ravel()
+        return sq(M0)
     if calibration not in ("covariates", "covariates_loo"):
         raise ValueError("`calibration` must be 'none', 'covariates' or 'covariates_loo', "
                          f"got {calibration!r}")
-    U = (sp.identity(n, format="csr") - M0).tocsr()  # ∂e/∂y
+    eye = np.eye(n) if dense else sp.identity(n, format="csr")
+    U = eye - M0  # ∂e/∂y
     G = np.linalg.pinv(X.T @ X)
     A = G @ np.asarray((U.T @ X).T)  # (p, n): a_i = G Xᵀ U e_i
     if calibration == "covariates":
         V, Z = M0, X
     else:
         h = _leverage(X)
-        D = sp.diags(h / (1.0 - h))
-        V, Z = (M0 - D @ U).tocsr(), X * (1.0 + h / (1.0 - h))[:, None]
-    vv = np.asarray(V.multiply(V).T @ w).ravel()
+        d = h / (1.0 - h)
+        V = M0 - d[:, None] * U if dense else (M0 - sp.diags(d) @ U).tocsr()
+        Z = X * (1.0 + d)[:, None]
+    vv = sq(V)
     ZWV = np.asarray((V.T @ (Z * w[:, None])).T)  # (p, n): Zᵀ W V
     ZWZ = Z.T @ (Z * w[:, None])
     cross = np.einsum("ki,ki->i", A, ZWV)
