@@ -496,7 +496,8 @@ def _pooled_rb(previous: PreviousRelease, spec: ReleaseSpec, y: np.ndarray, ids:
     return out
 
 
-def cumulative_verdict(cumulative: CumulativeRisk, scores, targets, record_id: np.ndarray):
+def cumulative_verdict(cumulative: CumulativeRisk, scores, targets, record_id: np.ndarray,
+                       release_attacker=None):
     """Judge ``[risk.targets]`` on the pooled implicates of the linked records (issue 11, item 9).
 
     For record i, a_i(cumulative) = the pooled figure − the baseline this release's verdict
@@ -515,6 +516,10 @@ def cumulative_verdict(cumulative: CumulativeRisk, scores, targets, record_id: n
     targets : sequence of RiskTarget
     record_id : ndarray of shape (n_records,)
         This release's record ids (in ``scores``' record order).
+    release_attacker : mapping of (measure key, attack) to ndarray (n_records,), optional
+        The release attacker's attributable risk at the pooled implicates
+        (:attr:`synthgeo.pipeline.release_attack.ReleaseAttack.pooled_by_target`), judged on the
+        linked records as well (``attacker = "release_attacker"``).
 
     Returns
     -------
@@ -548,6 +553,10 @@ def cumulative_verdict(cumulative: CumulativeRisk, scores, targets, record_id: n
         pooled = pooled.sel({dim: m.tol}).transpose("record").values.astype(float)
         baseline = (release - a_this)[idx]
         checks.extend(_checks(t, pooled - baseline))
+    for t in targets if release_attacker else ():
+        a = release_attacker.get((Measure.parse(t.measure).key, t.attack))
+        if a is not None:
+            checks.extend(_checks(t, np.asarray(a, float)[idx], attacker="release_attacker"))
     statuses = {c.status for c in checks}
     status = "FAIL" if "FAIL" in statuses else "PASS" if "PASS" in statuses else "NOT ASSESSED"
     return RiskVerdict(status=status, model="restricted", checks=tuple(checks), cumulative=True)

@@ -72,6 +72,9 @@ class ReleaseAttack:
         The sd of the noise added to each record's mean, common to its implicates
         (``[synthesis] mean_noise``), model scale; 0 without.
     mean_noise_chosen : {"given", "auto"} or None
+    pooled_by_target : callable or None
+        ``L -> by_target`` at L pooled implicates (a repeated release: this release's map and
+        implicate variances, the earlier release's implicates counted in L).
     by_target : dict of (measure key, attack) to ndarray (n,)
         The attributable risk per record for every ``[risk.targets]`` entry (the verdict's
         ``release_attacker`` input; confidential).
@@ -96,6 +99,7 @@ class ReleaseAttack:
     by_target: dict = field(default_factory=dict, repr=False)
     mean_noise_sd: float = 0.0
     mean_noise_chosen: str | None = None
+    pooled_by_target: object = field(default=None, repr=False, compare=False)
 
     def summary(self) -> dict:
         """Return the aggregates for release.json (no record's value)."""
@@ -348,6 +352,12 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
     unlimited = (float(attributable_at(np.full(y.size, np.inf)).max()) if kappa > 0 else None)
     budget = (implicate_budget(info_at, attributable_at, threshold, max_implicates=BUDGET_CAP)
               if threshold is not None else np.full(y.size, BUDGET_CAP))
+    def pooled_by_target(n_implicates: int) -> dict:
+        info = info_at(n_implicates)
+        return {(Measure.parse(t.measure).key, t.attack): attributable_function(
+                    baseline, y, Measure.parse(t.measure), t.attack, g, kappa=kappa)[1](info)
+                for t in spec.risk.targets}
+
     return ReleaseAttack(mechanism=mechanism, calibration=calibration, approximate=approximate,
                          measure=measure.key, attack=attack, threshold=threshold,
                          n_implicates=L, kappa=float(kappa),
@@ -355,5 +365,6 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
                          risk=risk, baseline=base, budget=budget, information=info_L / L,
                          largest_unlimited=unlimited, kappa_chosen=noise.get("chosen"),
                          by_target=by_target, mean_noise_sd=float(np.sqrt(v_eta)),
-                         mean_noise_chosen=(released.attrs.get("mean_noise") or {}).get("chosen"))
+                         mean_noise_chosen=(released.attrs.get("mean_noise") or {}).get("chosen"),
+                         pooled_by_target=pooled_by_target)
 

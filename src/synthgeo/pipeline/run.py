@@ -736,7 +736,10 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
         say(f"cumulative risk over {cumulative.n_implicates_pooled} pooled implicates of "
             f"{cumulative.n_linked} linked records ({cumulative.n_new} new)")
         if spec.risk.targets:  # the board's targets on the pooled figures too (item 9)
-            verdict = cumulative_verdict(cumulative, scores, spec.risk.targets, data.record_id)
+            pooled = (attack.pooled_by_target(cumulative.n_implicates_pooled)
+                      if attack is not None and spec.risk.release_attacker == "judge" else None)
+            verdict = cumulative_verdict(cumulative, scores, spec.risk.targets, data.record_id,
+                                         release_attacker=pooled)
             cumulative = dataclasses.replace(cumulative, verdict=verdict)
             say(f"cumulative risk verdict (pooled implicates): {verdict.status}")
             scores = gate_cumulative(spec, scores, verdict)
