@@ -266,6 +266,23 @@ def test_input_noise_is_refused_where_it_means_nothing():
             spec.replace("synthesis", predictive="cross_fit", input_noise=bad)
     with pytest.raises(SpecError, match="release_attacker"):
         spec.replace("risk", release_attacker="ignore")
+    average = RiskTarget(measure="rel:0.1", attack="average", max_attributable_record=0.1)
+    with pytest.raises(SpecError, match="share"):
+        spec.replace("risk", targets=[average]).replace(
+            "synthesis", predictive="cross_fit", input_noise="auto")
+
+
+def test_an_input_noise_beyond_the_response_is_refused_and_mean_noise_capped_says_so():
+    """A given sd far beyond the response's spread is refused (one line, no value of y); a
+    mean noise above the implicates' spread is capped with a warning and recorded."""
+    from synthgeo.pipeline.run import run_release
+    with pytest.raises(SpecError, match="input_noise.*standard deviation") as err:
+        run_release(_bundled(input_noise=1e6))
+    assert "\n" not in str(err.value)
+    with pytest.warns(UserWarning, match="capped"):
+        res = run_release(_bundled(mean_noise=1e3))
+    attrs = res.implicates["restricted"].attrs["mean_noise"]
+    assert attrs["capped"] is True and attrs["chosen"] == "given"
 
 
 def test_previous_with_input_noise_is_refused(tmp_path):
@@ -341,7 +358,8 @@ def test_mean_noise_release_records_what_it_did(tmp_path):
         rel = sg.run(_bundled(mean_noise=0.1))
     attrs = rel.result.implicates["restricted"].attrs["mean_noise"]
     assert attrs == {"sd": pytest.approx(0.1), "variance": pytest.approx(0.01),
-                     "chosen": "given", "n_records_sd_capped": 0}
+                     "chosen": "given", "n_records_sd_capped": 0, "capped": False,
+                     "reached": None}
     u = rel.result.utility
     assert u.loc[u["model"] == "restricted", "ci_overlap"].min() > 0.8  # OLS kept by calibration
     out = rel.write(tmp_path / "mean")

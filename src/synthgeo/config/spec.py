@@ -99,6 +99,19 @@ class ReleaseSpec:
                 f'`[synthesis] cross_fit_calibration = "{self.synthesis.cross_fit_calibration}"` '
                 'applies to the cross-fitted predictive only; remove it or set '
                 '`[synthesis] predictive = "cross_fit"`')
+        noisy = next((k for k in ("input_noise", "mean_noise")
+                      if getattr(self.synthesis, k) != 0), None)
+        if noisy and self.data.sequential:
+            raise SpecError(
+                f'`[synthesis] {noisy}` applies to one gaussian response: with '
+                '`[[data.responses]]` the release attacker it answers is not scored yet; '
+                f'leave {noisy} out or release one response')
+        if self.synthesis.input_noise == "auto" and any(
+                t.attack == "average" for t in self.risk.targets):
+            raise SpecError(
+                '`[synthesis] input_noise = "auto"` chooses the noise for a "share" target: '
+                'against the average attack (a point guess) the bound does not fall steadily '
+                'with the noise; give input_noise a number, or use attack = "share"')
         auto = next((k for k in ("input_noise", "mean_noise")
                      if getattr(self.synthesis, k) == "auto"), None)
         if auto and not any(

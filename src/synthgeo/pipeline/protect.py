@@ -118,6 +118,8 @@ def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
     for name, changes in LADDER:
         if len(rounds) >= K:
             break
+        if "input_noise" in changes and first.data.sequential:
+            continue  # several responses: no release attacker yet, so no noise round
         s = first
         if s.synthesis.predictive != "cross_fit":
             s = s.replace("model", **_RESTRICTED_DEFAULTS)
@@ -213,6 +215,10 @@ def _why(rounds: list[dict]) -> str:
              "fails after it comes through the posterior draws (fitted with every record) or "
              "another target; synthgeo has no stronger mechanism"
              if last["mechanism"] == LADDER[-1][0] else
+             "with several responses the input-noise round does not apply (the release "
+             "attacker is not scored for them yet); synthgeo has no stronger mechanism for them"
+             if last["mechanism"] == LADDER[0][0]
+             and any(t.get("response") for t in last["targets"]) else
              f"the cap of {len(rounds)} round(s) ([risk] max_rounds) was reached")
     return f"after {len(rounds)} round(s) ({last['mechanism']} last): {said}; {cause}"
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from synthgeo._errors import SpecError
 from synthgeo._seed import keyed_seeds
+from synthgeo._warn import warn
 from synthgeo.pipeline.data import response_scale
 from synthgeo.pipeline.release_attack import (
     attributable_function,
@@ -30,11 +32,17 @@ from synthgeo.pipeline.risk_stage import (
     record_blocks,
 )
 from synthgeo.risk.loo import baseline_loo_sets
+from synthgeo.risk.predictive import Predictive
+from synthgeo.risk.rao_blackwell import rb_risk
 from synthgeo.synthesis.cross_fit import calibrate_covariates, draw_cross_fitted
 from synthgeo.synthesis.input_noise import INPUT_NOISE_KEY, choose_kappa, noisy_response
 from synthgeo.synthesis.mean_noise import MEAN_NOISE_KEY, choose_mean_noise, mean_noise
 
-__all__ = ["draw_input_noise", "draw_mean_noise"]
+__all__ = ["draw_input_noise", "draw_mean_noise", "INPUT_NOISE_CAP"]
+
+#: The largest input noise sd, in multiples of the response's standard deviation (model scale):
+#: "auto" searches up to it; a given sd above it is refused.
+INPUT_NOISE_CAP = 5.0
 
 
 def _calibrated(spec, mean: np.ndarray, target: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -52,6 +60,26 @@ def _attacker(spec, data, loo):
     return threshold, attributable_at
 
 
+def _realised_bound(spec, data, loo, ystar: np.ndarray, kappa: float) -> np.ndarray:
+    """Per record: the attacker who holds y*_i exactly, on *this* noise draw (not averaged).
+
+    Its guess is a draw from N(μ + ω(y*_i − μ), 1/(1/s² + 1/κ²)), ω = (1/κ²)/(1/s² + 1/κ²),
+    against the leave-one-out predictive N(μ, s²) at the implicates' draws; the figure the any-L
+    bound averages over the noise (docs/risk-and-utility.md, "Input noise").
+    """
+    measure, attack, _ = judged_target(spec)
+    g = response_scale(spec).g_name
+    if kappa == 0:
+        return np.ones(data.y.size) - rb_risk(loo, data.y, measure, g)
+    prior, J = 1.0 / loo.sd ** 2, 1.0 / kappa ** 2
+    omega = J / (prior + J)
+    mean = loo.mean + omega * (ystar[None, :] - loo.mean)
+    sd = np.sqrt(1.0 / (prior + J)) * (0.0 if attack == "average" else 1.0)
+    base = loo if attack != "average" else Predictive(mean=loo.mean, sd=np.zeros_like(loo.sd))
+    guess = Predictive(mean=mean, sd=np.broadcast_to(sd, mean.shape).copy())
+    return rb_risk(guess, data.y, measure, g) - rb_risk(base, data.y, measure, g)
+
+
 def draw_input_noise(spec, data, fit, sources, seed):
     """Draw the cross-fitted implicates from y* = y + e (module docstring).
 
@@ -61,15 +89,31 @@ def draw_input_noise(spec, data, fit, sources, seed):
     """
     d = posterior_draws(fit, sources)
     alpha = d["nugget"] / d["sigma2"]
-    kappa, chosen = spec.synthesis.input_noise, "given"
+    kappa, chosen, reached = spec.synthesis.input_noise, "given", None
+    cap = INPUT_NOISE_CAP * float(np.std(data.y))
+    if kappa != "auto" and float(kappa) > cap:
+        raise SpecError(
+            f"`[synthesis] input_noise = {kappa!r}` is more than {INPUT_NOISE_CAP:g} times the "
+            "response's standard deviation (model scale): the released values would be "
+            'noise; give a smaller sd, or "auto"')
+    loo0 = loo_predictive(spec, data, fit, sources)  # the attacker's prior, per draw
+    threshold, attributable_at = _attacker(spec, data, loo0)
+    unlimited = np.full(data.y.size, np.inf)
     if kappa == "auto":
-        loo0 = loo_predictive(spec, data, fit, sources)
-        threshold, attributable_at = _attacker(spec, data, loo0)
-        unlimited = np.full(data.y.size, np.inf)
-        kappa = choose_kappa(lambda k: attributable_at(unlimited, noise_sd=k), threshold)
-        chosen = "auto"
+        bound = lambda k: attributable_at(unlimited, noise_sd=k)  # noqa: E731
+        kappa = choose_kappa(bound, threshold, largest=cap)
+        chosen, reached = "auto", bool(np.max(bound(kappa)) <= threshold)
+        if not reached:
+            warn(f'`[synthesis] input_noise = "auto"` stopped at its cap ({INPUT_NOISE_CAP:g} '
+                 "times the response's standard deviation) without bringing the release "
+                 "attacker within the target: the verdict says FAIL")
     kappa = float(kappa)
     ystar = noisy_response(data.y, kappa, keyed_seeds(seed, [INPUT_NOISE_KEY])[0])
+    realised = _realised_bound(spec, data, loo0, ystar, kappa)
+    # β of the means from y*, not from the fit on y: the calibrated means carry
+    # −(I − H)M₀Xβ_ℓ, and β_ℓ fitted on y would reach them (break-it trial, 2026-12-03)
+    d["beta"] = np.broadcast_to(np.linalg.lstsq(data.X, ystar, rcond=None)[0],
+                                d["beta"].shape).copy()
     sigma_bar2 = float(np.median(d["sigma2"]))
     shift = kappa ** 2 / sigma_bar2
     unit = spec.loo_unit
@@ -83,7 +127,12 @@ def draw_input_noise(spec, data, fit, sources, seed):
                            random_seed=seed, record_id=data.record_id,
                            calibration=spec.synthesis.cross_fit_calibration)
     ds.attrs["input_noise"] = {"sd": kappa, "chosen": chosen, "alpha_shift": shift,
-                               "sigma2_median": sigma_bar2}
+                               "sigma2_median": sigma_bar2, "reached": reached,
+                               "beta": "OLS of y* (every implicate)",
+                               "largest_attributable_this_noise": float(realised.max()),
+                               "n_records_above_this_noise": (
+                                   None if threshold is None
+                                   else int((realised > threshold).sum()))}
     return ds
 
 
@@ -109,18 +158,24 @@ def draw_mean_noise(spec, data, fit, sources, seed):
                 M0, data.X, np.maximum(s2, 1e-12), v, L,
                 calibration=spec.synthesis.cross_fit_calibration)
 
-        v, _ = choose_mean_noise(info_of, attributable_at, threshold, largest)
+        v, reached_auto = choose_mean_noise(info_of, attributable_at, threshold, largest)
         chosen = "auto"
     else:
         v = float(asked) ** 2
     capped = int((loo.sd ** 2 <= v).any(axis=0).sum())
     if v > largest:
+        warn(f"`[synthesis] mean_noise = {asked!r}` is larger than the implicates' spread allows "
+             "(0.9 × the smallest predictive variance): it is capped there, and release.json "
+             "says so (synthesis.mean_noise.capped)")
         v = largest
+    reached_auto = None
     eta = mean_noise(data.y.size, v, keyed_seeds(seed, [MEAN_NOISE_KEY])[0])
     mean = _calibrated(spec, loo.mean + eta[None, :], data.y, data.X)
     ds = draw_cross_fitted(mean, np.sqrt(np.maximum(loo.sd ** 2 - v, 1e-12)), sources=sources,
                            random_seed=seed, record_id=data.record_id,
                            calibration=spec.synthesis.cross_fit_calibration)
     ds.attrs["mean_noise"] = {"sd": float(np.sqrt(v)), "variance": float(v), "chosen": chosen,
-                              "n_records_sd_capped": capped}
+                              "n_records_sd_capped": capped,
+                              "capped": bool(asked != "auto" and float(asked) ** 2 > largest),
+                              "reached": reached_auto if asked == "auto" else None}
     return ds
