@@ -289,13 +289,14 @@ def _prepare(n: int, folder: Path) -> dict:
             "n_neighbors": int(spec.model.n_neighbors), "coef_names": list(data.coef_names)}
 
 
-def _run_child(which: str, folder: Path, python: str) -> dict:
+def _run_child(which: str, folder: Path, python: str, n: int = 0) -> dict:
+    """Run one step (``prepare``, ``synthgeo``, ``gpboost``) in a fresh process; its dict."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep))
-    proc = subprocess.run([python, __file__, "--child", which, "--folder", str(folder)],
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run([python, __file__, "--child", which, "--folder", str(folder),
+                           "--n", str(n)], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
-        raise SystemExit(f"the {which} fit failed (exit {proc.returncode}):\n"
+        raise SystemExit(f"the {which} step failed (exit {proc.returncode}):\n"
                          f"{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -307,12 +308,14 @@ def main() -> None:
     ap.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--gpboost-python", default=str(ROOT / ".venv-gpboost" / "bin" / "python"),
                     help="the interpreter of the environment with gpboost installed")
-    ap.add_argument("--child", choices=["synthgeo", "gpboost"], help=argparse.SUPPRESS)
+    ap.add_argument("--child", choices=["prepare", "synthgeo", "gpboost"],
+                    help=argparse.SUPPRESS)
     ap.add_argument("--folder", help=argparse.SUPPRESS)
     a = ap.parse_args()
-    if a.child:
-        fn = _child_synthgeo if a.child == "synthgeo" else _child_gpboost
-        print(json.dumps(fn(Path(a.folder))), flush=True)
+    if a.child:  # one step in its own process: the driver stays small (nothing to inherit)
+        out = (_prepare(a.n[0], Path(a.folder)) if a.child == "prepare" else
+               (_child_synthgeo if a.child == "synthgeo" else _child_gpboost)(Path(a.folder)))
+        print(json.dumps(out), flush=True)
         return
     if not Path(a.gpboost_python).exists():
         raise SystemExit(f"--gpboost-python {a.gpboost_python} does not exist; create the "
@@ -323,7 +326,7 @@ def main() -> None:
     for n in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             folder = Path(tmp)
-            design = _prepare(n, folder)
+            design = _run_child("prepare", folder, sys.executable, n)
             sg = _run_child("synthgeo", folder, sys.executable)
             gb = _run_child("gpboost", folder, a.gpboost_python)
         conv = gb["converted"]
