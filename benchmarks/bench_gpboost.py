@@ -234,6 +234,10 @@ def _check_conversion_with_gpboost(gpb) -> float:
     return diff
 
 
+def _jsonable(v):
+    return np.asarray(v).tolist()
+
+
 def _child_gpboost(folder: Path) -> dict:
     """Fit GPBoost's Vecchia ML on the records in synthgeo's ordering; its figures as a dict."""
     import gpboost as gpb
@@ -257,12 +261,15 @@ def _child_gpboost(folder: Path) -> dict:
            "coef": np.asarray(model.get_coef(format_pandas=False), float).ravel().tolist(),
            "conversion_check_nats": check,
            "converted": gpboost_to_synthgeo(cov_pars, COORD_UNIT_M)}
-    for name, call in (("optim_iter", "get_num_optim_iter"),
-                       ("neg_log_likelihood", "get_current_neg_log_likelihood")):
-        try:
-            out[name] = float(getattr(model, call)())
-        except Exception as err:  # noqa: BLE001 - an accessor this version lacks
-            out[name] = f"unavailable ({type(err).__name__})"
+    # the optimiser's settings (GPBoost's defaults: none is set here) and its iterations;
+    # 1.8.0 names the two accessors with a leading underscore
+    for name, calls in (("optim_iter", ("get_num_optim_iter", "_get_num_optim_iter")),
+                        ("optim_params", ("get_optim_params", "_get_optim_params")),
+                        ("neg_log_likelihood", ("get_current_neg_log_likelihood",))):
+        call = next((c for c in calls if hasattr(model, c)), None)
+        value = getattr(model, call)() if call else "unavailable in this version"
+        out[name] = (value if isinstance(value, str) else float(value) if np.isscalar(value)
+                     else json.loads(json.dumps(value, default=_jsonable)))
     return out
 
 
@@ -328,6 +335,9 @@ def main() -> None:
             folder = Path(tmp)
             design = _run_child("prepare", folder, sys.executable, n)
             sg = _run_child("synthgeo", folder, sys.executable)
+            print(f"  (n = {n:,}: synthgeo fit {sg['fit_s']:.1f} s, peak RSS "
+                  f"{sg['peak_rss_mib']:.0f} MiB, load {sg['load_start'][0]:.2f} -> "
+                  f"{sg['load_end'][0]:.2f}; GPBoost next)", flush=True)
             gb = _run_child("gpboost", folder, a.gpboost_python)
         conv = gb["converted"]
         z = {k: (conv[k] - sg[k]["median"]) / sg[k]["sd"] for k in ("range", "nugget_share")}
