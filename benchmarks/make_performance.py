@@ -43,6 +43,13 @@ SECTIONS = {
                                  "design (NNGP, L = 100)",
     ("bench_workers", "default"): "Grid fit and implicate stream against dask.distributed "
                                   "workers",
+    ("bench_gpboost", "n10000-n100000"): "Side by side with GPBoost (issue 28, item 3): "
+                                         "synthgeo's unrestricted grid posterior fit (NNGP, "
+                                         "m = 15) against GPBoost's Vecchia maximum-likelihood "
+                                         "fit (m = 15, 2 threads, synthgeo's ordering), same "
+                                         "data, one after the other (run with "
+                                         "`.venv-gpboost/bin/python`)",
+    ("bench_gpboost", "n1000000"): "Side by side with GPBoost at 10⁶ records (as above)",
     ("bench_scale", "default"): "Whole pipeline by size and engine (Lucas subsets, L = 100)",
     ("bench_pmse", "n100000-L100"): "General utility: pMSE of every implicate against the "
                                     "paired null at 10⁵ records, L = 100 (`bench_pmse.py`)",
