@@ -207,7 +207,7 @@ def _why(rounds: list[dict]) -> str:
     said = "; ".join(
         ("" if t.get("response") is None else f"response `{t['response']}`: ")
         + f"{t['measure']} {t['attack']} "
-        + ("(release attacker) " if t.get("attacker") == "release_attacker" else "")
+        + ("release attacker " if t.get("attacker") == "release_attacker" else "own values ")
         + f"{t['criterion']}: upper bound {t['upper']:.3g} > "
         f"{t['limit']:.3g}" + ("" if t["n_above"] is None else f" ({t['n_above']} records)")
         for t in failed)

@@ -309,7 +309,8 @@ def release_record(
         rec["warnings"] = rec["warnings"] + list(scores.warnings)
         attack = getattr(scores, "release_attack", None)
         rec["risk_release_attacker"] = None if attack is None else {
-            **attack.summary(), "judged": spec.risk.release_attacker == "judge"}
+            **attack.summary(),
+            "judged": spec.risk.release_attacker == "judge" and bool(spec.risk.targets)}
     else:
         rec["verdicts"]["risk"] = NOT_ASSESSED_RISK
     return jsonable(rec)

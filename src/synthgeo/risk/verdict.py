@@ -319,7 +319,10 @@ def apply_risk_gate(verdict: RiskVerdict, on_risk_failure: str = "stop") -> None
         raise ValueError(f'`on_risk_failure` must be "stop" or "warn", got {on_risk_failure!r}.')
     if verdict.status != "FAIL":
         return
-    failed = "; ".join(f"{c.measure} {c.attack} {c.criterion}: upper bound {c.upper:.3g} (at "
+    failed = "; ".join(f"{c.measure} {c.attack} "
+                       + ("release attacker" if c.attacker == "release_attacker"
+                          else "own values")
+                       + f" {c.criterion}: upper bound {c.upper:.3g} (at "
                        f"{c.confidence:g}; point {c.value:.3g}) > {c.limit:.3g}"
                        for c in verdict.checks if c.status == "FAIL")
     msg = f"disclosure-risk targets failed for the {verdict.model} model ({failed})"

@@ -133,7 +133,11 @@ def _release_attacker(result, scores) -> dict | None:
     attack = None if scores is None else getattr(scores, "release_attack", None)
     if attack is None:
         return None
-    return {**attack.summary(), "judged": result.spec.risk.release_attacker == "judge"}
+    spec = result.spec
+    return {**attack.summary(), "has_targets": bool(spec.risk.targets),
+            "judged": spec.risk.release_attacker == "judge" and bool(spec.risk.targets),
+            "log_scale": getattr(scores, "g", "identity") == "exp",
+            "noise_factor": float(np.exp(attack.kappa))}
 
 
 def section_risk(result) -> Section | None:
@@ -193,7 +197,8 @@ def protection_tables(block: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
                      else "own values"),
         "criterion": t["criterion"], "limit": t["limit"], "point": t["value"],
         "upper bound": t["upper"],
-        "records above": t["n_above"], "status": t["status"]}
+        "records above": "" if t["n_above"] is None else f"{int(t['n_above']):,}",
+        "status": t["status"]}
         for r in block["rounds"] for t in r["targets"]])
     return rounds, targets
 
