@@ -378,3 +378,43 @@ def test_docs_block_is_what_the_benchmark_makes_from_its_records(benchmark_modul
     text = mod.DOCS.read_text(encoding="utf-8")
     i, j = text.index(mod.BEGIN), text.index(mod.END) + len(mod.END)
     assert text[i:j] == mod.BEGIN + mod._block(records) + mod.END
+
+
+def test_the_leave_out_cache_changes_no_figure(monkeypatch):
+    """The run's cache of leave-out predictives (pipeline.loo_cache) serves the synthesis, the
+    risk stage and every protect round: the same implicates, risk and verdict as without it."""
+    import contextlib
+
+    from synthgeo.pipeline import loo_cache, run as run_mod
+    from synthgeo.pipeline.run import run_release
+    target = RiskTarget(measure="rel:0.1", max_attributable_record=0.10, record_threshold=0.10,
+                        max_share_above=0.01)
+    spec = (load_spec(bundled_spec_path())
+            .replace("sampling", draws=300, on_convergence_failure="warn")
+            .replace("synthesis", n_implicates=20)
+            .replace("risk", targets=[target], on_risk_failure="warn", protect="targets"))
+    calls = []
+    real = loo_cache.cached_loo
+
+    def counting(fit, data, draws, blocks, compute):
+        def counted(todo):
+            calls.append(sorted(todo))
+            return compute(todo)
+        return real(fit, data, draws, blocks, counted)
+
+    monkeypatch.setattr("synthgeo.pipeline.risk_stage.cached_loo", counting)
+    cached = run_release(spec)
+    n_cached = len(calls)
+    monkeypatch.setattr(run_mod, "run_scope", contextlib.nullcontext)
+    calls.clear()
+    plain = run_release(spec)
+    assert n_cached < len(calls)  # computed fewer times with the cache
+    for m in ("unrestricted", "restricted"):
+        np.testing.assert_array_equal(cached.implicates[m]["y_synthetic"].values,
+                                      plain.implicates[m]["y_synthetic"].values)
+    pd_c = cached.risk_scores.per_record()
+    pd_p = plain.risk_scores.per_record()
+    assert pd_c.equals(pd_p)
+    assert cached.protection["rounds"] == [
+        {**r, "seconds": c["seconds"]} for r, c in zip(plain.protection["rounds"],
+                                                       cached.protection["rounds"])]

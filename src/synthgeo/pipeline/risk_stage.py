@@ -44,6 +44,7 @@ from synthgeo.config.risk import LOO_UNITS
 from synthgeo.inference.result import GPFit
 from synthgeo.io.points import coordinates_m
 from synthgeo.pipeline.data import response_scale
+from synthgeo.pipeline.loo_cache import cached_loo
 from synthgeo.risk.attributable import ATTACKS, AttributableSummary, attributable_summary
 from synthgeo.risk.baselines import baseline_public
 from synthgeo.risk.joint import JointCount, joint_count, unique_on
@@ -264,11 +265,30 @@ def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
         By unit, (L, n_records), model scale.
     """
     d = posterior_draws(fit, ds)
-    loos = baseline_loo_sets(data.y, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
-                             alpha=d["nugget"] / d["sigma2"],
-                             precision_of=precision_function(spec, data, fit),
-                             block_sets=blocks, seconds=seconds, own_weight=own_weight,
-                             log_density=log_density)
+
+    def compute(todo: dict[str, np.ndarray]) -> dict[str, dict]:
+        spent: dict[str, float] = {}
+        weight: dict[str, np.ndarray] = {}
+        density: dict[str, np.ndarray] = {}
+        preds = baseline_loo_sets(data.y, data.X, beta=d["beta"], sigma2=d["sigma2"],
+                                  phi=d["phi"], alpha=d["nugget"] / d["sigma2"],
+                                  precision_of=precision_function(spec, data, fit),
+                                  block_sets=todo, seconds=spent, own_weight=weight,
+                                  log_density=density)
+        return {u: {"predictive": preds[u], "own_weight": weight[u],
+                    "log_density": density[u], "seconds": spent.get(u, 0.0)} for u in todo}
+
+    # the same predictive serves the synthesis, the risk stage and every round of a run
+    entries = cached_loo(fit, data, (ds["source_chain"].values, ds["source_draw"].values),
+                         blocks, compute)
+    loos = {u: e["predictive"] for u, e in entries.items()}
+    for u, e in entries.items():
+        if seconds is not None:
+            seconds[u] = e["seconds"]
+        if own_weight is not None:
+            own_weight[u] = e["own_weight"]
+        if log_density is not None:
+            log_density[u] = e["log_density"]
     if own_X is None:
         return loos
     return {k: attacker_shift(v, d["beta"], own_X, data.X) for k, v in loos.items()}

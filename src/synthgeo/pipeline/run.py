@@ -52,6 +52,7 @@ from synthgeo.pipeline.data import (
 )
 from synthgeo.pipeline.detector_stage import detector_block
 from synthgeo.pipeline.general_utility import general_utility
+from synthgeo.pipeline.loo_cache import run_scope
 from synthgeo.pipeline.previous import cumulative_risk, cumulative_verdict, load_previous
 from synthgeo.pipeline.result import MODELS, ReleaseResult, SynthesiserState
 from synthgeo.pipeline.risk_stage import (
@@ -569,15 +570,16 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                         'response under `[synthesis] predictive = "posterior"` only')
     inputs = _valid_inputs(spec, points, previous, ledger, say, land_checked=land_checked,
                            records_digest=records_digest)
-    if spec.risk.protect == "targets" and plan is None:  # seek the targets, round by round,
-        # once the inputs are valid (synthgeo draw, plan: the drawn release keeps the
-        # mechanism its round released)
-        from synthgeo.pipeline.protect import seek_targets
+    with run_scope():  # one leave-out predictive per fit and draws, for every stage and round
+        if spec.risk.protect == "targets" and plan is None:  # seek the targets, round by
+            # round, once the inputs are valid (synthgeo draw, plan: the drawn release keeps
+            # the mechanism its round released)
+            from synthgeo.pipeline.protect import seek_targets
 
-        return seek_targets(spec, partial(_release, inputs=inputs), progress=progress,
-                            progressbar=progressbar, fitter=fitter)
-    return _release(spec, inputs=inputs, progress=progress, progressbar=progressbar,
-                    fitter=fitter, reuse_fits=reuse_fits, plan=plan)
+            return seek_targets(spec, partial(_release, inputs=inputs), progress=progress,
+                                progressbar=progressbar, fitter=fitter)
+        return _release(spec, inputs=inputs, progress=progress, progressbar=progressbar,
+                        fitter=fitter, reuse_fits=reuse_fits, plan=plan)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,82 @@
+"""One run's leave-out predictives, computed once and served to every stage and round.
+
+A cross-fitted round draws its implicates from the leave-out predictive at the implicates'
+posterior draws (:mod:`synthgeo.synthesis.cross_fit`); the risk stage scores against the same
+predictive (and its block densities, for the leave-out posterior); input noise takes it as
+the attacker's prior; and `protect = "targets"` repeats all of this in every round with the
+same unrestricted fit and the same draws. Each is the same computation — a precision per
+(φ, α) cell and a block solve per unit — so :func:`cached_loo` keeps, per fit, draws and leave-out
+unit, the predictive, the calibration's own-value weights and the block log densities of the
+first computation, and serves them (identical arrays, so identical results) to the later ones.
+
+The cache lives for one :func:`synthgeo.pipeline.run.run_release` call (:func:`run_scope`): it
+holds strong references to the fit and the data it was computed from, so an entry can never be
+served for another object that reuses an id, and it is emptied when the call returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+__all__ = ["run_scope", "cached_loo"]
+
+_ENTRIES: dict | None = None  # None outside a run: nothing is kept
+
+
+@contextlib.contextmanager
+def run_scope() -> Iterator[None]:
+    """Keep the leave-out predictives for the duration of one run (nested calls share it)."""
+    global _ENTRIES
+    outer = _ENTRIES is not None
+    if not outer:
+        _ENTRIES = {}
+    try:
+        yield
+    finally:
+        if not outer:
+            _ENTRIES = None
+
+
+def _digest(*arrays) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
+    return h.hexdigest()
+
+
+def cached_loo(fit, data, draws: tuple[np.ndarray, np.ndarray], blocks: dict[str, np.ndarray],
+               compute: Callable[[dict[str, np.ndarray]], dict[str, dict]]) -> dict[str, dict]:
+    """Return unit → ``{"predictive", "own_weight", "log_density", "seconds"}`` for ``blocks``.
+
+    Parameters
+    ----------
+    fit, data
+        The fit and prepared data the predictive comes from (kept by reference).
+    draws : (ndarray, ndarray)
+        ``source_chain`` and ``source_draw`` of the implicates (which posterior draws).
+    blocks : dict of str to ndarray of int
+        Leave-out unit → its blocks.
+    compute : callable
+        ``blocks (the missing units) -> unit -> entry``: the computation for what is not kept.
+
+    Returns
+    -------
+    dict of str to dict
+        One entry per unit of ``blocks``; outside :func:`run_scope` everything is computed.
+    """
+    if _ENTRIES is None:
+        return compute(blocks)
+    key = (id(fit), id(data), _digest(*draws))
+    slot = _ENTRIES.setdefault(key, {"fit": fit, "data": data, "units": {}})
+    units = slot["units"]
+    missing = {u: b for u, b in blocks.items()
+               if u not in units or units[u][0] != _digest(np.asarray(b))}
+    if missing:
+        for u, entry in compute(missing).items():
+            units[u] = (_digest(np.asarray(missing[u])), entry)
+    return {u: units[u][1] for u in blocks}
