@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -75,6 +76,13 @@ def test_bundled_own_value_targets_reached_by_a_later_round(sought, tmp_path):
     assert rel.result.spec.risk.protect == "targets"  # the spec as asked, rounds recorded
     assert any("reusing the unrestricted fit" in m for m in said)  # one fit for all rounds
     assert rel.verdicts["risk"] == "PASS"
+    # the pMSE is computed once, for the released round, with the figures that round makes
+    from synthgeo.pipeline.run import run_release, with_general_utility
+    assert rel.result.general_utility is not None
+    direct = run_release(rel.result.spec.replace("risk", protect="none", on_risk_failure="warn"),
+                         reuse_fits={})
+    assert direct.general_utility.summary_line() == with_general_utility(
+        dataclasses.replace(rel.result, general_utility=None)).general_utility.summary_line()
     rel.write(tmp_path / "out")
     rec = json.loads((tmp_path / "out" / "release.json").read_text())
     assert rec["protection"]["rounds"][-1]["verdict"] == "PASS"

@@ -223,7 +223,8 @@ def _why(rounds: list[dict]) -> str:
     return f"after {len(rounds)} round(s) ({last['mechanism']} last): {said}; {cause}"
 
 
-def seek_targets(spec: ReleaseSpec, run: Callable, **kwargs):
+def seek_targets(spec: ReleaseSpec, run: Callable, *, finish: Callable | None = None,
+                 **kwargs):
     """Run the rounds of ``protect = "targets"`` until every target holds (module docstring).
 
     Parameters
@@ -278,6 +279,8 @@ def seek_targets(spec: ReleaseSpec, run: Callable, **kwargs):
                   "reached": reached, "rounds": rounds,
                   "released_round": len(rounds),
                   "why_not": None if reached else _why(rounds)}
+    if finish is not None:
+        result = finish(result)
     asked = result.spec.replace("risk", protect="targets",
                                 on_risk_failure=spec.risk.on_risk_failure,
                                 confidence=spec.risk.confidence,

@@ -576,8 +576,9 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
             # the mechanism its round released)
             from synthgeo.pipeline.protect import seek_targets
 
-            return seek_targets(spec, partial(_release, inputs=inputs), progress=progress,
-                                progressbar=progressbar, fitter=fitter)
+            return seek_targets(spec, partial(_release, inputs=inputs, general=False),
+                                finish=partial(with_general_utility, say=say),
+                                progress=progress, progressbar=progressbar, fitter=fitter)
         return _release(spec, inputs=inputs, progress=progress, progressbar=progressbar,
                         fitter=fitter, reuse_fits=reuse_fits, plan=plan)
 
@@ -640,8 +641,12 @@ def _valid_inputs(spec: ReleaseSpec, points, previous, ledger, say, *, land_chec
 
 def _release(spec: ReleaseSpec, *, inputs: _Inputs, progress=None, progressbar: bool = False,
              fitter: Fitter | None = None, reuse_fits: dict | None = None,
-             plan: SynthesiserState | None = None):
-    """Fit, synthesise and score one release of checked inputs (:func:`run_release`)."""
+             plan: SynthesiserState | None = None, general: bool = True):
+    """Fit, synthesise and score one release of checked inputs (:func:`run_release`).
+
+    ``general = False``: one response's pMSE is left for :func:`with_general_utility` (a protect
+    round that may not be released).
+    """
     say, seconds, several = progress or log.info, dict(inputs.seconds), spec.data.sequential
     data, formulas, earlier = inputs.data, inputs.formulas, inputs.earlier
     locations = inputs.locations
@@ -668,7 +673,7 @@ def _release(spec: ReleaseSpec, *, inputs: _Inputs, progress=None, progressbar: 
             syn[m].append(drawn[-1].synthetic[m])
     if not several:
         return _one_response(spec, data, drawn[0], locations, earlier, seconds, seed, say,
-                             progressbar, plan)
+                             progressbar, plan, general=general)
     return _several_responses(spec, data, drawn, formulas, locations, seconds, seed,
                               progressbar, say)
 
@@ -704,7 +709,8 @@ def _synthesiser_state(spec: ReleaseSpec, d: _Drawn,
 
 
 def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
-                  progressbar, plan: SynthesiserState | None = None) -> ReleaseResult:
+                  progressbar, plan: SynthesiserState | None = None, *,
+                  general: bool = True) -> ReleaseResult:
     """Risk and utility of one gaussian response: targets, neighbour check, pooled risk."""
     seconds.update(d.seconds)
     locations = locations.with_at_risk(d.at_risk.at_risk)
@@ -750,22 +756,39 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
                                    spec.formula,
                                    truth=data.frame[spec.data.response].to_numpy(),
                                    progressbar=progressbar)
-    say("general utility: pMSE of every implicate against the paired null")
-    with _timed(seconds, "general_utility"):
-        name = d.config.name
-        general = general_utility(
-            spec, data.frame.drop(columns=[spec.data.response], errors="ignore"),
-            {name: data.y}, {m: {name: d.synthetic[m]} for m in MODELS},
-            coordinates_m(data.gdf), seed=seed)
-    say(general.summary_line({"restricted": "cross_fitted"}
-                             if spec.synthesis.predictive == "cross_fit" else None))
-    return ReleaseResult(
+    result = ReleaseResult(
         spec=spec, data=data, fits=d.fits, at_risk=d.at_risk, at_risk_sensitivity=d.sensitivity,
         implicates=d.implicates, risk=risk, risk_summary=summary, utility=utility,
         seconds=seconds, locations=locations, neighbour_check=neighbours, cumulative=cumulative,
         risk_scores=scores, seed=seed, detector=detector, at_risk_selection=selection,
-        general_utility=general, synthesiser=_synthesiser_state(spec, d, plan),
+        general_utility=None, synthesiser=_synthesiser_state(spec, d, plan),
         release_attack=attack)
+    return with_general_utility(result, say) if general else result
+
+
+def with_general_utility(result: ReleaseResult, say=log.info) -> ReleaseResult:
+    """Return ``result`` with its pMSE (``general_utility``) computed, if it has none yet.
+
+    One gaussian response: the pMSE of every implicate of both models against the paired null
+    (:func:`synthgeo.pipeline.general_utility.general_utility`), with the run's seed. A protect
+    round computes it only for the released round (:func:`synthgeo.pipeline.protect.\
+seek_targets`' ``finish``); the figures are those the round would have computed itself.
+    """
+    if not isinstance(result, ReleaseResult) or result.general_utility is not None:
+        return result
+    spec, data = result.spec, result.data
+    seconds = dict(result.seconds)
+    say("general utility: pMSE of every implicate against the paired null")
+    with _timed(seconds, "general_utility"):
+        name = spec.data.response_configs[0].name
+        general = general_utility(
+            spec, data.frame.drop(columns=[spec.data.response], errors="ignore"),
+            {name: data.y},
+            {m: {name: result.implicates[m]["y_synthetic"].values} for m in MODELS},
+            coordinates_m(data.gdf), seed=result.seed)
+    say(general.summary_line({"restricted": "cross_fitted"}
+                             if spec.synthesis.predictive == "cross_fit" else None))
+    return dataclasses.replace(result, general_utility=general, seconds=seconds)
 
 
 def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], locations,
