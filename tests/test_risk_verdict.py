@@ -80,7 +80,8 @@ def test_average_attack_target(summary):
 
 def test_gate_stops_or_warns(summary):
     fail = assess_risk(summary, [RiskTarget(measure="abs:1", max_attributable_record=0.5)])
-    with pytest.raises(RiskError, match=r"abs:1 share max_attributable_record: upper bound 1 "
+    with pytest.raises(RiskError, match=r"abs:1 share own values max_attributable_record: "
+                                        r"upper bound 1 "
                                         r"\(at 0\.95; point 1\) > 0\.5\); "
                                         r"nothing was written to release/"):
         apply_risk_gate(fail, "stop")
