@@ -418,3 +418,13 @@ def test_the_leave_out_cache_changes_no_figure(monkeypatch):
     assert cached.protection["rounds"] == [
         {**r, "seconds": c["seconds"]} for r, c in zip(plain.protection["rounds"],
                                                        cached.protection["rounds"])]
+
+
+def test_mean_noise_auto_records_whether_it_reached_the_target():
+    """release.json's synthesis.mean_noise.reached says what choose_mean_noise found (it was
+    overwritten with null)."""
+    from synthgeo.pipeline.run import run_release
+    with pytest.warns(UserWarning):
+        res = run_release(_bundled(mean_noise="auto"))
+    attrs = res.implicates["restricted"].attrs["mean_noise"]
+    assert attrs["chosen"] == "auto" and attrs["reached"] in (True, False)

@@ -145,7 +145,7 @@ def draw_mean_noise(spec, data, fit, sources, seed):
     """
     loo = loo_predictive(spec, data, fit, sources)
     largest = 0.9 * float((loo.sd ** 2).min())
-    chosen, asked = "given", spec.synthesis.mean_noise
+    chosen, asked, reached_auto = "given", spec.synthesis.mean_noise, None
     calibrated_mean = _calibrated(spec, loo.mean, data.y, data.X)
     if asked == "auto":
         threshold, attributable_at = _attacker(spec, data, loo)
@@ -168,7 +168,6 @@ def draw_mean_noise(spec, data, fit, sources, seed):
              "(0.9 × the smallest predictive variance): it is capped there, and release.json "
              "says so (synthesis.mean_noise.capped)")
         v = largest
-    reached_auto = None
     eta = mean_noise(data.y.size, v, keyed_seeds(seed, [MEAN_NOISE_KEY])[0])
     mean = _calibrated(spec, loo.mean + eta[None, :], data.y, data.X)
     ds = draw_cross_fitted(mean, np.sqrt(np.maximum(loo.sd ** 2 - v, 1e-12)), sources=sources,
