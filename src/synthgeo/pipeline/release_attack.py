@@ -62,8 +62,6 @@ class ReleaseAttack:
     budget : ndarray of int, shape (n,)
         The most pooled implicates that keep the record's attributable risk within
         ``threshold`` (:func:`synthgeo.risk.release_attacker.implicate_budget`).
-    information : ndarray of shape (n,)
-        I_i at this release's L, divided by L (units of the response⁻²).
     largest_unlimited : float or None
         Under input noise: the largest attributable risk for any number of pooled implicates
         (the attacker knows y*_i); None without input noise (it tends to 1 - baseline).
@@ -93,7 +91,6 @@ class ReleaseAttack:
     risk: np.ndarray = field(repr=False)
     baseline: np.ndarray = field(repr=False)
     budget: np.ndarray = field(repr=False)
-    information: np.ndarray = field(repr=False)
     largest_unlimited: float | None = None
     kappa_chosen: str | None = None
     by_target: dict = field(default_factory=dict, repr=False)
@@ -279,9 +276,7 @@ def judged_target(spec) -> tuple[Measure, str, float | None]:
 
 
 def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Dataset],
-                           baseline: Predictive, at_risk: np.ndarray, g: str, *,
-                           kappa: float = 0.0, truth: np.ndarray | None = None
-                           ) -> ReleaseAttack:
+                           baseline: Predictive, at_risk: np.ndarray, g: str) -> ReleaseAttack:
     """Score the release attacker on the released (``"restricted"``) implicates.
 
     Parameters
@@ -299,14 +294,12 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
         Records whose effect the restricted fit smooths (the map is approximate there).
     g : {"exp", "identity"}
         Map to the person's scale.
-    kappa : float, default=0.0
-        Input noise sd (model scale) of the synthesis.
-    truth : ndarray of shape (n,), optional
-        y (default ``data.y``).
 
     Returns
     -------
     ReleaseAttack
+        Input noise and mean noise are read from the implicates' ``attrs``
+        (:mod:`synthgeo.pipeline.synthesis_noise`).
     """
     t0 = time.perf_counter()
     released = implicates["restricted"]
@@ -320,51 +313,47 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
                        "the unrestricted smoother I − αQ at the released fit's draws, with the "
                        "at-risk records' own rows left in (an over-statement there)")
     noise = released.attrs.get("input_noise") or {}
-    kappa = float(noise.get("sd", kappa))
-    v_eta = float((released.attrs.get("mean_noise") or {}).get("variance", 0.0))
+    kappa = float(noise.get("sd", 0.0))
+    mean_noise = released.attrs.get("mean_noise") or {}
+    v_eta = float(mean_noise.get("variance", 0.0))
     M0 = released_map(spec, data, fit, released, mechanism,
                       alpha_shift=float(noise.get("alpha_shift", 0.0)))
     L = released.sizes["implicate"]
-    y_syn = released["y_synthetic"].transpose("implicate", "record").values
-    s2 = y_syn.var(axis=0, ddof=1)
+    s2 = released["y_synthetic"].transpose("implicate", "record").values.var(axis=0, ddof=1)
+    # without mean noise I_i is L times the information of one implicate: computed once for the
+    # budget's grid of L
+    per_implicate = (release_information(M0, data.X, 1.0 / s2, calibration=calibration)
+                     if v_eta == 0 else None)
 
     def info_at(n_implicates) -> np.ndarray:
         """I_i with this many pooled implicates (the means' noise: v_η + s²/L)."""
-        if v_eta == 0:
-            return release_information(M0, data.X, 1.0 / s2, calibration=calibration) \
-                * n_implicates
+        if per_implicate is not None:
+            return per_implicate * n_implicates
         return information_with_mean_noise(M0, data.X, s2, v_eta, n_implicates,
                                            calibration=calibration)
 
-    info_L = info_at(L)
-    y = data.y if truth is None else np.asarray(truth, float)
+    y = data.y
     measure, attack, threshold = judged_target(spec)
 
+    def pooled_by_target(n_implicates: int) -> dict:
+        info = info_at(n_implicates)
+        return {(m.key, t.attack): attributable_function(baseline, y, m, t.attack, g,
+                                                         kappa=kappa)[1](info)
+                for t in spec.risk.targets for m in (Measure.parse(t.measure),)}
 
-    by_target = {}
-    for t in spec.risk.targets:
-        m = Measure.parse(t.measure)
-        if (m.key, t.attack) not in by_target:
-            by_target[(m.key, t.attack)] = attributable_function(
-                baseline, y, m, t.attack, g, kappa=kappa)[1](info_L)
+    info_L = info_at(L)
     base, attributable_at = attributable_function(baseline, y, measure, attack, g, kappa=kappa)
     risk = base + attributable_at(info_L)
     unlimited = (float(attributable_at(np.full(y.size, np.inf)).max()) if kappa > 0 else None)
     budget = (implicate_budget(info_at, attributable_at, threshold, max_implicates=BUDGET_CAP)
               if threshold is not None else np.full(y.size, BUDGET_CAP))
-    def pooled_by_target(n_implicates: int) -> dict:
-        info = info_at(n_implicates)
-        return {(Measure.parse(t.measure).key, t.attack): attributable_function(
-                    baseline, y, Measure.parse(t.measure), t.attack, g, kappa=kappa)[1](info)
-                for t in spec.risk.targets}
-
     return ReleaseAttack(mechanism=mechanism, calibration=calibration, approximate=approximate,
                          measure=measure.key, attack=attack, threshold=threshold,
                          n_implicates=L, kappa=float(kappa),
                          seconds=time.perf_counter() - t0, attributable=risk - base,
-                         risk=risk, baseline=base, budget=budget, information=info_L / L,
+                         risk=risk, baseline=base, budget=budget,
                          largest_unlimited=unlimited, kappa_chosen=noise.get("chosen"),
-                         by_target=by_target, mean_noise_sd=float(np.sqrt(v_eta)),
-                         mean_noise_chosen=(released.attrs.get("mean_noise") or {}).get("chosen"),
+                         by_target=pooled_by_target(L), mean_noise_sd=float(np.sqrt(v_eta)),
+                         mean_noise_chosen=mean_noise.get("chosen"),
                          pooled_by_target=pooled_by_target)
 

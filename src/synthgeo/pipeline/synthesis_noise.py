@@ -53,31 +53,28 @@ def _calibrated(spec, mean: np.ndarray, target: np.ndarray, X: np.ndarray) -> np
 
 
 def _attacker(spec, data, loo):
-    """Return the judged threshold and the attacker's ``information -> attributable``."""
+    """Return the judged threshold, the baseline's risk and ``information -> attributable``."""
     measure, attack, threshold = judged_target(spec)
-    _, attributable_at = attributable_function(loo, data.y, measure, attack,
-                                               response_scale(spec).g_name)
-    return threshold, attributable_at
+    base, attributable_at = attributable_function(loo, data.y, measure, attack,
+                                                  response_scale(spec).g_name)
+    return threshold, base, attributable_at
 
 
-def _realised_bound(spec, data, loo, ystar: np.ndarray, kappa: float) -> np.ndarray:
+def _realised_bound(spec, data, loo, base: np.ndarray, ystar: np.ndarray,
+                    kappa: float) -> np.ndarray:
     """Per record: the attacker who holds y*_i exactly, on *this* noise draw (not averaged).
 
-    Its guess is a draw from N(μ + ω(y*_i − μ), 1/(1/s² + 1/κ²)), ω = (1/κ²)/(1/s² + 1/κ²),
-    against the leave-one-out predictive N(μ, s²) at the implicates' draws; the figure the any-L
-    bound averages over the noise (docs/risk-and-utility.md, "Input noise").
+    Its guess is a draw from N(μ + ω(y*_i − μ), 1/(1/s² + 1/κ²)), ω = (1/κ²)/(1/s² + 1/κ²)
+    (its mean, for the average attack), against the leave-one-out predictive N(μ, s²) at the
+    implicates' draws, whose risk is ``base``; the figure the any-L bound averages over the noise
+    (docs/risk-and-utility.md, "Input noise").
     """
     measure, attack, _ = judged_target(spec)
-    g = response_scale(spec).g_name
-    if kappa == 0:
-        return np.ones(data.y.size) - rb_risk(loo, data.y, measure, g)
     prior, J = 1.0 / loo.sd ** 2, 1.0 / kappa ** 2
-    omega = J / (prior + J)
-    mean = loo.mean + omega * (ystar[None, :] - loo.mean)
+    mean = loo.mean + J / (prior + J) * (ystar[None, :] - loo.mean)
     sd = np.sqrt(1.0 / (prior + J)) * (0.0 if attack == "average" else 1.0)
-    base = loo if attack != "average" else Predictive(mean=loo.mean, sd=np.zeros_like(loo.sd))
-    guess = Predictive(mean=mean, sd=np.broadcast_to(sd, mean.shape).copy())
-    return rb_risk(guess, data.y, measure, g) - rb_risk(base, data.y, measure, g)
+    guess = Predictive(mean=mean, sd=sd)
+    return rb_risk(guess, data.y, measure, response_scale(spec).g_name) - base
 
 
 def draw_input_noise(spec, data, fit, sources, seed):
@@ -97,7 +94,7 @@ def draw_input_noise(spec, data, fit, sources, seed):
             "response's standard deviation (model scale): the released values would be "
             'noise; give a smaller sd, or "auto"')
     loo0 = loo_predictive(spec, data, fit, sources)  # the attacker's prior, per draw
-    threshold, attributable_at = _attacker(spec, data, loo0)
+    threshold, base, attributable_at = _attacker(spec, data, loo0)
     unlimited = np.full(data.y.size, np.inf)
     if kappa == "auto":
         bound = lambda k: attributable_at(unlimited, noise_sd=k)  # noqa: E731
@@ -109,7 +106,7 @@ def draw_input_noise(spec, data, fit, sources, seed):
                  "attacker within the target: the verdict says FAIL")
     kappa = float(kappa)
     ystar = noisy_response(data.y, kappa, keyed_seeds(seed, [INPUT_NOISE_KEY])[0])
-    realised = _realised_bound(spec, data, loo0, ystar, kappa)
+    realised = _realised_bound(spec, data, loo0, base, ystar, kappa)
     # β of the means from y*, not from the fit on y: the calibrated means carry
     # −(I − H)M₀Xβ_ℓ, and β_ℓ fitted on y would reach them (break-it trial, 2026-12-03)
     d["beta"] = np.broadcast_to(np.linalg.lstsq(data.X, ystar, rcond=None)[0],
@@ -148,7 +145,7 @@ def draw_mean_noise(spec, data, fit, sources, seed):
     chosen, asked, reached_auto = "given", spec.synthesis.mean_noise, None
     calibrated_mean = _calibrated(spec, loo.mean, data.y, data.X)
     if asked == "auto":
-        threshold, attributable_at = _attacker(spec, data, loo)
+        threshold, _, attributable_at = _attacker(spec, data, loo)
         M0 = released_map(spec, data, fit, sources, "cross_fit")
         L = loo.mean.shape[0]
 

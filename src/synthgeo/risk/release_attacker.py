@@ -61,6 +61,7 @@ import scipy.sparse as sp
 
 from synthgeo.risk.loo import _block_matrices, _blocks_by_size, block_solve
 from synthgeo.risk.predictive import Predictive
+from synthgeo.synthesis.cross_fit import leverage
 
 __all__ = ["MECHANISMS", "block_inverse", "mechanism_map", "release_information",
            "attacker_predictive", "implicate_budget", "unlimited_bound"]
@@ -153,10 +154,6 @@ def mechanism_map(Q, alpha: float, *, mechanism: str, blocks: np.ndarray | None 
     return (sp.identity(n, format="csr") - float(alpha) * Qs).tocsr()
 
 
-def _leverage(X: np.ndarray) -> np.ndarray:
-    return np.einsum("ij,ij->i", X @ np.linalg.pinv(X.T @ X), X)
-
-
 def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
                         calibration: str = "none") -> np.ndarray:
     r"""I_i = Σ_j M_ji² w_j: what every released mean tells about y_i, per record.
@@ -213,7 +210,7 @@ def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
     if calibration == "covariates":
         V, Z = M0, X
     else:
-        h = _leverage(X)
+        h = leverage(X)
         d = h / (1.0 - h)
         V = M0 - d[:, None] * U if dense else (M0 - sp.diags(d) @ U).tocsr()
         Z = X * (1.0 + d)[:, None]
