@@ -68,6 +68,25 @@ def replace_block(doc: Path, begin: str, end: str, block: str) -> None:
     doc.write_text(text[:i] + block + text[j + len(end):], encoding="utf-8")
 
 
+def record_sources(records: dict[str, dict]) -> list[str]:
+    """Return one line per record behind a docs block: its data sets, file, date, commit, load.
+
+    ``records``: data set → ``{"record", "path", ...}`` (a ``newest_records`` of a benchmark);
+    data sets measured by one record share its line.
+    """
+    seen: dict[str, list[str]] = {}
+    for name, rec in records.items():
+        seen.setdefault(rec["path"], []).append(name)
+    out = []
+    for path, names in seen.items():
+        rec = records[names[0]]["record"]
+        out.append(f"{', '.join(names)}: record `benchmarks/results/{Path(path).name}` "
+                   f"({rec['date']}, commit {rec['git']['commit'][:7]}; `{rec['command']}`; "
+                   f"load average {rec['load']['start'][0]:.2f} at the start, "
+                   f"{rec['load']['end'][0]:.2f} at the end).")
+    return out
+
+
 def results_dir() -> Path:
     """Return the folder records go to: ``$SYNTHGEO_BENCH_RESULTS`` or ``benchmarks/results/``."""
     return Path(os.environ.get("SYNTHGEO_BENCH_RESULTS", RESULTS))

@@ -32,7 +32,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from _record import Record, replace_block
+from _record import Record, record_sources, replace_block
 from bench_cross_fit import _run  # a whole run_release, timed, its warnings silenced
 
 from synthgeo.config import bundled_spec_path, load_spec
@@ -159,16 +159,7 @@ def _fmt_targets(checks) -> str:
 
 def _block(records: dict[str, dict]) -> str:
     """The docs block from the newest record of each data set."""
-    out = [""]
-    seen = {}
-    for name, rec in records.items():
-        seen.setdefault(rec["path"], []).append(name)
-    for path, names in seen.items():
-        rec = records[names[0]]["record"]
-        out.append(f"{', '.join(names)}: record `benchmarks/results/{Path(path).name}` "
-                   f"({rec['date']}, commit {rec['git']['commit'][:7]}; `{rec['command']}`; "
-                   f"load average {rec['load']['start'][0]:.2f} at the start, "
-                   f"{rec['load']['end'][0]:.2f} at the end).")
+    out = ["", *record_sources(records)]
     out += ["", "| data | N | target (rel:0.1, share) | unprotected: verdict, seconds | round "
             "| mechanism | records protected | verdict | largest a_i (upper bound) | share above "
             "(upper) | smallest CI overlap | seconds |", "|---" * 12 + "|"]

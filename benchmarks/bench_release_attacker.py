@@ -27,7 +27,7 @@ import argparse
 import json
 from pathlib import Path
 
-from _record import Record, replace_block
+from _record import Record, record_sources, replace_block
 from bench_cross_fit import _run  # a whole run_release, timed, its warnings silenced
 from bench_protect import DATA, DOCS, ISSUE_TARGET
 
@@ -98,16 +98,7 @@ def newest_records() -> dict[str, dict]:
 
 def _block(records: dict[str, dict]) -> str:
     """Return the docs block from the newest record of each data set."""
-    out = [""]
-    seen: dict[str, list[str]] = {}
-    for name, rec in records.items():
-        seen.setdefault(rec["path"], []).append(name)
-    for path, names in seen.items():
-        rec = records[names[0]]["record"]
-        out.append(f"{', '.join(names)}: record `benchmarks/results/{Path(path).name}` "
-                   f"({rec['date']}, commit {rec['git']['commit'][:7]}; `{rec['command']}`; "
-                   f"load average {rec['load']['start'][0]:.2f} at the start, "
-                   f"{rec['load']['end'][0]:.2f} at the end).")
+    out = ["", *record_sources(records)]
     out += ["", "| data | N | mechanism | own-value verdict | release attacker verdict | "
             "largest a_i (mean) at L | records above 0.10 | implicate budget | noise sd | "
             "largest a_i, any L | smallest CI overlap | seconds |", "|---" * 12 + "|"]
