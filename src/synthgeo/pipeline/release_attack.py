@@ -73,6 +73,9 @@ class ReleaseAttack:
     pooled_by_target : callable or None
         ``L -> by_target`` at L pooled implicates (a repeated release: this release's map and
         implicate variances, the earlier release's implicates counted in L).
+    judged : bool
+        Whether the targets are judged against it: ``[risk] release_attacker = "judge"`` and
+        at least one ``[risk.targets]``.
     by_target : dict of (measure key, attack) to ndarray (n,)
         The attributable risk per record for every ``[risk.targets]`` entry (the verdict's
         ``release_attacker`` input; confidential).
@@ -97,6 +100,7 @@ class ReleaseAttack:
     mean_noise_sd: float = 0.0
     mean_noise_chosen: str | None = None
     pooled_by_target: object = field(default=None, repr=False, compare=False)
+    judged: bool = False
 
     def summary(self) -> dict:
         """Return the aggregates for release.json (no record's value)."""
@@ -111,7 +115,8 @@ class ReleaseAttack:
                "largest_attributable": float(a.max()), "mean_attributable": float(a.mean()),
                "largest_risk": float(self.risk.max()),
                "largest_baseline": float(self.baseline.max()),
-               "threshold": self.threshold, "seconds": round(self.seconds, 3)}
+               "threshold": self.threshold, "seconds": round(self.seconds, 3),
+               "judged": self.judged}
         if self.threshold is not None:
             out["n_records_above_threshold"] = int((a > self.threshold).sum())
             within = self.budget[self.budget < BUDGET_CAP]
@@ -355,5 +360,6 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
                          largest_unlimited=unlimited, kappa_chosen=noise.get("chosen"),
                          by_target=pooled_by_target(L), mean_noise_sd=float(np.sqrt(v_eta)),
                          mean_noise_chosen=mean_noise.get("chosen"),
-                         pooled_by_target=pooled_by_target)
+                         pooled_by_target=pooled_by_target,
+                         judged=spec.risk.release_attacker == "judge" and bool(spec.risk.targets))
 

@@ -667,8 +667,7 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     if release_attacker and own_X is None:  # the neighbour signal on the released implicates
         from synthgeo.pipeline.release_attack import score_release_attacker  # noqa: PLC0415
         attack = score_release_attacker(spec, data, fits, implicates, loo, mask, g)
-    judged = (attack.by_target if attack is not None
-              and getattr(spec.risk, "release_attacker", "judge") == "judge" else None)
+    judged = attack.by_target if attack is not None and attack.judged else None
     verdict = assess_risk(summary, spec.risk.targets, model="restricted", joint=joint,
                           confidence=confidence, release_attacker=judged)
     notes = _gate(spec, verdict)  # a FAIL under "stop" raises before the other units

@@ -745,7 +745,7 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
             f"{cumulative.n_linked} linked records ({cumulative.n_new} new)")
         if spec.risk.targets:  # the board's targets on the pooled figures too (item 9)
             pooled = (attack.pooled_by_target(cumulative.n_implicates_pooled)
-                      if attack is not None and spec.risk.release_attacker == "judge" else None)
+                      if attack is not None and attack.judged else None)
             verdict = cumulative_verdict(cumulative, scores, spec.risk.targets, data.record_id,
                                          release_attacker=pooled)
             cumulative = dataclasses.replace(cumulative, verdict=verdict)

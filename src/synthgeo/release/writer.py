@@ -308,9 +308,7 @@ def release_record(
         rec["verdicts"]["risk"] = scores.verdict.to_dict()
         rec["warnings"] = rec["warnings"] + list(scores.warnings)
         attack = getattr(scores, "release_attack", None)
-        rec["risk_release_attacker"] = None if attack is None else {
-            **attack.summary(),
-            "judged": spec.risk.release_attacker == "judge" and bool(spec.risk.targets)}
+        rec["risk_release_attacker"] = None if attack is None else attack.summary()
     else:
         rec["verdicts"]["risk"] = NOT_ASSESSED_RISK
     return jsonable(rec)

@@ -135,7 +135,6 @@ def _release_attacker(result, scores) -> dict | None:
         return None
     spec = result.spec
     return {**attack.summary(), "has_targets": bool(spec.risk.targets),
-            "judged": spec.risk.release_attacker == "judge" and bool(spec.risk.targets),
             "log_scale": getattr(scores, "g", "identity") == "exp",
             "noise_factor": float(np.exp(attack.kappa))}
 
