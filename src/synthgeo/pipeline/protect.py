@@ -53,6 +53,7 @@ from synthgeo.config import ReleaseSpec
 from synthgeo.config.model import ModelConfig
 from synthgeo.pipeline.responses import SequentialResult
 from synthgeo.pipeline.result import verdicts
+from synthgeo.risk.verdict import ATTACKERS
 
 __all__ = ["LADDER", "round_specs", "seek_targets", "round_record"]
 
@@ -207,7 +208,7 @@ def _why(rounds: list[dict]) -> str:
     said = "; ".join(
         ("" if t.get("response") is None else f"response `{t['response']}`: ")
         + f"{t['measure']} {t['attack']} "
-        + ("release attacker " if t.get("attacker") == "release_attacker" else "own values ")
+        + f"{ATTACKERS[t.get('attacker', 'own_values')]} "
         + f"{t['criterion']}: upper bound {t['upper']:.3g} > "
         f"{t['limit']:.3g}" + ("" if t["n_above"] is None else f" ({t['n_above']} records)")
         for t in failed)

@@ -62,7 +62,7 @@ from synthgeo.risk.noise import z_value
 from synthgeo.risk.predictive import Predictive
 from synthgeo.risk.records import RecordRisk, score_records
 from synthgeo.risk.selection import HistogramSelection, histogram_records
-from synthgeo.risk.verdict import RiskVerdict, apply_risk_gate, assess_risk
+from synthgeo.risk.verdict import ATTACKERS, RiskVerdict, apply_risk_gate, assess_risk
 
 if TYPE_CHECKING:
     from synthgeo.pipeline.release_attack import ReleaseAttack
@@ -98,10 +98,6 @@ def posterior_draws(fit: GPFit, ds: xr.Dataset) -> dict[str, np.ndarray]:
     at = post[["beta", "sigma2", "phi", "nugget"]].sel(sel)
     return {"beta": at["beta"].transpose("implicate", "coef").values,
             **{v: at[v].values.astype(float) for v in ("sigma2", "phi", "nugget")}}
-
-
-#: How the CLI and report name whose attributable risk a criterion judges.
-_ATTACKER_WORDS = {"own_values": "", "release_attacker": "(release attacker) "}
 
 
 def record_blocks(spec: ReleaseSpec, data, unit: str | None = None) -> np.ndarray:
@@ -405,7 +401,9 @@ score_release_attacker`); None for a later response of several (not scored yet).
         if not v.checks:
             return ("risk verdict: NOT ASSESSED (no [risk.targets]; the figures are reported "
                     "beside their baselines)")
-        parts = [f"{c.measure} {c.attack} {_ATTACKER_WORDS[c.attacker]}{c.criterion} "
+        parts = [f"{c.measure} {c.attack} "
+                 + ("" if c.attacker == "own_values" else f"({ATTACKERS[c.attacker]}) ")
+                 + f"{c.criterion} "
                  f"{c.value:.3g} "
                  f"[{c.lower:.3g}, {c.upper:.3g}]"
                  + ("" if c.n_possible is None

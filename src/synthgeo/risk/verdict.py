@@ -43,10 +43,12 @@ from synthgeo.risk.joint import JointCount
 from synthgeo.risk.measure import Measure
 from synthgeo.risk.noise import max_bounds, threshold_counts
 
-__all__ = ["TargetCheck", "RiskVerdict", "assess_risk", "apply_risk_gate", "STATUSES",
+__all__ = ["TargetCheck", "RiskVerdict", "assess_risk", "apply_risk_gate", "STATUSES", "ATTACKERS",
            "combine_statuses"]
 
 STATUSES = ("PASS", "FAIL", "NOT ASSESSED")
+#: Whose attributable risk a criterion judges (:attr:`TargetCheck.attacker`), in words.
+ATTACKERS = {"own_values": "own values", "release_attacker": "release attacker"}
 
 
 def combine_statuses(statuses) -> str:
@@ -319,10 +321,8 @@ def apply_risk_gate(verdict: RiskVerdict, on_risk_failure: str = "stop") -> None
         raise ValueError(f'`on_risk_failure` must be "stop" or "warn", got {on_risk_failure!r}.')
     if verdict.status != "FAIL":
         return
-    failed = "; ".join(f"{c.measure} {c.attack} "
-                       + ("release attacker" if c.attacker == "release_attacker"
-                          else "own values")
-                       + f" {c.criterion}: upper bound {c.upper:.3g} (at "
+    failed = "; ".join(f"{c.measure} {c.attack} {ATTACKERS[c.attacker]} "
+                       f"{c.criterion}: upper bound {c.upper:.3g} (at "
                        f"{c.confidence:g}; point {c.value:.3g}) > {c.limit:.3g}"
                        for c in verdict.checks if c.status == "FAIL")
     msg = f"disclosure-risk targets failed for the {verdict.model} model ({failed})"

@@ -10,6 +10,7 @@ import pandas as pd
 from synthgeo._versions import package_versions
 from synthgeo.release.report._common import crs_name, first_measure, measure_label
 from synthgeo.release.report._html import Section, render
+from synthgeo.risk.verdict import ATTACKERS
 
 __all__ = ["summary_tables", "key_figures", "sequential_key_figures", "section_overview",
            "input_rows", "IN_MEMORY"]
@@ -143,7 +144,7 @@ def _verdict_row(result) -> tuple[str, str, str]:
                 "NOT ASSESSED: no [risk.targets] were set", "")
     v = scores.verdict
     parts = [f"{c.measure} {c.attack}"
-             + (", release attacker" if getattr(c, "attacker", "") == "release_attacker" else "")
+             + ("" if c.attacker == "own_values" else f", {ATTACKERS[c.attacker]}")
              + f": {c.criterion} {c.value:.3g} "
              f"(Monte Carlo bounds {c.lower:.3g} to {c.upper:.3g} at {c.confidence:g}"
              + ("" if c.n_possible is None else

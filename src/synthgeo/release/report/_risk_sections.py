@@ -8,6 +8,7 @@ import pandas as pd
 from synthgeo.release.report import _figures as F
 from synthgeo.release.report._common import first_measure, measure_label
 from synthgeo.release.report._html import Section, render, table
+from synthgeo.risk.verdict import ATTACKERS
 
 __all__ = ["riskiest_records", "section_histograms", "section_risk", "attributable_table"]
 
@@ -192,8 +193,7 @@ def protection_tables(block: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
         "round": r["round"],
         **({"response": t["response"]} if t.get("response") is not None else {}),
         "measure": t["measure"],
-        "attacker": ("release attacker" if t.get("attacker") == "release_attacker"
-                     else "own values"),
+        "attacker": ATTACKERS[t.get("attacker", "own_values")],
         "criterion": t["criterion"], "limit": t["limit"], "point": t["value"],
         "upper bound": t["upper"],
         "records above": "" if t["n_above"] is None else f"{int(t['n_above']):,}",
