@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["INPUT_NOISE_KEY", "noisy_response", "choose_kappa"]
+__all__ = ["INPUT_NOISE_KEY", "noisy_response", "choose_kappa", "smallest_sd"]
 
 #: The key of the input noise's seed among the release seed's children
 #: (:func:`synthgeo._seed.keyed_seeds`), apart from the implicates' 0 … L − 1.
@@ -99,16 +99,42 @@ def choose_kappa(bound_of, threshold: float, *, largest: float = 10.0) -> float:
     def ok(k: float) -> bool:
         return bool(np.max(bound_of(k)) <= threshold)
 
+    if not ok(float(largest)):
+        return float(largest)
+    return smallest_sd(ok, largest)
+
+
+def smallest_sd(ok, largest: float) -> float:
+    """Return the smallest sd in (0, ``largest``] with ``ok(sd)``, to 2 significant figures.
+
+    Bisection on a criterion that holds from some sd upwards (the attacker's figure falls as the
+    noise grows), then rounded *up* to 2 significant figures, stepping once more where a flat
+    criterion needs it; never above ``largest``. The noise choosers' one search
+    (:func:`choose_kappa`, :func:`synthgeo.synthesis.mean_noise.choose_mean_noise`).
+
+    Parameters
+    ----------
+    ok : callable
+        ``sd -> bool``, true at ``largest``.
+    largest : float
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> smallest_sd(lambda s: s >= 0.123456, 10.0)
+    0.13
+    """
     lo, hi = 0.0, float(largest)
-    if not ok(hi):
-        return hi
-    for _ in range(60):  # bisection; the bound falls as κ grows
+    for _ in range(60):  # bisection; the criterion holds above some sd
         mid = (lo + hi) / 2
         lo, hi = (lo, mid) if ok(mid) else (mid, hi)
         if hi - lo < 1e-4 * hi:
             break
     step = 10.0 ** (np.floor(np.log10(hi)) - 1)  # 2 significant figures, rounded up
     k = float(np.round(np.ceil(hi / step - 1e-9) * step, 12))
-    while not ok(k):  # the rounding is upwards; a flat bound can still need a step more
+    while k < largest and not ok(k):  # the rounding is upwards; a flat bound may need a step
         k = float(np.round(k + step, 12))
-    return k
+    return min(k, float(largest))

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from synthgeo.synthesis.input_noise import smallest_sd
+
 __all__ = ["MEAN_NOISE_KEY", "mean_noise", "choose_mean_noise"]
 
 #: The key of the mean noise's seed among the release seed's children
@@ -96,16 +98,6 @@ def choose_mean_noise(info_of, attributable_at, threshold: float, largest: float
         return 0.0, True
     if not ok(largest):
         return float(largest), False
-    lo, hi = 0.0, float(largest)
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-        if hi - lo < 1e-4 * hi:
-            break
-    sd = np.sqrt(hi)
-    step = 10.0 ** (np.floor(np.log10(sd)) - 1)
-    sd = float(np.round(np.ceil(sd / step - 1e-9) * step, 12))
-    while sd ** 2 < largest and not ok(sd ** 2):
-        sd = float(np.round(sd + step, 12))
+    sd = smallest_sd(lambda s: ok(s * s), float(np.sqrt(largest)))
     v = min(sd ** 2, float(largest))
     return v, ok(v)
