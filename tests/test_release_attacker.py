@@ -428,3 +428,38 @@ def test_mean_noise_auto_records_whether_it_reached_the_target():
         res = run_release(_bundled(mean_noise="auto"))
     attrs = res.implicates["restricted"].attrs["mean_noise"]
     assert attrs["chosen"] == "auto" and attrs["reached"] in (True, False)
+
+
+def test_noise_auto_is_chosen_against_the_judged_baseline_and_says_when_it_falls_short():
+    """Input noise "auto": `reached` agrees with the judged any-L figure (both on the baseline
+    the verdict scores). Mean noise "auto" that cannot reach the target warns, records
+    reached = false and does not take the cap when a smaller noise does better."""
+    from synthgeo.pipeline.run import run_release
+    with pytest.warns(UserWarning):
+        res = run_release(_bundled(input_noise="auto"))
+    noise = res.implicates["restricted"].attrs["input_noise"]
+    any_l = res.release_attack.summary()["largest_attributable_any_implicates"]
+    assert noise["reached"] == (any_l <= 0.10)
+    with pytest.warns(UserWarning, match="cannot bring the release attacker within"):
+        res = run_release(_bundled(mean_noise="auto"))
+    attrs = res.implicates["restricted"].attrs["mean_noise"]
+    assert attrs["reached"] is False and attrs["capped"] is False
+
+
+def test_protect_with_mean_noise_in_the_spec_runs_its_rounds():
+    """protect's later rounds set their own noise: a spec with mean_noise is not refused for
+    giving both noises."""
+    from synthgeo.pipeline.protect import round_specs
+    spec = _bundled(mean_noise=0.1).replace("risk", protect="targets")
+    rounds = round_specs(spec)
+    assert "mean noise (sd 0.1)" in rounds[0][0]
+    assert [s.synthesis.mean_noise for _, s in rounds[1:]] == [0.0, 0.0]
+    assert rounds[-1][1].synthesis.input_noise == "auto"
+
+
+def test_a_reported_release_attacker_above_the_target_is_in_the_warnings():
+    from synthgeo.pipeline.run import run_release
+    with pytest.warns(UserWarning, match="scored, not judged"):
+        res = run_release(_bundled().replace("risk", release_attacker="report"))
+    assert any(w["code"] == "release_attacker_not_judged" for w in res.risk_scores.warnings)
+    assert all(c.attacker == "own_values" for c in res.risk_scores.verdict.checks)

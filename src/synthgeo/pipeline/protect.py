@@ -60,10 +60,11 @@ __all__ = ["LADDER", "round_specs", "seek_targets", "round_record"]
 #: The rounds after the spec's own: (name, [synthesis] changes).
 LADDER: tuple[tuple[str, dict], ...] = (
     ("cross_fit calibrated (covariates_loo)",
-     {"predictive": "cross_fit", "cross_fit_calibration": "covariates_loo"}),
+     {"predictive": "cross_fit", "cross_fit_calibration": "covariates_loo",
+      "input_noise": 0.0, "mean_noise": 0.0}),
     ("cross_fit calibrated (covariates_loo) + input noise (auto)",
      {"predictive": "cross_fit", "cross_fit_calibration": "covariates_loo",
-      "input_noise": "auto"}),
+      "input_noise": "auto", "mean_noise": 0.0}),
 )
 #: ``[model]`` keys of the restricted fit, reset to their defaults in a cross-fitted round.
 _RESTRICTED_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig)
@@ -78,6 +79,9 @@ def _mechanism(spec: ReleaseSpec) -> str:
                 f"at_risk = {spec.model.at_risk})")
     name = {"covariates_loo": LADDER[0][0], "none": "cross_fit raw"}.get(
         s.cross_fit_calibration, f"cross_fit calibrated ({s.cross_fit_calibration})")
+    if s.mean_noise != 0:
+        return name + (" + mean noise (auto)" if s.mean_noise == "auto"
+                       else f" + mean noise (sd {s.mean_noise:g})")
     if s.input_noise == 0:
         return name
     return name + (" + input noise (auto)" if s.input_noise == "auto"
@@ -119,7 +123,7 @@ def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
     for name, changes in LADDER:
         if len(rounds) >= K:
             break
-        if "input_noise" in changes and first.data.sequential:
+        if changes.get("input_noise", 0) != 0 and first.data.sequential:
             continue  # several responses: no release attacker yet, so no noise round
         s = first
         if s.synthesis.predictive != "cross_fit":

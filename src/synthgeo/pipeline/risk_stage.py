@@ -42,6 +42,7 @@ from synthgeo._warn import warn
 from synthgeo.config import ReleaseSpec
 from synthgeo.config.risk import LOO_UNITS
 from synthgeo.inference.result import GPFit
+from synthgeo.io.notices import note
 from synthgeo.io.points import coordinates_m
 from synthgeo.pipeline.data import response_scale
 from synthgeo.pipeline.loo_cache import cached_loo
@@ -669,6 +670,14 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     verdict = assess_risk(summary, spec.risk.targets, model="restricted", joint=joint,
                           confidence=confidence, release_attacker=judged)
     notes = _gate(spec, verdict)  # a FAIL under "stop" raises before the other units
+    if attack is not None and not attack.judged and spec.risk.targets:
+        above = attack.summary().get("n_records_above_threshold") or 0
+        if above:  # the verdict does not say it: release.json and the report must
+            note(notes, "release_attacker_not_judged",
+                 f"the release attacker is scored, not judged ([risk] release_attacker = "
+                 f'"report"): {above} records are above the target\'s threshold against it '
+                 f"(largest attributable {attack.summary()['largest_attributable']:.3g}); the "
+                 'verdict does not cover it; set release_attacker = "judge"')
     units = (compare_loo_units(spec, data, implicates, summary, measures, g, loos=loos,
                                differs=differs, solve_seconds=solve_seconds, own_X=own_X,
                                realised=realised) if compare_units else None)

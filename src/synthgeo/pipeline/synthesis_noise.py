@@ -60,6 +60,15 @@ def _attacker(spec, data, loo):
     return threshold, base, attributable_at
 
 
+def _prior(spec, data, fit, sources):
+    """Return the attacker's prior: the leave-one-out baseline the verdict scores against.
+
+    At the leave-out posterior under ``[risk] loo_posterior = "reweighted"`` (the default), so
+    that "auto" chooses the noise against the same baseline that judges it.
+    """
+    return loo_predictive(spec, data, fit, sources, reweight=spec.loo_posterior == "reweighted")
+
+
 def _realised_bound(spec, data, loo, base: np.ndarray, ystar: np.ndarray,
                     kappa: float) -> np.ndarray:
     """Per record: the attacker who holds y*_i exactly, on *this* noise draw (not averaged).
@@ -93,7 +102,7 @@ def draw_input_noise(spec, data, fit, sources, seed):
             f"`[synthesis] input_noise = {kappa!r}` is more than {INPUT_NOISE_CAP:g} times the "
             "response's standard deviation (model scale): the released values would be "
             'noise; give a smaller sd, or "auto"')
-    loo0 = loo_predictive(spec, data, fit, sources)  # the attacker's prior, per draw
+    loo0 = _prior(spec, data, fit, sources)
     threshold, base, attributable_at = _attacker(spec, data, loo0)
     unlimited = np.full(data.y.size, np.inf)
     if kappa == "auto":
@@ -145,7 +154,7 @@ def draw_mean_noise(spec, data, fit, sources, seed):
     chosen, asked, reached_auto = "given", spec.synthesis.mean_noise, None
     calibrated_mean = _calibrated(spec, loo.mean, data.y, data.X)
     if asked == "auto":
-        threshold, _, attributable_at = _attacker(spec, data, loo)
+        threshold, _, attributable_at = _attacker(spec, data, _prior(spec, data, fit, sources))
         M0 = released_map(spec, data, fit, sources, "cross_fit")
         L = loo.mean.shape[0]
 
@@ -157,6 +166,14 @@ def draw_mean_noise(spec, data, fit, sources, seed):
 
         v, reached_auto = choose_mean_noise(info_of, attributable_at, threshold, largest)
         chosen = "auto"
+        if not reached_auto:  # the figure is not monotone in v (the covariate channel grows)
+            grid = np.linspace(0.0, largest, 21)
+            worst = [float(np.max(attributable_at(np.asarray(info_of(g), float))))
+                     for g in grid]
+            v = float(grid[int(np.argmin(worst))])
+            warn('`[synthesis] mean_noise = "auto"` cannot bring the release attacker within '
+                 "the target at any noise up to the implicates' spread: it takes the noise "
+                 "with the smallest largest risk on a grid of 21, and the verdict says FAIL")
     else:
         v = float(asked) ** 2
     capped = int((loo.sd ** 2 <= v).any(axis=0).sum())

@@ -21,8 +21,10 @@ release attacker's implicate budget stays finite, and is reported.
 **Choosing v ("auto").** The smallest v (sd to 2 significant figures, rounded up) at which the
 release attacker's attributable risk at this release's L is within the first per-record
 target's threshold for every record, up to 0.9 × the smallest predictive variance (above it the
-implicate spread s² − v would vanish): if that is not enough, the largest v is used and the
-verdict says FAIL.
+implicate spread s² − v would vanish). The figure is not monotone in v: the implicate spread
+s² − v shrinks, so the covariate channel grows as the kriging channel falls. When no v reaches
+the target, the run takes the v with the smallest largest risk on a grid of 21 up to that cap,
+warns, and the verdict says FAIL (:func:`synthgeo.pipeline.synthesis_noise.draw_mean_noise`).
 """
 
 from __future__ import annotations
