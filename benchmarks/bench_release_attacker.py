@@ -5,7 +5,11 @@ attack, ``record_threshold = 0.10``), judged against the leave-out posterior's b
 
 - ``calibrated cross-fit``: ``predictive = "cross_fit"``, ``cross_fit_calibration =
   "covariates_loo"`` (protect's round 2), no input noise;
-- ``+ input noise auto``: the same with ``[synthesis] input_noise = "auto"``;
+- ``+ input noise auto, separate OLS target``: ``[synthesis] input_noise = "auto"`` with the
+  calibration (plain "covariates") made to the OLS of y plus its own leverage-scaled noise
+  (``input_noise_ols = "separate"``, the default; protect's round 3);
+- ``+ input noise auto, shared (y*) OLS target``: the same calibrated to y*'s OLS
+  (``input_noise_ols = "shared"``, "covariates_loo"; protect's round 3 until 2026-12-03);
 - ``+ mean noise auto``: the same with ``[synthesis] mean_noise = "auto"``.
 
 Printed per run: the own-value verdict (the per-record measure), the release attacker's
@@ -62,14 +66,19 @@ def measure(name: str) -> list[dict]:
     cf = base.replace("synthesis", predictive="cross_fit",
                       cross_fit_calibration="covariates_loo")
     rows = []
+    separate = cf.replace("synthesis", cross_fit_calibration="covariates", input_noise="auto",
+                          input_noise_ols="separate")
+    shared = cf.replace("synthesis", input_noise="auto", input_noise_ols="shared")
     for variant, s in (("calibrated cross-fit", cf),
-                       ("+ input noise auto", cf.replace("synthesis", input_noise="auto")),
+                       ("+ input noise auto, separate OLS target", separate),
+                       ("+ input noise auto, shared (y*) OLS target", shared),
                        ("+ mean noise auto", cf.replace("synthesis", mean_noise="auto"))):
         res, secs = _run(s)
         a = res.release_attack.summary()
         row = {"data": name, "variant": variant, "n_records": int(res.data.n_records),
                "own_value_verdict": _status(res, "own_values"),
                "release_attacker_verdict": _status(res, "release_attacker"), "seconds": secs,
+               "input_noise": res.implicates["restricted"].attrs.get("input_noise"),
                "min_overlap": _overlap(res), **{f"release_attacker_{k}": v for k, v in a.items()}}
         rows.append(row)
         print(f"{name:18s} {variant:22s} own-value {row['own_value_verdict']:4s}  release "
@@ -110,9 +119,14 @@ def _block(records: dict[str, dict]) -> str:
             noise = (f"input {a['input_noise_sd']:g}" if a.get("input_noise_sd") else
                      f"mean {a['mean_noise_sd']:.3g}" if a.get("mean_noise_sd") else "–")
             anyl = a.get("largest_attributable_any_implicates")
+            own = (r.get("input_noise") or {})
+            own_cell = r["own_value_verdict"] + (
+                f" (largest {own['own_values_largest_expected']:.3f} over the noise, "
+                f"{own['own_values_largest_this_noise']:.3f} on its draw)"
+                if "own_values_largest_expected" in own else "")
             out.append(
                 f"| {name if k == 0 else ''} | {format(r['n_records'], ',') if k == 0 else ''} "
-                f"| {r['variant']} | {r['own_value_verdict']} | {a.get('verdict', 'not recorded')} | "
+                f"| {r['variant']} | {own_cell} | {a.get('verdict', 'not recorded')} | "
                 f"{a['largest_attributable']:.3f} ({a['mean_attributable']:.3f}) at "
                 f"{a['n_implicates']} | {a['n_records_above_threshold']:,} | "
                 f"{'> 100,000' if budget is None else format(budget, ',')} | {noise} | "

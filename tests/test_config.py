@@ -155,7 +155,7 @@ def test_to_dict_contains_every_default(tmp_path):
                            "loo_unit": "site",  # the default as run: no [data] subject
                            "loo_posterior": "reweighted",
                            "confidence": 0.95, "protect": "none", "max_rounds": 3,
-                           "release_attacker": "judge"}
+                           "release_attacker": "judge", "input_noise_reading": "expected"}
     assert rec["utility"] == {"formula": None, "alpha": 0.05, "pmse_terms": "main",
                               "pmse_coordinates": "spline", "pmse_spline_df": 4,
                               "pmse_permutations": 20, "pmse_null_max_pairs": 5000}

@@ -257,6 +257,14 @@ class SynthesisConfig:
     which the release attacker at this release's L stays within the first per-record target
     (:mod:`synthgeo.synthesis.mean_noise`; docs/risk-and-utility.md, "Mean noise"). Not with
     ``input_noise``.
+
+    ``input_noise_ols`` {"separate", "shared"}, default "separate": under ``input_noise`` the
+    covariate calibration's target. "separate": the OLS of t = y + e_β with noise of its own,
+    e_β ~ N(0, κ_β²), κ_β = κ (max_i h_ii / 0.25)^½ (h the covariates' leverage): that channel
+    tells at most a quarter of what y* tells about any record, and moves the released
+    regression by κ_β/κ as little as y*'s would (needs ``cross_fit_calibration = "covariates"``
+    or "none"); "shared": the OLS of y* itself (:mod:`synthgeo.synthesis.input_noise`;
+    docs/risk-and-utility.md, "Input noise").
     """
 
     n_implicates: int = 100
@@ -264,6 +272,7 @@ class SynthesisConfig:
     cross_fit_calibration: Literal["covariates", "covariates_loo", "none"] = "covariates"
     input_noise: float | str = 0.0
     mean_noise: float | str = 0.0
+    input_noise_ols: Literal["separate", "shared"] = "separate"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -285,5 +294,16 @@ class SynthesisConfig:
         if self.input_noise != 0 and self.mean_noise != 0:
             raise SpecError("`[synthesis] input_noise` and `mean_noise` are two ways to bound "
                             "the release attacker; give one of them")
+        if self.input_noise_ols not in ("separate", "shared"):
+            raise _err("synthesis", "input_noise_ols", self.input_noise_ols,
+                       '"separate" or "shared"')
+        if (self.input_noise != 0 and self.input_noise_ols == "separate"
+                and self.cross_fit_calibration == "covariates_loo"):
+            raise SpecError(
+                '`[synthesis] input_noise_ols = "separate"` with `cross_fit_calibration = '
+                '"covariates_loo"`: the leave-own-out shift is a full-rank map of the OLS '
+                "target, which as implicates are pooled publishes each record's t_i, noised only "
+                'by the small e_β; use cross_fit_calibration = "covariates", or '
+                'input_noise_ols = "shared"')
 
 

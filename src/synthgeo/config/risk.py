@@ -100,6 +100,13 @@ class RiskConfig:
     both on the record's own released values and against the release attacker, who reads the
     record's value off every record's implicate means (:mod:`synthgeo.risk.release_attacker`;
     docs/risk-and-utility.md, "The release attacker"); "report" scores it without judging.
+    ``input_noise_reading`` {"expected", "realised"}, default "expected": under ``[synthesis]
+    input_noise``, each record's own-value risk is the probability under the mechanism, i.e.
+    over its input noise too (the noise is drawn once for all implicates, so L implicates are
+    not L draws of it: a record whose neighbours' noise happens to move its mean toward its
+    value is luck, not a leak of its value); "realised" scores the one draw of the noise as
+    it fell (docs/risk-and-utility.md, "Input noise: luck or leak"). Both figures are in
+    release.json.
     ``confidence``: the level 1 − α of the Monte Carlo bounds every per-record decision uses
     (risk-rule flags, the verdict's counts and largest, neighbour-check rises;
     :mod:`synthgeo.risk.noise`, docs/risk-and-utility.md), in [0.5, 1).
@@ -115,6 +122,7 @@ class RiskConfig:
     protect: Literal["none", "targets"] = "none"
     max_rounds: int = 3
     release_attacker: Literal["judge", "report"] = "judge"
+    input_noise_reading: Literal["expected", "realised"] = "expected"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -146,6 +154,9 @@ class RiskConfig:
         if self.release_attacker not in RELEASE_ATTACKER:
             raise _err("risk", "release_attacker", self.release_attacker,
                        '"judge" (the default: the targets hold against it too) or "report"')
+        if self.input_noise_reading not in ("expected", "realised"):
+            raise _err("risk", "input_noise_reading", self.input_noise_reading,
+                       '"expected" (the default: over the mechanism\'s noise) or "realised"')
         raw = [self.targets] if isinstance(self.targets, dict) else self.targets
         if not isinstance(raw, list):
             raise _err("risk", "targets", self.targets,

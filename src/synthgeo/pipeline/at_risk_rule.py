@@ -60,8 +60,8 @@ from synthgeo.model.pseudo_likelihood import lipschitz_bound, pseudo_weights
 from synthgeo.pipeline.data import PreparedData
 from synthgeo.pipeline.risk_stage import (
     loo_predictive,
+    own_value_predictive,
     public_X,
-    release_predictive_of,
     risk_measures,
     score_model,
 )
@@ -320,7 +320,8 @@ def run_neighbour_check(spec: ReleaseSpec, data: PreparedData, implicates: dict[
     NeighbourChecks
     """
     coords = coordinates_m(data.gdf)
-    preds = {m: release_predictive_of(ds) for m, ds in implicates.items()}
+    # own values as judged (over the input noise under input_noise_reading = "expected")
+    preds = {m: own_value_predictive(ds) for m, ds in implicates.items()}
     g = spec.data.back_transform
     confidence = getattr(spec.risk, "confidence", 0.95)
     checks, same = {}, {}

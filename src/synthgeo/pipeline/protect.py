@@ -12,7 +12,10 @@ the next stronger mechanism, round by round, at most ``[risk] max_rounds``:
 3. the calibrated cross-fit **with input noise** (``[synthesis] input_noise = "auto"``): the
    synthesis reads y* = y + e with the smallest noise sd at which the release attacker — who
    combines every record's implicate means — stays within the first per-record target for any
-   number of pooled implicates (:mod:`synthgeo.synthesis.input_noise`). Until 2026-12-03 the
+   number of pooled implicates (:mod:`synthgeo.synthesis.input_noise`); the covariate
+   calibration is made to the OLS of y plus a separate, leverage-scaled noise
+   (``input_noise_ols = "separate"``, with the plain "covariates" calibration: the
+   leave-own-out shift would publish that target in full). Until 2026-12-03 the
    third round was the raw cross-fit; it carries the same neighbour signal as the calibrated one,
    so it cannot pass where round 2 fails on the release attacker.
 
@@ -62,9 +65,9 @@ LADDER: tuple[tuple[str, dict], ...] = (
     ("cross_fit calibrated (covariates_loo)",
      {"predictive": "cross_fit", "cross_fit_calibration": "covariates_loo",
       "input_noise": 0.0, "mean_noise": 0.0}),
-    ("cross_fit calibrated (covariates_loo) + input noise (auto)",
-     {"predictive": "cross_fit", "cross_fit_calibration": "covariates_loo",
-      "input_noise": "auto", "mean_noise": 0.0}),
+    ("cross_fit calibrated (covariates) + input noise (auto)",
+     {"predictive": "cross_fit", "cross_fit_calibration": "covariates",
+      "input_noise": "auto", "input_noise_ols": "separate", "mean_noise": 0.0}),
 )
 #: ``[model]`` keys of the restricted fit, reset to their defaults in a cross-fitted round.
 _RESTRICTED_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig)
@@ -113,7 +116,7 @@ def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
     >>> [name for name, _ in round_specs(spec)]  # doctest: +NORMALIZE_WHITESPACE
     ['posterior predictive, restricted fit (gamma = inf, at_risk = spatial)',
      'cross_fit calibrated (covariates_loo)',
-     'cross_fit calibrated (covariates_loo) + input noise (auto)']
+     'cross_fit calibrated (covariates) + input noise (auto)']
     """
     K = spec.risk.max_rounds
     level = 1.0 - (1.0 - spec.risk.confidence) / K

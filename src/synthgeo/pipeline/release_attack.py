@@ -27,6 +27,7 @@ from synthgeo.risk.release_attacker import (
     mechanism_map,
     release_information,
 )
+from synthgeo.synthesis.cross_fit import leverage
 
 __all__ = ["ReleaseAttack", "score_release_attacker", "judged_target", "released_map",
            "information_with_mean_noise", "attributable_function"]
@@ -143,8 +144,7 @@ class ReleaseAttack:
         return text
 
 
-def released_map(spec, data, fit, released: xr.Dataset, mechanism: str, *,
-                 alpha_shift: float = 0.0):
+def released_map(spec, data, fit, released: xr.Dataset, mechanism: str):
     """Return M̄₀, the released means' derivative in y, averaged over the implicates' cells.
 
     Parameters
@@ -158,8 +158,6 @@ def released_map(spec, data, fit, released: xr.Dataset, mechanism: str, *,
         The implicates, or :func:`synthgeo.synthesis.cross_fit.implicate_sources` (their
         ``source_chain`` / ``source_draw``).
     mechanism : {"cross_fit", "posterior"}
-    alpha_shift : float, default=0.0
-        Added to every draw's α = τ²/σ² (input noise's κ²/σ̄²).
 
     Returns
     -------
@@ -173,7 +171,7 @@ def released_map(spec, data, fit, released: xr.Dataset, mechanism: str, *,
         record_blocks,
     )
     d = posterior_draws(fit, released)
-    alpha = d["nugget"] / d["sigma2"] + alpha_shift
+    alpha = d["nugget"] / d["sigma2"]
     precision_of = precision_function(spec, data, fit)
     blocks = record_blocks(spec, data) if mechanism == "cross_fit" else None
     cells, counts = np.unique(np.column_stack([d["phi"], alpha]), axis=0, return_counts=True)
@@ -221,7 +219,8 @@ def information_with_mean_noise(M0, X: np.ndarray, s2: np.ndarray, v_eta: float,
 
 
 def attributable_function(baseline: Predictive, y: np.ndarray, measure: Measure, attack: str,
-                          g: str, *, kappa: float = 0.0):
+                          g: str, *, kappa: float = 0.0,
+                          ols_information: np.ndarray | float = 0.0):
     """Return the baseline's risk and ``information -> attributable risk`` of the attacker.
 
     Parameters
@@ -238,6 +237,10 @@ def attributable_function(baseline: Predictive, y: np.ndarray, measure: Measure,
         Map to the person's scale.
     kappa : float, default=0.0
         Input noise sd (model scale); the returned function's ``noise_sd`` overrides it.
+    ols_information : float or ndarray of shape (n,), default=0.0
+        h_ii/κ_β², the separate calibration target's information
+        (:func:`synthgeo.risk.release_attacker.attacker_predictive`); the returned function's
+        ``ols`` overrides it.
 
     Returns
     -------
@@ -259,9 +262,12 @@ def attributable_function(baseline: Predictive, y: np.ndarray, measure: Measure,
     prior = Predictive(mean=baseline.mean, sd=np.zeros_like(baseline.sd)) if point else baseline
     base = rb_risk(prior, y, measure, g)
 
-    def attributable_at(info: np.ndarray, *, noise_sd: float | None = None) -> np.ndarray:
+    def attributable_at(info: np.ndarray, *, noise_sd: float | None = None,
+                        ols=None) -> np.ndarray:
         k = kappa if noise_sd is None else noise_sd
-        guess = attacker_predictive(baseline, y, info, kappa=k, point=point)
+        extra = ols_information if ols is None else ols
+        guess = attacker_predictive(baseline, y, info, kappa=k, point=point,
+                                    ols_information=extra)
         return rb_risk(guess, y, measure, g) - base
 
     return base, attributable_at
@@ -319,10 +325,12 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
                        "at-risk records' own rows left in (an over-statement there)")
     noise = released.attrs.get("input_noise") or {}
     kappa = float(noise.get("sd", 0.0))
+    ols_sd = noise.get("ols_sd")  # input_noise_ols = "separate": the calibration's own noise
+    ols_info = (leverage(data.X) / float(ols_sd) ** 2
+                if ols_sd and calibration != "none" else 0.0)
     mean_noise = released.attrs.get("mean_noise") or {}
     v_eta = float(mean_noise.get("variance", 0.0))
-    M0 = released_map(spec, data, fit, released, mechanism,
-                      alpha_shift=float(noise.get("alpha_shift", 0.0)))
+    M0 = released_map(spec, data, fit, released, mechanism)
     L = released.sizes["implicate"]
     s2 = released["y_synthetic"].transpose("implicate", "record").values.var(axis=0, ddof=1)
     # without mean noise I_i is L times the information of one implicate: computed once for the
@@ -343,11 +351,13 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
     def pooled_by_target(n_implicates: int) -> dict:
         info = info_at(n_implicates)
         return {(m.key, t.attack): attributable_function(baseline, y, m, t.attack, g,
-                                                         kappa=kappa)[1](info)
+                                                         kappa=kappa,
+                                                         ols_information=ols_info)[1](info)
                 for t in spec.risk.targets for m in (Measure.parse(t.measure),)}
 
     info_L = info_at(L)
-    base, attributable_at = attributable_function(baseline, y, measure, attack, g, kappa=kappa)
+    base, attributable_at = attributable_function(baseline, y, measure, attack, g, kappa=kappa,
+                                                  ols_information=ols_info)
     risk = base + attributable_at(info_L)
     unlimited = (float(attributable_at(np.full(y.size, np.inf)).max()) if kappa > 0 else None)
     budget = (implicate_budget(info_at, attributable_at, threshold, max_implicates=BUDGET_CAP)

@@ -70,7 +70,8 @@ if TYPE_CHECKING:
 
 __all__ = ["RiskScores", "score_release_risk", "risk_measures", "loo_predictive",
            "attacker_shift", "public_X",
-           "release_predictive_of", "score_model", "RISK_FAILED_CODE", "gate_cumulative",
+           "release_predictive_of", "own_value_predictive", "score_model", "RISK_FAILED_CODE",
+           "gate_cumulative",
            "record_blocks", "compare_loo_units", "loo_predictives", "other_loo_units"]
 
 #: The code of the warning a failed verdict leaves under ``on_risk_failure = "warn"``.
@@ -308,6 +309,20 @@ def release_predictive_of(ds: xr.Dataset) -> Predictive:
     return Predictive(mean=mean, sd=sd, name="release")
 
 
+def own_value_predictive(ds: xr.Dataset) -> Predictive:
+    """Return the predictive the own-value risk is scored on.
+
+    :func:`release_predictive_of`, or under input noise read in expectation (``[risk]
+    input_noise_reading = "expected"``) the implicates' predictive over the noise,
+    ``y_mean_marginal`` / ``y_sd_marginal`` (:mod:`synthgeo.pipeline.synthesis_noise`).
+    """
+    if "y_mean_marginal" not in ds:
+        return release_predictive_of(ds)
+    return Predictive(mean=ds["y_mean_marginal"].transpose("implicate", "record").values,
+                      sd=ds["y_sd_marginal"].transpose("implicate", "record").values,
+                      name="release")
+
+
 def score_model(data, ds: xr.Dataset, loo: Predictive, measures, g: str,
                 realised=None, groups=None) -> RecordRisk:
     """Per-record risk of one model's implicates: release (RB), share, LOO, public, hits.
@@ -317,7 +332,7 @@ def score_model(data, ds: xr.Dataset, loo: Predictive, measures, g: str,
     mean (:func:`~synthgeo.risk.records.score_records`).
     """
     synthetic = ds["y_synthetic"].transpose("implicate", "record").values
-    return score_records(data.y, synthetic=synthetic, release=release_predictive_of(ds),
+    return score_records(data.y, synthetic=synthetic, release=own_value_predictive(ds),
                          baseline_loo=loo, baseline_public=baseline_public(synthetic, data.X),
                          measures=measures, g=g, record=np.asarray(data.record_id),
                          realised=realised, id_column=data.id_column, groups=groups)

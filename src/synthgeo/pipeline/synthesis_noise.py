@@ -32,17 +32,30 @@ from synthgeo.pipeline.risk_stage import (
     record_blocks,
 )
 from synthgeo.risk.loo import baseline_loo_sets
+from synthgeo.risk.noise_spread import noise_spread
 from synthgeo.risk.predictive import Predictive
 from synthgeo.risk.rao_blackwell import rb_risk
-from synthgeo.synthesis.cross_fit import calibrate_covariates, draw_cross_fitted
-from synthgeo.synthesis.input_noise import INPUT_NOISE_KEY, choose_kappa, noisy_response
+from synthgeo.risk.release_attacker import mechanism_map
+from synthgeo.synthesis.cross_fit import calibrate_covariates, draw_cross_fitted, leverage
+from synthgeo.synthesis.input_noise import (
+    INPUT_NOISE_KEY,
+    INPUT_NOISE_OLS_KEY,
+    choose_kappa,
+    noisy_response,
+    ols_noise_sd,
+)
 from synthgeo.synthesis.mean_noise import MEAN_NOISE_KEY, choose_mean_noise, mean_noise
 
-__all__ = ["draw_input_noise", "draw_mean_noise", "INPUT_NOISE_CAP"]
+__all__ = ["draw_input_noise", "draw_mean_noise", "INPUT_NOISE_CAP", "FLOOR"]
 
 #: The largest input noise sd, in multiples of the response's standard deviation (model scale):
 #: "auto" searches up to it; a given sd above it is refused.
 INPUT_NOISE_CAP = 5.0
+
+#: Under input noise, the least share of a record's leave-out variance its implicates keep when
+#: the noise's own variance in its mean reaches the rest (release.json:
+#: ``synthesis.input_noise.n_records_variance_floored``).
+FLOOR = 0.1
 
 
 def _calibrated(spec, mean: np.ndarray, target: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -69,29 +82,67 @@ def _prior(spec, data, fit, sources):
     return loo_predictive(spec, data, fit, sources, reweight=spec.loo_posterior == "reweighted")
 
 
-def _realised_bound(spec, data, loo, base: np.ndarray, ystar: np.ndarray,
-                    kappa: float) -> np.ndarray:
+def _realised_bound(spec, data, loo, base: np.ndarray, ystar: np.ndarray, kappa: float,
+                    ols: tuple[np.ndarray, float] | None = None) -> np.ndarray:
     """Per record: the attacker who holds y*_i exactly, on *this* noise draw (not averaged).
 
     Its guess is a draw from N(μ + ω(y*_i − μ), 1/(1/s² + 1/κ²)), ω = (1/κ²)/(1/s² + 1/κ²)
     (its mean, for the average attack), against the leave-one-out predictive N(μ, s²) at the
     implicates' draws, whose risk is ``base``; the figure the any-L bound averages over the noise
-    (docs/risk-and-utility.md, "Input noise").
+    (docs/risk-and-utility.md, "Input noise"). ``ols``: (t, κ_β) of a separate calibration
+    target; the attacker also holds Ht, i.e. y_i + (He_β)_i/h_ii with precision h_ii/κ_β².
     """
     measure, attack, _ = judged_target(spec)
-    prior, J = 1.0 / loo.sd ** 2, 1.0 / kappa ** 2
-    mean = loo.mean + J / (prior + J) * (ystar[None, :] - loo.mean)
+    prior, J = 1.0 / loo.sd ** 2, np.full(data.y.size, 1.0 / kappa ** 2)
+    obs = ystar.copy()
+    if ols is not None:  # the GLS combination of y*_i and the calibration's reading of y_i
+        t, ols_sd = ols
+        h = leverage(data.X)
+        X = data.X
+        Ht = X @ np.linalg.lstsq(X, t, rcond=None)[0]
+        Hy = X @ np.linalg.lstsq(X, data.y, rcond=None)[0]
+        reading = data.y + (Ht - Hy) / np.maximum(h, 1e-300)
+        J2 = h / ols_sd ** 2
+        obs = (J * ystar + J2 * reading) / (J + J2)
+        J = J + J2
+    mean = loo.mean + J / (prior + J) * (obs[None, :] - loo.mean)
     sd = np.sqrt(1.0 / (prior + J)) * (0.0 if attack == "average" else 1.0)
     guess = Predictive(mean=mean, sd=sd)
     return rb_risk(guess, data.y, measure, response_scale(spec).g_name) - base
 
 
+def _noise_spread(spec, data, fit, alpha, phi, *, kappa, ols_sd, e, e_ols):
+    """Per implicate and record: the mean's variance over the noises, and this draw's shift.
+
+    Per (φ, α) cell of the implicates' draws, the cross-fit's map K
+    (:func:`synthgeo.risk.release_attacker.mechanism_map`) gives each record's variance v over
+    (e, e_β) and how far this draw moved its mean (:func:`synthgeo.risk.noise_spread.\
+noise_spread`); arrays of shape (L, n).
+    """
+    precision_of = precision_function(spec, data, fit)
+    blocks = record_blocks(spec, data)
+    calibration = spec.synthesis.cross_fit_calibration
+    L, n = alpha.size, data.y.size
+    v, moved = np.empty((L, n)), np.empty((L, n))
+    cells, index = np.unique(np.column_stack([phi, alpha]), axis=0, return_inverse=True)
+    for c, (phi_c, alpha_c) in enumerate(cells):
+        K = mechanism_map(precision_of(phi_c, alpha_c), alpha_c, mechanism="cross_fit",
+                          blocks=blocks)
+        rows = np.flatnonzero(index.ravel() == c)
+        v[rows], moved[rows] = noise_spread(K, data.X, calibration=calibration, kappa=kappa,
+                                            ols_sd=ols_sd, e=e, e_ols=e_ols)
+    return v, moved
+
+
 def draw_input_noise(spec, data, fit, sources, seed):
     """Draw the cross-fitted implicates from y* = y + e (module docstring).
 
-    κ as given, or chosen ("auto") so that the attacker who knows y*_i stays within the first
-    per-record target for every record. The predictive of y*_B is computed with α + κ²/σ̄²
-    (σ̄² the median σ² of the draws) and y_B's variance is that minus κ²σ²/σ̄².
+    κ as given, or chosen ("auto") so that the attacker who knows y*_i (and, under a separate
+    calibration target, Ht) stays within the first per-record target for every record. Each
+    record's cross-fitted mean krigs y*_−B at the draw's own (φ, α); its implicate variance is
+    the leave-out variance s² less the variance v the noise gives its mean (at least
+    :data:`FLOOR` s² kept), so that over the noise implicate ℓ of record i is N(m_iℓ(0), s²_iℓ):
+    the calibrated cross-fit of y itself (docs/risk-and-utility.md, "Input noise: luck or leak").
     """
     d = posterior_draws(fit, sources)
     alpha = d["nugget"] / d["sigma2"]
@@ -105,8 +156,15 @@ def draw_input_noise(spec, data, fit, sources, seed):
     loo0 = _prior(spec, data, fit, sources)
     threshold, base, attributable_at = _attacker(spec, data, loo0)
     unlimited = np.full(data.y.size, np.inf)
+    calibration = spec.synthesis.cross_fit_calibration
+    separate = spec.synthesis.input_noise_ols == "separate" and calibration != "none"
+    h = leverage(data.X)
+
+    def ols_info(k: float):  # h_ii/κ_β²: at most OLS_INFORMATION_SHARE/κ²
+        return h / ols_noise_sd(k, h) ** 2 if separate and k > 0 else 0.0
+
     if kappa == "auto":
-        bound = lambda k: attributable_at(unlimited, noise_sd=k)  # noqa: E731
+        bound = lambda k: attributable_at(unlimited, noise_sd=k, ols=ols_info(k))  # noqa: E731
         kappa = choose_kappa(bound, threshold, largest=cap)
         chosen, reached = "auto", bool(np.max(bound(kappa)) <= threshold)
         if not reached:
@@ -114,31 +172,54 @@ def draw_input_noise(spec, data, fit, sources, seed):
                  "times the response's standard deviation) without bringing the release "
                  "attacker within the target: the verdict says FAIL")
     kappa = float(kappa)
-    ystar = noisy_response(data.y, kappa, keyed_seeds(seed, [INPUT_NOISE_KEY])[0])
-    realised = _realised_bound(spec, data, loo0, base, ystar, kappa)
+    noise_seed, ols_seed = keyed_seeds(seed, [INPUT_NOISE_KEY, INPUT_NOISE_OLS_KEY])
+    ystar = noisy_response(data.y, kappa, noise_seed)
+    ols_sd = ols_noise_sd(kappa, h) if separate else None
+    target = noisy_response(data.y, ols_sd, ols_seed) if separate else ystar
+    realised = _realised_bound(spec, data, loo0, base, ystar, kappa,
+                               ols=(target, ols_sd) if separate and kappa > 0 else None)
     # β of the means from y*, not from the fit on y: the calibrated means carry
     # −(I − H)M₀Xβ_ℓ, and β_ℓ fitted on y would reach them (break-it trial, 2026-12-03)
     d["beta"] = np.broadcast_to(np.linalg.lstsq(data.X, ystar, rcond=None)[0],
                                 d["beta"].shape).copy()
-    sigma_bar2 = float(np.median(d["sigma2"]))
-    shift = kappa ** 2 / sigma_bar2
     unit = spec.loo_unit
     loo = baseline_loo_sets(ystar, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
-                            alpha=alpha + shift, precision_of=precision_function(spec, data, fit),
+                            alpha=alpha, precision_of=precision_function(spec, data, fit),
                             block_sets={unit: record_blocks(spec, data)})[unit]
-    # calibrated to y*'s OLS: y's would publish y's regression exactly as L grows
-    mean = _calibrated(spec, loo.mean, ystar, data.X)
-    var = loo.sd ** 2 - shift * d["sigma2"][:, None]  # Var(y_i | y*_-B) = σ²v' − κ²σ²/σ̄²
-    ds = draw_cross_fitted(mean, np.sqrt(np.maximum(var, 1e-12)), sources=sources,
+    # calibrated to the OLS of y* ("shared") or of y + e_β ("separate"); y's own OLS would
+    # publish y's regression exactly as L grows
+    mean = _calibrated(spec, loo.mean, target, data.X)
+    s2 = loo.sd ** 2
+    v, moved = _noise_spread(spec, data, fit, alpha, d["phi"], kappa=kappa, ols_sd=ols_sd,
+                             e=ystar - data.y, e_ols=target - data.y if separate else None)
+    var = np.maximum(s2 - v, FLOOR * s2)  # over the noise: s² (v + FLOOR s² where floored)
+    floored = int((s2 - v < FLOOR * s2).any(axis=0).sum())
+    ds = draw_cross_fitted(mean, np.sqrt(var), sources=sources,
                            random_seed=seed, record_id=data.record_id,
-                           calibration=spec.synthesis.cross_fit_calibration)
-    ds.attrs["input_noise"] = {"sd": kappa, "chosen": chosen, "alpha_shift": shift,
-                               "sigma2_median": sigma_bar2, "reached": reached,
+                           calibration=calibration)
+    # own values over the noise (docs: "Input noise: luck or leak")
+    centre, spread = mean - moved, np.sqrt(var + v)
+    measure, _, _ = judged_target(spec)
+    g = response_scale(spec).g_name
+    over = rb_risk(Predictive(mean=centre, sd=spread), data.y, measure, g) - base
+    drawn = rb_risk(Predictive(mean=mean, sd=np.sqrt(var)), data.y, measure, g) - base
+    reading = spec.risk.input_noise_reading
+    if reading == "expected":  # the risk stage scores own values on this predictive
+        ds["y_mean_marginal"] = (("implicate", "record"), centre)
+        ds["y_sd_marginal"] = (("implicate", "record"), spread)
+    ds.attrs["input_noise"] = {"sd": kappa, "chosen": chosen, "reached": reached,
                                "beta": "OLS of y* (every implicate)",
+                               "calibration_target": ("OLS of y + e_beta (separate noise)"
+                                                      if separate else "OLS of y*"),
+                               "ols_sd": ols_sd,
+                               "n_records_variance_floored": floored,
                                "largest_attributable_this_noise": float(realised.max()),
                                "n_records_above_this_noise": (
                                    None if threshold is None
-                                   else int((realised > threshold).sum()))}
+                                   else int((realised > threshold).sum())),
+                               "own_values_reading": reading,
+                               "own_values_largest_expected": float(over.max()),
+                               "own_values_largest_this_noise": float(drawn.max())}
     return ds
 
 

@@ -223,7 +223,8 @@ def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
 
 
 def attacker_predictive(loo: Predictive, truth: np.ndarray, information: np.ndarray,
-                        *, kappa: float = 0.0, point: bool = False) -> Predictive:
+                        *, kappa: float = 0.0, point: bool = False,
+                        ols_information: np.ndarray | float = 0.0) -> Predictive:
     r"""Return the release attacker's guesses, per implicate row of the baseline and record.
 
     Parameters
@@ -240,6 +241,12 @@ def attacker_predictive(loo: Predictive, truth: np.ndarray, information: np.ndar
     point : bool, default=False
         The attacker guesses its posterior mean (the "average" attack) instead of a draw from
         its posterior (the "share" attack).
+    ols_information : float or ndarray of shape (n,), default=0.0
+        What the covariate calibration's separate target tells about y_i, h_ii/κ_β²
+        (``input_noise_ols = "separate"``, :mod:`synthgeo.synthesis.input_noise`): added to J_i
+        (its noise is independent of e's; exact in the unlimited-implicate limit, where the
+        release splits into the kriging part P m and the calibration part H m, and an upper
+        bound at finite L).
 
     Returns
     -------
@@ -257,7 +264,7 @@ def attacker_predictive(loo: Predictive, truth: np.ndarray, information: np.ndar
     y = np.asarray(truth, float)[None, :]
     info = np.asarray(information, float)
     with np.errstate(divide="ignore"):
-        J = 1.0 / (1.0 / info + kappa ** 2) if kappa > 0 else info
+        J = (1.0 / (1.0 / info + kappa ** 2) if kappa > 0 else info) + ols_information
     J = np.broadcast_to(J, loo.mean.shape[1:])[None, :]
     prior = 1.0 / loo.sd ** 2
     with np.errstate(invalid="ignore", divide="ignore"):

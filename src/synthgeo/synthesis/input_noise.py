@@ -15,13 +15,23 @@ rather than an (ε, δ) budget. What it does not cover: the posterior draws θ_�
 y (a few parameters from n records; scored by the per-record measure against the leave-out
 posterior).
 
-**Synthesis under the noise.** Given θ_ℓ the model for y* is the GP with nugget τ² + κ²; the
-cross-fitted predictive of y*_i from y*_−B(i) is computed with α' = α_ℓ + κ²/σ̄² (σ̄² the
-median of the implicates' σ²: one precision per (φ, α) cell, as without noise), and y_i =
-y*_i − e_i has the same mean and variance σ²_ℓ v'_i − κ²σ²_ℓ/σ̄² (e_i is independent of
-y*_−B(i)): the released values keep y's spread, not y*'s. The covariate calibration is made to
-y*'s OLS (to y's it would publish y's regression, which an attacker who knows the others
-inverts as L grows).
+**Synthesis under the noise.** Record i's cross-fitted mean krigs y*_−B(i) with the draw's own
+(φ, α), so over the noise it is centred where the cross-fit of y puts it; the noise moves it by
+a variance v_i (:mod:`synthgeo.risk.noise_spread`), and its implicates are drawn with the
+leave-out variance less v_i (at least a tenth of it kept): over the noise, each implicate is the
+calibrated cross-fit's predictive of y (docs/risk-and-utility.md, "Input noise: luck or leak").
+The covariate calibration is not made to
+y's OLS (that would publish y's regression exactly, which an attacker who knows the others
+inverts as L grows). ``input_noise_ols = "shared"`` makes it to y*'s OLS: the released
+regression then moves by κ²(XᵀX)⁻¹, as much as if the analyst's data carried the noise.
+``"separate"`` (the default) makes it to the OLS of t = y + e_β, e_β ~ N(0, κ_β² I) drawn
+independently (:func:`ols_noise_sd`): Ht is all the calibration publishes of t, and what it
+tells about y_i, even to an attacker who pools unlimited implicates and knows every other
+record, is h_ii/κ_β² (h_ii the leverage: y_i enters Ht through column i of H, and the noise
+He_β has covariance κ_β²H). With κ_β = κ (max h / s)^½ that is at most s/κ² (s =
+:data:`OLS_INFORMATION_SHARE`), so the release's information about y_i is at most
+(1 + s)/κ², and the released regression moves by κ_β²(XᵀX)⁻¹: for 25,000 records with
+max h = 0.006, 0.15 κ instead of κ.
 
 **Choosing κ ("auto").** With unlimited implicates the attacker's posterior for y_i combines
 its leave-one-out predictive N(μ_i, s_i²) with y*_i ~ N(y_i, κ²)
@@ -36,11 +46,55 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["INPUT_NOISE_KEY", "noisy_response", "choose_kappa", "smallest_sd"]
+__all__ = ["INPUT_NOISE_KEY", "INPUT_NOISE_OLS_KEY", "OLS_INFORMATION_SHARE", "noisy_response",
+           "ols_noise_sd", "choose_kappa", "smallest_sd"]
 
 #: The key of the input noise's seed among the release seed's children
 #: (:func:`synthgeo._seed.keyed_seeds`), apart from the implicates' 0 … L − 1.
 INPUT_NOISE_KEY = 1_000_000_007
+
+#: The key of the calibration target's own noise e_β (``input_noise_ols = "separate"``).
+INPUT_NOISE_OLS_KEY = 1_000_000_011
+
+#: Under ``input_noise_ols = "separate"``: the most the calibration's channel may tell about
+#: any record, as a share of what y* tells (1/κ²).
+OLS_INFORMATION_SHARE = 0.25
+
+
+def ols_noise_sd(kappa: float, leverage: np.ndarray,
+                 share: float = OLS_INFORMATION_SHARE) -> float:
+    r"""Return κ_β = κ (max_i h_ii / share)^½, the calibration target's own noise sd.
+
+    The calibration publishes Ht, t = y + e_β; about y_i it tells h_ii/κ_β² (module
+    docstring), at most ``share``/κ² with this κ_β.
+
+    Parameters
+    ----------
+    kappa : float
+        κ, the input noise's sd (model scale, e.g. log-dollars).
+    leverage : ndarray of shape (n,)
+        h_ii of the design (:func:`synthgeo.synthesis.cross_fit.leverage`), in [0, 1].
+    share : float, default=OLS_INFORMATION_SHARE
+        In (0, 1].
+
+    Returns
+    -------
+    float
+        κ_β, model scale.
+
+    Raises
+    ------
+    ValueError
+        If ``share`` is not in (0, 1].
+
+    Examples
+    --------
+    >>> round(ols_noise_sd(0.4, np.array([0.01, 0.0025])), 6)
+    0.08
+    """
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"`share` must be in (0, 1], got {share!r}")
+    return float(kappa) * float(np.sqrt(np.max(leverage) / share))
 
 
 def noisy_response(y: np.ndarray, kappa: float, seed) -> np.ndarray:

@@ -135,9 +135,15 @@ def _release_attacker(result, scores) -> dict | None:
     if attack is None:
         return None
     spec = result.spec
+    released = (getattr(result, "implicates", None) or {}).get("restricted")
+    noise = (released.attrs.get("input_noise") if released is not None else None) or {}
     return {**attack.summary(), "has_targets": bool(spec.risk.targets),
             "log_scale": getattr(scores, "g", "identity") == "exp",
-            "noise_factor": float(np.exp(attack.kappa))}
+            "noise_factor": float(np.exp(attack.kappa)),
+            "ols_sd": noise.get("ols_sd"),
+            "own_values_reading": noise.get("own_values_reading"),
+            "own_values_largest_expected": noise.get("own_values_largest_expected"),
+            "own_values_largest_this_noise": noise.get("own_values_largest_this_noise")}
 
 
 def section_risk(result) -> Section | None:

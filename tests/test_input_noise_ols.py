@@ -1,0 +1,117 @@
+"""Input noise's separate calibration target and own-value risk over the noise (issue 25)."""
+
+import numpy as np
+import pytest
+
+from synthgeo._errors import SpecError
+from synthgeo.config import bundled_spec_path, load_spec
+from synthgeo.config.risk import RiskTarget
+from synthgeo.pipeline import synthesis_noise
+from synthgeo.pipeline.run import run_release
+from synthgeo.synthesis.cross_fit import leverage
+from synthgeo.synthesis.input_noise import OLS_INFORMATION_SHARE, ols_noise_sd
+
+TARGET = RiskTarget(measure="rel:0.1", max_attributable_record=0.10, record_threshold=0.10,
+                    max_share_above=0.01)
+
+
+def _spec(kappa=0.3, **synthesis):
+    spec = load_spec(bundled_spec_path())
+    return (spec.replace("sampling", draws=300, on_convergence_failure="warn")
+            .replace("risk", targets=[TARGET], on_risk_failure="warn")
+            .replace("synthesis", **{"n_implicates": 20, "predictive": "cross_fit",
+                                     "cross_fit_calibration": "covariates",
+                                     "input_noise": kappa, **synthesis}))
+
+
+def test_separate_target_with_the_leave_own_out_calibration_is_refused():
+    with pytest.raises(SpecError, match="covariates_loo.*full-rank"):
+        _spec(cross_fit_calibration="covariates_loo")
+    _spec(cross_fit_calibration="covariates_loo", input_noise_ols="shared")  # allowed
+    with pytest.raises(SpecError, match="input_noise_ols"):
+        _spec(input_noise_ols="both")
+    with pytest.raises(SpecError, match="input_noise_reading"):
+        load_spec(bundled_spec_path()).replace("risk", input_noise_reading="luck")
+
+
+def test_ols_noise_bounds_the_calibration_channel():
+    """h_ii/κ_β² ≤ share/κ² for every record, with equality at the largest leverage."""
+    X = np.column_stack([np.ones(50), np.random.default_rng(0).exponential(size=50)])
+    h = leverage(X)
+    ols = ols_noise_sd(0.4, h)
+    info = h / ols ** 2
+    assert info.max() == pytest.approx(OLS_INFORMATION_SHARE / 0.4 ** 2)
+    assert (info <= OLS_INFORMATION_SHARE / 0.4 ** 2 + 1e-12).all()
+    with pytest.raises(ValueError, match="share"):
+        ols_noise_sd(0.4, h, share=0.0)
+
+
+@pytest.fixture(scope="module")
+def noisy():
+    with pytest.warns(UserWarning):
+        return run_release(_spec())
+
+
+def test_the_calibration_matches_the_noised_target_not_y(noisy):
+    """Each implicate's means have the OLS of y + e_β (not of y, not of y*) on X."""
+    ds = noisy.implicates["restricted"]
+    attrs = ds.attrs["input_noise"]
+    assert attrs["ols_sd"] > 0 and "separate" in attrs["calibration_target"]
+    X, y = noisy.data.X, noisy.data.y
+    b_means = np.linalg.lstsq(X, ds["y_mean"].values.T, rcond=None)[0]
+    assert np.allclose(b_means, b_means[:, :1], atol=1e-8)  # one regression for every ℓ
+    b_y = np.linalg.lstsq(X, y, rcond=None)[0]
+    assert not np.allclose(b_means[:, 0], b_y, atol=1e-6)
+
+
+def test_expected_centre_is_the_mechanism_without_its_noise(noisy, monkeypatch):
+    """The own-value predictive over the noise is centred where the same mechanism puts the
+    means when both noises are zero (the map is linear: shift = A e + B e_β)."""
+    ds = noisy.implicates["restricted"]
+    assert {"y_mean_marginal", "y_sd_marginal"} <= set(ds.data_vars)
+    assert (ds["y_sd_marginal"].values > ds["y_sd"].values).all()
+    # over the noise each record keeps its leave-out spread (the cross-fit without noise, at
+    # the same posterior draws), except where the noise's own variance reaches it
+    with pytest.warns(UserWarning):
+        plain = run_release(_spec(kappa=0.0))
+    s = plain.implicates["restricted"]["y_sd"].values
+    kept = ds["y_sd"].values > np.sqrt(synthesis_noise.FLOOR) * s * (1 + 1e-9)
+    assert kept.mean() > 0.5
+    np.testing.assert_allclose(ds["y_sd_marginal"].values[kept], s[kept], rtol=1e-8)
+    assert ds.attrs["input_noise"]["n_records_variance_floored"] == int(
+        (~kept).any(axis=0).sum())
+    monkeypatch.setattr(synthesis_noise, "noisy_response", lambda y, kappa, seed: y.copy())
+    with pytest.warns(UserWarning):
+        quiet = run_release(_spec())
+    centre = quiet.implicates["restricted"]["y_mean"].values
+    np.testing.assert_allclose(ds["y_mean_marginal"].values, centre, atol=1e-8)
+
+
+def test_own_values_reading_expected_is_judged_and_realised_is_beside_it(noisy):
+    attrs = noisy.implicates["restricted"].attrs["input_noise"]
+    assert attrs["own_values_reading"] == "expected"
+    own = noisy.risk_scores.summary.record_attributable("restricted", "rel:0.1", "share")
+    assert float(own.max()) == pytest.approx(attrs["own_values_largest_expected"], abs=0.02)
+    with pytest.warns(UserWarning):
+        realised = run_release(_spec().replace("risk", input_noise_reading="realised"))
+    ds = realised.implicates["restricted"]
+    assert "y_mean_marginal" not in ds
+    own_r = realised.risk_scores.summary.record_attributable("restricted", "rel:0.1", "share")
+    assert float(own_r.max()) == pytest.approx(
+        ds.attrs["input_noise"]["own_values_largest_this_noise"], abs=0.02)
+
+
+def test_release_attacker_counts_the_calibration_channel(noisy):
+    """The any-L bound with the calibration's channel is above the one without it."""
+    from synthgeo.pipeline.release_attack import attributable_function
+    from synthgeo.config.measure import Measure
+    attack = noisy.release_attack
+    kappa = attack.kappa
+    h = leverage(noisy.data.X)
+    ols = noisy.implicates["restricted"].attrs["input_noise"]["ols_sd"]
+    base, f = attributable_function(noisy.risk_scores.baseline, noisy.data.y,
+                                    Measure.parse("rel:0.1"), "share", "exp", kappa=kappa)
+    inf = np.full(h.size, np.inf)
+    with_ols = f(inf, ols=h / ols ** 2)
+    assert attack.largest_unlimited == pytest.approx(float(with_ols.max()))
+    assert float(with_ols.max()) > float(f(inf).max())
