@@ -7,23 +7,25 @@ import scipy.sparse as sp
 from synthgeo.risk.noise_spread import noise_spread
 
 
-def _dense(K, X, calibration, separate):
+def _dense(K, X, calibration, separate, G):
     n = X.shape[0]
     H = X @ np.linalg.pinv(X.T @ X) @ X.T
     P = np.eye(n) - H
+    R = np.eye(n) - X @ G
     D = np.diag(np.diag(H) / (1.0 - np.diag(H)))
     if calibration == "none":
-        return H + K @ P, np.zeros((n, n))
+        return X @ G + K @ R, np.zeros((n, n))
     if calibration == "covariates":
-        return P @ K @ P, H
-    return (np.eye(n) + D) @ P @ K @ P, H - D @ P
+        return P @ K @ R, H
+    return (np.eye(n) + D) @ P @ K @ R, H - D @ P
 
 
 @pytest.mark.parametrize("calibration,separate", [("none", False), ("covariates", False),
                                                   ("covariates", True),
                                                   ("covariates_loo", False)])
 @pytest.mark.parametrize("sparse", [False, True])
-def test_matches_dense_brute_force(calibration, separate, sparse):
+@pytest.mark.parametrize("gls", [False, True])
+def test_matches_dense_brute_force(calibration, separate, sparse, gls):
     rng = np.random.default_rng(3)
     n = 40
     X = np.column_stack([np.ones(n), rng.normal(size=n), rng.exponential(size=n)])
@@ -31,7 +33,13 @@ def test_matches_dense_brute_force(calibration, separate, sparse):
     np.fill_diagonal(K, 0.0)
     e, e_ols = rng.normal(size=n), rng.normal(size=n)
     kappa, ols = 0.7, (0.3 if separate else None)
-    A, B = _dense(K, X, calibration, separate)
+    if gls:  # a GLS map at an arbitrary positive-definite precision
+        Z = rng.normal(size=(n, n))
+        Q = Z @ Z.T + n * np.eye(n)
+        G = np.linalg.solve(X.T @ Q @ X, X.T @ Q)
+    else:
+        G = np.linalg.pinv(X.T @ X) @ X.T
+    A, B = _dense(K, X, calibration, separate, G)
     if separate:
         var = kappa ** 2 * (A ** 2).sum(1) + ols ** 2 * (B ** 2).sum(1)
         shift = A @ e + B @ e_ols
@@ -39,7 +47,8 @@ def test_matches_dense_brute_force(calibration, separate, sparse):
         var = kappa ** 2 * ((A + B) ** 2).sum(1)
         shift = (A + B) @ e
     v, s = noise_spread(sp.csr_matrix(K) if sparse else K, X, calibration=calibration,
-                        kappa=kappa, ols_sd=ols, e=e, e_ols=e_ols if separate else None)
+                        kappa=kappa, ols_sd=ols, e=e, e_ols=e_ols if separate else None,
+                        beta_map=G if gls else None)
     np.testing.assert_allclose(v, var, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(s, shift, rtol=1e-9, atol=1e-12)
 

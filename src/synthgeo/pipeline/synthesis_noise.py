@@ -111,27 +111,34 @@ def _realised_bound(spec, data, loo, base: np.ndarray, ystar: np.ndarray, kappa:
     return rb_risk(guess, data.y, measure, response_scale(spec).g_name) - base
 
 
-def _noise_spread(spec, data, fit, alpha, phi, *, kappa, ols_sd, e, e_ols):
-    """Per implicate and record: the mean's variance over the noises, and this draw's shift.
+def _by_cell(spec, data, fit, alpha, phi, ystar, *, kappa, ols_sd, e, e_ols):
+    """Per implicate: the means' β = GLS(y*), and each record's noise variance and shift.
 
-    Per (φ, α) cell of the implicates' draws, the cross-fit's map K
-    (:func:`synthgeo.risk.release_attacker.mechanism_map`) gives each record's variance v over
-    (e, e_β) and how far this draw moved its mean (:func:`synthgeo.risk.noise_spread.\
-noise_spread`); arrays of shape (L, n).
+    Per (φ, α) cell of the implicates' draws, the engine's precision Q gives the GLS map
+    G = (XᵀQX)⁻¹XᵀQ (β = G y*: a function of y* only, and over the noise centred on the GLS
+    of y, as the baseline's β_ℓ is; the OLS of y* is a different predictor, 0.13 log-dollars
+    off the baseline's kriging on Lucas County) and the cross-fit's map K
+    (:func:`synthgeo.risk.release_attacker.mechanism_map`) the variance v over (e, e_β) and
+    this draw's shift (:func:`synthgeo.risk.noise_spread.noise_spread`). Arrays: β (L, p),
+    v and shift (L, n).
     """
     precision_of = precision_function(spec, data, fit)
     blocks = record_blocks(spec, data)
     calibration = spec.synthesis.cross_fit_calibration
+    X = data.X
     L, n = alpha.size, data.y.size
-    v, moved = np.empty((L, n)), np.empty((L, n))
+    beta, v, moved = np.empty((L, X.shape[1])), np.empty((L, n)), np.empty((L, n))
     cells, index = np.unique(np.column_stack([phi, alpha]), axis=0, return_inverse=True)
     for c, (phi_c, alpha_c) in enumerate(cells):
-        K = mechanism_map(precision_of(phi_c, alpha_c), alpha_c, mechanism="cross_fit",
-                          blocks=blocks)
+        Q = precision_of(phi_c, alpha_c)
+        QX = np.asarray(Q @ X)
+        G = np.linalg.solve(X.T @ QX, QX.T)
+        K = mechanism_map(Q, alpha_c, mechanism="cross_fit", blocks=blocks)
         rows = np.flatnonzero(index.ravel() == c)
-        v[rows], moved[rows] = noise_spread(K, data.X, calibration=calibration, kappa=kappa,
-                                            ols_sd=ols_sd, e=e, e_ols=e_ols)
-    return v, moved
+        beta[rows] = G @ ystar
+        v[rows], moved[rows] = noise_spread(K, X, calibration=calibration, kappa=kappa,
+                                            ols_sd=ols_sd, e=e, e_ols=e_ols, beta_map=G)
+    return beta, v, moved
 
 
 def draw_input_noise(spec, data, fit, sources, seed):
@@ -178,10 +185,11 @@ def draw_input_noise(spec, data, fit, sources, seed):
     target = noisy_response(data.y, ols_sd, ols_seed) if separate else ystar
     realised = _realised_bound(spec, data, loo0, base, ystar, kappa,
                                ols=(target, ols_sd) if separate and kappa > 0 else None)
-    # β of the means from y*, not from the fit on y: the calibrated means carry
-    # −(I − H)M₀Xβ_ℓ, and β_ℓ fitted on y would reach them (break-it trial, 2026-12-03)
-    d["beta"] = np.broadcast_to(np.linalg.lstsq(data.X, ystar, rcond=None)[0],
-                                d["beta"].shape).copy()
+    # β of the means from y* (its GLS per cell), not from the fit on y: the calibrated means
+    # carry −(I − H)M₀Xβ_ℓ, and β_ℓ fitted on y would reach them (break-it trial, 2026-12-03)
+    d["beta"], v, moved = _by_cell(spec, data, fit, alpha, d["phi"], ystar, kappa=kappa,
+                                   ols_sd=ols_sd, e=ystar - data.y,
+                                   e_ols=target - data.y if separate else None)
     unit = spec.loo_unit
     loo = baseline_loo_sets(ystar, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
                             alpha=alpha, precision_of=precision_function(spec, data, fit),
@@ -190,8 +198,6 @@ def draw_input_noise(spec, data, fit, sources, seed):
     # publish y's regression exactly as L grows
     mean = _calibrated(spec, loo.mean, target, data.X)
     s2 = loo.sd ** 2
-    v, moved = _noise_spread(spec, data, fit, alpha, d["phi"], kappa=kappa, ols_sd=ols_sd,
-                             e=ystar - data.y, e_ols=target - data.y if separate else None)
     var = np.maximum(s2 - v, FLOOR * s2)  # over the noise: s² (v + FLOOR s² where floored)
     floored = int((s2 - v < FLOOR * s2).any(axis=0).sum())
     ds = draw_cross_fitted(mean, np.sqrt(var), sources=sources,
@@ -208,7 +214,7 @@ def draw_input_noise(spec, data, fit, sources, seed):
         ds["y_mean_marginal"] = (("implicate", "record"), centre)
         ds["y_sd_marginal"] = (("implicate", "record"), spread)
     ds.attrs["input_noise"] = {"sd": kappa, "chosen": chosen, "reached": reached,
-                               "beta": "OLS of y* (every implicate)",
+                               "beta": "GLS of y* at each implicate's (phi, alpha)",
                                "calibration_target": ("OLS of y + e_beta (separate noise)"
                                                       if separate else "OLS of y*"),
                                "ols_sd": ols_sd,

@@ -15,14 +15,16 @@ D = diag(h/(1 − h)) (h the leverages):
 ============================  =========================  ====================
 calibration                   A                          B
 ============================  =========================  ====================
-"none"                        H + KP                     0
-"covariates"                  PKP                        H
-"covariates_loo"              (I + D)PKP                 H − DP
+"none"                        XG + KR                    0
+"covariates"                  PKR                        H
+"covariates_loo"              (I + D)PKR                 H − DP
 ============================  =========================  ====================
 
-(μ̃ = Xβ + K(y* − Xβ) = (H + KP)y*; the calibration adds H(t − μ̃), and its leave-own-out
-form subtracts D P(t − μ̃); PX = 0.) Under ``input_noise_ols = "shared"`` t = y*, so A + B
-multiplies y*; under "separate" t = y + e_β with e_β ~ N(0, κ_β²I) independent of e.
+with β = G y* (G = (XᵀQX)⁻¹XᵀQ, the GLS at the cell's precision Q, or the OLS map) and
+R = I − XG (μ̃ = Xβ + K(y* − Xβ) = (XG + KR)y*; the calibration adds H(t − μ̃), and its
+leave-own-out form subtracts D P(t − μ̃); PX = 0, RP = R, RH = 0). Under
+``input_noise_ols = "shared"`` t = y*, so A + B multiplies y*; under "separate" t = y + e_β
+with e_β ~ N(0, κ_β²I) independent of e.
 
 Over the two noises (the mechanism's own randomness, drawn once for all implicates) record i's
 mean therefore varies by
@@ -33,10 +35,9 @@ mean therefore varies by
     \rVert^2 + 2\kappa^2 [A_\ell B^\top]_{ii}\,[\text{shared}],
 
 and the noise moved it by A_ℓ e + B e_β on this draw. Both are computed in O(nnz(K)·p) with
-no n × n product: ‖(PKP)_{i·}‖² = [PNP]_ii with N = KPKᵀ = KKᵀ − KX(XᵀX)⁻¹(KX)ᵀ, expanded
-in X's p columns. The own-value risk in expectation over the noise scores implicate ℓ of
-record i against N(m_iℓ − shift_iℓ, s_iℓ² + v_iℓ) (docs/risk-and-utility.md, "Input noise:
-luck or leak").
+no n × n product: ‖(PKR)_{i·}‖² = [PNP]_ii with N = KRRᵀKᵀ, expanded in X's p columns.
+The own-value risk in expectation over the noise scores implicate ℓ of record i against
+N(m_iℓ − shift_iℓ, s_iℓ² + v_iℓ) (docs/risk-and-utility.md, "Input noise: luck or leak").
 """
 
 from __future__ import annotations
@@ -59,14 +60,14 @@ def _diag(K) -> np.ndarray:
 
 
 def noise_spread(K, X: np.ndarray, *, calibration: str, kappa: float, ols_sd: float | None,
-                 e: np.ndarray, e_ols: np.ndarray | None = None
-                 ) -> tuple[np.ndarray, np.ndarray]:
+                 e: np.ndarray, e_ols: np.ndarray | None = None,
+                 beta_map: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     r"""Per record: the variance of its released mean over the input noise, and its shift.
 
     Parameters
     ----------
     K : ndarray or scipy sparse matrix, shape (n, n)
-        The cross-fit's map at one (φ, α + κ²/σ̄²) cell
+        The cross-fit's map at one (φ, α) cell
         (:func:`synthgeo.risk.release_attacker.mechanism_map`), dimensionless.
     X : ndarray of shape (n, p)
         The model's design (the calibration's regressors), intercept included.
@@ -81,6 +82,9 @@ def noise_spread(K, X: np.ndarray, *, calibration: str, kappa: float, ols_sd: fl
         The input noise drawn (model scale).
     e_ols : ndarray of shape (n,), optional
         The calibration target's noise e_β (with ``ols_sd``).
+    beta_map : ndarray of shape (p, n), optional
+        G, the means' β = G y*: the GLS map (XᵀQX)⁻¹XᵀQ at the cell's precision Q; default
+        the OLS map (XᵀX)⁻¹Xᵀ. R = I − XG replaces P on the right of K (module docstring).
 
     Returns
     -------
@@ -112,40 +116,50 @@ def noise_spread(K, X: np.ndarray, *, calibration: str, kappa: float, ols_sd: fl
     X = np.asarray(X, float)
     e = np.asarray(e, float)
     n = X.shape[0]
-    if K.shape != (n, n) or e.shape != (n,) or (separate and np.shape(e_ols) != (n,)):
-        raise ValueError(f"`K` must be ({n}, {n}) and `e`, `e_ols` ({n},) for {n} rows of X")
-    G = np.linalg.pinv(X.T @ X)
-    h = np.einsum("ij,jk,ik->i", X, G, X)
+    C = np.linalg.pinv(X.T @ X)
+    G = C @ X.T if beta_map is None else np.asarray(beta_map, float)
+    if (K.shape != (n, n) or e.shape != (n,) or (separate and np.shape(e_ols) != (n,))
+            or G.shape != (X.shape[1], n)):
+        raise ValueError(f"`K` must be ({n}, {n}), `e`, `e_ols` ({n},) and `beta_map` "
+                         f"({X.shape[1]}, {n}) for {n} rows of X")
+    XC = X @ C
+    h = np.einsum("ij,ij->i", XC, X)
     KX = np.asarray(K @ X)
     KtX = np.asarray(K.T @ X)
-    # N = K P Kᵀ = KKᵀ − KX G (KX)ᵀ (P idempotent); its diagonal and N X, expanded in p columns
-    n_diag = _rowsq(K) - np.einsum("ij,jk,ik->i", KX, G, KX)
-    NX = np.asarray(K @ KtX) - KX @ (G @ (KX.T @ X))
-    XG = X @ G
-    hn = np.einsum("ij,ij->i", XG, NX)  # [HN]_ii
-    hnh = np.einsum("ij,jk,ik->i", XG, X.T @ NX, XG)  # [HNH]_ii
-    pnp = np.maximum(n_diag - 2.0 * hn + hnh, 0.0)  # ‖(PKP)_i·‖²
+    KGt = np.asarray(K @ G.T)  # (n, p): row i is G K_iᵀ
+    GGt = G @ G.T
+    # N = (KR)(KR)ᵀ with R = I − XG: its diagonal, and N X, in X's p columns
+    n_diag = np.maximum(_rowsq(K) - 2.0 * np.einsum("ij,ij->i", KX, KGt)
+                        + np.einsum("ij,jk,ik->i", KX, GGt, KX), 0.0)
+    M = KtX - G.T @ (X.T @ KtX)  # Rᵀ Kᵀ X
+    NX = np.asarray(K @ M) - KX @ (G @ M)
+    hn = np.einsum("ij,ij->i", XC, NX)  # [HN]_ii
+    hnh = np.einsum("ij,jk,ik->i", XC, X.T @ NX, XC)  # [HNH]_ii
+    pnp = np.maximum(n_diag - 2.0 * hn + hnh, 0.0)  # ‖(PKR)_i·‖²
     k2 = float(kappa) ** 2
 
     def proj(v: np.ndarray) -> np.ndarray:  # P v
-        return v - XG @ (X.T @ v)
+        return v - XC @ (X.T @ v)
 
-    Kpe = np.asarray(K @ proj(e)).ravel()
+    Ge = G @ e
+    Kre = np.asarray(K @ (e - X @ Ge)).ravel()  # K R e
     if calibration == "none":
-        # A = H + KP: ‖A_i·‖² = h_i + N_ii + 2[KPH]_ii, and KPH = 0
-        return k2 * (h + np.maximum(n_diag, 0.0)), e - proj(e) + Kpe
-    pkpe = proj(Kpe)
+        # A = XG + KR: ‖A_i·‖² = x_iᵀGGᵀx_i + 2 x_iᵀ G (KR)_iᵀ + N_ii
+        cross = np.einsum("ij,ij->i", X, KGt - KX @ GGt)
+        xg = np.einsum("ij,jk,ik->i", X, GGt, X)
+        return k2 * np.maximum(xg + 2.0 * cross + n_diag, 0.0), X @ Ge + Kre
+    pkre = proj(Kre)
     if calibration == "covariates":
         if separate:
             e_ols = np.asarray(e_ols, float)
-            return k2 * pnp + float(ols_sd) ** 2 * h, pkpe + (e_ols - proj(e_ols))
-        # A + B = PKP + H: the cross term PKPH vanishes
-        return k2 * (pnp + h), pkpe + (e - proj(e))
-    # covariates_loo, shared: A + B = (I + D)PKP + H − DP
+            return k2 * pnp + float(ols_sd) ** 2 * h, pkre + (e_ols - proj(e_ols))
+        # A + B = PKR + H: the cross term PKRH vanishes (RH = 0, since GX = I)
+        return k2 * (pnp + h), pkre + (e - proj(e))
+    # covariates_loo, shared: A + B = (I + D)PKR + H − DP (RP = R)
     d = h / (1.0 - h)
-    # [PKP]_ii = K_ii − [HK]_ii − [KH]_ii + [HKH]_ii
-    pkp = (_diag(K) - np.einsum("ij,ij->i", XG, KtX) - np.einsum("ij,ij->i", KX, XG)
-           + np.einsum("ij,jk,ik->i", XG, X.T @ KX, XG))
-    var = (1.0 + d) ** 2 * pnp - 2.0 * (1.0 + d) * d * pkp + h / (1.0 - h)
-    shift = (1.0 + d) * pkpe + (e - proj(e)) - d * proj(e)
+    # [PKR]_ii = K_ii − [KXG]_ii − [HK]_ii + [HKXG]_ii
+    pkr = (_diag(K) - np.einsum("ij,ji->i", KX, G) - np.einsum("ij,ij->i", XC, KtX)
+           + np.einsum("ij,jk,ki->i", XC, X.T @ KX, G))
+    var = (1.0 + d) ** 2 * pnp - 2.0 * (1.0 + d) * d * pkr + h / (1.0 - h)
+    shift = (1.0 + d) * pkre + (e - proj(e)) - d * proj(e)
     return k2 * np.maximum(var, 0.0), shift
