@@ -560,3 +560,48 @@ def test_an_unsigned_small_seed_is_warned_in_release_json_and_the_report(tmp_pat
         signed = write_release(res, tmp_path / "signed", ledger=Ledger(None, KEY))
         large = write_release(run(2**100 + 7), tmp_path / "large", ledger=Ledger(None, None))
     assert "small_unsigned_seed" not in codes(signed)[0] + codes(large)[0]
+
+
+def test_a_second_input_noise_draw_of_the_same_values_is_refused(register):
+    """One noise draw per record value: a release whose input noise covers a value already
+    drawn for (another run, another seed) is refused in one line, nothing registered; the
+    register keeps keyed fingerprints, never the bytes it was given."""
+    import dataclasses
+
+    from sqlalchemy import select
+
+    from synthgeo.register.schema import noise_records
+    fps = [f"log_price|{i}|0|{11.5 + i / 10:.9g}".encode() for i in range(2000)]
+    register.add(dataclasses.replace(_new(1), noise_fingerprints=fps[:1500]))
+    with pytest.raises(InputError, match="release 1 whose input noise already covers 500") as e:
+        register.add(dataclasses.replace(_new(2), noise_fingerprints=fps[1000:]))
+    assert "\n" not in str(e.value) and "11.5" not in str(e.value)
+    assert len(register.list()) == 1  # nothing of the refused release
+    register.add(dataclasses.replace(_new(3), noise_fingerprints=fps[1500:]))  # new values
+    with register.engine.connect() as conn:
+        keys = [r[0] for r in conn.execute(select(noise_records.c.record_key))]
+    assert len(keys) == 2000 and all(len(k) == 64 for k in keys)
+    assert not {k.encode() for k in keys} & set(fps)
+    register.add(_new(4))  # no input noise: nothing to check
+
+
+def test_register_refuses_a_second_noisy_run_of_the_bundled_sales(tmp_path):
+    """End to end: the same sales under input noise twice, with two seeds, into one register."""
+    target = {"measure": "rel:0.1", "max_attributable_record": 0.5}
+    ledger = Ledger(open_register(tmp_path / "register.sqlite"), KEY)
+
+    def noisy(seed):
+        spec = _spec(seed).replace("risk", targets=[target], on_risk_failure="warn")
+        return spec.replace("synthesis", predictive="cross_fit",
+                            cross_fit_calibration="covariates", input_noise=0.3)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = run_release(noisy(11), fitter=fake_fitter(n_draws=100), ledger=ledger)
+        write_release(res, tmp_path / "a", ledger=ledger)
+        res2 = run_release(noisy(12), fitter=fake_fitter(n_draws=100), ledger=ledger)
+        # 139 distinct values: the bundled file has one exact duplicate row
+        with pytest.raises(InputError, match="input noise already covers 139"):
+            write_release(res2, tmp_path / "b", ledger=ledger)
+    assert not (tmp_path / "b").exists()
+    assert len(ledger.register.list()) == 1

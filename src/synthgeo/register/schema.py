@@ -35,7 +35,7 @@ from sqlalchemy import (
 )
 
 __all__ = ["SCHEMA_VERSION", "metadata", "releases", "release_files", "predictive_summaries",
-           "register_info"]
+           "register_info", "noise_records"]
 
 #: Bumped whenever a table changes; a register of another version is refused.
 SCHEMA_VERSION = 1
@@ -76,6 +76,17 @@ release_files = Table(
     Column("path", Text, primary_key=True),  # relative to the release folder: release/...
     Column("bytes", BigInteger, nullable=False),
     Column("sha256", String(64), nullable=False),
+)
+
+#: One row per record value that has had an input-noise draw (``[synthesis] input_noise``): a
+#: keyed fingerprint of (response, location, value), never the value. The primary key makes
+#: "one noise draw per record" the database's rule: two independent noise draws of one value,
+#: pooled, average the noise away (docs/risk-and-utility.md, "Input noise"). Added without a
+#: schema version bump: an older register gets the table on its next write.
+noise_records = Table(
+    "synthgeo_noise_records", metadata,
+    Column("record_key", String(64), primary_key=True),
+    Column("release_id", Integer, ForeignKey("synthgeo_releases.id"), nullable=False),
 )
 
 predictive_summaries = Table(

@@ -11,8 +11,11 @@ pointed to, with their SHA-256, by a row. docs/release.md ("The release register
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import secrets
 import shutil
 import sqlite3
 import uuid
@@ -34,6 +37,7 @@ from synthgeo.io.provenance import file_sha256
 from synthgeo.register.schema import (
     SCHEMA_VERSION,
     metadata,
+    noise_records,
     predictive_summaries,
     register_info,
     release_files,
@@ -120,6 +124,9 @@ class NewRelease:
     previous_id: int | None
     synthgeo_version: str
     files: list[dict[str, Any]] = field(repr=False)
+    #: Under input noise: one fingerprint per record value that had a noise draw (bytes of
+    #: response, location and value; confidential, keyed by the register before it is kept).
+    noise_fingerprints: list[bytes] = field(default_factory=list, repr=False)
 
 
 def _now() -> str:
@@ -333,22 +340,47 @@ class Register:
                         releases.c.id == new.previous_id)).first() is None:
                     raise InputError(f"the register {self.location!r} holds no release "
                                      f"{new.previous_id} to chain after")
+                keys = self._noise_keys(conn, new.noise_fingerprints)
+                if keys:
+                    _refuse_second_noise(conn, keys, self.location)
                 rid = conn.execute(insert(releases).values(**row)).inserted_primary_key[0]
+                for start in range(0, len(keys), _CHUNK):
+                    conn.execute(insert(noise_records), [
+                        {"record_key": k, "release_id": rid}
+                        for k in keys[start:start + _CHUNK]])
                 if new.files:
                     conn.execute(insert(release_files), [
                         {"release_id": rid, "path": f["path"], "bytes": int(f["bytes"]),
                          "sha256": f["sha256"]} for f in new.files])
                 if summary is not None:
                     conn.execute(insert(predictive_summaries).values(release_id=rid, **summary))
-        except IntegrityError as exc:  # the unique seed hash or release.json, raced
-            raise InputError(f"the register {self.location!r} refused the release: its seed "
-                             "or release.json is registered already (another run with the same "
-                             "seed?); set a new `[sampling] seed` (or leave it out)") from exc
+        except IntegrityError as exc:  # the unique seed hash, release.json or noise key, raced
+            raise InputError(f"the register {self.location!r} refused the release: its seed, "
+                             "release.json or a record's input-noise draw is registered already "
+                             "(another run at the same time?); set a new `[sampling] seed` (or "
+                             "leave it out), or release these records once under input "
+                             "noise") from exc
         except OperationalError as exc:
             raise InputError(f"the register {self.location!r} could not be written "
                              f"({type(exc.orig).__name__}: {exc.orig}); check that the file "
                              "or server is reachable and writable") from None
         return int(rid)
+
+    def _noise_keys(self, conn: Connection, fingerprints: list[bytes]) -> list[str]:
+        """Key each fingerprint by the register's own salt (HMAC-SHA256, hex); sorted, unique.
+
+        The salt is made on first use and kept in the register (confidential, like the rest of
+        it): a fingerprint without it cannot be checked against guessed values.
+        """
+        if not fingerprints:
+            return []
+        salt = conn.execute(select(register_info.c.value).where(
+            register_info.c.name == "record_salt")).scalar()
+        if salt is None:
+            salt = secrets.token_hex(32)
+            conn.execute(insert(register_info).values(name="record_salt", value=salt))
+        key = bytes.fromhex(salt)
+        return sorted({hmac.new(key, fp, hashlib.sha256).hexdigest() for fp in fingerprints})
 
     def summary_path(self, uid: str) -> Path:
         """Where the predictive summaries of release ``uid`` go (under :attr:`files_dir`)."""
@@ -501,6 +533,33 @@ def _chains(spec_json: str | None) -> int | None:
     except ValueError:
         return None
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+#: Rows per statement when the register reads or writes many noise keys.
+_CHUNK = 900
+
+
+def _refuse_second_noise(conn: Connection, keys: list[str], location: str) -> None:
+    """Refuse a release whose input noise would give a record value a second, independent draw.
+
+    Raises
+    ------
+    synthgeo.InputError
+        One line: how many records and which earlier release.
+    """
+    hits: dict[int, int] = {}
+    for start in range(0, len(keys), _CHUNK):
+        for (rid,) in conn.execute(select(noise_records.c.release_id).where(
+                noise_records.c.record_key.in_(keys[start:start + _CHUNK]))):
+            hits[rid] = hits.get(rid, 0) + 1
+    if hits:
+        rid = min(hits)
+        raise InputError(
+            f"the register {location!r} holds release {rid} whose input noise already covers "
+            f"{sum(hits.values())} of these records' values: a second, independent noise draw "
+            "of the same values lets the two releases be averaged and the noise taken away; "
+            "release these records once under input noise (draw more implicates from that "
+            "release's synthesiser), or leave `[synthesis] input_noise` out")
 
 
 def _seed_refusal(location: str, id: int) -> InputError:

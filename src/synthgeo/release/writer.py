@@ -566,12 +566,39 @@ def _register(result, record: dict[str, Any], tmp: Path, out: Path, uid: str, le
         n_records=int(record["n_records"]), n_implicates=int(record["n_implicates"]),
         n_draws=(spec.get("sampling") or {}).get("draws"),
         previous_id=chain[-1].get("register_id") if chain else None,
-        synthgeo_version=__version__, files=record.get("release_files") or [])
+        synthgeo_version=__version__, files=record.get("release_files") or [],
+        noise_fingerprints=_noise_fingerprints(result))
     try:
         reg.add(new, summary=summary)
     except BaseException:
         path.unlink(missing_ok=True)
         raise
+
+
+def _noise_fingerprints(result) -> list[bytes]:
+    """Return one fingerprint per record value that had an input-noise draw (else empty).
+
+    Bytes of (response, location to the metre, value on the model scale to 9 significant
+    figures): the same value at the same place in another file or run is the same record to the
+    register, which keys them (:class:`synthgeo.register.NewRelease`) and refuses a second draw.
+    """
+    from synthgeo.io.points import coordinates_m
+
+    if isinstance(result, SequentialResult):
+        parts = [(r.name, r.y, getattr(r, "input_noise", None)) for r in result.responses]
+    else:
+        released = (result.implicates or {}).get("restricted")
+        parts = [(result.spec.data.response, result.data.y,
+                  released.attrs.get("input_noise") if released is not None else None)]
+    out: list[bytes] = []
+    xy = None
+    for name, y, noise in parts:
+        if not (noise or {}).get("sd"):
+            continue
+        if xy is None:
+            xy = np.round(coordinates_m(result.data.gdf)).astype(np.int64)
+        out += [f"{name}|{a}|{b}|{v:.9g}".encode() for (a, b), v in zip(xy, y)]
+    return out
 
 
 def _write_predictive_summary(result: ReleaseResult, path: Path) -> dict[str, Any]:
