@@ -84,6 +84,9 @@ class ResponseResult:
     own_value_leak : dict or None
         A gaussian response under the calibrated cross-fit: the own-value leak's aggregates
         (:func:`synthgeo.synthesis.cross_fit.own_value_leak`); None otherwise.
+    input_noise : dict or None
+        A gaussian response under ``[synthesis] input_noise``: what its synthesis did
+        (:func:`synthgeo.pipeline.synthesis_noise.draw_input_noise`; aggregates only).
     """
 
     def __repr__(self) -> str:
@@ -108,6 +111,7 @@ class ResponseResult:
     risk_scores: object = None
     at_risk_choice: object = None
     own_value_leak: dict | None = None
+    input_noise: dict | None = None
 
     @property
     def name(self) -> str:
@@ -334,20 +338,24 @@ def glmm_fitter(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig):
                    n_neighbors=spec.model.n_neighbors, at_risk_effect="independent")
 
 
-def shift_to_earlier(ds: xr.Dataset, fit, X: np.ndarray, X_syn: np.ndarray) -> xr.Dataset:
+def shift_to_earlier(ds: xr.Dataset, fit, X: np.ndarray, X_syn: np.ndarray, *,
+                     beta: np.ndarray | None = None) -> xr.Dataset:
     """Gaussian implicates moved by (X†(ℓ) − X) β(ℓ): drawn given the earlier synthetic values.
 
     ``y_synthetic`` and ``y_mean`` (the predictive each value was drawn from) of ``ds``
-    (:func:`synthgeo.synthesis.implicates.draw_implicates` of ``fit``), in place.
+    (:func:`synthgeo.synthesis.implicates.draw_implicates` of ``fit``), in place. ``beta``
+    (L, p): the coefficients the means used, when not the fit's draws (input noise: the OLS of
+    y* on the design ``X``, which then holds the earlier responses' y*).
     """
     from synthgeo.synthesis.implicates import implicate_draw_index
 
     y = ds["y_synthetic"].values.copy()
-    post = fit.posterior
-    n_draw = post.sizes["draw"]
-    flat = implicate_draw_index(post.sizes["chain"], n_draw, X_syn.shape[0])
-    ci, di = np.divmod(flat, n_draw)
-    beta = post["beta"].values[ci, di]  # (L, p)
+    if beta is None:
+        post = fit.posterior
+        n_draw = post.sizes["draw"]
+        flat = implicate_draw_index(post.sizes["chain"], n_draw, X_syn.shape[0])
+        ci, di = np.divmod(flat, n_draw)
+        beta = post["beta"].values[ci, di]  # (L, p)
     shift = np.einsum("lnp,lp->ln", X_syn - X[None], beta)
     y += shift
     ds["y_mean"] = ds["y_mean"] + shift

@@ -60,13 +60,16 @@ def _attacker(spec, data, loo):
     return threshold, base, attributable_at
 
 
-def _prior(spec, data, fit, sources):
+def _prior(spec, data, fit, sources, own_X=None):
     """Return the attacker's prior: the leave-one-out baseline the verdict scores against.
 
     At the leave-out posterior under ``[risk] loo_posterior = "reweighted"`` (the default), so
-    that "auto" chooses the noise against the same baseline that judges it.
+    that "auto" chooses the noise against the same baseline that judges it; for a later
+    response of several, with the earlier responses' released values paired with the
+    implicates (``own_X``, (L, n, p)), as the verdict's baseline holds them.
     """
-    return loo_predictive(spec, data, fit, sources, reweight=spec.loo_posterior == "reweighted")
+    return loo_predictive(spec, data, fit, sources, own_X=own_X,
+                          reweight=spec.loo_posterior == "reweighted")
 
 
 def _realised_bound(spec, data, loo, base: np.ndarray, ystar: np.ndarray,
@@ -86,13 +89,23 @@ def _realised_bound(spec, data, loo, base: np.ndarray, ystar: np.ndarray,
     return rb_risk(guess, data.y, measure, response_scale(spec).g_name) - base
 
 
-def draw_input_noise(spec, data, fit, sources, seed):
+def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | None = None,
+                     own_X: np.ndarray | None = None, out: dict | None = None):
     """Draw the cross-fitted implicates from y* = y + e (module docstring).
 
     κ as given, or chosen ("auto") so that the attacker who knows y*_i stays within the first
     per-record target for every record. The predictive of y*_B is computed with α + κ²/σ̄²
     (σ̄² the median σ² of the draws) and y_B's variance is that minus κ²σ²/σ̄².
+
+    Several responses (docs/risk-and-utility.md, "Input noise for several responses"): each
+    response draws its own e from its own seed and κ; a later response's synthesis uses
+    ``design``, its design with the earlier responses at their y* (so that nothing released
+    reads an earlier confidential value), and "auto" chooses κ against the verdict's baseline,
+    which holds the earlier responses' released values (``own_X``, (L, n, p)). ``out``, if
+    given, receives ``y_star`` (n,) and ``beta`` (L, p), the means' coefficients (confidential,
+    in memory only: the later responses' designs and the shift to the earlier synthetic values).
     """
+    X = data.X if design is None else np.asarray(design, float)
     d = posterior_draws(fit, sources)
     alpha = d["nugget"] / d["sigma2"]
     kappa, chosen, reached = spec.synthesis.input_noise, "given", None
@@ -102,7 +115,7 @@ def draw_input_noise(spec, data, fit, sources, seed):
             f"`[synthesis] input_noise = {kappa!r}` is more than {INPUT_NOISE_CAP:g} times the "
             "response's standard deviation (model scale): the released values would be "
             'noise; give a smaller sd, or "auto"')
-    loo0 = _prior(spec, data, fit, sources)
+    loo0 = _prior(spec, data, fit, sources, own_X)
     threshold, base, attributable_at = _attacker(spec, data, loo0)
     unlimited = np.full(data.y.size, np.inf)
     if kappa == "auto":
@@ -118,17 +131,19 @@ def draw_input_noise(spec, data, fit, sources, seed):
     realised = _realised_bound(spec, data, loo0, base, ystar, kappa)
     # β of the means from y*, not from the fit on y: the calibrated means carry
     # −(I − H)M₀Xβ_ℓ, and β_ℓ fitted on y would reach them (break-it trial, 2026-12-03)
-    d["beta"] = np.broadcast_to(np.linalg.lstsq(data.X, ystar, rcond=None)[0],
+    d["beta"] = np.broadcast_to(np.linalg.lstsq(X, ystar, rcond=None)[0],
                                 d["beta"].shape).copy()
     sigma_bar2 = float(np.median(d["sigma2"]))
     shift = kappa ** 2 / sigma_bar2
     unit = spec.loo_unit
-    loo = baseline_loo_sets(ystar, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
+    loo = baseline_loo_sets(ystar, X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
                             alpha=alpha + shift, precision_of=precision_function(spec, data, fit),
                             block_sets={unit: record_blocks(spec, data)})[unit]
     # calibrated to y*'s OLS: y's would publish y's regression exactly as L grows
-    mean = _calibrated(spec, loo.mean, ystar, data.X)
+    mean = _calibrated(spec, loo.mean, ystar, X)
     var = loo.sd ** 2 - shift * d["sigma2"][:, None]  # Var(y_i | y*_-B) = σ²v' − κ²σ²/σ̄²
+    if out is not None:
+        out.update(y_star=ystar, beta=d["beta"])
     ds = draw_cross_fitted(mean, np.sqrt(np.maximum(var, 1e-12)), sources=sources,
                            random_seed=seed, record_id=data.record_id,
                            calibration=spec.synthesis.cross_fit_calibration)

@@ -46,6 +46,23 @@ and of the posterior draws, so whatever the attacker does with however many impl
 cannot learn more about y_i than y*_i tells (the data-processing inequality): the information
 becomes J_i = 1/(1/I_i + κ²) ≤ 1/κ², for any L and any number of repeated draws.
 
+**Several responses** (``[[data.responses]]``). A later response k is fitted with the earlier
+responses' confidential values among its covariates, X = [C, y_e …] with coefficients b_e, and
+each implicate's mean is moved to the earlier responses' *synthetic* values of the same
+implicate, + (y†_e − y_e) b_e,ℓ (:func:`synthgeo.pipeline.responses.shift_to_earlier`). Every
+mechanism here has means M y_k + (I − M) X β (cross-fit M₀ = I − ΛQ; posterior predictive
+I − αQ; the calibration adds H(y_k − μ̃) with H held fixed, as β is), so with
+z_k = y_k − Σ_e b_e y_e the released means *less* Σ_e b_e,ℓ y†_e,ℓ (which the attacker
+computes from the release) are M z_k + terms in C: linear in y_k through M, and in an
+earlier response's y_e through −b_e M. A later response's map in its own values is therefore
+the one-response map on its design; and its means also tell about each earlier response's
+values, with information Σ_j (Σ_ℓ b_e,ℓ M_ℓ / L)_ji² w_j (``eye_weight`` = b̄_e under the
+calibration), added to the earlier response's own. Adding it treats the record's other
+responses as known to the attacker (the Kerckhoffs reading, everyone's values but the one
+targeted): an over-statement where they are not. Under input noise a later response's design
+holds the earlier responses' y*, so z_k is a function of y* and the bound 1/κ_e² still holds.
+H's own dependence on y_e (the earlier column of X) is of order p/n, left out as β's is.
+
 What this attacker is not: it weights the records' means as independent (diagonal GLS); under
 the posterior predictive the implicates of neighbours share a draw of w, and an attacker who
 modelled that correlation could do better or worse. It takes θ and β as known (the break-it
@@ -155,7 +172,7 @@ def mechanism_map(Q, alpha: float, *, mechanism: str, blocks: np.ndarray | None 
 
 
 def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
-                        calibration: str = "none") -> np.ndarray:
+                        calibration: str = "none", eye_weight: float = 1.0) -> np.ndarray:
     r"""I_i = Σ_j M_ji² w_j: what every released mean tells about y_i, per record.
 
     Parameters
@@ -169,6 +186,11 @@ def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
         log response).
     calibration : {"none", "covariates", "covariates_loo"}, default="none"
         The cross-fit's covariate calibration (module docstring: M from M₀).
+    eye_weight : float, default=1.0
+        c in the calibration's ∂e/∂y = cI − M₀. 1 for a response's own values; for an earlier
+        response's values read off a later response's means (module docstring, "Several
+        responses"), M₀ is Σ_ℓ b_ℓ M₀,ℓ / L and c = b̄, the mean of the earlier response's
+        coefficients b_ℓ over the implicates.
 
     Returns
     -------
@@ -203,7 +225,7 @@ def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
     if calibration not in ("covariates", "covariates_loo"):
         raise ValueError("`calibration` must be 'none', 'covariates' or 'covariates_loo', "
                          f"got {calibration!r}")
-    eye = np.eye(n) if dense else sp.identity(n, format="csr")
+    eye = float(eye_weight) * (np.eye(n) if dense else sp.identity(n, format="csr"))
     U = eye - M0  # ∂e/∂y
     G = np.linalg.pinv(X.T @ X)
     A = G @ np.asarray((U.T @ X).T)  # (p, n): a_i = G Xᵀ U e_i
