@@ -23,6 +23,7 @@ from synthgeo.risk.predictive import Predictive
 from synthgeo.risk.rao_blackwell import rb_risk
 from synthgeo.risk.release_attacker import (
     attacker_predictive,
+    earlier_response_information,
     implicate_budget,
     mechanism_map,
     release_information,
@@ -316,12 +317,15 @@ def implicate_variance(released: xr.Dataset, shift: np.ndarray | None = None) ->
 
 
 def later_response_information(spec, data, fit, released: xr.Dataset, design: np.ndarray,
-                               column: int, beta: np.ndarray, s2: np.ndarray) -> np.ndarray:
+                               column: int, beta: np.ndarray, s2: np.ndarray,
+                               error: np.ndarray | None = None) -> np.ndarray:
     r"""Per implicate: what a later response's released means tell about an earlier response.
 
     The later response's means, less Σ_e b_e,ℓ y†_e,ℓ, are M z with z = y_k − Σ_e b_e y_e
     (:mod:`synthgeo.risk.release_attacker`, "Several responses"), so their map in the earlier
-    response's values is −Σ_ℓ b_ℓ M_ℓ / L, b_ℓ its coefficient in implicate ℓ.
+    response's values is −Σ_ℓ b_ℓ M_ℓ / L, b_ℓ its coefficient in implicate ℓ, plus under a
+    calibration the derivative of its projection, whose design holds the earlier values
+    (:func:`~synthgeo.risk.release_attacker.earlier_response_information`).
 
     Parameters
     ----------
@@ -340,6 +344,10 @@ def later_response_information(spec, data, fit, released: xr.Dataset, design: np
         The coefficients the means and the shift used, per implicate.
     s2 : ndarray of shape (n,)
         Its implicate variances less the shift (:func:`implicate_variance`).
+    error : ndarray of shape (n,), optional
+        Under a covariate calibration: its target less the mean over implicates of its raw
+        leave-out means (the calibration's projection holds the earlier values too:
+        :func:`synthgeo.risk.release_attacker.earlier_response_information`).
 
     Returns
     -------
@@ -353,8 +361,11 @@ def later_response_information(spec, data, fit, released: xr.Dataset, design: np
     b = np.asarray(beta, float)[:, column]
     M0 = released_map(spec, data, fit, released, mechanism,
                       alpha_shift=float(noise.get("alpha_shift", 0.0)), weights=b)
-    return release_information(M0, design, 1.0 / s2, calibration=calibration,
-                               eye_weight=float(b.mean()))
+    if calibration != "none" and error is None:
+        raise ValueError("`error` (the mean leave-out error) is needed under a calibration")
+    return earlier_response_information(
+        M0, design, 1.0 / s2, column=column, eye_weight=float(b.mean()),
+        error=np.zeros(s2.size) if error is None else error, calibration=calibration)
 
 
 def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Dataset],

@@ -289,7 +289,8 @@ def _selection_draws(spec: ReleaseSpec, fit: GPFit) -> np.ndarray:
 
 
 def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed, *,
-          draw_index: np.ndarray | None = None, noise: dict | None = None):
+          draw_index: np.ndarray | None = None, noise: dict | None = None,
+          keep: dict | None = None):
     """One model's implicates (:func:`draw_implicates`) with the spec's L and at-risk effect.
 
     ``draw_index``: other posterior draws than the implicates' (the risk rule's selection).
@@ -305,6 +306,8 @@ def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed, *,
     (:func:`~synthgeo.pipeline.responses.shift_to_earlier`), as for the posterior predictive.
     ``noise``: keyword arguments of :func:`~synthgeo.pipeline.synthesis_noise.draw_input_noise`
     (a response of several: its design with the earlier y*, the attacker's ``own_X``, ``out``).
+    ``keep``: receives ``raw_error`` (n,), y less the mean raw leave-out mean (a response of
+    several: its release attacker; confidential, in memory only).
     """
     if name == "restricted" and spec.synthesis.predictive == "cross_fit":
         sources = implicate_sources(fit, spec.synthesis.n_implicates)
@@ -317,6 +320,8 @@ def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed, *,
         weight: dict | None = {} if calibrated else None
         loo = loo_predictive(spec, data, fit, sources, own_weight=weight)
         mean = loo.mean
+        if keep is not None:
+            keep["raw_error"] = data.y - loo.mean.mean(axis=0)
         if calibrated:  # the implicates' OLS on X: the confidential's
             own_out = calibration == "covariates_loo"
             mean = calibrate_covariates(loo.mean, data.y, data.X, leave_own_out=own_out)
@@ -373,6 +378,7 @@ class _Drawn:
     y_star: np.ndarray | None = None
     design: np.ndarray | None = None
     beta: np.ndarray | None = None
+    raw_error: np.ndarray | None = None  # the calibration's mean leave-out error (cross-fit)
 
 
 def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, streams,
@@ -469,24 +475,26 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
     with _timed(sec, "synthesize"):
         implicates = None
         noise = design = None
+        keep: dict = {}  # a response of several: what its release attacker needs
         if (gaussian and several and spec.synthesis.predictive == "cross_fit"
                 and spec.synthesis.input_noise != 0):
             design = data_j.X.copy()  # the earlier responses at their y*
             p0 = data_j.X.shape[1] - len(noisy_earlier or [])
             for k, ystar in enumerate(noisy_earlier or []):
                 design[:, p0 + k] = ystar
-            noise = {"design": design, "own_X": X_syn["restricted"], "out": {}}
+            noise = {"design": design, "own_X": X_syn["restricted"], "out": keep}
         if gaussian:
             implicates = {  # one stream for both models: common random numbers
                 m: _draw(spec, data_j, fits[m], m, streams[2], draw_index=draw_index,
-                         noise=noise if m == "restricted" else None)
+                         noise=noise if m == "restricted" else None,
+                         keep=keep if m == "restricted" and several else None)
                 for m in progress_iter(MODELS, enabled=progressbar, desc="synthesis",
                                        total=len(MODELS), unit="model")}
             if X_syn["restricted"] is not None:  # a later response: given the earlier ones
                 implicates = {m: responses.shift_to_earlier(ds, fits[m], data_j.X, X_syn[m])
                               if noise is None or m != "restricted" else
                               responses.shift_to_earlier(ds, fits[m], design, X_syn[m],
-                                                         beta=noise["out"]["beta"])
+                                                         beta=keep["beta"])
                               for m, ds in implicates.items()}
             synthetic = {m: ds["y_synthetic"].values for m, ds in implicates.items()}
             if smoothing.likelihood_weight is not None:  # aggregates for release.json
@@ -500,8 +508,8 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
                   choice=choice, implicates=implicates, synthetic=synthetic, seconds=sec,
                   selection=(None if selection_risk is None
                              else (selection_risk, selection_draws)), fit_seed=fit_seed,
-                  y_star=None if noise is None else noise["out"]["y_star"], design=design,
-                  beta=None if noise is None else noise["out"]["beta"])
+                  y_star=keep.get("y_star"), design=design, beta=keep.get("beta"),
+                  raw_error=keep.get("raw_error"))
 
 
 def run_release(spec: ReleaseSpec | str | os.PathLike, *,
@@ -916,6 +924,7 @@ def _attack_inputs(spec, data, drawn: list[_Drawn]) -> list[dict | None]:
             own[:, :, p0:] = np.stack([e.synthetic["restricted"] for e in drawn[:j]], axis=-1)
             shift = np.einsum("lnp,lp->ln", own - design[None], beta)
         out.append({"design": design, "shift": shift, "fit": fit, "beta": beta,
+                    "error": d.raw_error,
                     "extra_information": np.zeros(d.data.n_records),
                     "means_read": (d.config.name,)})
     for k, later in enumerate(out):
@@ -929,10 +938,10 @@ def _attack_inputs(spec, data, drawn: list[_Drawn]) -> list[dict | None]:
             out[e]["extra_information"] = out[e]["extra_information"] + (
                 later_response_information(spec, d.data, later["fit"],
                                            d.implicates["restricted"], later["design"],
-                                           p0 + e, later["beta"], s2))
+                                           p0 + e, later["beta"], s2, later["error"]))
             out[e]["means_read"] = (*out[e]["means_read"], d.config.name)
     return [None if o is None else
-            {**{k: v for k, v in o.items() if k not in ("fit", "beta")},
+            {**{k: v for k, v in o.items() if k not in ("fit", "beta", "error")},
              "extra_information": (o["extra_information"] if len(o["means_read"]) > 1
                                    else None)}
             for o in out]

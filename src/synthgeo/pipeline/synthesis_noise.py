@@ -102,8 +102,9 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
     ``design``, its design with the earlier responses at their y* (so that nothing released
     reads an earlier confidential value), and "auto" chooses κ against the verdict's baseline,
     which holds the earlier responses' released values (``own_X``, (L, n, p)). ``out``, if
-    given, receives ``y_star`` (n,) and ``beta`` (L, p), the means' coefficients (confidential,
-    in memory only: the later responses' designs and the shift to the earlier synthetic values).
+    given, receives ``y_star`` (n,), ``beta`` (L, p), the means' coefficients, and
+    ``raw_error`` (n,), y* less the mean raw leave-out mean (confidential, in memory only: the
+    later responses' designs, the shift to the earlier synthetic values, the release attacker).
     """
     X = data.X if design is None else np.asarray(design, float)
     d = posterior_draws(fit, sources)
@@ -143,7 +144,7 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
     mean = _calibrated(spec, loo.mean, ystar, X)
     var = loo.sd ** 2 - shift * d["sigma2"][:, None]  # Var(y_i | y*_-B) = σ²v' − κ²σ²/σ̄²
     if out is not None:
-        out.update(y_star=ystar, beta=d["beta"])
+        out.update(y_star=ystar, beta=d["beta"], raw_error=ystar - loo.mean.mean(axis=0))
     ds = draw_cross_fitted(mean, np.sqrt(np.maximum(var, 1e-12)), sources=sources,
                            random_seed=seed, record_id=data.record_id,
                            calibration=spec.synthesis.cross_fit_calibration)

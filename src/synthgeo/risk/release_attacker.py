@@ -81,6 +81,7 @@ from synthgeo.risk.predictive import Predictive
 from synthgeo.synthesis.cross_fit import leverage
 
 __all__ = ["MECHANISMS", "block_inverse", "mechanism_map", "release_information",
+           "earlier_response_information",
            "attacker_predictive", "implicate_budget", "unlimited_bound"]
 
 #: The released means' linear map this module knows: the cross-fit under each calibration and
@@ -242,6 +243,103 @@ def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
     cross = np.einsum("ki,ki->i", A, ZWV)
     quad = np.einsum("ki,kl,li->i", A, ZWZ, A)
     return np.maximum(vv + 2.0 * cross + quad, 0.0)
+
+
+def earlier_response_information(M0, X: np.ndarray, weight: np.ndarray, *, column: int,
+                                 eye_weight: float, error: np.ndarray,
+                                 calibration: str = "none") -> np.ndarray:
+    r"""I_i of an *earlier* response's values read off a later response's released means.
+
+    The later response is synthesised on X = [C, y_e, …] (its design holds the earlier
+    response's confidential values in ``column``); its means less the attacker-computed
+    Σ_ℓ b_ℓ y†_ℓ have, with β and the leave-out errors held as in :func:`release_information`,
+    the derivative in y_e,i (column i of the Jacobian J):
+
+    - raw cross-fit: −M e_i with M = Σ_ℓ b_ℓ M₀,ℓ / L (``M0``);
+    - calibrated: −(M₀ + K U) e_i + c_i, U = b̄I − M₀, K = H ("covariates") or
+      (I + D)H − D ("covariates_loo", D = diag(h/(1 − h))), and c_i the derivative of the
+      calibration's own projection, which holds y_e in X:
+      c_i = κ_i e_i + Z(r̄_i g − δ̄_p G x_i) + diag(q) X G x_i, with G = (XᵀX)⁻¹,
+      g = G u_p (p = ``column``), ē the mean leave-out error (``error``), δ̄ = G Xᵀ ē,
+      r̄ = ē − X δ̄, Z = (I + D) X, q_j = 2 r̄_j gᵀx_j / (1 − h_j)² (0 under "covariates"),
+      κ_i = δ̄_p (1 + d_i) − q_i. From dH = (I − H) dX G Xᵀ + X G dXᵀ (I − H) and
+      dh_j = 2 (δ_ij − H_ij) gᵀx_j at dX = e_i u_pᵀ.
+
+    I_i = Σ_j J_ji² w_j, in O(nnz(M₀) p + n p²).
+
+    Parameters
+    ----------
+    M0 : scipy sparse matrix or ndarray, shape (n, n)
+        Σ_ℓ b_ℓ M₀,ℓ / L (:func:`synthgeo.pipeline.release_attack.released_map` with the
+        earlier response's coefficients as weights).
+    X : ndarray of shape (n, p)
+        The later response's design as its synthesis used it.
+    weight : ndarray of shape (n,)
+        w_j = 1 / s_j² of the later response (one implicate).
+    column : int
+        The earlier response's column of ``X``.
+    eye_weight : float
+        b̄, the mean of b_ℓ.
+    error : ndarray of shape (n,)
+        ē: the later response's target (y, or y* under input noise) less the mean over
+        implicates of its raw leave-out means (before the calibration).
+    calibration : {"none", "covariates", "covariates_loo"}, default="none"
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        I_i ≥ 0 per implicate, in the earlier response's units⁻².
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``calibration``.
+
+    Examples
+    --------
+    >>> M0 = np.array([[0.0, 0.5], [0.5, 0.0]])
+    >>> earlier_response_information(M0, np.ones((2, 1)), np.array([100.0, 100.0]), column=0,
+    ...                              eye_weight=1.0, error=np.zeros(2)).tolist()
+    [25.0, 25.0]
+    """
+    if calibration == "none":
+        return release_information(M0, X, weight)
+    if calibration not in ("covariates", "covariates_loo"):
+        raise ValueError("`calibration` must be 'none', 'covariates' or 'covariates_loo', "
+                         f"got {calibration!r}")
+    dense = not sp.issparse(M0)
+    M0 = np.asarray(M0, float) if dense else sp.csr_matrix(M0)
+    X, w, e = (np.asarray(v, float) for v in (X, weight, error))
+    n = X.shape[0]
+    eye = float(eye_weight) * (np.eye(n) if dense else sp.identity(n, format="csr"))
+    U = eye - M0
+    G = np.linalg.pinv(X.T @ X)
+    A = G @ np.asarray((U.T @ X).T)  # (p, n): G Xᵀ U e_i
+    g = G[:, column]
+    delta = G @ (X.T @ e)
+    r = e - X @ delta
+    GX = G @ X.T  # (p, n): G x_i
+    if calibration == "covariates":
+        d, q = np.zeros(n), np.zeros(n)
+        V = M0
+    else:
+        h = leverage(X)
+        d = h / (1.0 - h)
+        q = 2.0 * r * (X @ g) / (1.0 - h) ** 2
+        V = M0 - d[:, None] * U if dense else (M0 - sp.diags(d) @ U).tocsr()
+    Z = X * (1.0 + d)[:, None]
+    Z2 = np.hstack([Z, X * q[:, None]])  # (n, 2p)
+    kappa = delta[column] * (1.0 + d) - q
+    # column i: −V e_i + κ_i e_i + Z2 β_i, β_i = [r̄_i g − δ̄_p G x_i − A_i ; G x_i]
+    B = np.vstack([np.outer(g, r) - delta[column] * GX - A, GX])  # (2p, n)
+    vv = (V * V).T @ w if dense else np.asarray(V.multiply(V).T @ w).ravel()
+    v_diag = V.diagonal() if not dense else np.diagonal(V)
+    Z2WV = np.asarray((V.T @ (Z2 * w[:, None])).T)  # (2p, n): Z2ᵀ W V e_i
+    Z2WZ2 = Z2.T @ (Z2 * w[:, None])
+    out = (vv - 2.0 * kappa * w * v_diag - 2.0 * np.einsum("ki,ki->i", B, Z2WV)
+           + kappa ** 2 * w + 2.0 * kappa * w * np.einsum("ik,ki->i", Z2, B)
+           + np.einsum("ki,kl,li->i", B, Z2WZ2, B))
+    return np.maximum(out, 0.0)
 
 
 def attacker_predictive(loo: Predictive, truth: np.ndarray, information: np.ndarray,
