@@ -230,6 +230,14 @@ def test_protect_on_two_responses_reaches_pass_with_every_response_judged(tmp_pa
     noise = {r["name"]: r["input_noise"] for r in rec["responses"]}
     assert all(v["chosen"] == "auto" and v["reached"] for v in noise.values())
     assert noise["log_price"]["sd"] != noise["v2"]["sd"]  # each response's own κ
+    joint = rec["verdicts"]["risk"]["release_attacker_joint"]
+    assert joint["n_above_any"] == 0 and joint["threshold"] == 0.35
+    assert [b["response"] for b in joint["by_response"]] == ["log_price", "v2"]
+    from synthgeo.release.report._sequential import section_responses
+
+    body = section_responses(res).body  # a paragraph per response, the count over them
+    assert 'id="neighbour-signal-1"' in body and 'id="neighbour-signal-2"' in body
+    assert 'id="release-attacker-joint"' in body and "input noise of sd" in body
     section = section_protection(res)  # the report's rounds, a row per response and target
     assert section is not None and ">response<" in section.body and ">v2<" in section.body
     # a limit no mechanism can meet: every round runs, and the reason names the response
@@ -327,3 +335,22 @@ def test_a_later_responses_map_is_the_finite_difference_of_its_synthesis(raw, ca
         # the calibration's projection holds log_price too: its derivative is in the map
         np.testing.assert_allclose((col ** 2 * w).sum(), cross[i], rtol=1e-5)
         assert cross[i] > 0.01 * own[i]  # the earlier response does reach the later means
+
+
+def test_noise_with_several_responses_refused_where_it_means_nothing():
+    """Input noise: refused with a yes/no or count response (no closed-form leave-out
+    predictive, and a 0/1 value plus noise is no longer one); mean noise: refused with several
+    responses (a later response's calibration channel is not derived); input noise with two
+    gaussian responses is accepted."""
+    two = DataConfig(responses=[{"name": "a"}, {"name": "b"}])
+    with pytest.raises(SpecError, match="input_noise.*yes/no response `s`.*closed-form"):
+        ReleaseSpec(data=DataConfig(responses=[{"name": "a"}, {"name": "s",
+                                                                "family": "bernoulli"}]),
+                    sampling=SamplingConfig(sampler="grid"),
+                    synthesis=SynthesisConfig(predictive="cross_fit", input_noise=0.2))
+    with pytest.raises(SpecError, match="mean_noise.*data.responses.*not derived"):
+        ReleaseSpec(data=two, synthesis=SynthesisConfig(predictive="cross_fit",
+                                                        mean_noise=0.1))
+    spec = ReleaseSpec(data=two, synthesis=SynthesisConfig(predictive="cross_fit",
+                                                           input_noise=0.2))
+    assert spec.synthesis.input_noise == 0.2

@@ -44,7 +44,8 @@ __all__ = ["ResponseResult", "SequentialResult", "response_formula", "released_v
            "response_scale_of", "response_design", "PhiOfGLMM", "glmm_fitter",
            "shift_to_earlier", "risk_rule_inputs", "draw_discrete", "discrete_risk_tables",
            "gaussian_risk_frame",
-           "response_utility", "joint_risk", "joint_over_responses"]
+           "response_utility", "joint_risk", "joint_over_responses",
+           "release_attacker_over_responses"]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -196,6 +197,12 @@ class SequentialResult:
         Else NOT ASSESSED (:func:`synthgeo.risk.verdict.combine_statuses`).
         """
         return combine_statuses(self.risk_statuses.values())
+
+    @property
+    def release_attacker_joint(self) -> dict | None:
+        """The release attacker's count over responses (:func:`release_attacker_over_responses`)."""
+        return release_attacker_over_responses(
+            [(r.name, r.risk_scores) for r in self.responses if r.risk_scores is not None])
 
 
 def response_formula(spec: ReleaseSpec, rc: ResponseConfig, first: bool) -> str:
@@ -467,6 +474,49 @@ def joint_risk(data: PreparedData, results: list) -> tuple[pd.DataFrame, pd.Data
                              "mean_joint_share": float(share[mask].mean()),
                              "share_records_any_match": float((share[mask] > 0).mean())})
     return pd.DataFrame(rows), per
+
+
+def release_attacker_over_responses(scored: list) -> dict | None:
+    """Count records above the threshold against the release attacker in any response.
+
+    Parameters
+    ----------
+    scored : list of (str, RiskScores)
+        Each gaussian response's name and scores (``release_attack``: its release attacker,
+        :mod:`synthgeo.pipeline.release_attack`; ``identifiable``: spatial k below k or unique
+        on location and released covariates).
+
+    Returns
+    -------
+    dict or None
+        ``threshold`` (the first per-record target's), ``n_records``, ``n_above_any`` (above
+        it in at least one response: the union), ``n_identifiable_above_any`` (of those, the
+        identifiable by location) and ``by_response`` (each response's count); counts only.
+        None when no response has a release attacker with a threshold.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> def one(a):
+    ...     return NS(release_attack=NS(threshold=0.1, attributable=np.array(a)),
+    ...               identifiable=np.array([True, False, False]))
+    >>> release_attacker_over_responses([("a", one([0.2, 0.0, 0.0])),
+    ...                                  ("b", one([0.0, 0.3, 0.05]))])["n_above_any"]
+    2
+    """
+    attacks = [(name, s.release_attack, s.identifiable) for name, s in scored
+               if s is not None and getattr(s, "release_attack", None) is not None
+               and s.release_attack.threshold is not None]
+    if not attacks:
+        return None
+    threshold = attacks[0][1].threshold
+    above = {name: np.asarray(a.attributable) > threshold for name, a, _ in attacks}
+    union = np.logical_or.reduce(list(above.values()))
+    identifiable = np.asarray(attacks[0][2], bool)
+    return {"threshold": float(threshold), "n_records": int(union.size),
+            "n_above_any": int(union.sum()),
+            "n_identifiable_above_any": int((union & identifiable).sum()),
+            "by_response": [{"response": k, "n_above": int(v.sum())} for k, v in above.items()]}
 
 
 def joint_over_responses(scores: list) -> JointCount | None:

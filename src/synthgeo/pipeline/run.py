@@ -889,6 +889,12 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
     if spec.risk.targets:
         say(f"risk verdict of the release: {result.risk_status} ("
             + ", ".join(f"{k} {v}" for k, v in result.risk_statuses.items()) + ")")
+    joint_attack = result.release_attacker_joint
+    if joint_attack is not None:
+        say(f"release attacker over the responses: {joint_attack['n_above_any']} of "
+            f"{joint_attack['n_records']} records above {joint_attack['threshold']:g} in at "
+            f"least one response ({joint_attack['n_identifiable_above_any']} identifiable by "
+            "location)")
     return result
 
 

@@ -826,6 +826,7 @@ def _several_risk_verdict(result: SequentialResult) -> dict[str, Any]:
     """
     return {**NOT_ASSESSED_RISK, "status": result.risk_status,
             "joint": None if result.risk_joint is None else result.risk_joint.to_dict(),
+            "release_attacker_joint": result.release_attacker_joint,
             "by_response": [{"response": k, "status": v}
                             for k, v in result.risk_statuses.items()]}
 
