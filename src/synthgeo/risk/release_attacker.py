@@ -50,18 +50,20 @@ becomes J_i = 1/(1/I_i + κ²) ≤ 1/κ², for any L and any number of repeated 
 responses' confidential values among its covariates, X = [C, y_e …] with coefficients b_e, and
 each implicate's mean is moved to the earlier responses' *synthetic* values of the same
 implicate, + (y†_e − y_e) b_e,ℓ (:func:`synthgeo.pipeline.responses.shift_to_earlier`). Every
-mechanism here has means M y_k + (I − M) X β (cross-fit M₀ = I − ΛQ; posterior predictive
-I − αQ; the calibration adds H(y_k − μ̃) with H held fixed, as β is), so with
-z_k = y_k − Σ_e b_e y_e the released means *less* Σ_e b_e,ℓ y†_e,ℓ (which the attacker
-computes from the release) are M z_k + terms in C: linear in y_k through M, and in an
-earlier response's y_e through −b_e M. A later response's map in its own values is therefore
-the one-response map on its design; and its means also tell about each earlier response's
-values, with information Σ_j (Σ_ℓ b_e,ℓ M_ℓ / L)_ji² w_j (``eye_weight`` = b̄_e under the
-calibration), added to the earlier response's own. Adding it treats the record's other
+mechanism here has raw means M₀ y_k + (I − M₀) X β (cross-fit M₀ = I − ΛQ; posterior
+predictive I − αQ), so with z_k = y_k − Σ_e b_e y_e the raw released means *less*
+Σ_e b_e,ℓ y†_e,ℓ (which the attacker computes from the release) are M₀ z_k + terms in C:
+linear in y_k through M₀, and in an earlier response's y_e through −b_e M₀. A later
+response's map in its own values is therefore the one-response map on its design (its
+calibration's projection H does not involve y_k). Its means also tell about each earlier
+response's values: −Σ_ℓ b_e,ℓ M_ℓ / L, plus, under a calibration, the derivative of the
+projection itself, whose design holds y_e (:func:`earlier_response_information`; checked
+against finite differences of the production synthesis in tests/test_cross_fit_several.py).
+That information is added to the earlier response's own. Adding it treats the record's other
 responses as known to the attacker (the Kerckhoffs reading, everyone's values but the one
 targeted): an over-statement where they are not. Under input noise a later response's design
-holds the earlier responses' y*, so z_k is a function of y* and the bound 1/κ_e² still holds.
-H's own dependence on y_e (the earlier column of X) is of order p/n, left out as β's is.
+holds the earlier responses' y*, so its release is a function of y* and the bound 1/κ_e²
+still holds.
 
 What this attacker is not: it weights the records' means as independent (diagonal GLS); under
 the posterior predictive the implicates of neighbours share a draw of w, and an attacker who
