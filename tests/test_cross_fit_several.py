@@ -193,6 +193,7 @@ def test_same_seed_same_values(raw):
         np.testing.assert_array_equal(a.synthetic["restricted"], b.synthetic["restricted"])
 
 
+@pytest.mark.slow  # two protect runs of three rounds each (~40 s on a loaded 2-core machine)
 def test_protect_on_two_responses_reaches_pass_with_every_response_judged(tmp_path):
     """protect = "targets": rounds applied to both responses; every response is judged on its
     own values and against its release attacker; the calibrated cross-fit fails against the
