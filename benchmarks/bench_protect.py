@@ -112,6 +112,12 @@ def measure_several(name: str, target: dict, protected, unprotected,
                          "overlap": overlap, "smallest_overlap": min(overlap.values()),
                          "joint": None if res.risk_joint is None else res.risk_joint.to_dict(),
                          "own_value_leak": {r.name: r.own_value_leak for r in res.responses},
+                         "release_attacker": {
+                             r.name: (None if r.risk_scores is None
+                                      or r.risk_scores.release_attack is None
+                                      else r.risk_scores.release_attack.summary())
+                             for r in res.responses},
+                         "input_noise": {r.name: r.input_noise for r in res.responses},
                          "correlations": res.correlations.to_dict("records"),
                          "neighbour_check": None,
                          "detector": {"applicable": False,
@@ -280,6 +286,10 @@ def main() -> None:
         if p.get("joint") is not None:
             rec.figure(f"{name}: joint count over responses", p["joint"]["n_joint"],
                        "records")
+        for resp, a in (p.get("release_attacker") or {}).items():
+            if a is not None:  # several responses: each response's release attacker
+                rec.figure(f"{name}: {resp}: largest a_i against the release attacker",
+                           round(a["largest_attributable"], 4), "")
     path = rec.finish(detail={"rows": json.loads(json.dumps(rows, default=str))})
     print(f"record: {path}")
     write_docs()

@@ -193,29 +193,52 @@ def test_same_seed_same_values(raw):
         np.testing.assert_array_equal(a.synthetic["restricted"], b.synthetic["restricted"])
 
 
+@pytest.mark.slow  # two protect runs of three rounds each (~40 s on a loaded 2-core machine)
 def test_protect_on_two_responses_reaches_pass_with_every_response_judged(tmp_path):
-    """protect = "targets": rounds applied to both responses; the released round PASSes on
-    every response, its record (one target entry per response) is schema-valid; a target
-    that cannot be met says which response failed and why."""
+    """protect = "targets": rounds applied to both responses; every response is judged on its
+    own values and against its release attacker; the calibrated cross-fit fails against the
+    attacker and the third round (input noise per response) PASSes on every response; its
+    record (one target entry per response and attacker) is schema-valid; a target that cannot
+    be met says which response failed and why."""
     from synthgeo.release.report._risk_sections import section_protection
     from synthgeo.release.schema import validate_release_record
     from synthgeo.release.writer import sequential_record
 
-    target = RiskTarget(measure="rel:0.1", max_attributable_record=0.25)
+    target = RiskTarget(measure="rel:0.1", max_attributable_record=0.35)
     spec = _spec(n_implicates=20).replace("risk", protect="targets", targets=[target])
     res, _ = _run(spec)
     prot = res.protection
     assert prot["reached"] and res.risk_status == "PASS"
     assert set(res.risk_statuses.values()) == {"PASS"}
+    assert len(prot["rounds"]) == 3 and "input noise" in prot["rounds"][-1]["mechanism"]
+    second = prot["rounds"][1]  # the calibrated cross-fit: the release attacker fails it
+    assert any(t["attacker"] == "release_attacker" and t["status"] == "FAIL"
+               for t in second["targets"])
     last = prot["rounds"][-1]
-    assert {t["response"] for t in last["targets"]} == {"log_price", "v2"}
+    assert {(t["response"], t["attacker"]) for t in last["targets"]} == {
+        (r, a) for r in ("log_price", "v2") for a in ("own_values", "release_attacker")}
     assert last["verdict"] == "PASS" and all(t["status"] == "PASS" for t in last["targets"])
     assert res.spec.risk.protect == "targets"  # the spec as asked
     rec = sequential_record(res, seconds={"total": 1.0})
     validate_release_record(rec)
     assert rec["protection"]["released_round"] == len(prot["rounds"])
     assert rec["synthesis"]["predictive"] == "cross_fit"
-    assert all(r["own_value_leak"] is not None for r in rec["responses"])
+    assert all("own_value_leak" in r for r in rec["responses"])  # null under input noise
+    attackers = {r["name"]: r["risk_release_attacker"] for r in rec["responses"]}
+    assert attackers["log_price"]["means_read"] == ["log_price", "v2"]
+    assert attackers["v2"]["means_read"] == ["v2"] and attackers["v2"]["approximate"] is None
+    assert all(a["judged"] and a["largest_attributable"] <= 0.35 for a in attackers.values())
+    noise = {r["name"]: r["input_noise"] for r in rec["responses"]}
+    assert all(v["chosen"] == "auto" and v["reached"] for v in noise.values())
+    assert noise["log_price"]["sd"] != noise["v2"]["sd"]  # each response's own κ
+    joint = rec["verdicts"]["risk"]["release_attacker_joint"]
+    assert joint["n_above_any"] == 0 and joint["threshold"] == 0.35
+    assert [b["response"] for b in joint["by_response"]] == ["log_price", "v2"]
+    from synthgeo.release.report._sequential import section_responses
+
+    body = section_responses(res).body  # a paragraph per response, the count over them
+    assert 'id="neighbour-signal-1"' in body and 'id="neighbour-signal-2"' in body
+    assert 'id="release-attacker-joint"' in body and "input noise of sd" in body
     section = section_protection(res)  # the report's rounds, a row per response and target
     assert section is not None and ">response<" in section.body and ">v2<" in section.body
     # a limit no mechanism can meet: every round runs, and the reason names the response
@@ -230,11 +253,10 @@ def test_protect_on_two_responses_reaches_pass_with_every_response_judged(tmp_pa
 
     failed, _ = _run(strict, fitter=counting)
     p = failed.protection
-    # two rounds: the input-noise round does not apply to several responses (no release
-    # attacker for them yet), and the reason says so
-    assert not p["reached"] and len(p["rounds"]) == 2 and failed.risk_status == "FAIL"
+    # every round runs, the input-noise round included, and the reason names the response
+    assert not p["reached"] and len(p["rounds"]) == 3 and failed.risk_status == "FAIL"
     assert "response `" in p["why_not"] and "max_attributable_record" in p["why_not"]
-    assert "several responses the input-noise round does not apply" in p["why_not"]
+    assert "input noise was chosen" in p["why_not"] and "(of each response)" in p["why_not"]
     # each response's unrestricted fit is made once (round 1) and reused by the later rounds
     assert sorted(labels) == ["restricted"] * 2 + ["unrestricted"] * 2
 
@@ -246,3 +268,90 @@ def test_a_yes_no_response_is_refused_with_the_cross_fit():
                                                                 "family": "bernoulli"}]),
                     sampling=SamplingConfig(sampler="grid"),
                     synthesis=SynthesisConfig(predictive="cross_fit"))
+
+
+def _later_means(spec, data_j, fit, x_syn, seed=3):
+    """The later response's released means (mean over implicates of each predictive), by the
+    production synthesis: :func:`run._draw` then :func:`responses.shift_to_earlier`."""
+    from synthgeo.pipeline import run as run_module
+
+    keep: dict = {}
+    ds = run_module._draw(spec, data_j, fit, "restricted", seed, keep=keep)
+    ds = responses.shift_to_earlier(ds, fit, data_j.X, x_syn)
+    ds.attrs["raw_error"] = keep["raw_error"]  # this test's own copy (not a release)
+    return ds, ds["y_mean"].values.mean(axis=0)
+
+
+@pytest.mark.parametrize("calibration", ["none", "covariates", "covariates_loo"])
+def test_a_later_responses_map_is_the_finite_difference_of_its_synthesis(raw, calibration):
+    """The release attacker of several responses: ∂(v2's released means)/∂v2_i and
+    ∂/∂log_price_i (the confidential earlier value in v2's design, the released log_price held
+    fixed) by finite differences of the production synthesis, against the information the
+    attacker uses: its own map (``release_information`` on v2's design) and the earlier
+    response's (``later_response_information``: −Σ_ℓ b_ℓ M_ℓ / L)."""
+    import dataclasses
+
+    from synthgeo.pipeline.release_attack import (
+        implicate_variance,
+        later_response_information,
+        released_map,
+    )
+    from synthgeo.pipeline.risk_stage import posterior_draws
+    from synthgeo.risk.release_attacker import release_information
+
+    res, _ = raw
+    spec = _spec(predictive="cross_fit", cross_fit_calibration=calibration)
+    first, second = res.responses
+    fit = second.fits["unrestricted"]
+    X = np.column_stack([np.ones(res.data.n_records), res.data.gdf["sqft_living"].to_numpy(),
+                         first.y])
+    data_j = dataclasses.replace(res.data, y=second.y, X=X,
+                                 coef_names=["Intercept", "sqft_living", "log_price"])
+    x_syn = _syn_design(res, X)
+    ds, base = _later_means(spec, data_j, fit, x_syn)
+    beta = posterior_draws(fit, ds)["beta"]
+    shift = np.einsum("lnp,lp->ln", x_syn - X[None], beta)
+    s2 = implicate_variance(ds, shift)
+    w = L / s2
+    M0 = released_map(spec, data_j, fit, ds, "cross_fit")
+    own = release_information(M0, X, 1.0 / s2, calibration=calibration) * L
+    cross = later_response_information(spec, data_j, fit, ds, X, 2, beta, s2,
+                                       ds.attrs["raw_error"]) * L
+    site = res.data.sites.site_index
+    shared = [i for i in range(site.size) if (site == site[i]).sum() > 1]
+    h = 1e-3
+    for i in [0, 17, 64, *shared[:2]]:
+        up = second.y.copy()
+        up[i] += h
+        col = (_later_means(spec, dataclasses.replace(data_j, y=up), fit, x_syn)[1] - base) / h
+        if calibration == "none":  # the record's own block does not enter its own mean
+            assert np.all(np.abs(col[site == site[i]]) < 1e-8)
+        np.testing.assert_allclose((col ** 2 * w).sum(), own[i], rtol=1e-6)
+        cols = []
+        for sign in (1, -1):  # log_price_i in the design; the released log_price fixed
+            Xi = X.copy()
+            Xi[i, 2] += sign * h
+            cols.append(_later_means(spec, dataclasses.replace(data_j, X=Xi), fit, x_syn)[1])
+        col = (cols[0] - cols[1]) / (2 * h)
+        # the calibration's projection holds log_price too: its derivative is in the map
+        np.testing.assert_allclose((col ** 2 * w).sum(), cross[i], rtol=1e-5)
+        assert cross[i] > 0.01 * own[i]  # the earlier response does reach the later means
+
+
+def test_noise_with_several_responses_refused_where_it_means_nothing():
+    """Input noise: refused with a yes/no or count response (no closed-form leave-out
+    predictive, and a 0/1 value plus noise is no longer one); mean noise: refused with several
+    responses (a later response's calibration channel is not derived); input noise with two
+    gaussian responses is accepted."""
+    two = DataConfig(responses=[{"name": "a"}, {"name": "b"}])
+    with pytest.raises(SpecError, match="input_noise.*yes/no response `s`.*closed-form"):
+        ReleaseSpec(data=DataConfig(responses=[{"name": "a"}, {"name": "s",
+                                                                "family": "bernoulli"}]),
+                    sampling=SamplingConfig(sampler="grid"),
+                    synthesis=SynthesisConfig(predictive="cross_fit", input_noise=0.2))
+    with pytest.raises(SpecError, match="mean_noise.*data.responses.*not derived"):
+        ReleaseSpec(data=two, synthesis=SynthesisConfig(predictive="cross_fit",
+                                                        mean_noise=0.1))
+    spec = ReleaseSpec(data=two, synthesis=SynthesisConfig(predictive="cross_fit",
+                                                           input_noise=0.2))
+    assert spec.synthesis.input_noise == 0.2

@@ -669,14 +669,16 @@ def test_several_response_objects_show_no_confidential_value(two_gaussian):
 
 # --- targets and verdicts for several responses (issue 22 phase 2, issue 25 item 5) -----------
 
-def _judged_spec(max_share_above: float, on_risk_failure: str = "warn", **model):
+def _judged_spec(max_share_above: float, on_risk_failure: str = "warn",
+                 release_attacker: str = "judge", **model):
     """Two gaussian responses, a [risk.targets] with a record_threshold, at_risk = "both"."""
     from synthgeo.config import RiskTarget
 
     target = RiskTarget(measure="rel:0.1", record_threshold=0.05,
                         max_share_above=max_share_above)
     return (_spec([{"name": "log_price"}, {"name": "lp2"}])
-            .replace("risk", targets=[target], on_risk_failure=on_risk_failure)
+            .replace("risk", targets=[target], on_risk_failure=on_risk_failure,
+                     release_attacker=release_attacker)
             .replace("model", at_risk="both", **model))
 
 
@@ -689,11 +691,12 @@ def _two_points():
 
 @pytest.fixture(scope="module")
 def judged_lenient():
-    """At most 90 % of records possibly above a_i = 0.05: every response passes."""
+    """At most 90 % of records possibly above a_i = 0.05 on own values: every response passes
+    (the release attacker reported, not judged: it fails the posterior predictive, below)."""
     from synthgeo.pipeline import run_release
 
-    return _quiet(run_release, _judged_spec(0.9), points=_two_points(),
-                  fitter=fake_fitter(n_draws=150))
+    return _quiet(run_release, _judged_spec(0.9, release_attacker="report"),
+                  points=_two_points(), fitter=fake_fitter(n_draws=150))
 
 
 @pytest.fixture(scope="module")
@@ -740,6 +743,12 @@ def test_several_responses_with_targets_and_at_risk_both_pass_a_lenient_target(j
     for entry in rec["responses"]:
         assert entry["risk_verdict"]["status"] == "PASS"
         assert entry["at_risk"]["rule"] == "both" and entry["at_risk"]["n_by_risk"] > 0
+    for entry in rec["responses"]:  # scored per response, not judged under "report"
+        attack = entry["risk_release_attacker"]
+        assert attack is not None and attack["judged"] is False
+        assert attack["mechanism"] == "posterior" and attack["largest_attributable"] > 0.05
+    assert rec["verdicts"]["risk"]["release_attacker_joint"]["n_above_any"] > 0
+    assert any(w["code"] == "release_attacker_not_judged" for w in rec["warnings"])
     kf = sequential_key_figures(res)
     assert kf["value"][0].startswith("PASS") and kf["status"][0] == "ok"
     for name in ("log_price", "lp2"):

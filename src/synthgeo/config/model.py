@@ -249,7 +249,9 @@ class SynthesisConfig:
     the response's model scale (log-dollars for a log response); "auto" takes the smallest κ
     at which the release attacker's attributable risk stays within the first per-record
     target for **any** number of pooled implicates (:mod:`synthgeo.synthesis.input_noise`;
-    docs/risk-and-utility.md, "The release attacker").
+    docs/risk-and-utility.md, "The release attacker"). With ``[[data.responses]]`` (gaussian
+    only) every response draws its own e: a number is the sd of each, in its own model scale;
+    "auto" chooses each response's κ for its own release attacker.
 
     ``mean_noise`` (float ≥ 0 or "auto", default 0: none): under ``predictive = "cross_fit"``
     each record's mean is moved by η_j ~ N(0, sd²), drawn once and common to its implicates,

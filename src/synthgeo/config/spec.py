@@ -87,6 +87,17 @@ class ReleaseSpec:
                 '`[risk] loo_unit = "subject"` needs a `[data] subject` column (the records of '
                 'one subject, left out together); name it, or use loo_unit = "site" or "record"'
             )
+        discrete = next((r for r in self.data.response_configs if r.family != "gaussian"),
+                        None)
+        if self.synthesis.input_noise != 0 and discrete is not None:
+            what = {"bernoulli": "yes/no", "poisson": "count"}[discrete.family]
+            raise SpecError(
+                f"`[synthesis] input_noise` with the {what} response `{discrete.name}`: the "
+                "noise is added to a gaussian response and synthesised through the GP's "
+                "closed-form leave-out predictive, which the spatial GLMM does not have (each "
+                "left-out record would need its own Laplace fit), and a 0/1 value or a count "
+                f"plus normal noise is no longer one; release `{discrete.name}` in a release "
+                "of its own, or leave input_noise out")
         if self.synthesis.predictive == "cross_fit":
             self._check_cross_fit()
         elif self.synthesis.input_noise != 0 or self.synthesis.mean_noise != 0:
@@ -99,13 +110,13 @@ class ReleaseSpec:
                 f'`[synthesis] cross_fit_calibration = "{self.synthesis.cross_fit_calibration}"` '
                 'applies to the cross-fitted predictive only; remove it or set '
                 '`[synthesis] predictive = "cross_fit"`')
-        noisy = next((k for k in ("input_noise", "mean_noise")
-                      if getattr(self.synthesis, k) != 0), None)
-        if noisy and self.data.sequential:
+        if self.synthesis.mean_noise != 0 and self.data.sequential:
             raise SpecError(
-                f'`[synthesis] {noisy}` applies to one gaussian response: with '
-                '`[[data.responses]]` the release attacker it answers is not scored yet; '
-                f'leave {noisy} out or release one response')
+                "`[synthesis] mean_noise` applies to one gaussian response: with "
+                "`[[data.responses]]` a later response's covariate calibration projects on a "
+                "design that holds the earlier confidential responses, a channel the mean "
+                "noise does not reach and whose information is not derived; use "
+                '`input_noise` (its bound holds for every response) or release one response')
         if self.synthesis.input_noise == "auto" and any(
                 t.attack == "average" for t in self.risk.targets):
             raise SpecError(

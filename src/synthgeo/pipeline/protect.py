@@ -126,8 +126,6 @@ def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
     for name, changes in LADDER:
         if len(rounds) >= K:
             break
-        if changes.get("input_noise", 0) != 0 and first.data.sequential:
-            continue  # several responses: no release attacker yet, so no noise round
         s = first
         if s.synthesis.predictive != "cross_fit":
             s = s.replace("model", **_RESTRICTED_DEFAULTS)
@@ -219,14 +217,12 @@ def _why(rounds: list[dict]) -> str:
         + f"{t['criterion']}: upper bound {t['upper']:.3g} > "
         f"{t['limit']:.3g}" + ("" if t["n_above"] is None else f" ({t['n_above']} records)")
         for t in failed)
-    cause = ("input noise was chosen for the first per-record target's release attacker; what "
-             "fails after it comes through the posterior draws (fitted with every record) or "
-             "another target; synthgeo has no stronger mechanism"
+    cause = ("input noise was chosen for the first per-record target's release attacker"
+             + (" (of each response)" if any(t.get("response") for t in last["targets"])
+                else "")
+             + "; what fails after it comes through the posterior draws (fitted with every "
+             "record) or another target; synthgeo has no stronger mechanism"
              if last["mechanism"] == LADDER[-1][0] else
-             "with several responses the input-noise round does not apply (the release "
-             "attacker is not scored for them yet); synthgeo has no stronger mechanism for them"
-             if last["mechanism"] == LADDER[0][0]
-             and any(t.get("response") for t in last["targets"]) else
              f"the cap of {len(rounds)} round(s) ([risk] max_rounds) was reached")
     return f"after {len(rounds)} round(s) ({last['mechanism']} last): {said}; {cause}"
 

@@ -23,6 +23,7 @@ from synthgeo.risk.predictive import Predictive
 from synthgeo.risk.rao_blackwell import rb_risk
 from synthgeo.risk.release_attacker import (
     attacker_predictive,
+    earlier_response_information,
     implicate_budget,
     mechanism_map,
     release_information,
@@ -30,7 +31,8 @@ from synthgeo.risk.release_attacker import (
 from synthgeo.synthesis.cross_fit import leverage
 
 __all__ = ["ReleaseAttack", "score_release_attacker", "judged_target", "released_map",
-           "information_with_mean_noise", "attributable_function"]
+           "information_with_mean_noise", "attributable_function", "implicate_variance",
+           "later_response_information"]
 
 #: Above this many pooled implicates the budget is reported as "not reached".
 BUDGET_CAP = 100_000
@@ -77,6 +79,9 @@ class ReleaseAttack:
     judged : bool
         Whether the targets are judged against it: ``[risk] release_attacker = "judge"`` and
         at least one ``[risk.targets]``.
+    means_read : tuple of str or None
+        Several responses: the responses whose released means the attacker reads (this one
+        and every later one, whose design holds this response's values); None for one response.
     by_target : dict of (measure key, attack) to ndarray (n,)
         The attributable risk per record for every ``[risk.targets]`` entry (the verdict's
         ``release_attacker`` input; confidential).
@@ -102,6 +107,7 @@ class ReleaseAttack:
     mean_noise_chosen: str | None = None
     pooled_by_target: object = field(default=None, repr=False, compare=False)
     judged: bool = False
+    means_read: tuple | None = None
 
     def summary(self) -> dict:
         """Return the aggregates for release.json (no record's value)."""
@@ -118,6 +124,8 @@ class ReleaseAttack:
                "largest_baseline": float(self.baseline.max()),
                "threshold": self.threshold, "seconds": round(self.seconds, 3),
                "judged": self.judged}
+        if self.means_read is not None:
+            out["means_read"] = list(self.means_read)
         if self.threshold is not None:
             out["n_records_above_threshold"] = int((a > self.threshold).sum())
             within = self.budget[self.budget < BUDGET_CAP]
@@ -144,7 +152,8 @@ class ReleaseAttack:
         return text
 
 
-def released_map(spec, data, fit, released: xr.Dataset, mechanism: str):
+def released_map(spec, data, fit, released: xr.Dataset, mechanism: str, *,
+                 weights: np.ndarray | None = None):
     """Return M̄₀, the released means' derivative in y, averaged over the implicates' cells.
 
     Parameters
@@ -158,12 +167,16 @@ def released_map(spec, data, fit, released: xr.Dataset, mechanism: str):
         The implicates, or :func:`synthgeo.synthesis.cross_fit.implicate_sources` (their
         ``source_chain`` / ``source_draw``).
     mechanism : {"cross_fit", "posterior"}
+    weights : ndarray of shape (L,), optional
+        A weight per implicate: Σ_ℓ weights_ℓ M₀(φ_ℓ, α_ℓ) / L (a later response's
+        coefficient b_ℓ of an earlier response: its map in that response's values). Default:
+        every weight 1.
 
     Returns
     -------
     scipy.sparse.csr_matrix of shape (n, n)
-        Σ_cells (count/L) M₀(φ, α) (:func:`synthgeo.risk.release_attacker.mechanism_map`),
-        dimensionless.
+        Σ_cells (Σ_{ℓ in cell} weights_ℓ / L) M₀(φ, α)
+        (:func:`synthgeo.risk.release_attacker.mechanism_map`), dimensionless.
     """
     from synthgeo.pipeline.risk_stage import (  # noqa: PLC0415 (same stage, no cycle)
         posterior_draws,
@@ -174,11 +187,14 @@ def released_map(spec, data, fit, released: xr.Dataset, mechanism: str):
     alpha = d["nugget"] / d["sigma2"]
     precision_of = precision_function(spec, data, fit)
     blocks = record_blocks(spec, data) if mechanism == "cross_fit" else None
-    cells, counts = np.unique(np.column_stack([d["phi"], alpha]), axis=0, return_counts=True)
+    w = np.ones(alpha.size) if weights is None else np.asarray(weights, float)
+    cells, inverse = np.unique(np.column_stack([d["phi"], alpha]), axis=0,
+                               return_inverse=True)
+    mass = np.bincount(np.ravel(inverse), weights=w, minlength=len(cells)) / alpha.size
     M0 = None
-    for (phi_c, alpha_c), k in zip(cells, counts):
+    for (phi_c, alpha_c), k in zip(cells, mass):
         part = mechanism_map(precision_of(phi_c, alpha_c), alpha_c, mechanism=mechanism,
-                             blocks=blocks) * (k / alpha.size)
+                             blocks=blocks) * k
         M0 = part if M0 is None else M0 + part
     return M0
 
@@ -286,8 +302,82 @@ def judged_target(spec) -> tuple[Measure, str, float | None]:
     return risk_measures(spec)[0], "share", None
 
 
+def implicate_variance(released: xr.Dataset, shift: np.ndarray | None = None) -> np.ndarray:
+    """s_j²: the variance of record j's released implicates, less a later response's shift.
+
+    Parameters
+    ----------
+    released : xarray.Dataset
+        ``y_synthetic`` (implicate, record), model scale.
+    shift : ndarray of shape (L, n), optional
+        A later response of several: (x†_jℓ − x_j)'β_ℓ, the move to the earlier responses'
+        synthetic values (:func:`synthgeo.pipeline.responses.shift_to_earlier`), which the
+        attacker computes from the release and removes.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        Model scale², ddof 1.
+    """
+    y = released["y_synthetic"].transpose("implicate", "record").values
+    return (y if shift is None else y - shift).var(axis=0, ddof=1)
+
+
+def later_response_information(spec, data, fit, released: xr.Dataset, design: np.ndarray,
+                               column: int, beta: np.ndarray, s2: np.ndarray,
+                               error: np.ndarray | None = None) -> np.ndarray:
+    r"""Per implicate: what a later response's released means tell about an earlier response.
+
+    The later response's means, less Σ_e b_e,ℓ y†_e,ℓ, are M z with z = y_k − Σ_e b_e y_e
+    (:mod:`synthgeo.risk.release_attacker`, "Several responses"), so their map in the earlier
+    response's values is −Σ_ℓ b_ℓ M_ℓ / L, b_ℓ its coefficient in implicate ℓ, plus under a
+    calibration the derivative of its projection, whose design holds the earlier values
+    (:func:`~synthgeo.risk.release_attacker.earlier_response_information`).
+
+    Parameters
+    ----------
+    spec : ReleaseSpec
+    data : PreparedData
+        The later response's (its sites; ``y`` and ``X`` unused).
+    fit : GPFit
+        The fit whose posterior draws made its released implicates.
+    released : xarray.Dataset
+        Its released implicates (``attrs``: predictive, calibration, input noise).
+    design : ndarray of shape (n, p)
+        Its design as the synthesis used it (the calibration's regressors).
+    column : int
+        The earlier response's column in ``design``.
+    beta : ndarray of shape (L, p)
+        The coefficients the means and the shift used, per implicate.
+    s2 : ndarray of shape (n,)
+        Its implicate variances less the shift (:func:`implicate_variance`).
+    error : ndarray of shape (n,), optional
+        Under a covariate calibration: its target less the mean over implicates of its raw
+        leave-out means (the calibration's projection holds the earlier values too:
+        :func:`synthgeo.risk.release_attacker.earlier_response_information`).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        I_i per pooled implicate, in the earlier response's units⁻² (multiply by L).
+    """
+    cross = released.attrs.get("predictive") == "cross_fit"
+    mechanism = "cross_fit" if cross else "posterior"
+    calibration = released.attrs.get("calibration", "none") if cross else "none"
+    b = np.asarray(beta, float)[:, column]
+    M0 = released_map(spec, data, fit, released, mechanism, weights=b)
+    if calibration != "none" and error is None:
+        raise ValueError("`error` (the mean leave-out error) is needed under a calibration")
+    return earlier_response_information(
+        M0, design, 1.0 / s2, column=column, eye_weight=float(b.mean()),
+        error=np.zeros(s2.size) if error is None else error, calibration=calibration)
+
+
 def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Dataset],
-                           baseline: Predictive, at_risk: np.ndarray, g: str) -> ReleaseAttack:
+                           baseline: Predictive, at_risk: np.ndarray, g: str, *,
+                           design: np.ndarray | None = None, shift: np.ndarray | None = None,
+                           extra_information: np.ndarray | None = None,
+                           means_read: tuple | None = None) -> ReleaseAttack:
     """Score the release attacker on the released (``"restricted"``) implicates.
 
     Parameters
@@ -305,6 +395,17 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
         Records whose effect the restricted fit smooths (the map is approximate there).
     g : {"exp", "identity"}
         Map to the person's scale.
+    design : ndarray of shape (n, p), optional
+        The design the synthesis used (a later response under input noise: the earlier
+        responses at their y*); default ``data.X``.
+    shift : ndarray of shape (L, n), optional
+        A later response of several: the move to the earlier synthetic values, removed from
+        the implicate variances (:func:`implicate_variance`).
+    extra_information : ndarray of shape (n,), optional
+        Several responses: the later responses' information about this one's values, per
+        pooled implicate (:func:`later_response_information`, summed), added to its own.
+    means_read : tuple of str, optional
+        Several responses: the responses whose means the attacker reads (in the summary).
 
     Returns
     -------
@@ -323,26 +424,35 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
         approximate = ("the restricted fit's smoothing at the at-risk sites is not in the map: "
                        "the unrestricted smoother I − αQ at the released fit's draws, with the "
                        "at-risk records' own rows left in (an over-statement there)")
+    if extra_information is not None:
+        approximate = "; ".join(filter(None, [approximate, (
+            "the later responses' means are read too, with the record's other responses "
+            "taken as known to the attacker (an over-statement where they are not)")]))
     noise = released.attrs.get("input_noise") or {}
     kappa = float(noise.get("sd", 0.0))
-    ols_sd = noise.get("ols_sd")  # input_noise_ols = "separate": the calibration's own noise
-    ols_info = (leverage(data.X) / float(ols_sd) ** 2
-                if ols_sd and calibration != "none" else 0.0)
     mean_noise = released.attrs.get("mean_noise") or {}
     v_eta = float(mean_noise.get("variance", 0.0))
     M0 = released_map(spec, data, fit, released, mechanism)
     L = released.sizes["implicate"]
-    s2 = released["y_synthetic"].transpose("implicate", "record").values.var(axis=0, ddof=1)
+    s2 = implicate_variance(released, shift)
+    X = data.X if design is None else design
+    ols_sd = noise.get("ols_sd")  # input_noise_ols = "separate": the calibration's own noise
+    ols_info = leverage(X) / float(ols_sd) ** 2 if ols_sd and calibration != "none" else 0.0
     # without mean noise I_i is L times the information of one implicate: computed once for the
     # budget's grid of L
-    per_implicate = (release_information(M0, data.X, 1.0 / s2, calibration=calibration)
+    per_implicate = (release_information(M0, X, 1.0 / s2, calibration=calibration)
                      if v_eta == 0 else None)
+    if extra_information is not None:
+        if per_implicate is None:
+            raise ValueError("`extra_information` (several responses) with mean noise: "
+                             "not derived; the spec refuses mean_noise with several responses")
+        per_implicate = per_implicate + np.asarray(extra_information, float)
 
     def info_at(n_implicates) -> np.ndarray:
         """I_i with this many pooled implicates (the means' noise: v_η + s²/L)."""
         if per_implicate is not None:
             return per_implicate * n_implicates
-        return information_with_mean_noise(M0, data.X, s2, v_eta, n_implicates,
+        return information_with_mean_noise(M0, X, s2, v_eta, n_implicates,
                                            calibration=calibration)
 
     y = data.y
@@ -371,5 +481,6 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
                          by_target=pooled_by_target(L), mean_noise_sd=float(np.sqrt(v_eta)),
                          mean_noise_chosen=mean_noise.get("chosen"),
                          pooled_by_target=pooled_by_target,
-                         judged=spec.risk.release_attacker == "judge" and bool(spec.risk.targets))
+                         judged=spec.risk.release_attacker == "judge" and bool(spec.risk.targets),
+                         means_read=None if means_read is None else tuple(means_read))
 

@@ -44,7 +44,8 @@ __all__ = ["ResponseResult", "SequentialResult", "response_formula", "released_v
            "response_scale_of", "response_design", "PhiOfGLMM", "glmm_fitter",
            "shift_to_earlier", "risk_rule_inputs", "draw_discrete", "discrete_risk_tables",
            "gaussian_risk_frame",
-           "response_utility", "joint_risk", "joint_over_responses"]
+           "response_utility", "joint_risk", "joint_over_responses",
+           "release_attacker_over_responses"]
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -84,6 +85,9 @@ class ResponseResult:
     own_value_leak : dict or None
         A gaussian response under the calibrated cross-fit: the own-value leak's aggregates
         (:func:`synthgeo.synthesis.cross_fit.own_value_leak`); None otherwise.
+    input_noise : dict or None
+        A gaussian response under ``[synthesis] input_noise``: what its synthesis did
+        (:func:`synthgeo.pipeline.synthesis_noise.draw_input_noise`; aggregates only).
     """
 
     def __repr__(self) -> str:
@@ -108,6 +112,7 @@ class ResponseResult:
     risk_scores: object = None
     at_risk_choice: object = None
     own_value_leak: dict | None = None
+    input_noise: dict | None = None
 
     @property
     def name(self) -> str:
@@ -192,6 +197,12 @@ class SequentialResult:
         Else NOT ASSESSED (:func:`synthgeo.risk.verdict.combine_statuses`).
         """
         return combine_statuses(self.risk_statuses.values())
+
+    @property
+    def release_attacker_joint(self) -> dict | None:
+        """The release attacker's count over responses (:func:`release_attacker_over_responses`)."""
+        return release_attacker_over_responses(
+            [(r.name, r.risk_scores) for r in self.responses if r.risk_scores is not None])
 
 
 def response_formula(spec: ReleaseSpec, rc: ResponseConfig, first: bool) -> str:
@@ -334,23 +345,29 @@ def glmm_fitter(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig):
                    n_neighbors=spec.model.n_neighbors, at_risk_effect="independent")
 
 
-def shift_to_earlier(ds: xr.Dataset, fit, X: np.ndarray, X_syn: np.ndarray) -> xr.Dataset:
+def shift_to_earlier(ds: xr.Dataset, fit, X: np.ndarray, X_syn: np.ndarray, *,
+                     beta: np.ndarray | None = None) -> xr.Dataset:
     """Gaussian implicates moved by (X†(ℓ) − X) β(ℓ): drawn given the earlier synthetic values.
 
     ``y_synthetic`` and ``y_mean`` (the predictive each value was drawn from) of ``ds``
-    (:func:`synthgeo.synthesis.implicates.draw_implicates` of ``fit``), in place.
+    (:func:`synthgeo.synthesis.implicates.draw_implicates` of ``fit``), in place. ``beta``
+    (L, p): the coefficients the means used, when not the fit's draws (input noise: the OLS of
+    y* on the design ``X``, which then holds the earlier responses' y*).
     """
     from synthgeo.synthesis.implicates import implicate_draw_index
 
     y = ds["y_synthetic"].values.copy()
-    post = fit.posterior
-    n_draw = post.sizes["draw"]
-    flat = implicate_draw_index(post.sizes["chain"], n_draw, X_syn.shape[0])
-    ci, di = np.divmod(flat, n_draw)
-    beta = post["beta"].values[ci, di]  # (L, p)
+    if beta is None:
+        post = fit.posterior
+        n_draw = post.sizes["draw"]
+        flat = implicate_draw_index(post.sizes["chain"], n_draw, X_syn.shape[0])
+        ci, di = np.divmod(flat, n_draw)
+        beta = post["beta"].values[ci, di]  # (L, p)
     shift = np.einsum("lnp,lp->ln", X_syn - X[None], beta)
     y += shift
     ds["y_mean"] = ds["y_mean"] + shift
+    if "y_mean_marginal" in ds:  # input noise's own-value predictive moves with it
+        ds["y_mean_marginal"] = ds["y_mean_marginal"] + shift
     ds["y_synthetic"] = (("implicate", "record"), y)
     return ds
 
@@ -459,6 +476,49 @@ def joint_risk(data: PreparedData, results: list) -> tuple[pd.DataFrame, pd.Data
                              "mean_joint_share": float(share[mask].mean()),
                              "share_records_any_match": float((share[mask] > 0).mean())})
     return pd.DataFrame(rows), per
+
+
+def release_attacker_over_responses(scored: list) -> dict | None:
+    """Count records above the threshold against the release attacker in any response.
+
+    Parameters
+    ----------
+    scored : list of (str, RiskScores)
+        Each gaussian response's name and scores (``release_attack``: its release attacker,
+        :mod:`synthgeo.pipeline.release_attack`; ``identifiable``: spatial k below k or unique
+        on location and released covariates).
+
+    Returns
+    -------
+    dict or None
+        ``threshold`` (the first per-record target's), ``n_records``, ``n_above_any`` (above
+        it in at least one response: the union), ``n_identifiable_above_any`` (of those, the
+        identifiable by location) and ``by_response`` (each response's count); counts only.
+        None when no response has a release attacker with a threshold.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> def one(a):
+    ...     return NS(release_attack=NS(threshold=0.1, attributable=np.array(a)),
+    ...               identifiable=np.array([True, False, False]))
+    >>> release_attacker_over_responses([("a", one([0.2, 0.0, 0.0])),
+    ...                                  ("b", one([0.0, 0.3, 0.05]))])["n_above_any"]
+    2
+    """
+    attacks = [(name, s.release_attack, s.identifiable) for name, s in scored
+               if s is not None and getattr(s, "release_attack", None) is not None
+               and s.release_attack.threshold is not None]
+    if not attacks:
+        return None
+    threshold = attacks[0][1].threshold
+    above = {name: np.asarray(a.attributable) > threshold for name, a, _ in attacks}
+    union = np.logical_or.reduce(list(above.values()))
+    identifiable = np.asarray(attacks[0][2], bool)
+    return {"threshold": float(threshold), "n_records": int(union.size),
+            "n_above_any": int(union.sum()),
+            "n_identifiable_above_any": int((union & identifiable).sum()),
+            "by_response": [{"response": k, "n_above": int(v.sum())} for k, v in above.items()]}
 
 
 def joint_over_responses(scores: list) -> JointCount | None:

@@ -372,7 +372,7 @@ class RiskScores:
         attacker's prior, :mod:`synthgeo.pipeline.release_attack`).
     release_attack : ReleaseAttack or None
         The release attacker's figures (:func:`synthgeo.pipeline.release_attack.\
-score_release_attacker`); None for a later response of several (not scored yet).
+score_release_attacker`); None when not scored.
     """
 
     measures: tuple[Measure, ...]
@@ -582,7 +582,8 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                        implicates: dict[str, xr.Dataset], at_risk: np.ndarray,
                        locations=None, *, own_X: np.ndarray | None = None,
                        g: str | None = None, realised=None,
-                       compare_units: bool = True, release_attacker: bool = True) -> RiskScores:
+                       compare_units: bool = True, release_attacker: bool = True,
+                       attack_kw: dict | None = None) -> RiskScores:
     """Score both models against both baselines, judge the targets, apply the gate.
 
     Parameters
@@ -612,8 +613,10 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
         (:func:`compare_loo_units`; ``RiskScores.loo_units``).
     release_attacker : bool, default=True
         Score the release attacker (:mod:`synthgeo.pipeline.release_attack`) and, under
-        ``[risk] release_attacker = "judge"``, judge the targets against it too; False for the
-        responses of a sequential release (not scored there yet).
+        ``[risk] release_attacker = "judge"``, judge the targets against it too.
+    attack_kw : dict, optional
+        A response of several: ``design``, ``shift``, ``extra_information`` and
+        ``means_read`` for :func:`synthgeo.pipeline.release_attack.score_release_attacker`.
 
     Returns
     -------
@@ -678,9 +681,10 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
         # possibly above the threshold (upper Monte Carlo bound): the protective count
         joint = joint_count(upper, target.record_threshold, below_k=below, unique=unique)
     attack = None
-    if release_attacker and own_X is None:  # the neighbour signal on the released implicates
+    if release_attacker:  # the neighbour signal on the released implicates
         from synthgeo.pipeline.release_attack import score_release_attacker  # noqa: PLC0415
-        attack = score_release_attacker(spec, data, fits, implicates, loo, mask, g)
+        attack = score_release_attacker(spec, data, fits, implicates, loo, mask, g,
+                                        **(attack_kw or {}))
     judged = attack.by_target if attack is not None and attack.judged else None
     verdict = assess_risk(summary, spec.risk.targets, model="restricted", joint=joint,
                           confidence=confidence, release_attacker=judged)

@@ -289,7 +289,8 @@ def _selection_draws(spec: ReleaseSpec, fit: GPFit) -> np.ndarray:
 
 
 def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed, *,
-          draw_index: np.ndarray | None = None):
+          draw_index: np.ndarray | None = None, noise: dict | None = None,
+          keep: dict | None = None):
     """One model's implicates (:func:`draw_implicates`) with the spec's L and at-risk effect.
 
     ``draw_index``: other posterior draws than the implicates' (the risk rule's selection).
@@ -303,18 +304,24 @@ def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed, *,
     of several, ``data`` holds the earlier *confidential* responses in X (the model's design);
     the caller then moves the draws to the earlier synthetic values
     (:func:`~synthgeo.pipeline.responses.shift_to_earlier`), as for the posterior predictive.
+    ``noise``: keyword arguments of :func:`~synthgeo.pipeline.synthesis_noise.draw_input_noise`
+    (a response of several: its design with the earlier y*, the attacker's ``own_X``, ``out``).
+    ``keep``: receives ``raw_error`` (n,), y less the mean raw leave-out mean (a response of
+    several: its release attacker; confidential, in memory only).
     """
     if name == "restricted" and spec.synthesis.predictive == "cross_fit":
         sources = implicate_sources(fit, spec.synthesis.n_implicates)
         calibration = spec.synthesis.cross_fit_calibration
         if spec.synthesis.input_noise != 0:
-            return draw_input_noise(spec, data, fit, sources, seed)
+            return draw_input_noise(spec, data, fit, sources, seed, **(noise or {}))
         if spec.synthesis.mean_noise != 0:
             return draw_mean_noise(spec, data, fit, sources, seed)
         calibrated = calibration != "none"
         weight: dict | None = {} if calibrated else None
         loo = loo_predictive(spec, data, fit, sources, own_weight=weight)
         mean = loo.mean
+        if keep is not None:
+            keep["raw_error"] = data.y - loo.mean.mean(axis=0)
         if calibrated:  # the implicates' OLS on X: the confidential's
             own_out = calibration == "covariates_loo"
             mean = calibrate_covariates(loo.mean, data.y, data.X, leave_own_out=own_out)
@@ -366,12 +373,19 @@ class _Drawn:
     seconds: dict
     selection: tuple | None = None  # the risk rule's (RecordRisk, selection draws) or None
     fit_seed: int | None = None  # both fits' random_seed (the stored synthesiser keeps it)
+    # input noise (confidential, in memory only): y*, the design the released synthesis used
+    # (the earlier responses at their y*) and the coefficients its means and shift used
+    y_star: np.ndarray | None = None
+    design: np.ndarray | None = None
+    beta: np.ndarray | None = None
+    raw_error: np.ndarray | None = None  # the calibration's mean leave-out error (cross-fit)
 
 
 def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, streams,
                   X_syn: dict, *, fitter, say, progressbar: bool, several: bool,
                   reuse_fits: dict | None = None,
-                  draw_index: np.ndarray | None = None) -> _Drawn:
+                  draw_index: np.ndarray | None = None,
+                  noisy_earlier: list | None = None) -> _Drawn:
     """Fit unrestricted → at-risk set → fit restricted → synthesise, for one response.
 
     ``streams``: the response's four seed streams. Common random numbers (docs/inference.md):
@@ -383,7 +397,9 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
     :func:`~synthgeo.synthesis.implicates.selection_draw_index`); ``streams[3]`` is not used
     (kept so that a later response's streams are unchanged). ``draw_index``: the posterior
     draws the implicates come from (``synthgeo draw``: draws no implicate used before);
-    default :func:`~synthgeo.synthesis.implicates.implicate_draw_index`.
+    default :func:`~synthgeo.synthesis.implicates.implicate_draw_index`. ``noisy_earlier``:
+    under ``[synthesis] input_noise``, the earlier responses' y* in order (their columns of a
+    later response's design in its released synthesis).
     """
     sec: dict[str, float] = {}
     fit_seed = int(streams[0].generate_state(1)[0])  # both fits: common random numbers
@@ -458,13 +474,27 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
         say(f"drawing {spec.synthesis.n_implicates} implicates per model")
     with _timed(sec, "synthesize"):
         implicates = None
+        noise = design = None
+        keep: dict = {}  # a response of several: what its release attacker needs
+        if (gaussian and several and spec.synthesis.predictive == "cross_fit"
+                and spec.synthesis.input_noise != 0):
+            design = data_j.X.copy()  # the earlier responses at their y*
+            p0 = data_j.X.shape[1] - len(noisy_earlier or [])
+            for k, ystar in enumerate(noisy_earlier or []):
+                design[:, p0 + k] = ystar
+            noise = {"design": design, "own_X": X_syn["restricted"], "out": keep}
         if gaussian:
             implicates = {  # one stream for both models: common random numbers
-                m: _draw(spec, data_j, fits[m], m, streams[2], draw_index=draw_index)
+                m: _draw(spec, data_j, fits[m], m, streams[2], draw_index=draw_index,
+                         noise=noise if m == "restricted" else None,
+                         keep=keep if m == "restricted" and several else None)
                 for m in progress_iter(MODELS, enabled=progressbar, desc="synthesis",
                                        total=len(MODELS), unit="model")}
             if X_syn["restricted"] is not None:  # a later response: given the earlier ones
                 implicates = {m: responses.shift_to_earlier(ds, fits[m], data_j.X, X_syn[m])
+                              if noise is None or m != "restricted" else
+                              responses.shift_to_earlier(ds, fits[m], design, X_syn[m],
+                                                         beta=keep["beta"])
                               for m, ds in implicates.items()}
             synthetic = {m: ds["y_synthetic"].values for m, ds in implicates.items()}
             if smoothing.likelihood_weight is not None:  # aggregates for release.json
@@ -477,7 +507,9 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
     return _Drawn(config=rc, data=data_j, fits=fits, at_risk=at_risk, sensitivity=sens,
                   choice=choice, implicates=implicates, synthetic=synthetic, seconds=sec,
                   selection=(None if selection_risk is None
-                             else (selection_risk, selection_draws)), fit_seed=fit_seed)
+                             else (selection_risk, selection_draws)), fit_seed=fit_seed,
+                  y_star=keep.get("y_star"), design=design, beta=keep.get("beta"),
+                  raw_error=keep.get("raw_error"))
 
 
 def run_release(spec: ReleaseSpec | str | os.PathLike, *,
@@ -667,7 +699,8 @@ def _release(spec: ReleaseSpec, *, inputs: _Inputs, progress=None, progressbar: 
         drawn.append(_fit_and_draw(spec, data_j, rc, streams, X_syn, fitter=fitter, say=say,
                                    progressbar=progressbar, several=several,
                                    reuse_fits=reuse_fits,
-                                   draw_index=None if plan is None else plan.new_draws))
+                                   draw_index=None if plan is None else plan.new_draws,
+                                   noisy_earlier=[e.y_star for e in drawn]))
         conf[rc.name] = data_j.y
         for m in MODELS:
             syn[m].append(drawn[-1].synthetic[m])
@@ -796,6 +829,7 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
     """Risk and utility of each response in turn, the joint risk and the correlations."""
     frame = data.frame.drop(columns=[spec.data.response])  # covariates, released unchanged
     results = []
+    attack_inputs = _attack_inputs(spec, data, drawn)
     for j, (d, formula) in enumerate(zip(drawn, formulas)):
         rc, sec, y = d.config, d.seconds, d.data.y
         attributable = scores = None
@@ -811,10 +845,13 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
                 if own_X is not None:
                     own_X[:, :, data.X.shape[1]:] = np.stack(
                         [e.synthetic["restricted"] for e in drawn[:j]], axis=-1)
-                scores = _score_response(spec, d, locations, own_X, risk)
+                scores = _score_response(spec, d, locations, own_X, risk, attack_inputs[j])
                 attributable = scores.table.assign(response=rc.name)
                 if spec.risk.targets:
                     say(f"{rc.name}: {scores.verdict_line()}")
+                if scores.release_attack is not None:
+                    sec["release_attacker"] = scores.release_attack.seconds
+                    say(f"{rc.name}: {scores.release_attack.line()}")
             else:
                 per, summary, matches = responses.discrete_risk_tables(
                     spec, rc, d.synthetic, y, d.at_risk, frame)
@@ -830,7 +867,9 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
             seconds=sec, attributable=attributable, risk_scores=scores,
             at_risk_choice=d.choice,
             own_value_leak=(None if d.implicates is None else
-                            d.implicates["restricted"].attrs.get("own_value_leak"))))
+                            d.implicates["restricted"].attrs.get("own_value_leak")),
+            input_noise=(None if d.implicates is None else
+                         d.implicates["restricted"].attrs.get("input_noise"))))
         for k, v in sec.items():  # totals over responses; per response in ResponseResult
             seconds[k] = seconds.get(k, 0.0) + v
     joint, joint_per = responses.joint_risk(data, results) if len(results) > 1 else (None, None)
@@ -850,10 +889,71 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
     if spec.risk.targets:
         say(f"risk verdict of the release: {result.risk_status} ("
             + ", ".join(f"{k} {v}" for k, v in result.risk_statuses.items()) + ")")
+    joint_attack = result.release_attacker_joint
+    if joint_attack is not None:
+        say(f"release attacker over the responses: {joint_attack['n_above_any']} of "
+            f"{joint_attack['n_records']} records above {joint_attack['threshold']:g} in at "
+            f"least one response ({joint_attack['n_identifiable_above_any']} identifiable by "
+            "location)")
     return result
 
 
-def _score_response(spec, d: _Drawn, locations, own_X, realised):
+def _attack_inputs(spec, data, drawn: list[_Drawn]) -> list[dict | None]:
+    """Each gaussian response's release-attacker inputs (:func:`score_release_attacker`).
+
+    ``design`` (the design its released synthesis used), ``shift`` (the move to the earlier
+    synthetic values, which the attacker removes), ``extra_information`` (what every later
+    gaussian response's means tell about this one's values, per pooled implicate:
+    :func:`~synthgeo.pipeline.release_attack.later_response_information`) and ``means_read``.
+    A yes/no or count response: None (its values are not read; no linear map).
+    """
+    from synthgeo.pipeline.release_attack import (  # noqa: PLC0415 (same stage, no cycle)
+        implicate_variance,
+        later_response_information,
+    )
+    from synthgeo.pipeline.risk_stage import posterior_draws  # noqa: PLC0415 (same stage)
+
+    p0 = data.X.shape[1]
+    out: list[dict | None] = []
+    for j, d in enumerate(drawn):
+        if d.config.family != "gaussian":
+            out.append(None)
+            continue
+        released = d.implicates["restricted"]
+        fit = d.fits["unrestricted" if released.attrs.get("predictive") == "cross_fit"
+                     else "restricted"]
+        design = d.data.X if d.design is None else d.design
+        beta = d.beta if d.beta is not None else posterior_draws(fit, released)["beta"]
+        shift = None
+        if j > 0:  # implicate ℓ's design with the earlier synthetic (released) responses
+            own = np.repeat(d.data.X[None], released.sizes["implicate"], axis=0)
+            own[:, :, p0:] = np.stack([e.synthetic["restricted"] for e in drawn[:j]], axis=-1)
+            shift = np.einsum("lnp,lp->ln", own - design[None], beta)
+        out.append({"design": design, "shift": shift, "fit": fit, "beta": beta,
+                    "error": d.raw_error,
+                    "extra_information": np.zeros(d.data.n_records),
+                    "means_read": (d.config.name,)})
+    for k, later in enumerate(out):
+        if later is None or k == 0:
+            continue
+        d = drawn[k]
+        s2 = implicate_variance(d.implicates["restricted"], later["shift"])
+        for e in range(k):
+            if out[e] is None:
+                continue
+            out[e]["extra_information"] = out[e]["extra_information"] + (
+                later_response_information(spec, d.data, later["fit"],
+                                           d.implicates["restricted"], later["design"],
+                                           p0 + e, later["beta"], s2, later["error"]))
+            out[e]["means_read"] = (*out[e]["means_read"], d.config.name)
+    return [None if o is None else
+            {**{k: v for k, v in o.items() if k not in ("fit", "beta", "error")},
+             "extra_information": (o["extra_information"] if len(o["means_read"]) > 1
+                                   else None)}
+            for o in out]
+
+
+def _score_response(spec, d: _Drawn, locations, own_X, realised, attack_kw=None):
     """Score one gaussian response of several and judge the targets on it, named.
 
     :func:`score_release_risk` on the response's own scale and attacker; the gate
@@ -865,7 +965,7 @@ def _score_response(spec, d: _Drawn, locations, own_X, realised):
         scores = score_release_risk(
             spec, d.data, d.fits, d.implicates, d.at_risk.at_risk, locations, own_X=own_X,
             g=responses.response_scale_of(spec, d.config).g_name, realised=realised,
-            compare_units=False, release_attacker=False)
+            compare_units=False, release_attacker=attack_kw is not None, attack_kw=attack_kw)
     except RiskError as exc:
         raise RiskError(f"response `{name}`: {exc}") from None
     notes = [{**w, "message": f"response `{name}`: {w['message']}"} for w in scores.warnings]

@@ -73,17 +73,20 @@ def _attacker(spec, data, loo):
     return threshold, base, attributable_at
 
 
-def _prior(spec, data, fit, sources):
+def _prior(spec, data, fit, sources, own_X=None):
     """Return the attacker's prior: the leave-one-out baseline the verdict scores against.
 
     At the leave-out posterior under ``[risk] loo_posterior = "reweighted"`` (the default), so
-    that "auto" chooses the noise against the same baseline that judges it.
+    that "auto" chooses the noise against the same baseline that judges it; for a later
+    response of several, with the earlier responses' released values paired with the
+    implicates (``own_X``, (L, n, p)), as the verdict's baseline holds them.
     """
-    return loo_predictive(spec, data, fit, sources, reweight=spec.loo_posterior == "reweighted")
+    return loo_predictive(spec, data, fit, sources, own_X=own_X,
+                          reweight=spec.loo_posterior == "reweighted")
 
 
-def _realised_bound(spec, data, loo, base: np.ndarray, ystar: np.ndarray, kappa: float,
-                    ols: tuple[np.ndarray, float] | None = None) -> np.ndarray:
+def _realised_bound(spec, data, loo, base: np.ndarray, ystar: np.ndarray, kappa: float, *,
+                    X: np.ndarray, ols: tuple[np.ndarray, float] | None = None) -> np.ndarray:
     """Per record: the attacker who holds y*_i exactly, on *this* noise draw (not averaged).
 
     Its guess is a draw from N(μ + ω(y*_i − μ), 1/(1/s² + 1/κ²)), ω = (1/κ²)/(1/s² + 1/κ²)
@@ -97,8 +100,7 @@ def _realised_bound(spec, data, loo, base: np.ndarray, ystar: np.ndarray, kappa:
     obs = ystar.copy()
     if ols is not None:  # the GLS combination of y*_i and the calibration's reading of y_i
         t, ols_sd = ols
-        h = leverage(data.X)
-        X = data.X
+        h = leverage(X)
         Ht = X @ np.linalg.lstsq(X, t, rcond=None)[0]
         Hy = X @ np.linalg.lstsq(X, data.y, rcond=None)[0]
         reading = data.y + (Ht - Hy) / np.maximum(h, 1e-300)
@@ -111,7 +113,7 @@ def _realised_bound(spec, data, loo, base: np.ndarray, ystar: np.ndarray, kappa:
     return rb_risk(guess, data.y, measure, response_scale(spec).g_name) - base
 
 
-def _by_cell(spec, data, fit, alpha, phi, ystar, *, kappa, ols_sd, e, e_ols):
+def _by_cell(spec, data, fit, X, alpha, phi, ystar, *, kappa, ols_sd, e, e_ols):
     """Per implicate: the means' β = GLS(y*), and each record's noise variance and shift.
 
     Per (φ, α) cell of the implicates' draws, the engine's precision Q gives the GLS map
@@ -125,7 +127,6 @@ def _by_cell(spec, data, fit, alpha, phi, ystar, *, kappa, ols_sd, e, e_ols):
     precision_of = precision_function(spec, data, fit)
     blocks = record_blocks(spec, data)
     calibration = spec.synthesis.cross_fit_calibration
-    X = data.X
     L, n = alpha.size, data.y.size
     beta, v, moved = np.empty((L, X.shape[1])), np.empty((L, n)), np.empty((L, n))
     cells, index = np.unique(np.column_stack([phi, alpha]), axis=0, return_inverse=True)
@@ -141,7 +142,8 @@ def _by_cell(spec, data, fit, alpha, phi, ystar, *, kappa, ols_sd, e, e_ols):
     return beta, v, moved
 
 
-def draw_input_noise(spec, data, fit, sources, seed):
+def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | None = None,
+                     own_X: np.ndarray | None = None, out: dict | None = None):
     """Draw the cross-fitted implicates from y* = y + e (module docstring).
 
     κ as given, or chosen ("auto") so that the attacker who knows y*_i (and, under a separate
@@ -150,7 +152,18 @@ def draw_input_noise(spec, data, fit, sources, seed):
     the leave-out variance s² less the variance v the noise gives its mean (at least
     :data:`FLOOR` s² kept), so that over the noise implicate ℓ of record i is N(m_iℓ(0), s²_iℓ):
     the calibrated cross-fit of y itself (docs/risk-and-utility.md, "Input noise: luck or leak").
+
+    Several responses (docs/risk-and-utility.md, "Input noise for several responses"): each
+    response draws its own e from its own seed and κ; a later response's synthesis uses
+    ``design``, its design with the earlier responses at their y* (so that nothing released
+    reads an earlier confidential value), and "auto" chooses κ against the verdict's baseline,
+    which holds the earlier responses' released values (``own_X``, (L, n, p)); its expectation
+    over the noise is over its own noise, given the earlier responses' y*. ``out``, if given,
+    receives ``y_star`` (n,), ``beta`` (L, p), the means' coefficients, and ``raw_error`` (n,),
+    the calibration target less the mean raw leave-out mean (confidential, in memory only: the
+    later responses' designs, the shift to the earlier synthetic values, the release attacker).
     """
+    X = data.X if design is None else np.asarray(design, float)
     d = posterior_draws(fit, sources)
     alpha = d["nugget"] / d["sigma2"]
     kappa, chosen, reached = spec.synthesis.input_noise, "given", None
@@ -160,12 +173,12 @@ def draw_input_noise(spec, data, fit, sources, seed):
             f"`[synthesis] input_noise = {kappa!r}` is more than {INPUT_NOISE_CAP:g} times the "
             "response's standard deviation (model scale): the released values would be "
             'noise; give a smaller sd, or "auto"')
-    loo0 = _prior(spec, data, fit, sources)
+    loo0 = _prior(spec, data, fit, sources, own_X)
     threshold, base, attributable_at = _attacker(spec, data, loo0)
     unlimited = np.full(data.y.size, np.inf)
     calibration = spec.synthesis.cross_fit_calibration
     separate = spec.synthesis.input_noise_ols == "separate" and calibration != "none"
-    h = leverage(data.X)
+    h = leverage(X)
 
     def ols_info(k: float):  # h_ii/κ_β²: at most OLS_INFORMATION_SHARE/κ²
         return h / ols_noise_sd(k, h) ** 2 if separate and k > 0 else 0.0
@@ -183,23 +196,25 @@ def draw_input_noise(spec, data, fit, sources, seed):
     ystar = noisy_response(data.y, kappa, noise_seed)
     ols_sd = ols_noise_sd(kappa, h) if separate else None
     target = noisy_response(data.y, ols_sd, ols_seed) if separate else ystar
-    realised = _realised_bound(spec, data, loo0, base, ystar, kappa,
+    realised = _realised_bound(spec, data, loo0, base, ystar, kappa, X=X,
                                ols=(target, ols_sd) if separate and kappa > 0 else None)
     # β of the means from y* (its GLS per cell), not from the fit on y: the calibrated means
     # carry −(I − H)M₀Xβ_ℓ, and β_ℓ fitted on y would reach them (break-it trial, 2026-12-03)
-    d["beta"], v, moved = _by_cell(spec, data, fit, alpha, d["phi"], ystar, kappa=kappa,
+    d["beta"], v, moved = _by_cell(spec, data, fit, X, alpha, d["phi"], ystar, kappa=kappa,
                                    ols_sd=ols_sd, e=ystar - data.y,
                                    e_ols=target - data.y if separate else None)
     unit = spec.loo_unit
-    loo = baseline_loo_sets(ystar, data.X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
+    loo = baseline_loo_sets(ystar, X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
                             alpha=alpha, precision_of=precision_function(spec, data, fit),
                             block_sets={unit: record_blocks(spec, data)})[unit]
     # calibrated to the OLS of y* ("shared") or of y + e_β ("separate"); y's own OLS would
     # publish y's regression exactly as L grows
-    mean = _calibrated(spec, loo.mean, target, data.X)
+    mean = _calibrated(spec, loo.mean, target, X)
     s2 = loo.sd ** 2
     var = np.maximum(s2 - v, FLOOR * s2)  # over the noise: s² (v + FLOOR s² where floored)
     floored = int((s2 - v < FLOOR * s2).any(axis=0).sum())
+    if out is not None:
+        out.update(y_star=ystar, beta=d["beta"], raw_error=target - loo.mean.mean(axis=0))
     ds = draw_cross_fitted(mean, np.sqrt(var), sources=sources,
                            random_seed=seed, record_id=data.record_id,
                            calibration=calibration)

@@ -762,7 +762,10 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
             **({} if r.attributable is None else
                {"risk_attributable": r.attributable.to_dict("records")}),
             **({} if r.risk_scores is None else
-               {"risk_verdict": r.risk_scores.verdict.to_dict()}),
+               {"risk_verdict": r.risk_scores.verdict.to_dict(),
+                "risk_release_attacker": (None if r.risk_scores.release_attack is None
+                                          else r.risk_scores.release_attack.summary())}),
+            **_response_input_noise(spec, r),
             **_own_value_leak(spec, r),
             "utility": {"method": ("OLS" if r.family == "gaussian" else
                                    {"bernoulli": "logistic GLM", "poisson": "Poisson GLM"}
@@ -802,6 +805,17 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
     return jsonable(rec)
 
 
+def _response_input_noise(spec, r) -> dict[str, Any]:
+    """``input_noise`` of one gaussian response under ``[synthesis] input_noise``, else nothing.
+
+    What its released implicates record (:func:`synthgeo.pipeline.synthesis_noise.\
+draw_input_noise`: sd, how chosen, the realised figure; aggregates only).
+    """
+    if spec.synthesis.input_noise == 0 or r.family != "gaussian":
+        return {}
+    return {"input_noise": r.input_noise}
+
+
 def _own_value_leak(spec, r) -> dict[str, Any]:
     """``own_value_leak`` of one gaussian response under a calibrated cross-fit, else nothing.
 
@@ -839,6 +853,7 @@ def _several_risk_verdict(result: SequentialResult) -> dict[str, Any]:
     """
     return {**NOT_ASSESSED_RISK, "status": result.risk_status,
             "joint": None if result.risk_joint is None else result.risk_joint.to_dict(),
+            "release_attacker_joint": result.release_attacker_joint,
             "by_response": [{"response": k, "status": v}
                             for k, v in result.risk_statuses.items()]}
 

@@ -46,6 +46,25 @@ and of the posterior draws, so whatever the attacker does with however many impl
 cannot learn more about y_i than y*_i tells (the data-processing inequality): the information
 becomes J_i = 1/(1/I_i + κ²) ≤ 1/κ², for any L and any number of repeated draws.
 
+**Several responses** (``[[data.responses]]``). A later response k is fitted with the earlier
+responses' confidential values among its covariates, X = [C, y_e …] with coefficients b_e, and
+each implicate's mean is moved to the earlier responses' *synthetic* values of the same
+implicate, + (y†_e − y_e) b_e,ℓ (:func:`synthgeo.pipeline.responses.shift_to_earlier`). Every
+mechanism here has raw means M₀ y_k + (I − M₀) X β (cross-fit M₀ = I − ΛQ; posterior
+predictive I − αQ), so with z_k = y_k − Σ_e b_e y_e the raw released means *less*
+Σ_e b_e,ℓ y†_e,ℓ (which the attacker computes from the release) are M₀ z_k + terms in C:
+linear in y_k through M₀, and in an earlier response's y_e through −b_e M₀. A later
+response's map in its own values is therefore the one-response map on its design (its
+calibration's projection H does not involve y_k). Its means also tell about each earlier
+response's values: −Σ_ℓ b_e,ℓ M_ℓ / L, plus, under a calibration, the derivative of the
+projection itself, whose design holds y_e (:func:`earlier_response_information`; checked
+against finite differences of the production synthesis in tests/test_cross_fit_several.py).
+That information is added to the earlier response's own. Adding it treats the record's other
+responses as known to the attacker (the Kerckhoffs reading, everyone's values but the one
+targeted): an over-statement where they are not. Under input noise a later response's design
+holds the earlier responses' y*, so its release is a function of y* and the bound 1/κ_e²
+still holds.
+
 What this attacker is not: it weights the records' means as independent (diagonal GLS); under
 the posterior predictive the implicates of neighbours share a draw of w, and an attacker who
 modelled that correlation could do better or worse. It takes θ and β as known (the break-it
@@ -64,6 +83,7 @@ from synthgeo.risk.predictive import Predictive
 from synthgeo.synthesis.cross_fit import leverage
 
 __all__ = ["MECHANISMS", "block_inverse", "mechanism_map", "release_information",
+           "earlier_response_information",
            "attacker_predictive", "implicate_budget", "unlimited_bound"]
 
 #: The released means' linear map this module knows: the cross-fit under each calibration and
@@ -155,7 +175,7 @@ def mechanism_map(Q, alpha: float, *, mechanism: str, blocks: np.ndarray | None 
 
 
 def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
-                        calibration: str = "none") -> np.ndarray:
+                        calibration: str = "none", eye_weight: float = 1.0) -> np.ndarray:
     r"""I_i = Σ_j M_ji² w_j: what every released mean tells about y_i, per record.
 
     Parameters
@@ -169,6 +189,11 @@ def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
         log response).
     calibration : {"none", "covariates", "covariates_loo"}, default="none"
         The cross-fit's covariate calibration (module docstring: M from M₀).
+    eye_weight : float, default=1.0
+        c in the calibration's ∂e/∂y = cI − M₀. 1 for a response's own values; for an earlier
+        response's values read off a later response's means (module docstring, "Several
+        responses"), M₀ is Σ_ℓ b_ℓ M₀,ℓ / L and c = b̄, the mean of the earlier response's
+        coefficients b_ℓ over the implicates.
 
     Returns
     -------
@@ -203,7 +228,7 @@ def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
     if calibration not in ("covariates", "covariates_loo"):
         raise ValueError("`calibration` must be 'none', 'covariates' or 'covariates_loo', "
                          f"got {calibration!r}")
-    eye = np.eye(n) if dense else sp.identity(n, format="csr")
+    eye = float(eye_weight) * (np.eye(n) if dense else sp.identity(n, format="csr"))
     U = eye - M0  # ∂e/∂y
     G = np.linalg.pinv(X.T @ X)
     A = G @ np.asarray((U.T @ X).T)  # (p, n): a_i = G Xᵀ U e_i
@@ -220,6 +245,103 @@ def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
     cross = np.einsum("ki,ki->i", A, ZWV)
     quad = np.einsum("ki,kl,li->i", A, ZWZ, A)
     return np.maximum(vv + 2.0 * cross + quad, 0.0)
+
+
+def earlier_response_information(M0, X: np.ndarray, weight: np.ndarray, *, column: int,
+                                 eye_weight: float, error: np.ndarray,
+                                 calibration: str = "none") -> np.ndarray:
+    r"""I_i of an *earlier* response's values read off a later response's released means.
+
+    The later response is synthesised on X = [C, y_e, …] (its design holds the earlier
+    response's confidential values in ``column``); its means less the attacker-computed
+    Σ_ℓ b_ℓ y†_ℓ have, with β and the leave-out errors held as in :func:`release_information`,
+    the derivative in y_e,i (column i of the Jacobian J):
+
+    - raw cross-fit: −M e_i with M = Σ_ℓ b_ℓ M₀,ℓ / L (``M0``);
+    - calibrated: −(M₀ + K U) e_i + c_i, U = b̄I − M₀, K = H ("covariates") or
+      (I + D)H − D ("covariates_loo", D = diag(h/(1 − h))), and c_i the derivative of the
+      calibration's own projection, which holds y_e in X:
+      c_i = κ_i e_i + Z(r̄_i g − δ̄_p G x_i) + diag(q) X G x_i, with G = (XᵀX)⁻¹,
+      g = G u_p (p = ``column``), ē the mean leave-out error (``error``), δ̄ = G Xᵀ ē,
+      r̄ = ē − X δ̄, Z = (I + D) X, q_j = 2 r̄_j gᵀx_j / (1 − h_j)² (0 under "covariates"),
+      κ_i = δ̄_p (1 + d_i) − q_i. From dH = (I − H) dX G Xᵀ + X G dXᵀ (I − H) and
+      dh_j = 2 (δ_ij − H_ij) gᵀx_j at dX = e_i u_pᵀ.
+
+    I_i = Σ_j J_ji² w_j, in O(nnz(M₀) p + n p²).
+
+    Parameters
+    ----------
+    M0 : scipy sparse matrix or ndarray, shape (n, n)
+        Σ_ℓ b_ℓ M₀,ℓ / L (:func:`synthgeo.pipeline.release_attack.released_map` with the
+        earlier response's coefficients as weights).
+    X : ndarray of shape (n, p)
+        The later response's design as its synthesis used it.
+    weight : ndarray of shape (n,)
+        w_j = 1 / s_j² of the later response (one implicate).
+    column : int
+        The earlier response's column of ``X``.
+    eye_weight : float
+        b̄, the mean of b_ℓ.
+    error : ndarray of shape (n,)
+        ē: the later response's target (y, or y* under input noise) less the mean over
+        implicates of its raw leave-out means (before the calibration).
+    calibration : {"none", "covariates", "covariates_loo"}, default="none"
+
+    Returns
+    -------
+    ndarray of shape (n,)
+        I_i ≥ 0 per implicate, in the earlier response's units⁻².
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``calibration``.
+
+    Examples
+    --------
+    >>> M0 = np.array([[0.0, 0.5], [0.5, 0.0]])
+    >>> earlier_response_information(M0, np.ones((2, 1)), np.array([100.0, 100.0]), column=0,
+    ...                              eye_weight=1.0, error=np.zeros(2)).tolist()
+    [25.0, 25.0]
+    """
+    if calibration == "none":
+        return release_information(M0, X, weight)
+    if calibration not in ("covariates", "covariates_loo"):
+        raise ValueError("`calibration` must be 'none', 'covariates' or 'covariates_loo', "
+                         f"got {calibration!r}")
+    dense = not sp.issparse(M0)
+    M0 = np.asarray(M0, float) if dense else sp.csr_matrix(M0)
+    X, w, e = (np.asarray(v, float) for v in (X, weight, error))
+    n = X.shape[0]
+    eye = float(eye_weight) * (np.eye(n) if dense else sp.identity(n, format="csr"))
+    U = eye - M0
+    G = np.linalg.pinv(X.T @ X)
+    A = G @ np.asarray((U.T @ X).T)  # (p, n): G Xᵀ U e_i
+    g = G[:, column]
+    delta = G @ (X.T @ e)
+    r = e - X @ delta
+    GX = G @ X.T  # (p, n): G x_i
+    if calibration == "covariates":
+        d, q = np.zeros(n), np.zeros(n)
+        V = M0
+    else:
+        h = leverage(X)
+        d = h / (1.0 - h)
+        q = 2.0 * r * (X @ g) / (1.0 - h) ** 2
+        V = M0 - d[:, None] * U if dense else (M0 - sp.diags(d) @ U).tocsr()
+    Z = X * (1.0 + d)[:, None]
+    Z2 = np.hstack([Z, X * q[:, None]])  # (n, 2p)
+    kappa = delta[column] * (1.0 + d) - q
+    # column i: −V e_i + κ_i e_i + Z2 β_i, β_i = [r̄_i g − δ̄_p G x_i − A_i ; G x_i]
+    B = np.vstack([np.outer(g, r) - delta[column] * GX - A, GX])  # (2p, n)
+    vv = (V * V).T @ w if dense else np.asarray(V.multiply(V).T @ w).ravel()
+    v_diag = V.diagonal() if not dense else np.diagonal(V)
+    Z2WV = np.asarray((V.T @ (Z2 * w[:, None])).T)  # (2p, n): Z2ᵀ W V e_i
+    Z2WZ2 = Z2.T @ (Z2 * w[:, None])
+    out = (vv - 2.0 * kappa * w * v_diag - 2.0 * np.einsum("ki,ki->i", B, Z2WV)
+           + kappa ** 2 * w + 2.0 * kappa * w * np.einsum("ik,ki->i", Z2, B)
+           + np.einsum("ki,kl,li->i", B, Z2WZ2, B))
+    return np.maximum(out, 0.0)
 
 
 def attacker_predictive(loo: Predictive, truth: np.ndarray, information: np.ndarray,

@@ -68,7 +68,11 @@ def section_responses(result) -> Section:
         rates = (rates_by_area(result.data.gdf[by].to_numpy(), r.y, r.synthetic)
                  if by else None)
         risk = r.risk_summary.drop(columns="response", errors="ignore")
+        attack = None if r.risk_scores is None else r.risk_scores.release_attack
         blocks.append({
+            "attacker": None if attack is None else {
+                **attack.summary(), "log_scale": r.risk_scores.g == "exp",
+                "noise_factor": float(np.exp(attack.kappa))},
             "name": r.name, "family": r.family, "coef_names": r.coef_names,
             "n_at_risk": r.at_risk.n_at_risk, "M_m": r.at_risk.radius_m, "rates": rates,
             "by": by, "risk": risk, "formula": r.formula,
@@ -84,6 +88,7 @@ def section_responses(result) -> Section:
         mt = pd.DataFrame(rows)
     body = render("responses.html.j2", responses=blocks, n_records=result.data.n_records,
                   missing=miss, missing_table=mt, joint=result.joint_risk,
+                  attacker_joint=result.release_attacker_joint,
                   correlations=(result.correlations if len(result.correlations) else None))
     return Section(id="responses", title="Responses: rates by area, risk, utility", body=body)
 
