@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-__all__ = ["run_scope", "cached_loo"]
+__all__ = ["run_scope", "cached_loo", "remember_map", "cached_map"]
 
 _ENTRIES: dict | None = None  # None outside a run: nothing is kept
 
@@ -80,3 +80,27 @@ def cached_loo(fit, data, draws: tuple[np.ndarray, np.ndarray], blocks: dict[str
         for u, entry in compute(missing).items():
             units[u] = (_digest(np.asarray(missing[u])), entry)
     return {u: units[u][1] for u in blocks}
+
+
+def remember_map(fit, data, draws: tuple[np.ndarray, np.ndarray], blocks, M) -> None:
+    """Keep M̄, the cross-fit's map averaged over the implicates' cells, for this run.
+
+    Input noise builds every cell's map K for its own figures
+    (:mod:`synthgeo.pipeline.synthesis_noise`); the release attacker reads the same average
+    (:func:`synthgeo.pipeline.release_attack.released_map`), which :func:`cached_map` then
+    serves instead of building every cell's precision and map a second time. Outside
+    :func:`run_scope` nothing is kept.
+    """
+    if _ENTRIES is None:
+        return
+    key = (id(fit), id(data), _digest(*draws))
+    slot = _ENTRIES.setdefault(key, {"fit": fit, "data": data, "units": {}})
+    slot.setdefault("maps", {})[_digest(np.asarray(blocks))] = M
+
+
+def cached_map(fit, data, draws: tuple[np.ndarray, np.ndarray], blocks):
+    """Return the cross-fit's averaged map kept by :func:`remember_map`, or None."""
+    if _ENTRIES is None:
+        return None
+    slot = _ENTRIES.get((id(fit), id(data), _digest(*draws)))
+    return None if slot is None else slot.get("maps", {}).get(_digest(np.asarray(blocks)))

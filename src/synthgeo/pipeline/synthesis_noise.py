@@ -19,6 +19,7 @@ from synthgeo._errors import SpecError
 from synthgeo._seed import keyed_seeds
 from synthgeo._warn import warn
 from synthgeo.pipeline.data import response_scale
+from synthgeo.pipeline.loo_cache import remember_map
 from synthgeo.pipeline.release_attack import (
     attributable_function,
     information_with_mean_noise,
@@ -31,7 +32,6 @@ from synthgeo.pipeline.risk_stage import (
     precision_function,
     record_blocks,
 )
-from synthgeo.risk.loo import baseline_loo_sets
 from synthgeo.risk.noise_spread import noise_spread
 from synthgeo.risk.predictive import Predictive
 from synthgeo.risk.rao_blackwell import rb_risk
@@ -113,33 +113,43 @@ def _realised_bound(spec, data, loo, base: np.ndarray, ystar: np.ndarray, kappa:
     return rb_risk(guess, data.y, measure, response_scale(spec).g_name) - base
 
 
-def _by_cell(spec, data, fit, X, alpha, phi, ystar, *, kappa, ols_sd, e, e_ols):
-    """Per implicate: the means' β = GLS(y*), and each record's noise variance and shift.
+def _by_cell(spec, data, fit, X, draws, alpha, phi, ystar, *, kappa, ols_sd, e, e_ols):
+    """Per implicate: the raw cross-fitted means of y*, their β, and the noise's spread.
 
     Per (φ, α) cell of the implicates' draws, the engine's precision Q gives the GLS map
     G = (XᵀQX)⁻¹XᵀQ (β = G y*: a function of y* only, and over the noise centred on the GLS
     of y, as the baseline's β_ℓ is; the OLS of y* is a different predictor, 0.13 log-dollars
     off the baseline's kriging on Lucas County) and the cross-fit's map K
-    (:func:`synthgeo.risk.release_attacker.mechanism_map`) the variance v over (e, e_β) and
-    this draw's shift (:func:`synthgeo.risk.noise_spread.noise_spread`). Arrays: β (L, p),
-    v and shift (L, n).
+    (:func:`synthgeo.risk.release_attacker.mechanism_map`): the raw means Xβ + K(y* − Xβ) (the
+    leave-out mean is affine in y with this derivative), the variance v over (e, e_β) and this
+    draw's shift (:func:`synthgeo.risk.noise_spread.noise_spread`). Arrays: means (L, n),
+    β (L, p), v and shift (L, n). The cells' average map is kept for the release attacker
+    (:func:`synthgeo.pipeline.loo_cache.remember_map`): one precision and map per cell.
     """
     precision_of = precision_function(spec, data, fit)
     blocks = record_blocks(spec, data)
     calibration = spec.synthesis.cross_fit_calibration
     L, n = alpha.size, data.y.size
-    beta, v, moved = np.empty((L, X.shape[1])), np.empty((L, n)), np.empty((L, n))
+    means, v, moved = np.empty((L, n)), np.empty((L, n)), np.empty((L, n))
+    beta = np.empty((L, X.shape[1]))
     cells, index = np.unique(np.column_stack([phi, alpha]), axis=0, return_inverse=True)
+    average = None
     for c, (phi_c, alpha_c) in enumerate(cells):
         Q = precision_of(phi_c, alpha_c)
         QX = np.asarray(Q @ X)
         G = np.linalg.solve(X.T @ QX, QX.T)
         K = mechanism_map(Q, alpha_c, mechanism="cross_fit", blocks=blocks)
         rows = np.flatnonzero(index.ravel() == c)
-        beta[rows] = G @ ystar
+        b = G @ ystar
+        fitted = X @ b
+        beta[rows] = b
+        means[rows] = fitted + np.asarray(K @ (ystar - fitted)).ravel()
         v[rows], moved[rows] = noise_spread(K, X, calibration=calibration, kappa=kappa,
                                             ols_sd=ols_sd, e=e, e_ols=e_ols, beta_map=G)
-    return beta, v, moved
+        part = K * (rows.size / L)
+        average = part if average is None else average + part
+    remember_map(fit, data, draws, blocks, average)
+    return means, beta, v, moved
 
 
 def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | None = None,
@@ -200,21 +210,19 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
                                ols=(target, ols_sd) if separate and kappa > 0 else None)
     # β of the means from y* (its GLS per cell), not from the fit on y: the calibrated means
     # carry −(I − H)M₀Xβ_ℓ, and β_ℓ fitted on y would reach them (break-it trial, 2026-12-03)
-    d["beta"], v, moved = _by_cell(spec, data, fit, X, alpha, d["phi"], ystar, kappa=kappa,
-                                   ols_sd=ols_sd, e=ystar - data.y,
-                                   e_ols=target - data.y if separate else None)
-    unit = spec.loo_unit
-    loo = baseline_loo_sets(ystar, X, beta=d["beta"], sigma2=d["sigma2"], phi=d["phi"],
-                            alpha=alpha, precision_of=precision_function(spec, data, fit),
-                            block_sets={unit: record_blocks(spec, data)})[unit]
+    draws = (sources["source_chain"].values, sources["source_draw"].values)
+    raw, d["beta"], v, moved = _by_cell(spec, data, fit, X, draws, alpha, d["phi"], ystar,
+                                        kappa=kappa, ols_sd=ols_sd, e=ystar - data.y,
+                                        e_ols=target - data.y if separate else None)
     # calibrated to the OLS of y* ("shared") or of y + e_β ("separate"); y's own OLS would
     # publish y's regression exactly as L grows
-    mean = _calibrated(spec, loo.mean, target, X)
-    s2 = loo.sd ** 2
+    mean = _calibrated(spec, raw, target, X)
+    # the leave-out variance depends on θ and the blocks only (the run's cached predictive)
+    s2 = loo_predictive(spec, data, fit, sources).sd ** 2
     var = np.maximum(s2 - v, FLOOR * s2)  # over the noise: s² (v + FLOOR s² where floored)
     floored = int((s2 - v < FLOOR * s2).any(axis=0).sum())
     if out is not None:
-        out.update(y_star=ystar, beta=d["beta"], raw_error=target - loo.mean.mean(axis=0))
+        out.update(y_star=ystar, beta=d["beta"], raw_error=target - raw.mean(axis=0))
     ds = draw_cross_fitted(mean, np.sqrt(var), sources=sources,
                            random_seed=seed, record_id=data.record_id,
                            calibration=calibration)
