@@ -75,6 +75,30 @@ def test_separation_gives_pmse_near_a_quarter():
     assert pmse(p) > 0.249
 
 
+@pytest.mark.parametrize("case", ["spline-like", "separated", "rank-deficient", "large"])
+def test_batched_null_fits_are_the_single_fits(case, monkeypatch):
+    """The paired null's batched Newton fits agree with :func:`fit_logistic` fit by fit."""
+    from synthgeo.utility import pmse as P
+
+    rng = np.random.default_rng(11)
+    n = 60
+    X = np.column_stack([np.ones(2 * n), rng.normal(size=(2 * n, 5))])
+    if case == "separated":  # one relabelling separates perfectly: p̂ -> 0/1, step-halving
+        X[:, 1] = np.r_[np.zeros(n), np.ones(n)]
+    if case == "rank-deficient":
+        X[:, 2] = X[:, 3]
+    if case == "large":  # the pair products too large to hold: the per-fit Hessian
+        monkeypatch.setattr(P, "_BATCH_ELEMENTS", 10)
+    swap = rng.random((7, n)) < 0.5
+    if case == "separated":
+        swap[0] = False
+    T = np.hstack([swap, ~swap]).astype(float)
+    batch = P._newton_batch(X, T, X32=X.astype(np.float32))
+    single = np.array([fit_logistic(X, t) for t in T])
+    np.testing.assert_allclose(batch, single, atol=1e-7)
+    assert [pmse(p) for p in batch] == pytest.approx([pmse(p) for p in single], abs=1e-9)
+
+
 def _data(n, seed, shift=0.0):
     rng = np.random.default_rng(seed)
     xy = rng.uniform(0, 5000, size=(n, 2))

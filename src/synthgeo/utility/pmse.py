@@ -66,6 +66,9 @@ __all__ = ["TERMS", "COORDINATES", "propensity_formula", "fit_logistic", "pmse",
 TERMS = PMSE_TERMS
 #: ``[utility] pmse_coordinates``: no coordinate term, linear, or a B-spline of each axis.
 COORDINATES = PMSE_COORDINATES
+#: Elements of the batched null fit's work array (float32: 32 MB); more permutations are
+#: fitted in turn.
+_BATCH_ELEMENTS = 8_000_000
 #: Names of the coordinate columns inside the propensity frame (metres).
 _X, _Y = "__easting_m", "__northing_m"
 
@@ -203,6 +206,69 @@ def _newton(X, t, *, max_iter: int = 30, tol: float = 1e-8, start=None, X32=None
         if converged:
             break
     return expit(eta), beta
+
+
+def _newton_batch(X: np.ndarray, T: np.ndarray, *, X32: np.ndarray, max_iter: int = 30,
+                  tol: float = 1e-8) -> np.ndarray:
+    """:func:`_newton`'s fits of every label vector in ``T`` (B, N) on one design X (N, k).
+
+    The paired null refits one design under B relabellings; on a small file a fit costs more
+    in numpy calls than in arithmetic, so the B fits take each Newton step together (batched
+    products and solves; each fit's step-halving and convergence test its own, as in
+    :func:`_newton`, which a fit whose Hessian cannot be factorised falls back to). Returns
+    p̂ of shape (B, N).
+    """
+    B, N = T.shape
+    k = X.shape[1]
+    iu, ju = np.triu_indices(k)
+    # XᵀWX of every fit at once: W (B, N) times the products of X's column pairs (N, k(k+1)/2),
+    # one matrix product, when those products are small enough to hold; else per fit
+    pairs = X[:, iu] * X[:, ju] if N * iu.size <= _BATCH_ELEMENTS // 2 else None
+    beta = np.zeros((B, k))
+    eta = np.zeros((B, N))
+    dev = _deviance_rows(eta, T)
+    active = np.ones(B, bool)
+    for _ in range(max_iter):
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            break
+        t, e = T[idx], eta[idx]
+        p = expit(e)
+        if pairs is not None:
+            H = np.empty((idx.size, k, k))
+            H[:, iu, ju] = H[:, ju, iu] = (p * (1.0 - p)) @ pairs
+        else:
+            A = X32[None, :, :] * np.sqrt(p * (1.0 - p)).astype(np.float32)[:, :, None]
+            H = np.matmul(A.transpose(0, 2, 1), A).astype(float)
+        g = (t - p) @ X
+        try:
+            step = np.linalg.solve(H, g[:, :, None])[:, :, 0]
+        except np.linalg.LinAlgError:
+            step = np.full_like(g, np.nan)
+        for r in np.flatnonzero(~np.all(np.isfinite(step), axis=1)):  # singular: as _newton
+            step[r] = np.linalg.lstsq(H[r], g[r], rcond=None)[0]
+        new_eta = (beta[idx] + step) @ X.T
+        new_dev = _deviance_rows(new_eta, t)
+        rising = new_dev > dev[idx] + 1e-10 * (1.0 + np.abs(dev[idx]))
+        for _half in range(30):  # step-halving, per fit: its deviance must not rise
+            if not rising.any():
+                break
+            step[rising] /= 2.0
+            new_eta[rising] = (beta[idx[rising]] + step[rising]) @ X.T
+            new_dev[rising] = _deviance_rows(new_eta[rising], t[rising])
+            rising &= new_dev > dev[idx] + 1e-10 * (1.0 + np.abs(dev[idx]))
+        beta[idx] += step
+        eta[idx] = new_eta
+        converged = ((np.max(np.abs(step), axis=1) < tol)
+                     | (np.abs(dev[idx] - new_dev) < 1e-12 * (1.0 + np.abs(dev[idx]))))
+        dev[idx] = new_dev
+        active[idx[converged]] = False
+    return expit(eta)
+
+
+def _deviance_rows(eta: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """:func:`_deviance` of each row of ``eta`` (B, N) against the labels ``t`` (B, N)."""
+    return 2.0 * np.sum(np.logaddexp(0.0, eta) - t * eta, axis=1)
 
 
 def _deviance(eta: np.ndarray, t: np.ndarray) -> float:
@@ -447,6 +513,8 @@ def pmse_scores(
     seeds = _seed_sequence(random_seed).spawn(len(frames))
     m = min(n, int(null_max_pairs))
     k = X_conf.shape[1]
+    # permutations per batched fit: its (B, 2m, k) single-precision work array within ~32 MB
+    batch = max(1, min(int(n_permutations), _BATCH_ELEMENTS // (2 * m * k)))
     reg = None if regions is None else np.asarray(regions, int)
     n_reg = 0 if reg is None or not np.any(reg >= 0) else int(reg.max()) + 1
     local = threading.local()
@@ -456,8 +524,7 @@ def pmse_scores(
         if not hasattr(local, "b"):
             b = {"X": np.empty((2 * n, k)), "X32": np.empty((2 * n, k), np.float32),
                  "A": np.empty((2 * n, k), np.float32), "Xs": np.empty((2 * m, k)),
-                 "Xs32": np.empty((2 * m, k), np.float32),
-                 "As": np.empty((2 * m, k), np.float32)}
+                 "Xs32": np.empty((2 * m, k), np.float32)}
             b["X"][:n] = X_conf_std
             b["X32"][:n] = X_conf_std
             local.b = b
@@ -480,11 +547,12 @@ def pmse_scores(
         np.take(X, np.r_[sub, n + sub], axis=0, out=Xs)
         Xs32[:] = Xs
         null, null_rows = np.empty(n_permutations), np.zeros(2 * m)
-        for j in range(n_permutations):
-            swap = rng.random(m) < 0.5  # within each pair, swap the two labels
-            pb = _newton(Xs, np.r_[swap, ~swap].astype(float), X32=Xs32, work=b["As"])[0]
-            null[j] = pmse(pb) * m / n
-            null_rows += (pb - 0.5) ** 2
+        for j0 in range(0, n_permutations, batch):  # B permutations fitted together
+            swap = rng.random((min(batch, n_permutations - j0), m)) < 0.5  # within each
+            pb = _newton_batch(Xs, np.hstack([swap, ~swap]).astype(float), X32=Xs32)  # pair
+            d2 = (pb - 0.5) ** 2
+            null[j0:j0 + len(pb)] = d2.mean(axis=1) * m / n
+            null_rows += d2.sum(axis=0)
         mean = float(null.mean())
         sd = float(null.std(ddof=1))
         row = {"implicate": i, "pmse": obs, "null_mean": mean, "null_sd": sd,
