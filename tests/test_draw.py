@@ -428,3 +428,36 @@ def test_a_second_draw_from_a_release_already_extended_is_refused(chain, drawn, 
     res = draw_release(out_b, 5, seed=32, ledger=ledger)  # the newest of the chain: allowed
     used = set(drawn[0].implicates["restricted"]["source_draw"].values.tolist())
     assert not used & set(res.implicates["restricted"]["source_draw"].values.tolist())
+
+
+def test_the_draw_route_imports_neither_arviz_nor_numba(first, tmp_path):
+    """ArviZ (numba compiling at import) cost ~1.5 s of a draw: the route does without it.
+
+    Importing the command and the draw's modules loads no ArviZ, numba, dask or matplotlib;
+    a whole ``synthgeo draw`` (in a fresh interpreter, on a copy of the register) loads no
+    ArviZ or numba (xarray loads dask itself, the report matplotlib).
+    """
+    import os
+    import sqlite3
+    import subprocess
+    import sys
+
+    heavy = ("arviz", "numba", "dask", "matplotlib")
+    code = ("import sys; import synthgeo.cli.main, synthgeo.pipeline.draw, "
+            "synthgeo.release.writer; print([m for m in %r if m in sys.modules])" % (heavy,))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout
+    ledger, _, out_a = first
+    with sqlite3.connect(ledger.register.location) as src, \
+            sqlite3.connect(tmp_path / "copy.sqlite") as dst:
+        src.backup(dst)  # the fixture's release must stay the newest of its chain
+    shutil.copytree(ledger.register.files_dir, tmp_path / "copy.sqlite.files")
+    argv = ["--quiet", "draw", str(out_a), "--implicates", "3", "--seed", "51", "--register",
+            str(tmp_path / "copy.sqlite"), "--out", str(tmp_path / "out")]
+    code = ("import sys; from synthgeo.cli.main import main; rc = main(%r); "
+            "print(rc, [m for m in ('arviz', 'numba') if m in sys.modules])" % (argv,))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, KEY_ENV: KEY.secret.decode()})
+    assert proc.stdout.strip().splitlines()[-1] == "0 []", proc.stdout + proc.stderr[-2000:]
+    assert (tmp_path / "out" / "report.html").is_file()
