@@ -235,9 +235,12 @@ class GPFit:
         return az.InferenceData(**self.groups)
 
     def to_netcdf(self, path) -> None:
-        """Write :attr:`idata` as ArviZ writes it (engine h5netcdf), importing ArviZ only when
-        the sampler's own InferenceData is held (:func:`synthgeo.inference.netcdf.
-        write_inference_netcdf`: the same bytes from :attr:`groups`)."""
+        """Write :attr:`idata` as ArviZ writes it (engine h5netcdf).
+
+        ArviZ is imported only when the sampler's own InferenceData is held; otherwise
+        :func:`synthgeo.inference.netcdf.write_inference_netcdf` writes the same bytes from
+        :attr:`groups`.
+        """
         if self.sampler_idata is not None:
             self.sampler_idata.to_netcdf(str(path), engine="h5netcdf")
         else:

@@ -90,7 +90,7 @@ def _psislw(x: np.ndarray, cutoff_ind: int, cutoffmin: float) -> tuple[np.ndarra
 
 
 def _logsumexp(x: np.ndarray) -> float:
-    """log Σ exp(x) of a 1-d array, computed as ArviZ's ``logsumexp`` does (max shifted)."""
+    """Return log Σ exp(x) of a 1-d array, as ArviZ's ``logsumexp`` computes it (max shifted)."""
     m = x.max()
     return float(np.log(np.exp(x - m).sum()) + m)
 
