@@ -14,7 +14,7 @@ import warnings
 from importlib import import_module
 
 from synthgeo._errors import SynthgeoError
-from synthgeo._gc import fewer_full_collections
+from synthgeo._gc import fewer_full_collections, no_collection_at_exit
 from synthgeo.cli.registry import COMMANDS
 
 __all__ = ["main", "progress_enabled", "PROGRESS_CHOICES"]
@@ -100,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     """
     # full collections are rarer while it runs (synthgeo._gc); the collector's thresholds,
     # the warning filters and the one-line display are restored on return (main may run
-    # in-process)
+    # in-process); as the program (argv from the command line), no collection at exit
+    if argv is None:
+        no_collection_at_exit()
     with fewer_full_collections():
         try:
             args = _parser().parse_args(argv)
