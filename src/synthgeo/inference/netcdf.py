@@ -80,7 +80,31 @@ def write_inference_netcdf(path: str | os.PathLike, groups: Mapping[str, xr.Data
             continue
         encoding = {var: {"zlib": True} for var, values in data.variables.items()
                     if _compressible(values.dtype)}
-        data.to_netcdf(str(path), mode=mode, group=f"//{name}", engine="h5netcdf",
-                       encoding=encoding)
+        _write_group(data, path, mode=mode, group=f"//{name}", encoding=encoding)
         mode = "a"
     return path
+
+
+def _write_group(data: xr.Dataset, path: Path, *, mode: str, group: str,
+                 encoding: dict) -> None:
+    """``data.to_netcdf(path, mode, group, engine="h5netcdf", encoding)``, through its store.
+
+    ``Dataset.to_netcdf`` opens xarray's h5netcdf store, takes the group's child store and
+    dumps the dataset into it; before that it asks dask for its scheduler (to choose a write
+    lock), which imports dask.distributed (~0.2 s) for in-memory data that no scheduler
+    touches. The same three steps with HDF5's lock write the same bytes (tests/test_netcdf.py);
+    where this xarray lacks one of them, ``to_netcdf`` is called.
+    """
+    try:
+        from xarray.backends import H5NetCDFStore
+        from xarray.backends.locks import HDF5_LOCK
+
+        store = H5NetCDFStore.open(str(path), mode=mode, lock=HDF5_LOCK)
+        child = store.get_child_store(group)
+    except (ImportError, AttributeError, TypeError):
+        data.to_netcdf(str(path), mode=mode, group=group, engine="h5netcdf", encoding=encoding)
+        return
+    try:
+        data.dump_to_store(child, encoding=encoding)
+    finally:
+        child.close()
