@@ -45,7 +45,7 @@ import itertools
 import os
 import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -405,39 +405,46 @@ class PMSEResult:
 
 
 def _frames(confidential: pd.DataFrame, synthetic, synthesized: Sequence[str]):
-    """Check and return (confidential, [one frame per implicate])."""
+    """Check and return (confidential, [each implicate's synthesized values]).
+
+    An implicate is read as a dict of each synthesized column to its values (only those
+    differ from the confidential file: its other columns are the confidential ones), from a
+    DataFrame, a mapping of the synthesized columns, or the one synthesized variable's vector.
+    """
     if not isinstance(confidential, pd.DataFrame):
         raise TypeError("`confidential` must be a pandas DataFrame (one column per variable)")
     missing = [s for s in synthesized if s not in confidential.columns]
     if not synthesized or missing:
         raise ValueError(f"`synthesized` must name columns of `confidential` (not found: "
                          f"{missing or 'none given'})")
-    if isinstance(synthetic, pd.DataFrame):
+    if isinstance(synthetic, (pd.DataFrame, Mapping)):
         synthetic = [synthetic]
-    frames = []
+    n = len(confidential)
+    values = []
     for i, s in enumerate(synthetic):
         if isinstance(s, pd.DataFrame):
-            s = s.reindex(columns=confidential.columns)
-            for v in confidential.columns:
-                if v not in synthesized:
-                    s[v] = confidential[v].to_numpy()
+            if len(s) != n or any(v not in s.columns for v in synthesized):
+                raise ValueError(f"`synthetic` implicate {i} must have one value per "
+                                 f"confidential record ({n}) and no missing value")
+            s = {v: s[v].reset_index(drop=True) for v in synthesized}  # dtype kept
+        elif isinstance(s, Mapping):
+            s = {v: np.asarray(s[v]) if v in s else None for v in synthesized}
         else:  # one synthesized variable as a vector
             if len(synthesized) != 1:
                 raise ValueError("`synthetic` as arrays needs exactly one `synthesized` "
                                  "variable; give DataFrames for several")
-            s = np.asarray(s, float)
-            if s.shape != (len(confidential),):
+            a = np.asarray(s, float)
+            if a.shape != (n,):
                 raise ValueError(f"`synthetic` implicate {i} must have one value per "
-                                 f"confidential record ({len(confidential)}); got shape "
-                                 f"{s.shape}")
-            s = confidential.assign(**{synthesized[0]: s})
-        if len(s) != len(confidential) or s[list(synthesized)].isna().any().any():
+                                 f"confidential record ({n}); got shape {a.shape}")
+            s = {synthesized[0]: a}
+        if any(a is None or a.shape != (n,) or pd.isna(a).any() for a in s.values()):
             raise ValueError(f"`synthetic` implicate {i} must have one value per confidential "
-                             f"record ({len(confidential)}) and no missing value")
-        frames.append(s.reset_index(drop=True))
-    if not frames:
+                             f"record ({n}) and no missing value")
+        values.append(s)
+    if not values:
         raise ValueError("`synthetic` holds no implicate")
-    return confidential.reset_index(drop=True), frames
+    return confidential.reset_index(drop=True), values
 
 
 def pmse_scores(
@@ -452,10 +459,10 @@ def pmse_scores(
     ----------
     confidential : pandas.DataFrame with n_records rows
         The released variables as in the confidential file (text columns are treatment coded).
-    synthetic : sequence of pandas.DataFrame or ndarray of shape (L, n_records)
+    synthetic : sequence of pandas.DataFrame or of dict, or ndarray of shape (L, n_records)
         Each implicate, row i paired with confidential row i: DataFrames (the synthesized
-        columns are read, the others taken from ``confidential``), or the values of the one
-        synthesized variable.
+        columns are read, the others taken from ``confidential``), dicts of the synthesized
+        columns' values (n_records each), or the values of the one synthesized variable.
     synthesized : sequence of str
         The synthesized columns.
     coords_m : ndarray of shape (n_records, 2), optional
@@ -507,7 +514,6 @@ def pmse_scores(
                              f'"{coordinates}" (or give coordinates = "none")')
         xy = np.asarray(coords_m, float)
         conf = conf.assign(**{_X: xy[:, 0], _Y: xy[:, 1]})
-        frames = [f.assign(**{_X: xy[:, 0], _Y: xy[:, 1]}) for f in frames]
     variables = [c for c in confidential.columns]
     formula = propensity_formula(variables, synthesized, terms=terms, coordinates=coordinates,
                                  spline_df=spline_df)
@@ -644,7 +650,7 @@ def pmse_by_variable(
         is_syn = name in synthesized
         cols = list(dict.fromkeys([*synthesized, *extra])) if not is_syn else [name]
         sub = conf[cols]
-        syn = [f[cols] for f in frames]
+        syn = [{v: f[v] for v in cols if v in f} for f in frames]
         which = [s for s in synthesized if s in cols]
         terms = "main" if is_syn else "interactions"
         coord = coordinates if name == "location" else "none"
@@ -691,7 +697,7 @@ def _column_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _design_function(info, conf: pd.DataFrame, synthesized: Sequence[str], X_conf):
-    """``frame -> design`` of an implicate's rows.
+    """``values -> design`` of an implicate's rows (``values``: its synthesized columns).
 
     Numeric synthesized variables enter the propensity formulas multilinearly (main effects
     and products with other terms), so the design is Σ_S C_S Π_{v∈S} y_v over the subsets S
@@ -702,8 +708,8 @@ def _design_function(info, conf: pd.DataFrame, synthesized: Sequence[str], X_con
     """
     syn = list(synthesized)
 
-    def by_patsy(frame: pd.DataFrame, out: np.ndarray | None = None) -> np.ndarray:
-        X = _design(info, frame)
+    def by_patsy(values, out: np.ndarray | None = None) -> np.ndarray:
+        X = _design(info, conf.assign(**values))  # the implicate: conf with its values
         if out is None:
             return X
         out[...] = X
@@ -722,8 +728,8 @@ def _design_function(info, conf: pd.DataFrame, synthesized: Sequence[str], X_con
     # only the columns that depend on a synthesized variable change between implicates
     varying = {S: np.flatnonzero(np.any(C != 0, axis=0)) for S, C in coef.items() if any(S)}
 
-    def multilinear(frame: pd.DataFrame, out: np.ndarray | None = None) -> np.ndarray:
-        values = [frame[v].to_numpy(dtype=float) for v in syn]
+    def multilinear(values, out: np.ndarray | None = None) -> np.ndarray:
+        values = [np.asarray(values[v], dtype=float) for v in syn]
         X = np.empty_like(coef[(0,) * len(syn)]) if out is None else out
         X[...] = coef[(0,) * len(syn)]
         for S, cols in varying.items():
@@ -732,7 +738,8 @@ def _design_function(info, conf: pd.DataFrame, synthesized: Sequence[str], X_con
         return X
 
     scale = np.maximum(np.abs(X_conf).max(axis=0), 1.0)
-    if not np.allclose(multilinear(conf) / scale, X_conf / scale, rtol=0, atol=1e-9):
+    if not np.allclose(multilinear({v: conf[v] for v in syn}) / scale, X_conf / scale,
+                       rtol=0, atol=1e-9):
         return by_patsy
     return multilinear
 
