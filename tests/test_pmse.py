@@ -99,6 +99,25 @@ def test_batched_null_fits_are_the_single_fits(case, monkeypatch):
     assert [pmse(p) for p in batch] == pytest.approx([pmse(p) for p in single], abs=1e-9)
 
 
+def test_the_batched_and_the_one_by_one_null_give_the_same_figures(monkeypatch):
+    """Small designs fit the null in batches, large ones one fit after another: both agree."""
+    from synthgeo.utility import pmse as P
+
+    rng = np.random.default_rng(5)
+    conf = pd.DataFrame({"y": rng.normal(size=80), "x": rng.normal(size=80)})
+    syn = conf["y"].to_numpy() + rng.normal(0, 0.5, size=(3, 80))
+    kw = dict(synthesized=["y"], n_permutations=12, random_seed=4,
+              regions=np.arange(80) % 3)
+    batched = pmse_scores(conf, syn, **kw)
+    monkeypatch.setattr(P, "_THREADED_ELEMENTS", 0)  # every design "large"
+    one_by_one = pmse_scores(conf, syn, **kw)
+    cols = ["pmse", "null_mean", "null_sd", "ratio", "s_pmse", "specks"]
+    np.testing.assert_allclose(batched.by_implicate[cols], one_by_one.by_implicate[cols],
+                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(batched.by_region["null_mean"],
+                               one_by_one.by_region["null_mean"], rtol=1e-6)
+
+
 def _data(n, seed, shift=0.0):
     rng = np.random.default_rng(seed)
     xy = rng.uniform(0, 5000, size=(n, 2))

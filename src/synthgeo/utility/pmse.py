@@ -69,10 +69,12 @@ COORDINATES = PMSE_COORDINATES
 #: Elements of the batched null fit's work array (float32: 32 MB); more permutations are
 #: fitted in turn.
 _BATCH_ELEMENTS = 8_000_000
-#: Elements of the null's design (2m × columns) from which the implicates are scored in
-#: threads by default: below it a fit is numpy calls under the GIL, and threads cost CPU time
-#: without saving wall time (bundled file, 280 × 19: 0.25 s of CPU in 2 threads against 0.17 s
-#: in one for 50 implicates, the same wall time; 10⁵ records: 10,000 × 22, threaded).
+#: Elements of the null's design (2m × columns) from which its permutations are fitted one
+#: after another and the implicates scored in threads by default; below it a fit is numpy
+#: calls under the GIL: its permutations are fitted in batches (:func:`_newton_batch`), and
+#: threads cost CPU time without saving wall time (bundled file, 280 × 19: 0.25 s of CPU in 2
+#: threads against 0.17 s in one for 50 implicates, the same wall time; 10⁵ records:
+#: 10,000 × 22, threaded, one fit after another).
 _THREADED_ELEMENTS = 100_000
 #: Names of the coordinate columns inside the propensity frame (metres).
 _X, _Y = "__easting_m", "__northing_m"
@@ -525,7 +527,10 @@ def pmse_scores(
     seeds = _seed_sequence(random_seed).spawn(len(frames))
     m = min(n, int(null_max_pairs))
     k = X_conf.shape[1]
-    # permutations per batched fit: its (B, 2m, k) single-precision work array within ~32 MB
+    # a small design's permutations are fitted in batches (numpy calls dominate its fits), a
+    # large one's one after another (arithmetic dominates: the batch's double-precision XᵀWX
+    # cost 50 % more CPU at 10⁵ records); a batch's (B, 2m, k) work array within ~32 MB
+    small = 2 * m * k < _THREADED_ELEMENTS
     batch = max(1, min(int(n_permutations), _BATCH_ELEMENTS // (2 * m * k)))
     reg = None if regions is None else np.asarray(regions, int)
     n_reg = 0 if reg is None or not np.any(reg >= 0) else int(reg.max()) + 1
@@ -536,7 +541,8 @@ def pmse_scores(
         if not hasattr(local, "b"):
             b = {"X": np.empty((2 * n, k)), "X32": np.empty((2 * n, k), np.float32),
                  "A": np.empty((2 * n, k), np.float32), "Xs": np.empty((2 * m, k)),
-                 "Xs32": np.empty((2 * m, k), np.float32)}
+                 "Xs32": np.empty((2 * m, k), np.float32),
+                 "As": None if small else np.empty((2 * m, k), np.float32)}
             b["X"][:n] = X_conf_std
             b["X32"][:n] = X_conf_std
             local.b = b
@@ -559,7 +565,13 @@ def pmse_scores(
         np.take(X, np.r_[sub, n + sub], axis=0, out=Xs)
         Xs32[:] = Xs
         null, null_rows = np.empty(n_permutations), np.zeros(2 * m)
-        for j0 in range(0, n_permutations, batch):  # B permutations fitted together
+        if not small:  # a large design: one fit after another (BLAS-bound, single precision)
+            for j in range(n_permutations):
+                swap = rng.random(m) < 0.5  # within each pair, swap the two labels
+                pb = _newton(Xs, np.r_[swap, ~swap].astype(float), X32=Xs32, work=b["As"])[0]
+                null[j] = pmse(pb) * m / n
+                null_rows += (pb - 0.5) ** 2
+        for j0 in range(0, n_permutations if small else 0, batch):  # B fits together
             swap = rng.random((min(batch, n_permutations - j0), m)) < 0.5  # within each
             pb = _newton_batch(Xs, np.hstack([swap, ~swap]).astype(float), X32=Xs32)  # pair
             d2 = (pb - 0.5) ** 2
