@@ -430,15 +430,11 @@ def test_a_second_draw_from_a_release_already_extended_is_refused(chain, drawn, 
     assert not used & set(res.implicates["restricted"]["source_draw"].values.tolist())
 
 
-def test_the_draw_route_imports_neither_arviz_nor_numba(first, tmp_path):
-    """ArviZ (numba compiling at import) cost ~1.5 s of a draw: the route does without it.
+def test_the_draw_modules_import_no_arviz_numba_dask_or_matplotlib():
+    """ArviZ (numba compiling at import) cost ~1.5 s of a draw; dask and matplotlib load late.
 
-    Importing the command and the draw's modules loads no ArviZ, numba, dask or matplotlib;
-    a whole ``synthgeo draw`` (in a fresh interpreter, on a copy of the register) loads no
-    ArviZ or numba (xarray loads dask itself, the report matplotlib).
+    Importing the command and the draw's modules loads none of them (a fresh interpreter).
     """
-    import os
-    import sqlite3
     import subprocess
     import sys
 
@@ -448,6 +444,20 @@ def test_the_draw_route_imports_neither_arviz_nor_numba(first, tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, check=True)
     assert proc.stdout.strip() == "[]", proc.stdout
+
+
+@pytest.mark.slow
+def test_the_draw_program_imports_neither_arviz_nor_numba(first, tmp_path):
+    """A whole ``synthgeo draw`` loads neither ArviZ nor numba, and writes whole files.
+
+    In a fresh interpreter, as the program runs, on a copy of the register (xarray loads dask
+    itself, the report matplotlib).
+    """
+    import os
+    import sqlite3
+    import subprocess
+    import sys
+
     ledger, _, out_a = first
     with sqlite3.connect(ledger.register.location) as src, \
             sqlite3.connect(tmp_path / "copy.sqlite") as dst:
