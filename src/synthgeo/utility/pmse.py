@@ -565,18 +565,19 @@ def pmse_scores(
         np.take(X, np.r_[sub, n + sub], axis=0, out=Xs)
         Xs32[:] = Xs
         null, null_rows = np.empty(n_permutations), np.zeros(2 * m)
-        if not small:  # a large design: one fit after another (BLAS-bound, single precision)
+        if small:  # B permutations fitted together; each pair's two labels swapped or not
+            for j0 in range(0, n_permutations, batch):
+                swap = rng.random((min(batch, n_permutations - j0), m)) < 0.5
+                pb = _newton_batch(Xs, np.hstack([swap, ~swap]).astype(float), X32=Xs32)
+                d2 = (pb - 0.5) ** 2
+                null[j0:j0 + len(pb)] = d2.mean(axis=1) * m / n
+                null_rows += d2.sum(axis=0)
+        else:  # a large design: one fit after another (BLAS-bound, single-precision XᵀWX)
             for j in range(n_permutations):
                 swap = rng.random(m) < 0.5  # within each pair, swap the two labels
                 pb = _newton(Xs, np.r_[swap, ~swap].astype(float), X32=Xs32, work=b["As"])[0]
                 null[j] = pmse(pb) * m / n
                 null_rows += (pb - 0.5) ** 2
-        for j0 in range(0, n_permutations if small else 0, batch):  # B fits together
-            swap = rng.random((min(batch, n_permutations - j0), m)) < 0.5  # within each
-            pb = _newton_batch(Xs, np.hstack([swap, ~swap]).astype(float), X32=Xs32)  # pair
-            d2 = (pb - 0.5) ** 2
-            null[j0:j0 + len(pb)] = d2.mean(axis=1) * m / n
-            null_rows += d2.sum(axis=0)
         mean = float(null.mean())
         sd = float(null.std(ddof=1))
         row = {"implicate": i, "pmse": obs, "null_mean": mean, "null_sd": sd,
