@@ -428,3 +428,52 @@ def test_a_second_draw_from_a_release_already_extended_is_refused(chain, drawn, 
     res = draw_release(out_b, 5, seed=32, ledger=ledger)  # the newest of the chain: allowed
     used = set(drawn[0].implicates["restricted"]["source_draw"].values.tolist())
     assert not used & set(res.implicates["restricted"]["source_draw"].values.tolist())
+
+
+def test_the_draw_modules_import_no_arviz_numba_dask_or_matplotlib():
+    """ArviZ (numba compiling at import) cost ~1.5 s of a draw; dask and matplotlib load late.
+
+    Importing the command and the draw's modules loads none of them (a fresh interpreter).
+    """
+    import subprocess
+    import sys
+
+    heavy = ("arviz", "numba", "dask", "matplotlib")
+    code = ("import sys; import synthgeo.cli.main, synthgeo.pipeline.draw, "
+            "synthgeo.release.writer; print([m for m in %r if m in sys.modules])" % (heavy,))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, check=True)
+    assert proc.stdout.strip() == "[]", proc.stdout
+
+
+@pytest.mark.slow
+def test_the_draw_program_imports_neither_arviz_nor_numba(first, tmp_path):
+    """A whole ``synthgeo draw`` loads neither ArviZ nor numba, and writes whole files.
+
+    In a fresh interpreter, as the program runs, on a copy of the register (xarray loads dask
+    itself, the report matplotlib).
+    """
+    import os
+    import sqlite3
+    import subprocess
+    import sys
+
+    ledger, _, out_a = first
+    with sqlite3.connect(ledger.register.location) as src, \
+            sqlite3.connect(tmp_path / "copy.sqlite") as dst:
+        src.backup(dst)  # the fixture's release must stay the newest of its chain
+    shutil.copytree(ledger.register.files_dir, tmp_path / "copy.sqlite.files")
+    argv = ["--quiet", "draw", str(out_a), "--implicates", "3", "--seed", "51", "--register",
+            str(tmp_path / "copy.sqlite"), "--out", str(tmp_path / "out")]
+    # as the program runs (`python -m synthgeo`, so no collection at exit: synthgeo._gc)
+    code = ("import atexit, runpy, sys; atexit.register(lambda: print([m for m in "
+            "('arviz', 'numba') if m in sys.modules])); sys.argv = ['synthgeo', *%r]; "
+            "runpy.run_module('synthgeo', run_name='__main__')" % (argv,))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, KEY_ENV: KEY.secret.decode()})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
+    # every file written and whole: the release.json as registered, the report complete
+    rec = json.loads((tmp_path / "out" / "release.json").read_text())
+    assert rec["n_implicates"] == 3
+    assert (tmp_path / "out" / "report.html").read_text().rstrip().endswith("</html>")

@@ -75,6 +75,49 @@ def test_separation_gives_pmse_near_a_quarter():
     assert pmse(p) > 0.249
 
 
+@pytest.mark.parametrize("case", ["spline-like", "separated", "rank-deficient", "large"])
+def test_batched_null_fits_are_the_single_fits(case, monkeypatch):
+    """The paired null's batched Newton fits agree with :func:`fit_logistic` fit by fit."""
+    from synthgeo.utility import pmse as P
+
+    rng = np.random.default_rng(11)
+    n = 60
+    X = np.column_stack([np.ones(2 * n), rng.normal(size=(2 * n, 5))])
+    if case == "separated":  # one relabelling separates perfectly: p̂ -> 0/1, step-halving
+        X[:, 1] = np.r_[np.zeros(n), np.ones(n)]
+    if case == "rank-deficient":
+        X[:, 2] = X[:, 3]
+    if case == "large":  # the pair products too large to hold: the per-fit Hessian
+        monkeypatch.setattr(P, "_BATCH_ELEMENTS", 10)
+    swap = rng.random((7, n)) < 0.5
+    if case == "separated":
+        swap[0] = False
+    T = np.hstack([swap, ~swap]).astype(float)
+    batch = P._newton_batch(X, T, X32=X.astype(np.float32))
+    single = np.array([fit_logistic(X, t) for t in T])
+    np.testing.assert_allclose(batch, single, atol=1e-7)
+    assert [pmse(p) for p in batch] == pytest.approx([pmse(p) for p in single], abs=1e-9)
+
+
+def test_the_batched_and_the_one_by_one_null_give_the_same_figures(monkeypatch):
+    """Small designs fit the null in batches, large ones one fit after another: both agree."""
+    from synthgeo.utility import pmse as P
+
+    rng = np.random.default_rng(5)
+    conf = pd.DataFrame({"y": rng.normal(size=80), "x": rng.normal(size=80)})
+    syn = conf["y"].to_numpy() + rng.normal(0, 0.5, size=(3, 80))
+    kw = dict(synthesized=["y"], n_permutations=12, random_seed=4,
+              regions=np.arange(80) % 3)
+    batched = pmse_scores(conf, syn, **kw)
+    monkeypatch.setattr(P, "_THREADED_ELEMENTS", 0)  # every design "large"
+    one_by_one = pmse_scores(conf, syn, **kw)
+    cols = ["pmse", "null_mean", "null_sd", "ratio", "s_pmse", "specks"]
+    np.testing.assert_allclose(batched.by_implicate[cols], one_by_one.by_implicate[cols],
+                               rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(batched.by_region["null_mean"],
+                               one_by_one.by_region["null_mean"], rtol=1e-6)
+
+
 def _data(n, seed, shift=0.0):
     rng = np.random.default_rng(seed)
     xy = rng.uniform(0, 5000, size=(n, 2))

@@ -14,6 +14,7 @@ import warnings
 from importlib import import_module
 
 from synthgeo._errors import SynthgeoError
+from synthgeo._gc import fewer_full_collections, no_collection_at_exit
 from synthgeo.cli.registry import COMMANDS
 
 __all__ = ["main", "progress_enabled", "PROGRESS_CHOICES"]
@@ -97,17 +98,22 @@ def main(argv: list[str] | None = None) -> int:
     0 on success, 1 on bad input or a failed release (one ``synthgeo: error:`` line on
     stderr), 2 on a command-line usage error, 130 when interrupted.
     """
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:  # --help, or a usage error already printed as one line
-        return exc.code if isinstance(exc.code, int) else 2
-    # warning filters and the one-line display are restored on return (main may run in-process)
-    with warnings.catch_warnings():
+    # full collections are rarer while it runs (synthgeo._gc); the collector's thresholds,
+    # the warning filters and the one-line display are restored on return (main may run
+    # in-process); as the program (argv from the command line), no collection at exit
+    if argv is None:
+        no_collection_at_exit()
+    with fewer_full_collections():
         try:
-            return _main(args)
-        except BrokenPipeError:  # e.g. `synthgeo --version | head -1`
-            sys.stderr.close()
-            return 0
+            args = _parser().parse_args(argv)
+        except SystemExit as exc:  # --help, or a usage error already printed as one line
+            return exc.code if isinstance(exc.code, int) else 2
+        with warnings.catch_warnings():
+            try:
+                return _main(args)
+            except BrokenPipeError:  # e.g. `synthgeo --version | head -1`
+                sys.stderr.close()
+                return 0
 
 
 def _say(message: str) -> None:

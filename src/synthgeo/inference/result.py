@@ -24,6 +24,7 @@ import xarray as xr
 
 from synthgeo._errors import ConvergenceError
 from synthgeo._warn import warn
+from synthgeo.inference.netcdf import write_inference_netcdf
 from synthgeo.model.restricted_gp import GPPriors
 from synthgeo.model.smoothing import Smoothing
 
@@ -232,6 +233,18 @@ class GPFit:
         import arviz as az
 
         return az.InferenceData(**self.groups)
+
+    def to_netcdf(self, path) -> None:
+        """Write :attr:`idata` as ArviZ writes it (engine h5netcdf).
+
+        ArviZ is imported only when the sampler's own InferenceData is held; otherwise
+        :func:`synthgeo.inference.netcdf.write_inference_netcdf` writes the same bytes from
+        :attr:`groups`.
+        """
+        if self.sampler_idata is not None:
+            self.sampler_idata.to_netcdf(str(path), engine="h5netcdf")
+        else:
+            write_inference_netcdf(path, self.groups)
 
     def effects(self, flat_index: np.ndarray) -> np.ndarray:
         """Spatial effects w (model scale, before D) for flattened (chain, draw) indices.

@@ -1,18 +1,20 @@
 """The stored synthesiser: both fits' posterior draws, to draw more implicates later.
 
 ``synthgeo run`` writes ``confidential/synthesiser.nc`` (never ``release/``): an ArviZ
-InferenceData netCDF whose ``posterior`` group holds each model's parameter draws with a
-leading ``model`` coordinate after (``chain``, ``draw``) — σ² (``sigma2``), τ² (``nugget``),
-the effective range (``range``, metres), φ (``phi``, 1/metre) and β (``beta``, per ``coef``),
-and the spatial effects w (``w``, per ``site``) only where the engine stored them (NUTS); a
-grid fit's w are drawn again on demand from the records and the fit's own seed
-(:func:`synthgeo.inference.grid.grid_fit_from_draws`), so no per-record array is stored.
-``sample_stats`` holds ``implicate_used`` (chain, draw): the draws an implicate of this
-release or an earlier one of its chain came from (and a risk rule's selection draws), and
-``implicate_of_release`` (chain, draw): those of this release's implicates. ``synthgeo draw``
-(:mod:`synthgeo.pipeline.draw`) takes its new implicates from the other draws. The file is
-confidential: the fits are of the confidential responses, and its attributes hold the fits'
-seed (a key, as ``confidential/seed.txt``) and the SHA-256 of the records it was fitted to.
+InferenceData netCDF (written as ArviZ writes one, without importing it:
+:func:`synthgeo.inference.netcdf.write_inference_netcdf`) whose ``posterior`` group holds
+each model's parameter draws with a leading ``model`` coordinate after (``chain``, ``draw``)
+— σ² (``sigma2``), τ² (``nugget``), the effective range (``range``, metres), φ (``phi``,
+1/metre) and β (``beta``, per ``coef``), and the spatial effects w (``w``, per ``site``) only
+where the engine stored them (NUTS); a grid fit's w are drawn again on demand from the records
+and the fit's own seed (:func:`synthgeo.inference.grid.grid_fit_from_draws`), so no
+per-record array is stored. ``sample_stats`` holds ``implicate_used`` (chain, draw): the
+draws an implicate of this release or an earlier one of its chain came from (and a risk
+rule's selection draws), and ``implicate_of_release`` (chain, draw): those of this release's
+implicates. ``synthgeo draw`` (:mod:`synthgeo.pipeline.draw`) takes its new implicates from
+the other draws. The file is confidential: the fits are of the confidential responses, and its
+attributes hold the fits' seed (a key, as ``confidential/seed.txt``) and the SHA-256 of the
+records it was fitted to.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import numpy as np
 import xarray as xr
 
 from synthgeo._errors import InputError
+from synthgeo.inference.netcdf import write_inference_netcdf
 from synthgeo.inference.result import GPFit
 from synthgeo.io.jsonable import jsonable
 
@@ -180,8 +183,6 @@ def save_synthesiser(path: str | os.PathLike, fits: dict[str, GPFit], *,
     ValueError
         If the fits' draws differ in shape.
     """
-    import arviz as az
-
     names = list(fits)
     posts = [fits[m].posterior for m in names]
     shape = {(p.sizes["chain"], p.sizes["draw"]) for p in posts}
@@ -218,8 +219,7 @@ def save_synthesiser(path: str | os.PathLike, fits: dict[str, GPFit], *,
         "records_sha256": records_sha256(y, X),
     }
     path = Path(path)
-    az.InferenceData(posterior=posterior, sample_stats=stats).to_netcdf(str(path),
-                                                                       engine="h5netcdf")
+    write_inference_netcdf(path, {"posterior": posterior, "sample_stats": stats})
     return path
 
 

@@ -160,7 +160,7 @@ def general_utility(
     for model, ss in zip(synthetic, root.spawn(len(synthetic))):
         values = {k: np.atleast_2d(np.asarray(v, float)) for k, v in synthetic[model].items()}
         n_impl = next(iter(values.values())).shape[0]
-        frames = [conf.assign(**{k: v[i] for k, v in values.items()}) for i in range(n_impl)]
+        frames = [{k: v[i] for k, v in values.items()} for i in range(n_impl)]  # implicate i
         s_all, s_var = ss.spawn(2)
         by_model[model] = pmse_scores(conf, frames, terms=u.pmse_terms, regions=labels,
                                       random_seed=s_all, **options)

@@ -703,7 +703,7 @@ def _write_release_files(result: ReleaseResult, tmp: Path) -> None:
     _write_implicates(conf, result, "unrestricted", released_base,
                       parquet_name="implicates_unrestricted.parquet")
     for name, fit in result.fits.items():
-        fit.idata.to_netcdf(str(conf / f"posterior_{name}.nc"), engine="h5netcdf")
+        fit.to_netcdf(conf / f"posterior_{name}.nc")
     state = getattr(result, "synthesiser", None)
     if state is not None:  # what `synthgeo draw` draws more implicates from
         save_synthesiser(conf / SYNTHESISER_FILE, result.fits, used=state.used_draws,
