@@ -293,6 +293,11 @@ class SynthesisConfig:
                                         and math.isfinite(noise) and noise >= 0)):
                 raise _err("synthesis", key, noise,
                            'a number >= 0 (an sd, model scale, e.g. log-dollars) or "auto"')
+        for key in ("input_noise", "mean_noise"):
+            noise = getattr(self, key)
+            if noise != "auto" and 0 < noise < 1e-6:
+                raise _err("synthesis", key, noise,
+                           "0 (none), an sd of at least 1e-6 (model scale) or \"auto\"")
         if self.input_noise != 0 and self.mean_noise != 0:
             raise SpecError("`[synthesis] input_noise` and `mean_noise` are two ways to bound "
                             "the release attacker; give one of them")

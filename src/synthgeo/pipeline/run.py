@@ -476,13 +476,24 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
         implicates = None
         noise = design = None
         keep: dict = {}  # a response of several: what its release attacker needs
-        if (gaussian and several and spec.synthesis.predictive == "cross_fit"
-                and spec.synthesis.input_noise != 0):
+        noisy = (gaussian and spec.synthesis.predictive == "cross_fit"
+                 and spec.synthesis.input_noise != 0)
+        if noisy and several:
             design = data_j.X.copy()  # the earlier responses at their y*
             p0 = data_j.X.shape[1] - len(noisy_earlier or [])
             for k, ystar in enumerate(noisy_earlier or []):
                 design[:, p0 + k] = ystar
             noise = {"design": design, "own_X": X_syn["restricted"], "out": keep}
+        if noisy:  # everything released comes from a fit of y* (its θ and priors' scale)
+            released_X = data_j.X if design is None else design
+
+            def refit(ystar, _X=released_X):
+                say("fitting the model to the noised response y* (what input noise releases)")
+                star = dataclasses.replace(data_j, y=np.asarray(ystar, float), X=_X)
+                return make_fitter(spec, star, progressbar=progressbar, fitter=fitter)(
+                    random_seed=fit_seed, label="unrestricted (y*)")
+
+            noise = {**(noise or {}), "refit": refit}
         if gaussian:
             implicates = {  # one stream for both models: common random numbers
                 m: _draw(spec, data_j, fits[m], m, streams[2], draw_index=draw_index,

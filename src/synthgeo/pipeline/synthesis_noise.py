@@ -35,7 +35,7 @@ from synthgeo.pipeline.risk_stage import (
 from synthgeo.risk.noise_spread import noise_spread
 from synthgeo.risk.predictive import Predictive
 from synthgeo.risk.rao_blackwell import rb_risk
-from synthgeo.risk.release_attacker import mechanism_map
+from synthgeo.risk.release_attacker import block_inverse, mechanism_map
 from synthgeo.synthesis.cross_fit import calibrate_covariates, draw_cross_fitted, leverage
 from synthgeo.synthesis.input_noise import (
     INPUT_NOISE_KEY,
@@ -51,6 +51,10 @@ __all__ = ["draw_input_noise", "draw_mean_noise", "INPUT_NOISE_CAP", "FLOOR"]
 #: The largest input noise sd, in multiples of the response's standard deviation (model scale):
 #: "auto" searches up to it; a given sd above it is refused.
 INPUT_NOISE_CAP = 5.0
+
+#: Under input noise, y's nugget share from the y* fit, τ*² − κ², is kept at least this
+#: times σ*² (release.json: ``synthesis.input_noise.n_draws_nugget_truncated``).
+TAU_FLOOR = 1e-3
 
 #: Under input noise, the least share of a record's leave-out variance its implicates keep when
 #: the noise's own variance in its mean reaches the rest (release.json:
@@ -122,8 +126,9 @@ def _by_cell(spec, data, fit, X, draws, alpha, phi, ystar, *, kappa, ols_sd, e, 
     off the baseline's kriging on Lucas County) and the cross-fit's map K
     (:func:`synthgeo.risk.release_attacker.mechanism_map`): the raw means Xβ + K(y* − Xβ) (the
     leave-out mean is affine in y with this derivative), the variance v over (e, e_β) and this
-    draw's shift (:func:`synthgeo.risk.noise_spread.noise_spread`). Arrays: means (L, n),
-    β (L, p), v and shift (L, n). The cells' average map is kept for the release attacker
+    draw's shift (:func:`synthgeo.risk.noise_spread.noise_spread`), and [Q_BB⁻¹]_ii, each
+    record's leave-out variance in units of σ². Arrays: means (L, n), β (L, p), v, shift and
+    the variance factor (L, n). The cells' average map is kept for the release attacker
     (:func:`synthgeo.pipeline.loo_cache.remember_map`): one precision and map per cell.
     """
     precision_of = precision_function(spec, data, fit)
@@ -131,6 +136,7 @@ def _by_cell(spec, data, fit, X, draws, alpha, phi, ystar, *, kappa, ols_sd, e, 
     calibration = spec.synthesis.cross_fit_calibration
     L, n = alpha.size, data.y.size
     means, v, moved = np.empty((L, n)), np.empty((L, n)), np.empty((L, n))
+    var_factor = np.empty((L, n))
     beta = np.empty((L, X.shape[1]))
     cells, index = np.unique(np.column_stack([phi, alpha]), axis=0, return_inverse=True)
     average = None
@@ -140,6 +146,8 @@ def _by_cell(spec, data, fit, X, draws, alpha, phi, ystar, *, kappa, ols_sd, e, 
         G = np.linalg.solve(X.T @ QX, QX.T)
         K = mechanism_map(Q, alpha_c, mechanism="cross_fit", blocks=blocks)
         rows = np.flatnonzero(index.ravel() == c)
+        # Var(y_i | y_−B) = σ² [Q_BB⁻¹]_ii (Q in units of 1/σ²)
+        var_factor[rows] = np.asarray(block_inverse(Q, blocks).diagonal()).ravel()
         b = G @ ystar
         fitted = X @ b
         beta[rows] = b
@@ -149,16 +157,19 @@ def _by_cell(spec, data, fit, X, draws, alpha, phi, ystar, *, kappa, ols_sd, e, 
         part = K * (rows.size / L)
         average = part if average is None else average + part
     remember_map(fit, data, draws, blocks, average)
-    return means, beta, v, moved
+    return means, beta, v, moved, var_factor
 
 
 def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | None = None,
-                     own_X: np.ndarray | None = None, out: dict | None = None):
+                     own_X: np.ndarray | None = None, out: dict | None = None, refit=None):
     """Draw the cross-fitted implicates from y* = y + e (module docstring).
 
     κ as given, or chosen ("auto") so that the attacker who knows y*_i (and, under a separate
-    calibration target, Ht) stays within the first per-record target for every record. Each
-    record's cross-fitted mean krigs y*_−B at the draw's own (φ, α); its implicate variance is
+    calibration target, Ht) stays within the first per-record target for every record; κ is
+    chosen with the fit of y (``fit``: one number), everything released comes from ``refit``,
+    the engine's fit of y* with its seed (``refit(y*) -> GPFit``), at each draw's (φ, α) with
+    α = (τ*² − κ²)/σ*² (y*'s nugget holds κ²). Each record's cross-fitted mean krigs y*_−B
+    at that (φ, α); its implicate variance is
     the leave-out variance s² less the variance v the noise gives its mean (at least
     :data:`FLOOR` s² kept), so that over the noise implicate ℓ of record i is N(m_iℓ(0), s²_iℓ):
     the calibrated cross-fit of y itself (docs/risk-and-utility.md, "Input noise: luck or leak").
@@ -174,8 +185,6 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
     later responses' designs, the shift to the earlier synthetic values, the release attacker).
     """
     X = data.X if design is None else np.asarray(design, float)
-    d = posterior_draws(fit, sources)
-    alpha = d["nugget"] / d["sigma2"]
     kappa, chosen, reached = spec.synthesis.input_noise, "given", None
     cap = INPUT_NOISE_CAP * float(np.std(data.y))
     if kappa != "auto" and float(kappa) > cap:
@@ -210,15 +219,25 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
                                ols=(target, ols_sd) if separate and kappa > 0 else None)
     # β of the means from y* (its GLS per cell), not from the fit on y: the calibrated means
     # carry −(I − H)M₀Xβ_ℓ, and β_ℓ fitted on y would reach them (break-it trial, 2026-12-03)
+    # θ from a fit on y*, not on y: the draws' σ², τ², φ fitted on y reach every implicate's
+    # spread, and pooled implicates read an outlier's value off them (break-it trial,
+    # 2026-12-03: 0.84 against a claimed 0.063 at 600 implicates). The y* fit's nugget holds
+    # κ² too: y's is τ*² − κ² (at least TAU_FLOOR σ*²)
+    if refit is None:
+        raise ValueError("input noise needs `refit` (the engine's fit of y*)")
+    star = refit(ystar)
+    d = posterior_draws(star, sources)
+    tau2 = d["nugget"] - kappa ** 2
+    truncated = int(np.sum(tau2 < TAU_FLOOR * d["sigma2"]))
+    alpha = np.maximum(tau2, TAU_FLOOR * d["sigma2"]) / d["sigma2"]
     draws = (sources["source_chain"].values, sources["source_draw"].values)
-    raw, d["beta"], v, moved = _by_cell(spec, data, fit, X, draws, alpha, d["phi"], ystar,
-                                        kappa=kappa, ols_sd=ols_sd, e=ystar - data.y,
-                                        e_ols=target - data.y if separate else None)
+    raw, d["beta"], v, moved, factor = _by_cell(
+        spec, data, fit, X, draws, alpha, d["phi"], ystar, kappa=kappa, ols_sd=ols_sd,
+        e=ystar - data.y, e_ols=target - data.y if separate else None)
     # calibrated to the OLS of y* ("shared") or of y + e_β ("separate"); y's own OLS would
     # publish y's regression exactly as L grows
     mean = _calibrated(spec, raw, target, X)
-    # the leave-out variance depends on θ and the blocks only (the run's cached predictive)
-    s2 = loo_predictive(spec, data, fit, sources).sd ** 2
+    s2 = d["sigma2"][:, None] * factor  # y's leave-out variance at the y* fit's θ
     var = np.maximum(s2 - v, FLOOR * s2)  # over the noise: s² (v + FLOOR s² where floored)
     floored = int((s2 - v < FLOOR * s2).any(axis=0).sum())
     if out is not None:
@@ -238,10 +257,15 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
         ds["y_sd_marginal"] = (("implicate", "record"), spread)
     ds.attrs["input_noise"] = {"sd": kappa, "chosen": chosen, "reached": reached,
                                "beta": "GLS of y* at each implicate's (phi, alpha)",
-                               "calibration_target": ("OLS of y + e_beta (separate noise)"
-                                                      if separate else "OLS of y*"),
+                               "calibration_target": (
+                                   "none" if calibration == "none"
+                                   else "OLS of y + e_beta (separate noise)" if separate
+                                   else "OLS of y*"),
                                "ols_sd": ols_sd,
                                "n_records_variance_floored": floored,
+                               "fit": "y* (theta, beta and the priors' scale from y*; "
+                                      "nugget less kappa^2)",
+                               "n_draws_nugget_truncated": truncated,
                                "largest_attributable_this_noise": float(realised.max()),
                                "n_records_above_this_noise": (
                                    None if threshold is None
