@@ -578,26 +578,33 @@ def _register(result, record: dict[str, Any], tmp: Path, out: Path, uid: str, le
 def _noise_fingerprints(result) -> list[bytes]:
     """Return one fingerprint per record value that had an input-noise draw (else empty).
 
-    Bytes of (response, location to the metre, value on the model scale to 9 significant
-    figures): the same value at the same place in another file or run is the same record to the
-    register, which keys them (:class:`synthgeo.register.NewRelease`) and refuses a second draw.
+    Bytes of (location in WGS 84 to 4 decimals, about 10 m; value on the person's scale, e.g.
+    dollars, to 6 significant figures): the same value at the same place is the same record
+    to the register, whatever the column is called, the target CRS or whether the file held
+    prices or log-prices (the break-it trial of 2026-12-03 passed those changes through a
+    fingerprint of name, projected metres and model-scale value). The register keys them
+    (:class:`synthgeo.register.NewRelease`) and refuses a second draw.
     """
-    from synthgeo.io.points import coordinates_m
+    from synthgeo.pipeline.data import response_scale
 
     if isinstance(result, SequentialResult):
-        parts = [(r.name, r.y, getattr(r, "input_noise", None)) for r in result.responses]
+        parts = [(r.y, getattr(r, "input_noise", None), r.config.transform == "log")
+                 for r in result.responses]
     else:
         released = (result.implicates or {}).get("restricted")
-        parts = [(result.spec.data.response, result.data.y,
-                  released.attrs.get("input_noise") if released is not None else None)]
+        parts = [(result.data.y,
+                  released.attrs.get("input_noise") if released is not None else None,
+                  response_scale(result.spec).g_name == "exp")]
     out: list[bytes] = []
-    xy = None
-    for name, y, noise in parts:
+    lonlat = None
+    for y, noise, logged in parts:
         if not (noise or {}).get("sd"):
             continue
-        if xy is None:
-            xy = np.round(coordinates_m(result.data.gdf)).astype(np.int64)
-        out += [f"{name}|{a}|{b}|{v:.9g}".encode() for (a, b), v in zip(xy, y)]
+        if lonlat is None:
+            pts = result.data.gdf.geometry.to_crs(4326)
+            lonlat = np.round(np.column_stack([pts.x, pts.y]), 4)
+        value = np.exp(y) if logged else np.asarray(y, float)
+        out += [f"{a:.4f}|{b:.4f}|{v:.6g}".encode() for (a, b), v in zip(lonlat, value)]
     return out
 
 
