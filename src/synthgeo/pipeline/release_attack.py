@@ -190,12 +190,14 @@ def released_map(spec, data, fit, released: xr.Dataset, mechanism: str, *,
         kept = cached_map(fit, data, draws, blocks)
         if kept is not None:
             return kept
-    d = posterior_draws(fit, released)
-    alpha = d["nugget"] / d["sigma2"]
+    if "theta_alpha" in released:  # input noise: the y* fit's (φ, α), not ``fit``'s
+        phi, alpha = released["theta_phi"].values, released["theta_alpha"].values
+    else:
+        d = posterior_draws(fit, released)
+        phi, alpha = d["phi"], d["nugget"] / d["sigma2"]
     precision_of = precision_function(spec, data, fit)
     w = np.ones(alpha.size) if weights is None else np.asarray(weights, float)
-    cells, inverse = np.unique(np.column_stack([d["phi"], alpha]), axis=0,
-                               return_inverse=True)
+    cells, inverse = np.unique(np.column_stack([phi, alpha]), axis=0, return_inverse=True)
     mass = np.bincount(np.ravel(inverse), weights=w, minlength=len(cells)) / alpha.size
     M0 = None
     for (phi_c, alpha_c), k in zip(cells, mass):

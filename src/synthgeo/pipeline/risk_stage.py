@@ -640,7 +640,8 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     # a raw cross-fit's predictive is the baseline itself; a calibrated one's is not
     reweight = spec.loo_posterior == "reweighted"
     reuse = (released.attrs.get("predictive") == "cross_fit" and own_X is None and same_draws
-             and released.attrs.get("calibration", "none") == "none" and not reweight)
+             and released.attrs.get("calibration", "none") == "none" and not reweight
+             and not released.attrs.get("input_noise") and not released.attrs.get("mean_noise"))
     solve_seconds: dict[str, float] = {}
     density: dict[str, np.ndarray] | None = {} if reweight else None
     if reuse and len(blocks) == 1:

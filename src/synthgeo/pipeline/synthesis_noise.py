@@ -251,6 +251,10 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
     g = response_scale(spec).g_name
     over = rb_risk(Predictive(mean=centre, sd=spread), data.y, measure, g) - base
     drawn = rb_risk(Predictive(mean=mean, sd=np.sqrt(var)), data.y, measure, g) - base
+    # the (φ, α) each implicate was synthesised at (the y* fit's), for the release attacker's
+    # map (confidential, not written to release/)
+    ds["theta_phi"] = ("implicate", np.asarray(d["phi"], float))
+    ds["theta_alpha"] = ("implicate", np.asarray(alpha, float))
     reading = spec.risk.input_noise_reading
     if reading == "expected":  # the risk stage scores own values on this predictive
         ds["y_mean_marginal"] = (("implicate", "record"), centre)
