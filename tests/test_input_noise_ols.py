@@ -21,13 +21,15 @@ def _spec(kappa=0.3, **synthesis):
             .replace("risk", targets=[TARGET], on_risk_failure="warn")
             .replace("synthesis", **{"n_implicates": 20, "predictive": "cross_fit",
                                      "cross_fit_calibration": "covariates",
-                                     "input_noise": kappa, **synthesis}))
+                                     "input_noise": kappa, "input_noise_ols": "separate",
+                                     **synthesis}))
 
 
 def test_separate_target_with_the_leave_own_out_calibration_is_refused():
     with pytest.raises(SpecError, match="covariates_loo.*full-rank"):
         _spec(cross_fit_calibration="covariates_loo")
     _spec(cross_fit_calibration="covariates_loo", input_noise_ols="shared")  # allowed
+    _spec(cross_fit_calibration="covariates_loo", input_noise_ols="auto")  # shared there
     with pytest.raises(SpecError, match="input_noise_ols"):
         _spec(input_noise_ols="both")
     with pytest.raises(SpecError, match="input_noise_reading"):
@@ -153,3 +155,16 @@ def test_leave_out_variance_factor_is_the_production_leave_out_variance():
     factor = np.asarray(block_inverse(Q, blocks).diagonal()).ravel()
     np.testing.assert_allclose(sigma2 * factor, g.sd[0] ** 2, rtol=1e-10)
     assert cdist(xy, xy).max() > 0
+
+
+def test_auto_takes_the_separate_target_only_where_it_helps():
+    """The bundled sales (one leverage 0.24): "auto" calibrates to y*'s OLS; a design without
+    a large leverage gets the separate target; never under the leave-own-out shift."""
+    from synthgeo.synthesis.input_noise import separate_target
+    with pytest.warns(UserWarning):
+        res = run_release(_spec(input_noise_ols="auto"))
+    attrs = res.implicates["restricted"].attrs["input_noise"]
+    assert attrs["calibration_target"] == "OLS of y*" and attrs["ols_sd"] is None
+    assert separate_target("auto", "covariates", np.full(100, 0.01))
+    assert not separate_target("auto", "covariates_loo", np.full(100, 0.01))
+    assert not separate_target("separate", "none", np.full(100, 0.01))

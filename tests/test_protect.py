@@ -48,7 +48,7 @@ def test_rounds_in_order_at_the_bonferroni_level():
     assert rounds[1][1].synthesis.cross_fit_calibration == "covariates_loo"
     # the separate calibration target needs the plain calibration (its map is rank p)
     assert rounds[2][1].synthesis.cross_fit_calibration == "covariates"
-    assert rounds[2][1].synthesis.input_noise_ols == "separate"
+    assert rounds[2][1].synthesis.input_noise_ols == "auto"
     assert rounds[2][1].synthesis.input_noise == "auto"
     assert len(round_specs(_spec(max_rounds=1))) == 1
     # a spec that already cross-fits does not try its own mechanism twice

@@ -260,13 +260,15 @@ class SynthesisConfig:
     (:mod:`synthgeo.synthesis.mean_noise`; docs/risk-and-utility.md, "Mean noise"). Not with
     ``input_noise``.
 
-    ``input_noise_ols`` {"separate", "shared"}, default "separate": under ``input_noise`` the
-    covariate calibration's target. "separate": the OLS of t = y + e_β with noise of its own,
-    e_β ~ N(0, κ_β²), κ_β = κ (max_i h_ii / 0.25)^½ (h the covariates' leverage): that channel
-    tells at most a quarter of what y* tells about any record, and moves the released
-    regression by κ_β/κ as little as y*'s would (needs ``cross_fit_calibration = "covariates"``
-    or "none"); "shared": the OLS of y* itself (:mod:`synthgeo.synthesis.input_noise`;
-    docs/risk-and-utility.md, "Input noise").
+    ``input_noise_ols`` {"auto", "separate", "shared"}, default "auto": under ``input_noise``
+    the covariate calibration's target. "separate": the OLS of t = y + e_β with noise of its
+    own, e_β ~ N(0, κ_β²), κ_β = κ (max_i h_ii / 0.25)^½ (h the covariates' leverage): that
+    channel tells at most a quarter of what y* tells about any record, and moves the released
+    regression by κ_β/κ as little as y*'s would (needs ``cross_fit_calibration =
+    "covariates"`` or "none"); "shared": the OLS of y* itself; "auto": "separate" where it
+    moves the regression by at most half as much (max h ≤ 1/16) and the calibration allows
+    it, else "shared" (:mod:`synthgeo.synthesis.input_noise`; docs/risk-and-utility.md,
+    "Input noise").
     """
 
     n_implicates: int = 100
@@ -274,7 +276,7 @@ class SynthesisConfig:
     cross_fit_calibration: Literal["covariates", "covariates_loo", "none"] = "covariates"
     input_noise: float | str = 0.0
     mean_noise: float | str = 0.0
-    input_noise_ols: Literal["separate", "shared"] = "separate"
+    input_noise_ols: Literal["auto", "separate", "shared"] = "auto"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -301,9 +303,9 @@ class SynthesisConfig:
         if self.input_noise != 0 and self.mean_noise != 0:
             raise SpecError("`[synthesis] input_noise` and `mean_noise` are two ways to bound "
                             "the release attacker; give one of them")
-        if self.input_noise_ols not in ("separate", "shared"):
+        if self.input_noise_ols not in ("auto", "separate", "shared"):
             raise _err("synthesis", "input_noise_ols", self.input_noise_ols,
-                       '"separate" or "shared"')
+                       '"auto", "separate" or "shared"')
         if (self.input_noise != 0 and self.input_noise_ols == "separate"
                 and self.cross_fit_calibration == "covariates_loo"):
             raise SpecError(

@@ -13,11 +13,12 @@ the next stronger mechanism, round by round, at most ``[risk] max_rounds``:
    synthesis reads y* = y + e with the smallest noise sd at which the release attacker — who
    combines every record's implicate means — stays within the first per-record target for any
    number of pooled implicates (:mod:`synthgeo.synthesis.input_noise`); the covariate
-   calibration is made to the OLS of y plus a separate, leverage-scaled noise
-   (``input_noise_ols = "separate"``, with the plain "covariates" calibration: the
-   leave-own-out shift would publish that target in full). Until 2026-12-03 the
-   third round was the raw cross-fit; it carries the same neighbour signal as the calibrated one,
-   so it cannot pass where round 2 fails on the release attacker.
+   calibration is made to the OLS of y plus a separate, leverage-scaled noise where no record
+   has a large leverage, else to y*'s (``input_noise_ols = "auto"``, with the plain
+   "covariates" calibration: the leave-own-out shift would publish a separate target in
+   full). Until 2026-12-03 the third round was the raw cross-fit; it carries the same
+   neighbour signal as the calibrated one, so it cannot pass where round 2 fails on the
+   release attacker.
 
 **Several responses** (``[[data.responses]]``, every one gaussian): a round applies its
 mechanism to every response (each later response cross-fitted given the earlier confidential
@@ -67,7 +68,7 @@ LADDER: tuple[tuple[str, dict], ...] = (
       "input_noise": 0.0, "mean_noise": 0.0}),
     ("cross_fit calibrated (covariates) + input noise (auto)",
      {"predictive": "cross_fit", "cross_fit_calibration": "covariates",
-      "input_noise": "auto", "input_noise_ols": "separate", "mean_noise": 0.0}),
+      "input_noise": "auto", "input_noise_ols": "auto", "mean_noise": 0.0}),
 )
 #: ``[model]`` keys of the restricted fit, reset to their defaults in a cross-fitted round.
 _RESTRICTED_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig)

@@ -43,6 +43,7 @@ from synthgeo.synthesis.input_noise import (
     choose_kappa,
     noisy_response,
     ols_noise_sd,
+    separate_target,
 )
 from synthgeo.synthesis.mean_noise import MEAN_NOISE_KEY, choose_mean_noise, mean_noise
 
@@ -196,8 +197,8 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
     threshold, base, attributable_at = _attacker(spec, data, loo0)
     unlimited = np.full(data.y.size, np.inf)
     calibration = spec.synthesis.cross_fit_calibration
-    separate = spec.synthesis.input_noise_ols == "separate" and calibration != "none"
     h = leverage(X)
+    separate = separate_target(spec.synthesis.input_noise_ols, calibration, h)
 
     def ols_info(k: float):  # h_ii/κ_β²: at most OLS_INFORMATION_SHARE/κ²
         return h / ols_noise_sd(k, h) ** 2 if separate and k > 0 else 0.0

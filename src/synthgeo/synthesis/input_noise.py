@@ -47,7 +47,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["INPUT_NOISE_KEY", "INPUT_NOISE_OLS_KEY", "OLS_INFORMATION_SHARE", "noisy_response",
-           "ols_noise_sd", "choose_kappa", "smallest_sd"]
+           "ols_noise_sd", "separate_target", "choose_kappa", "smallest_sd"]
 
 #: The key of the input noise's seed among the release seed's children
 #: (:func:`synthgeo._seed.keyed_seeds`), apart from the implicates' 0 … L − 1.
@@ -59,6 +59,42 @@ INPUT_NOISE_OLS_KEY = 1_000_000_011
 #: Under ``input_noise_ols = "separate"``: the most the calibration's channel may tell about
 #: any record, as a share of what y* tells (1/κ²).
 OLS_INFORMATION_SHARE = 0.25
+
+
+#: ``input_noise_ols = "auto"`` takes the separate target where κ_β ≤ κ/2, i.e. max h ≤ this.
+SEPARATE_MAX_LEVERAGE = OLS_INFORMATION_SHARE / 4
+
+
+def separate_target(choice: str, calibration: str, leverage: np.ndarray) -> bool:
+    """Whether the calibration is made to a separately noised target (else to y*, or none).
+
+    Parameters
+    ----------
+    choice : {"auto", "separate", "shared"}
+        ``[synthesis] input_noise_ols``.
+    calibration : {"covariates", "covariates_loo", "none"}
+        ``[synthesis] cross_fit_calibration`` ("none": no target at all).
+    leverage : ndarray of shape (n,)
+        h_ii of the design.
+
+    Returns
+    -------
+    bool
+        "auto": True where κ_β ≤ κ/2 (max h ≤ :data:`SEPARATE_MAX_LEVERAGE`) and the
+        calibration is "covariates" (the leave-own-out shift would publish the target).
+
+    Examples
+    --------
+    >>> separate_target("auto", "covariates", np.array([0.01, 0.2]))
+    False
+    >>> separate_target("auto", "covariates", np.array([0.01, 0.05]))
+    True
+    """
+    if calibration == "none" or choice == "shared":
+        return False
+    if choice == "separate":
+        return True
+    return calibration == "covariates" and float(np.max(leverage)) <= SEPARATE_MAX_LEVERAGE
 
 
 def ols_noise_sd(kappa: float, leverage: np.ndarray,
