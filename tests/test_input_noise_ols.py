@@ -161,10 +161,14 @@ def test_auto_takes_the_separate_target_only_where_it_helps():
     """The bundled sales (one leverage 0.24): "auto" calibrates to y*'s OLS; a design without
     a large leverage gets the separate target; never under the leave-own-out shift."""
     from synthgeo.synthesis.input_noise import separate_target
+    said = []
     with pytest.warns(UserWarning):
-        res = run_release(_spec(input_noise_ols="auto"))
+        res = run_release(_spec(input_noise_ols="auto"), progress=said.append)
     attrs = res.implicates["restricted"].attrs["input_noise"]
     assert attrs["calibration_target"] == "OLS of y*" and attrs["ols_sd"] is None
+    # the console says what the noise did, both readings (new-user finding, 2026-12-03)
+    line = next(m for m in said if m.startswith("input noise: sd"))
+    assert "over the noise" in line and "on this draw" in line
     assert separate_target("auto", "covariates", np.full(100, 0.01))
     assert not separate_target("auto", "covariates_loo", np.full(100, 0.01))
     assert not separate_target("separate", "none", np.full(100, 0.01))

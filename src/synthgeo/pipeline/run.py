@@ -61,7 +61,11 @@ from synthgeo.pipeline.risk_stage import (
     release_predictive_of,
     score_release_risk,
 )
-from synthgeo.pipeline.synthesis_noise import draw_input_noise, draw_mean_noise
+from synthgeo.pipeline.synthesis_noise import (
+    draw_input_noise,
+    draw_mean_noise,
+    input_noise_line,
+)
 from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
 from synthgeo.synthesis.cross_fit import (
@@ -769,6 +773,8 @@ def _one_response(spec, data, d: _Drawn, locations, earlier, seconds, seed, say,
     if attack is not None:
         seconds["release_attacker"] = attack.seconds
         say(attack.line())
+    if (noise_line := input_noise_line(d.implicates["restricted"])) is not None:
+        say(noise_line)
     with _timed(seconds, "neighbour_check"):
         neighbours = run_neighbour_check(spec, data, d.implicates, d.at_risk, d.choice)
     with _timed(seconds, "detector"):  # can the protected records be told apart?
@@ -863,6 +869,8 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
                 if scores.release_attack is not None:
                     sec["release_attacker"] = scores.release_attack.seconds
                     say(f"{rc.name}: {scores.release_attack.line()}")
+                if (noise_line := input_noise_line(d.implicates["restricted"])) is not None:
+                    say(f"{rc.name}: {noise_line}")
             else:
                 per, summary, matches = responses.discrete_risk_tables(
                     spec, rc, d.synthetic, y, d.at_risk, frame)

@@ -47,7 +47,7 @@ from synthgeo.synthesis.input_noise import (
 )
 from synthgeo.synthesis.mean_noise import MEAN_NOISE_KEY, choose_mean_noise, mean_noise
 
-__all__ = ["draw_input_noise", "draw_mean_noise", "INPUT_NOISE_CAP", "FLOOR"]
+__all__ = ["draw_input_noise", "draw_mean_noise", "input_noise_line", "INPUT_NOISE_CAP", "FLOOR"]
 
 #: The largest input noise sd, in multiples of the response's standard deviation (model scale):
 #: "auto" searches up to it; a given sd above it is refused.
@@ -331,3 +331,26 @@ def draw_mean_noise(spec, data, fit, sources, seed):
                               "capped": bool(asked != "auto" and float(asked) ** 2 > largest),
                               "reached": reached_auto if asked == "auto" else None}
     return ds
+
+
+def input_noise_line(released) -> str | None:
+    """One console line on what input noise did and how it is judged (None without it).
+
+    Aggregates only: the sd, the calibration target, and each figure both over the noise (the
+    judged reading under ``input_noise_reading = "expected"``) and on this release's one draw.
+    """
+    a = (released.attrs.get("input_noise") if released is not None else None) or {}
+    if not a.get("sd"):
+        return None
+    target = a.get("calibration_target", "")
+    line = (f"input noise: sd {a['sd']:g} ({a.get('chosen')}; model scale), calibration target "
+            f"{target}" + (f" (its own noise sd {a['ols_sd']:.3g})" if a.get("ols_sd") else ""))
+    if "own_values_largest_expected" in a:
+        line += (f"; own values judged {a['own_values_reading']}: largest attributable "
+                 f"{a['own_values_largest_expected']:.3f} over the noise, "
+                 f"{a['own_values_largest_this_noise']:.3f} on this draw")
+    line += (f"; the attacker holding y*_i, on this draw: largest "
+             f"{a['largest_attributable_this_noise']:.3f}"
+             + ("" if a.get("n_records_above_this_noise") is None
+                else f", {a['n_records_above_this_noise']} records above the threshold"))
+    return line

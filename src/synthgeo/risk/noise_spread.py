@@ -105,7 +105,7 @@ def noise_spread(K, X: np.ndarray, *, calibration: str, kappa: float, ols_sd: fl
     >>> X = np.ones((3, 1))
     >>> v, s = noise_spread(K, X, calibration="none", kappa=1.0, ols_sd=None, e=np.ones(3))
     >>> v.round(3).tolist(), s.round(3).tolist()
-    [[0.5, 0.5, 0.5], [1.0, 1.0, 1.0]]
+    ([0.5, 0.5, 0.5], [1.0, 1.0, 1.0])
     """
     if calibration not in _CALIBRATIONS:
         raise ValueError(f"`calibration` must be one of {_CALIBRATIONS}, got {calibration!r}")
