@@ -22,12 +22,7 @@ from synthgeo.model.vecchia import (
     VecchiaFactors,
     ordered_neighbours,
     vecchia_factors,
-    vecchia_spectrum,
 )
-
-#: Fewest α values at one φ for which :meth:`NNGPCovariance.stats_row` eigendecomposes the
-#: neighbour blocks (one decomposition costs about three direct evaluations).
-SPECTRUM_MIN_ALPHAS = 4
 
 __all__ = ["CellStats", "ExactCovariance", "NNGPCovariance", "make_covariance"]
 
@@ -173,21 +168,15 @@ class NNGPCovariance:
         return self._stats(f)
 
     def stats_row(self, phi_km: float, alphas) -> list[CellStats]:
-        """:meth:`stats` at one ``phi_km`` and several ``alphas``.
+        """:meth:`stats` at one ``phi_km`` and several ``alphas``, one after another.
 
-        From :data:`SPECTRUM_MIN_ALPHAS` values of α with one D (γ = ∞ or unrestricted), the
-        neighbour blocks are eigendecomposed once (:func:`~synthgeo.model.vecchia.vecchia_spectrum`)
-        and each α costs O(N m²): a 14-cell grid row at 10⁵ records about a third of 14
-        direct evaluations. Agrees with :meth:`stats` to round-off.
+        Each α costs one pass of the compiled block factorisation
+        (:mod:`synthgeo.model.vecchia_kernel`, ~0.2 s at 10⁵ records, m = 15). An
+        eigendecomposition of the neighbour blocks shared by the row (each α then O(N m²))
+        was used before that kernel; it costs about twenty such passes, more than a 14-cell
+        grid row (``benchmarks/bench_nngp.py factors``).
         """
-        alphas = [float(a) for a in alphas]
-        ds = [self.d_of(a)[self.site_index] for a in alphas]
-        if self.nugget_weight is not None or len(alphas) < SPECTRUM_MIN_ALPHAS or any(
-                not np.array_equal(ds[0], d) for d in ds[1:]):
-            return [self.stats(phi_km, a) for a in alphas]
-        spectrum = vecchia_spectrum(self.graph, phi_km,
-                                    None if np.all(ds[0] == 1.0) else ds[0])
-        return [self._stats(spectrum.factors(a)) for a in alphas]
+        return [self.stats(phi_km, float(a)) for a in alphas]
 
     def _stats(self, f: VecchiaFactors) -> CellStats:
         if self.extra is not None:
