@@ -2,9 +2,10 @@
 
 The command runs in a child process (so the peak is its own) with a thread sampling the
 resident set size (RSS) every 20 ms; the pipeline's stage functions (load, locations, each
-fit, synthesis, risk, utility, spatial utility, report, write) are wrapped so that every
-sample is charged to the innermost stage running. Printed per stage: wall seconds and the
-peak RSS while it ran; for the whole process: wall seconds and the kernel's peak RSS
+fit and its grid and posterior draws, synthesis and its NNGP effect draws, risk and the
+leave-one-out baseline, utility, spatial utility, general utility, report, write) are
+wrapped so that every sample is charged to the innermost stage running. Printed per stage:
+wall seconds and the peak RSS while it ran; for the whole process: wall seconds and the kernel's peak RSS
 (``ru_maxrss`` of the child, which includes imports and everything the samples miss) and its
 CPU seconds (user + system: a guide to the wall time on a quiet machine when the machine is
 shared).
@@ -59,8 +60,11 @@ STAGES = (
     ("synthgeo.pipeline.data", "prepare_data", "load"),
     ("synthgeo.pipeline.run", "_locations", "locations"),
     ("synthgeo.inference.grid", "fit_gp_grid", "fit"),
+    ("synthgeo.inference.grid_posterior", "grid_posterior", "  grid"),
+    ("synthgeo.inference.grid_posterior", "GridPosterior.draw", "  posterior draws"),
     ("synthgeo.inference.nuts", "fit_gp", "fit"),
     ("synthgeo.synthesis.implicates", "draw_implicates", "synthesize"),
+    ("synthgeo.inference.nngp_effects", "NNGPEffects.draw", "  w draws (NNGP)"),
     ("synthgeo.pipeline.risk_stage", "score_release_risk", "risk + baselines"),
     ("synthgeo.risk.loo", "baseline_loo", "  LOO baseline"),
     ("synthgeo.risk.within_eps", "within_eps_risk", "risk"),
@@ -68,6 +72,7 @@ STAGES = (
     ("synthgeo.utility.spatial", "spatial_utility_tables", "spatial utility"),
     ("synthgeo.utility.spatial", "semivariogram", "  semivariogram"),
     ("synthgeo.utility.spatial", "morans_i", "  Moran's I"),
+    ("synthgeo.pipeline.general_utility", "general_utility", "general utility (pMSE)"),
     ("synthgeo.release.report", "render_report", "report"),
     ("synthgeo.release.writer", "write_release", "write"),
     ("synthgeo.studies.compare", "write_comparison", "write"),
@@ -129,11 +134,17 @@ def _install(prof: _Profile) -> None:
     import importlib
 
     for mod in ("synthgeo.cli.main", "synthgeo.pipeline.run", "synthgeo.pipeline.risk_stage",
-                "synthgeo.risk.loo", "synthgeo.release.writer",
+                "synthgeo.risk.loo", "synthgeo.release.writer", "synthgeo.inference.nngp_effects",
+                "synthgeo.inference.grid_posterior", "synthgeo.pipeline.general_utility",
                 "synthgeo.release.report", "synthgeo.studies.compare",
                 "synthgeo.inference.grid", "synthgeo.inference.nuts"):
         importlib.import_module(mod)
     for mod, name, label in STAGES:
+        if "." in name:  # a method: wrapped on its class
+            cls, meth = name.split(".")
+            owner = getattr(sys.modules[mod], cls)
+            setattr(owner, meth, prof.wrap(getattr(owner, meth), label))
+            continue
         obj = getattr(sys.modules[mod], name)
         wrapped = prof.wrap(obj, label)
         for m in list(sys.modules.values()):

@@ -304,7 +304,7 @@ def vecchia_factors(
 
 def _solve_rows(graph: NeighbourGraph, rows: np.ndarray, phi: float, nug: float,
                 dd: np.ndarray, om: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """b and F of the points ``rows`` by a batched LU solve of their neighbour blocks."""
+    """Return b and F of the points ``rows`` by a batched LU solve of their neighbour blocks."""
     nbr = graph.neighbours[rows]
     valid = nbr >= 0
     d_nb = np.where(valid, dd[np.where(valid, nbr, 0)], 0.0)
