@@ -349,3 +349,13 @@ def test_a_singular_neighbour_block_is_flagged_and_solved_by_lu(monkeypatch):
     b, F = _solve_rows(g, np.arange(50), 1.2, 0.1, np.ones(50), np.ones(50))
     np.testing.assert_array_equal(f.b, b)
     np.testing.assert_array_equal(f.F, F)
+
+
+def test_compiled_gram_equals_the_whitened_products():
+    """VecchiaFactors.gram (compiled, one pass) is whiten(v)ᵀ whiten(v) to round-off."""
+    rng = np.random.default_rng(5)
+    g = ordered_neighbours(rng.uniform(0, 4, (300, 2)), 8)
+    f = vecchia_factors(g, 1.1, 0.2)
+    v = rng.standard_normal((300, 4))
+    W = f.whiten(v)
+    np.testing.assert_allclose(f.gram(v), W.T @ W, rtol=1e-11, atol=1e-11)

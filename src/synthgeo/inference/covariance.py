@@ -181,8 +181,7 @@ class NNGPCovariance:
     def _stats(self, f: VecchiaFactors) -> CellStats:
         if self.extra is not None:
             f = VecchiaFactors(graph=f.graph, b=f.b, F=f.F + self.extra)
-        W = f.whiten(self.Xy)
-        G = W.T @ W
+        G = f.gram(self.Xy)
         p = self.p
         return CellStats(logdet=f.logdet, XtKX=G[:p, :p], XtKy=G[:p, p], ytKy=float(G[p, p]))
 

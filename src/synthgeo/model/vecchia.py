@@ -247,6 +247,16 @@ class VecchiaFactors:
         u = v - np.einsum("nm,nmk->nk", self.b, v[safe])
         return u / np.sqrt(self.F)[:, None]
 
+    def gram(self, v: np.ndarray) -> np.ndarray:
+        """Return vᵀ C̃⁻¹ v = ``whiten(v).T @ whiten(v)`` for v of shape (n, k) in the ordered space.
+
+        Compiled, in one pass and without the whitened array
+        (:func:`synthgeo.model.vecchia_kernel.whitened_gram`); equal to round-off.
+        """
+        from synthgeo.model.vecchia_kernel import whitened_gram
+
+        return whitened_gram(self.b, self.F, self.graph.neighbours, v)
+
     def i_minus_b(self) -> sp.csr_matrix:
         """Return the sparse matrix I − B (n x n, ordered space)."""
         n, m = self.b.shape

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["factor_rows"]
+__all__ = ["factor_rows", "whitened_gram"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -99,6 +99,66 @@ def _rows(dist_nn, dist_in, nbr, dd, om, nug, phi, b, F):  # pragma: no cover - 
             bc += x[a] * rhs[a]
         F[i] = max(dd[i] * dd[i] + own - bc, own * 1e-6)
     return failed
+
+
+@numba.njit(cache=True, nogil=True)
+def _gram(b, F, nbr, v):  # pragma: no cover - compiled
+    n, m = nbr.shape
+    k = v.shape[1]
+    G = np.zeros((k, k))
+    u = np.empty(k)
+    for i in range(n):
+        for c in range(k):
+            u[c] = v[i, c]
+        for a in range(m):
+            j = nbr[i, a]
+            if j >= 0:
+                for c in range(k):
+                    u[c] -= b[i, a] * v[j, c]
+        s = 1.0 / F[i]
+        for c in range(k):
+            for e in range(c + 1):
+                G[c, e] += u[c] * u[e] * s
+    for c in range(k):
+        for e in range(c):
+            G[e, c] = G[c, e]
+    return G
+
+
+def whitened_gram(b: np.ndarray, F: np.ndarray, neighbours: np.ndarray,
+                  v: np.ndarray) -> np.ndarray:
+    """Return vᵀ (I − B)ᵀ F⁻¹ (I − B) v = vᵀ C̃⁻¹ v without forming (I − B) v.
+
+    One pass over the points: row i of (I − B) v is v_i − Σ_a b_ia v_N(i)a, needing only
+    point i's own weights, so the (n, k) whitened array and the (n, m, k) gather of its
+    neighbours' rows that NumPy needs are never made.
+
+    Parameters
+    ----------
+    b : ndarray of shape (n, m)
+        Conditional-mean weights (:class:`~synthgeo.model.vecchia.VecchiaFactors`).
+    F : ndarray of shape (n,)
+        Conditional variances.
+    neighbours : ndarray of int, shape (n, m)
+        Ranks of the neighbours; -1 pads.
+    v : ndarray of shape (n, k)
+        Columns in the ordering of the factors.
+
+    Returns
+    -------
+    ndarray of shape (k, k)
+        Symmetric.
+
+    Examples
+    --------
+    >>> b = np.array([[0.0], [0.5]])
+    >>> G = whitened_gram(b, np.array([1.0, 0.75]), np.array([[-1], [0]]), np.eye(2))
+    >>> (G * 3).round(6).tolist()  # the inverse of [[1, 0.5], [0.5, 1]], times 3
+    [[4.0, -2.0], [-2.0, 4.0]]
+    """
+    return _gram(np.ascontiguousarray(b, dtype=float), np.ascontiguousarray(F, dtype=float),
+                 np.ascontiguousarray(neighbours, dtype=np.int64),
+                 np.ascontiguousarray(v, dtype=float))
 
 
 def factor_rows(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndarray,
