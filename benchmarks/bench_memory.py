@@ -66,7 +66,10 @@ STAGES = (
     ("synthgeo.synthesis.implicates", "draw_implicates", "synthesize"),
     ("synthgeo.inference.nngp_effects", "NNGPEffects.draw", "  w draws (NNGP)"),
     ("synthgeo.pipeline.risk_stage", "score_release_risk", "risk + baselines"),
-    ("synthgeo.risk.loo", "baseline_loo", "  LOO baseline"),
+    ("synthgeo.risk.loo", "baseline_loo_sets", "  LOO baseline"),
+    ("synthgeo.pipeline.risk_stage", "score_model", "  release + public baseline"),
+    ("synthgeo.pipeline.release_attack", "score_release_attacker", "  release attacker"),
+    ("synthgeo.pipeline.risk_stage", "compare_loo_units", "  other leave-out units"),
     ("synthgeo.risk.within_eps", "within_eps_risk", "risk"),
     ("synthgeo.utility.reiter", "compare_to_confidential", "utility"),
     ("synthgeo.utility.spatial", "spatial_utility_tables", "spatial utility"),
@@ -136,6 +139,7 @@ def _install(prof: _Profile) -> None:
     for mod in ("synthgeo.cli.main", "synthgeo.pipeline.run", "synthgeo.pipeline.risk_stage",
                 "synthgeo.risk.loo", "synthgeo.release.writer", "synthgeo.inference.nngp_effects",
                 "synthgeo.inference.grid_posterior", "synthgeo.pipeline.general_utility",
+                "synthgeo.pipeline.release_attack",
                 "synthgeo.release.report", "synthgeo.studies.compare",
                 "synthgeo.inference.grid", "synthgeo.inference.nuts"):
         importlib.import_module(mod)
