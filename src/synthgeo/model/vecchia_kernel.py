@@ -33,7 +33,7 @@ __all__ = ["factor_rows", "whitened_gram"]
 
 
 @numba.njit(cache=True, nogil=True)
-def _rows(dist_nn, dist_in, nbr, dd, om, nug, phi, b, F):  # pragma: no cover - compiled
+def _rows(dist_nn, dist_in, nbr, dd, d_src, om, om_src, nug, phi, b, F):  # pragma: no cover
     n, m = nbr.shape
     A = np.empty((m, m))
     rhs = np.empty(m)
@@ -47,7 +47,7 @@ def _rows(dist_nn, dist_in, nbr, dd, om, nug, phi, b, F):  # pragma: no cover - 
             j = nbr[i, a]
             if j >= 0:
                 pos[k] = a
-                d_nb[k] = dd[j]
+                d_nb[k] = d_src[j]
                 k += 1
         for a in range(m):
             b[i, a] = 0.0
@@ -61,7 +61,7 @@ def _rows(dist_nn, dist_in, nbr, dd, om, nug, phi, b, F):  # pragma: no cover - 
             for c in range(a):
                 A[a, c] = np.exp(-phi * dist_nn[i, pa, pos[c]]) * (d_nb[a] * d_nb[c])
             A[a, a] = np.exp(-phi * dist_nn[i, pa, pa]) * (d_nb[a] * d_nb[a]) \
-                + nug * om[nbr[i, pa]]
+                + nug * om_src[nbr[i, pa]]
             rhs[a] = np.exp(-phi * dist_in[i, pa]) * d_nb[a] * dd[i]
         # Cholesky C = L Lᵀ in place (lower triangle)
         ok = True
@@ -162,7 +162,8 @@ def whitened_gram(b: np.ndarray, F: np.ndarray, neighbours: np.ndarray,
 
 
 def factor_rows(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndarray,
-                dd: np.ndarray, om: np.ndarray, nug: float, phi: float
+                dd: np.ndarray, om: np.ndarray, nug: float, phi: float, *,
+                d_source: np.ndarray | None = None, om_source: np.ndarray | None = None,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """b, F and the rows whose block Cholesky failed, for every point of an ordering.
 
@@ -173,7 +174,7 @@ def factor_rows(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndarray
     dist_in : ndarray of shape (n, m)
         Distance from each point to each neighbour.
     neighbours : ndarray of int, shape (n, m)
-        Ranks of the neighbours; -1 pads.
+        Indices of the neighbours (ranks in the ordering, or rows of ``d_source``); -1 pads.
     dd : ndarray of shape (n,)
         Smoothing scale d per point, in the ordering.
     om : ndarray of shape (n,)
@@ -182,6 +183,9 @@ def factor_rows(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndarray
         α (> 0; the latent field's jitter where α = 0).
     phi : float
         Decay φ, > 0.
+    d_source, om_source : ndarray of shape (S,), optional
+        d and ω of the points ``neighbours`` indexes, when they are not the points
+        themselves (kriging targets from sources); default ``dd`` and ``om``.
 
     Returns
     -------
@@ -205,9 +209,12 @@ def factor_rows(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndarray
     n, m = neighbours.shape
     b = np.empty((n, m))
     F = np.empty(n)
+    dd = np.ascontiguousarray(dd, dtype=float)
+    om = np.ascontiguousarray(om, dtype=float)
     failed = _rows(np.ascontiguousarray(dist_nn, dtype=float),
-                     np.ascontiguousarray(dist_in, dtype=float),
-                     np.ascontiguousarray(neighbours, dtype=np.int64),
-                     np.ascontiguousarray(dd, dtype=float), np.ascontiguousarray(om, dtype=float),
-                     float(nug), float(phi), b, F)
+                   np.ascontiguousarray(dist_in, dtype=float),
+                   np.ascontiguousarray(neighbours, dtype=np.int64), dd,
+                   dd if d_source is None else np.ascontiguousarray(d_source, dtype=float),
+                   om, om if om_source is None else np.ascontiguousarray(om_source, dtype=float),
+                   float(nug), float(phi), b, F)
     return b, F, failed
