@@ -359,3 +359,35 @@ def test_compiled_gram_equals_the_whitened_products():
     v = rng.standard_normal((300, 4))
     W = f.whiten(v)
     np.testing.assert_allclose(f.gram(v), W.T @ W, rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("case", ["plain", "at_risk_marginal", "weighted", "gamma_auto"])
+def test_compiled_grid_row_equals_the_two_step_route(case, monkeypatch):
+    """NNGPCovariance.stats_row's one-pass kernel equals factors-then-products to round-off."""
+    from synthgeo.model.smoothing import Smoothing
+
+    y, X, sites = _data(80)
+    a = np.zeros(sites.n_sites)
+    a[[3, 11, 40]] = 1.0
+    scale, extra, weight = np.ones(sites.n_sites), None, None
+    if case == "at_risk_marginal":
+        sm = Smoothing(a=a, gamma=float("inf"), at_risk_nugget="marginal")
+        scale, extra = sm.scale(), sm.extra_variance(sites.site_index)
+    elif case == "weighted":
+        weight = np.random.default_rng(2).uniform(1, 4, y.size)
+    elif case == "gamma_auto":
+        scale = Smoothing(a=a * 0.7, gamma="auto")
+    nn = NNGPCovariance(y, X, sites, scale, n_neighbors=8, extra=extra, nugget_weight=weight)
+    alphas = [0.01, 0.2, 1.5]
+    got = nn.stats_row(2.5, alphas)
+    want = [nn._stats(vecchia_factors(nn.graph, 2.5, al, nn.d_of(al)[nn.site_index],
+                                      nugget_weight=nn.nugget_weight)) for al in alphas]
+    for g, w in zip(got, want):
+        assert g.logdet == pytest.approx(w.logdet, rel=1e-12)
+        assert g.ytKy == pytest.approx(w.ytKy, rel=1e-11)
+        np.testing.assert_allclose(g.XtKX, w.XtKX, rtol=1e-11)
+        np.testing.assert_allclose(g.XtKy, w.XtKy, rtol=1e-11, atol=1e-12)
+    # a block the kernel cannot factor: the whole row takes the two-step route
+    monkeypatch.setattr("synthgeo.model.vecchia_kernel.row_statistics", lambda *a, **k: None)
+    for g, w in zip(nn.stats_row(2.5, alphas), want):
+        assert g.logdet == w.logdet and g.ytKy == w.ytKy
