@@ -231,6 +231,7 @@ def _row_stats(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet, G): 
     rhs = np.empty(m)
     x = np.empty(m)
     u = np.empty(k)
+    d_nb = np.empty(m)
     pos = np.empty(m, np.int64)
     for i in range(n):
         cnt = 0
@@ -250,8 +251,9 @@ def _row_stats(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet, G): 
             for a in range(cnt):
                 ja = nbr[i, pos[a]]
                 da = D[q, ja]
+                d_nb[a] = da
                 for c in range(a):
-                    A[a, c] = R[a, c] * (da * D[q, nbr[i, pos[c]]])
+                    A[a, c] = R[a, c] * (da * d_nb[c])
                 A[a, a] = R[a, a] * (da * da) + nug * om[ja]
                 rhs[a] = r[a] * da * di
             for c in range(cnt):  # Cholesky, lower triangle in place
