@@ -5,7 +5,8 @@ resident set size (RSS) every 20 ms; the pipeline's stage functions (load, locat
 fit and its grid and posterior draws, synthesis and its NNGP effect draws, risk and the
 leave-one-out baseline, utility, spatial utility, general utility, report, write) are
 wrapped so that every sample is charged to the innermost stage running. Printed per stage:
-wall seconds and the peak RSS while it ran; for the whole process: wall seconds and the kernel's peak RSS
+wall seconds, CPU seconds (all the process's threads, ``time.process_time``: the figure to read
+on a shared machine) and the peak RSS while it ran; for the whole process: wall seconds and the kernel's peak RSS
 (``ru_maxrss`` of the child, which includes imports and everything the samples miss) and its
 CPU seconds (user + system: a guide to the wall time on a quiet machine when the machine is
 shared).
@@ -120,12 +121,14 @@ class _Profile:
     def wrap(self, fn, label):
         def staged(*args, **kwargs):
             self.stack.append(label)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             try:
                 return fn(*args, **kwargs)
             finally:
-                s = self.stats.setdefault(label, {"seconds": 0.0, "calls": 0, "peak": 0})
+                s = self.stats.setdefault(label, {"seconds": 0.0, "cpu": 0.0, "calls": 0,
+                                                  "peak": 0})
                 s["seconds"] += time.perf_counter() - t
+                s["cpu"] += time.process_time() - c  # every thread of the process
                 s["calls"] += 1
                 self.stack.pop()
 
@@ -262,10 +265,10 @@ def main() -> None:
     print(f"{a.case or ' '.join(argv)}: rc {prof['rc']}, wall {wall:.1f} s (process), "
           f"CPU {cpu:.1f} s, peak RSS {usage.ru_maxrss / 1024:,.0f} MB (ru_maxrss of the "
           f"whole process); load {os.getloadavg()[0]:.1f}")
-    print(f"{'stage':18s} {'calls':>5s} {'seconds':>8s} {'peak RSS MB':>12s}")
+    print(f"{'stage':28s} {'calls':>5s} {'seconds':>8s} {'CPU s':>8s} {'peak RSS MB':>12s}")
     for name, s in prof["stages"].items():
         peak = f"{s['peak_mb']:12,.0f}" if s["peak"] else f"{'(< 20 ms)':>12s}"
-        print(f"{name:18s} {s['calls']:5d} {s['seconds']:8.1f} {peak}")
+        print(f"{name:28s} {s['calls']:5d} {s['seconds']:8.1f} {s.get('cpu', 0.0):8.1f} {peak}")
     if "top" in prof:
         print(f"traced (tracemalloc) peak {prof['traced_peak_mb']:,.0f} MB; largest sites:")
         print("\n".join(prof["top"]))
@@ -278,6 +281,7 @@ def main() -> None:
     rec.figure("peak RSS (ru_maxrss)", round(usage.ru_maxrss / 1024), "MiB", goal_max=goal_rss)
     rec.finish(detail={"synthgeo_argv": argv if not a.case else None, "implicates": a.implicates,
                        "stages": {k: {"calls": v["calls"], "seconds": round(v["seconds"], 2),
+                                      "cpu_seconds": round(v.get("cpu", 0.0), 2),
                                       "peak_mib": round(v["peak_mb"])}
                                   for k, v in prof["stages"].items()}})
 
