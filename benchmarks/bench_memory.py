@@ -5,11 +5,11 @@ resident set size (RSS) every 20 ms; the pipeline's stage functions (load, locat
 fit and its grid and posterior draws, synthesis and its NNGP effect draws, risk and the
 leave-one-out baseline, utility, spatial utility, general utility, report, write) are
 wrapped so that every sample is charged to the innermost stage running. Printed per stage:
-wall seconds, CPU seconds (all the process's threads, ``time.process_time``: the figure to read
-on a shared machine) and the peak RSS while it ran; for the whole process: wall seconds and the kernel's peak RSS
-(``ru_maxrss`` of the child, which includes imports and everything the samples miss) and its
-CPU seconds (user + system: a guide to the wall time on a quiet machine when the machine is
-shared).
+wall seconds, CPU seconds (all the process's threads, ``time.process_time``: the figure to
+read on a shared machine) and the peak RSS while it ran; for the whole process: wall seconds
+and the kernel's peak RSS (``ru_maxrss`` of the child, which includes imports and everything
+the samples miss) and its CPU seconds (user + system: a guide to the wall time on a quiet
+machine when the machine is shared).
 With ``--tracemalloc N`` the N allocation sites holding most memory at the traced peak are
 printed too (Python and NumPy allocations; slower). Every run writes a record in
 ``benchmarks/results/`` (``_record.py``: command, date, machine, load at start and end, commit,
