@@ -111,7 +111,8 @@ class _Profile:
         if True:
             rss = _rss_bytes()
             for name in set(self.stack):
-                s = self.stats.setdefault(name, {"seconds": 0.0, "calls": 0, "peak": 0})
+                s = self.stats.setdefault(name, {"seconds": 0.0, "cpu": 0.0, "calls": 0,
+                                                 "peak": 0})
                 s["peak"] = max(s["peak"], rss)
             if self.top and tracemalloc.is_tracing():
                 cur = tracemalloc.get_traced_memory()[0]
@@ -125,8 +126,8 @@ class _Profile:
             try:
                 return fn(*args, **kwargs)
             finally:
-                s = self.stats.setdefault(label, {"seconds": 0.0, "cpu": 0.0, "calls": 0,
-                                                  "peak": 0})
+                s = self.stats.setdefault(label, {"seconds": 0.0, "calls": 0, "peak": 0})
+                s.setdefault("cpu", 0.0)
                 s["seconds"] += time.perf_counter() - t
                 s["cpu"] += time.process_time() - c  # every thread of the process
                 s["calls"] += 1
