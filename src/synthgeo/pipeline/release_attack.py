@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 import xarray as xr
 
 from synthgeo.risk.measure import Measure
@@ -28,7 +29,7 @@ from synthgeo.risk.release_attacker import (
     release_information,
 )
 
-__all__ = ["ReleaseAttack", "score_release_attacker", "judged_target", "released_map",
+__all__ = ["ReleaseAttack", "score_release_attacker", "judged_target", "released_map", "weighted_sum",
            "information_with_mean_noise", "attributable_function"]
 
 #: Above this many pooled implicates the budget is reported as "not reached".
@@ -177,12 +178,39 @@ def released_map(spec, data, fit, released: xr.Dataset, mechanism: str, *,
     precision_of = precision_function(spec, data, fit)
     blocks = record_blocks(spec, data) if mechanism == "cross_fit" else None
     cells, counts = np.unique(np.column_stack([d["phi"], alpha]), axis=0, return_counts=True)
-    M0 = None
-    for (phi_c, alpha_c), k in zip(cells, counts):
-        part = mechanism_map(precision_of(phi_c, alpha_c), alpha_c, mechanism=mechanism,
-                             blocks=blocks) * (k / alpha.size)
-        M0 = part if M0 is None else M0 + part
-    return M0
+    return weighted_sum((mechanism_map(precision_of(phi_c, alpha_c), alpha_c,
+                                       mechanism=mechanism, blocks=blocks), k / alpha.size)
+                        for (phi_c, alpha_c), k in zip(cells, counts))
+
+
+def weighted_sum(parts):
+    """Σ w·part over ``(part, w)`` pairs (dense arrays or sparse matrices), in their order.
+
+    Sparse parts with one stored pattern (the NNGP's cells) are added value by value into the
+    first (the same numbers as ``M + w * part``, without a sparse addition's merge and its new
+    matrix per cell); others by ``+``.
+
+    Examples
+    --------
+    >>> weighted_sum([(np.eye(2), 0.5), (np.ones((2, 2)), 0.25)]).tolist()
+    [[0.75, 0.25], [0.25, 0.75]]
+    """
+    total = None
+    for part, weight in parts:
+        if total is None:
+            total = part * weight
+        elif _same_pattern(total, part):
+            total.data += weight * part.data
+        else:
+            total = total + part * weight
+    return total
+
+
+def _same_pattern(a, b) -> bool:
+    """Whether two CSR matrices have the same stored positions (dense arrays: never)."""
+    return (sp.issparse(a) and sp.issparse(b) and a.format == b.format == "csr"
+            and a.nnz == b.nnz and np.array_equal(a.indptr, b.indptr)
+            and np.array_equal(a.indices, b.indices))
 
 
 def information_with_mean_noise(M0, X: np.ndarray, s2: np.ndarray, v_eta: float,
