@@ -29,8 +29,8 @@ from synthgeo.risk.release_attacker import (
     release_information,
 )
 
-__all__ = ["ReleaseAttack", "score_release_attacker", "judged_target", "released_map", "weighted_sum",
-           "information_with_mean_noise", "attributable_function"]
+__all__ = ["ReleaseAttack", "score_release_attacker", "judged_target", "released_map",
+           "weighted_sum", "information_with_mean_noise", "attributable_function"]
 
 #: Above this many pooled implicates the budget is reported as "not reached".
 BUDGET_CAP = 100_000
