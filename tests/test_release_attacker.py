@@ -480,3 +480,25 @@ def test_weighted_sum_of_maps_adds_same_pattern_values_as_sparse_addition():
     other = sp.csr_matrix(np.eye(60))  # another pattern: sparse addition
     mixed = weighted_sum([(parts[0][0], 1.0), (other, 2.0)])
     np.testing.assert_array_equal(mixed.toarray(), (parts[0][0] + 2.0 * other).toarray())
+
+
+def test_the_precision_function_is_built_once_per_run(monkeypatch):
+    """Within one run the NNGP graph and pattern are made once for every stage that asks."""
+    from synthgeo.pipeline import loo_cache
+
+    built = []
+
+    def build():
+        built.append(1)
+        return object()
+
+    data = object()
+    assert loo_cache.cached_precision_function(data, 15, build) is not \
+        loo_cache.cached_precision_function(data, 15, build)  # outside a run: every time
+    built.clear()
+    with loo_cache.run_scope():
+        first = loo_cache.cached_precision_function(data, 15, build)
+        assert loo_cache.cached_precision_function(data, 15, build) is first
+        assert loo_cache.cached_precision_function(data, 10, build) is not first
+        assert loo_cache.cached_precision_function(object(), 15, build) is not first
+    assert len(built) == 3
