@@ -120,6 +120,7 @@ def factors(n: int = 100_000, m: int = 15, reps: int = 3) -> None:
     y = rng.standard_normal(n)
     cov = NNGPCovariance(y, X, make_sites(xy_m), np.ones(n), n_neighbors=m)
     phi, alpha, ones = 1.5, 0.0156, np.ones(n)
+    row = list(np.exp(np.linspace(np.log(0.005), np.log(0.05), 14)))  # a grid row's α values
 
     def timed(fn) -> float:
         out = []
@@ -141,6 +142,9 @@ def factors(n: int = 100_000, m: int = 15, reps: int = 3) -> None:
             "vᵀC̃⁻¹v, compiled one pass": timed(lambda: f.gram(v)),
             "vᵀC̃⁻¹v, NumPy whitening": timed(lambda: f.whiten(v).T @ f.whiten(v)),
             "NNGP grid cell (factors + products)": timed(lambda: cov.stats(phi, alpha)),
+            "grid row of 14 nugget shares, one pass": timed(lambda: cov.stats_row(phi, row)),
+            "grid row of 14 nugget shares, cell by cell": timed(
+                lambda: [cov._stats(vecchia_factors(g, phi, a)) for a in row]),
             "eigendecomposition of the blocks": timed(lambda: np.linalg.eigh(
                 np.exp(-phi * g.dist_nn[g.neighbours[:, -1] >= 0]))),
         }
