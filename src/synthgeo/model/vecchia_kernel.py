@@ -203,8 +203,8 @@ def factor_rows(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndarray
     >>> d_in = np.array([[0.0, 0.0], [1.0, 0.0]])
     >>> nbr = np.array([[-1, -1], [0, -1]])
     >>> b, F, failed = factor_rows(d_nn, d_in, nbr, np.ones(2), np.ones(2), 0.5, 1.0)
-    >>> round(float(b[1, 0]), 6), round(float(F[1]), 6), failed.tolist()  # e⁻¹/1.5
-    (0.245253, 1.409782, [False, False])
+    >>> round(float(b[1, 0]), 6), round(float(F[1]), 6), failed.tolist()  # e⁻¹/1.5, 1.5 − e⁻²/1.5
+    (0.245253, 1.409776, [False, False])
     """
     n, m = neighbours.shape
     b = np.empty((n, m))
