@@ -2,12 +2,14 @@
 
 The command runs in a child process (so the peak is its own) with a thread sampling the
 resident set size (RSS) every 20 ms; the pipeline's stage functions (load, locations, each
-fit, synthesis, risk, utility, spatial utility, report, write) are wrapped so that every
-sample is charged to the innermost stage running. Printed per stage: wall seconds and the
-peak RSS while it ran; for the whole process: wall seconds and the kernel's peak RSS
-(``ru_maxrss`` of the child, which includes imports and everything the samples miss) and its
-CPU seconds (user + system: a guide to the wall time on a quiet machine when the machine is
-shared).
+fit and its grid and posterior draws, synthesis and its NNGP effect draws, risk and the
+leave-one-out baseline, utility, spatial utility, general utility, report, write) are
+wrapped so that every sample is charged to the innermost stage running. Printed per stage:
+wall seconds, CPU seconds (all the process's threads, ``time.process_time``: the figure to
+read on a shared machine) and the peak RSS while it ran; for the whole process: wall seconds
+and the kernel's peak RSS (``ru_maxrss`` of the child, which includes imports and everything
+the samples miss) and its CPU seconds (user + system: a guide to the wall time on a quiet
+machine when the machine is shared).
 With ``--tracemalloc N`` the N allocation sites holding most memory at the traced peak are
 printed too (Python and NumPy allocations; slower). Every run writes a record in
 ``benchmarks/results/`` (``_record.py``: command, date, machine, load at start and end, commit,
@@ -59,15 +61,22 @@ STAGES = (
     ("synthgeo.pipeline.data", "prepare_data", "load"),
     ("synthgeo.pipeline.run", "_locations", "locations"),
     ("synthgeo.inference.grid", "fit_gp_grid", "fit"),
+    ("synthgeo.inference.grid_posterior", "grid_posterior", "  grid"),
+    ("synthgeo.inference.grid_posterior", "GridPosterior.draw", "  posterior draws"),
     ("synthgeo.inference.nuts", "fit_gp", "fit"),
     ("synthgeo.synthesis.implicates", "draw_implicates", "synthesize"),
+    ("synthgeo.inference.nngp_effects", "NNGPEffects.draw", "  w draws (NNGP)"),
     ("synthgeo.pipeline.risk_stage", "score_release_risk", "risk + baselines"),
-    ("synthgeo.risk.loo", "baseline_loo", "  LOO baseline"),
+    ("synthgeo.risk.loo", "baseline_loo_sets", "  LOO baseline"),
+    ("synthgeo.pipeline.risk_stage", "score_model", "  release + public baseline"),
+    ("synthgeo.pipeline.release_attack", "score_release_attacker", "  release attacker"),
+    ("synthgeo.pipeline.risk_stage", "compare_loo_units", "  other leave-out units"),
     ("synthgeo.risk.within_eps", "within_eps_risk", "risk"),
     ("synthgeo.utility.reiter", "compare_to_confidential", "utility"),
     ("synthgeo.utility.spatial", "spatial_utility_tables", "spatial utility"),
     ("synthgeo.utility.spatial", "semivariogram", "  semivariogram"),
     ("synthgeo.utility.spatial", "morans_i", "  Moran's I"),
+    ("synthgeo.pipeline.general_utility", "general_utility", "general utility (pMSE)"),
     ("synthgeo.release.report", "render_report", "report"),
     ("synthgeo.release.writer", "write_release", "write"),
     ("synthgeo.studies.compare", "write_comparison", "write"),
@@ -102,7 +111,8 @@ class _Profile:
         if True:
             rss = _rss_bytes()
             for name in set(self.stack):
-                s = self.stats.setdefault(name, {"seconds": 0.0, "calls": 0, "peak": 0})
+                s = self.stats.setdefault(name, {"seconds": 0.0, "cpu": 0.0, "calls": 0,
+                                                 "peak": 0})
                 s["peak"] = max(s["peak"], rss)
             if self.top and tracemalloc.is_tracing():
                 cur = tracemalloc.get_traced_memory()[0]
@@ -112,12 +122,14 @@ class _Profile:
     def wrap(self, fn, label):
         def staged(*args, **kwargs):
             self.stack.append(label)
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             try:
                 return fn(*args, **kwargs)
             finally:
                 s = self.stats.setdefault(label, {"seconds": 0.0, "calls": 0, "peak": 0})
+                s.setdefault("cpu", 0.0)
                 s["seconds"] += time.perf_counter() - t
+                s["cpu"] += time.process_time() - c  # every thread of the process
                 s["calls"] += 1
                 self.stack.pop()
 
@@ -129,11 +141,18 @@ def _install(prof: _Profile) -> None:
     import importlib
 
     for mod in ("synthgeo.cli.main", "synthgeo.pipeline.run", "synthgeo.pipeline.risk_stage",
-                "synthgeo.risk.loo", "synthgeo.release.writer",
+                "synthgeo.risk.loo", "synthgeo.release.writer", "synthgeo.inference.nngp_effects",
+                "synthgeo.inference.grid_posterior", "synthgeo.pipeline.general_utility",
+                "synthgeo.pipeline.release_attack",
                 "synthgeo.release.report", "synthgeo.studies.compare",
                 "synthgeo.inference.grid", "synthgeo.inference.nuts"):
         importlib.import_module(mod)
     for mod, name, label in STAGES:
+        if "." in name:  # a method: wrapped on its class
+            cls, meth = name.split(".")
+            owner = getattr(sys.modules[mod], cls)
+            setattr(owner, meth, prof.wrap(getattr(owner, meth), label))
+            continue
         obj = getattr(sys.modules[mod], name)
         wrapped = prof.wrap(obj, label)
         for m in list(sys.modules.values()):
@@ -247,10 +266,10 @@ def main() -> None:
     print(f"{a.case or ' '.join(argv)}: rc {prof['rc']}, wall {wall:.1f} s (process), "
           f"CPU {cpu:.1f} s, peak RSS {usage.ru_maxrss / 1024:,.0f} MB (ru_maxrss of the "
           f"whole process); load {os.getloadavg()[0]:.1f}")
-    print(f"{'stage':18s} {'calls':>5s} {'seconds':>8s} {'peak RSS MB':>12s}")
+    print(f"{'stage':28s} {'calls':>5s} {'seconds':>8s} {'CPU s':>8s} {'peak RSS MB':>12s}")
     for name, s in prof["stages"].items():
         peak = f"{s['peak_mb']:12,.0f}" if s["peak"] else f"{'(< 20 ms)':>12s}"
-        print(f"{name:18s} {s['calls']:5d} {s['seconds']:8.1f} {peak}")
+        print(f"{name:28s} {s['calls']:5d} {s['seconds']:8.1f} {s.get('cpu', 0.0):8.1f} {peak}")
     if "top" in prof:
         print(f"traced (tracemalloc) peak {prof['traced_peak_mb']:,.0f} MB; largest sites:")
         print("\n".join(prof["top"]))
@@ -263,6 +282,7 @@ def main() -> None:
     rec.figure("peak RSS (ru_maxrss)", round(usage.ru_maxrss / 1024), "MiB", goal_max=goal_rss)
     rec.finish(detail={"synthgeo_argv": argv if not a.case else None, "implicates": a.implicates,
                        "stages": {k: {"calls": v["calls"], "seconds": round(v["seconds"], 2),
+                                      "cpu_seconds": round(v.get("cpu", 0.0), 2),
                                       "peak_mib": round(v["peak_mb"])}
                                   for k, v in prof["stages"].items()}})
 

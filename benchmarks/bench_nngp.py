@@ -3,6 +3,9 @@
     python benchmarks/bench_nngp.py crossover   # seconds per grid cell, exact vs NNGP (m = 15)
     python benchmarks/bench_nngp.py solvers     # w draws at 25,357 Lucas sites: sparse LU vs CG
     python benchmarks/bench_nngp.py accuracy    # NNGP − exact on the paper design and Lucas 1,000
+    python benchmarks/bench_nngp.py factors     # one (φ, α) at 10⁵ points: compiled vs NumPy
+
+``factors`` writes a record in ``benchmarks/results/`` (``_record.py``).
 
 The grid route evaluates ~500–850 cells per fit, so seconds per cell x ~700 is the fit's cost.
 """
@@ -23,6 +26,7 @@ from synthgeo.model.kernels import make_sites
 
 HERE = Path(__file__).resolve().parent
 LUCAS = HERE.parent.parent / "shared" / "data" / "lucas_oh_house_sales.csv"
+sys.path.insert(0, str(HERE))
 
 
 def crossover() -> None:
@@ -91,6 +95,71 @@ def accuracy() -> None:
         print(f"\n{name}: exact {t1 - t:.1f} s, NNGP {t2 - t1:.1f} s (whole pipeline, L = 100)")
         for k, v in compare(ex, nn).items():
             print(f"  {k:32s} {v if isinstance(v, tuple) else round(v, 4)}")
+
+
+def factors(n: int = 100_000, m: int = 15, reps: int = 3) -> None:
+    """Seconds of one (φ, α) at n points, m neighbours: the pieces of a grid cell.
+
+    The compiled Vecchia factors (:mod:`synthgeo.model.vecchia_kernel`) against the NumPy
+    route they replaced (an (n, m, m) array of exponentials and a batched LU solve), the
+    compiled one-pass Gram against whitening in NumPy, the whole NNGP grid cell, and a batched
+    eigendecomposition of the blocks (what a grid row shared before the kernel). One thread;
+    the median of ``reps``. The design is the simulated paper-style one (clustered points).
+    """
+    from _record import Record
+
+    from synthgeo.model.vecchia import _solve_rows, ordered_neighbours, vecchia_factors
+    from synthgeo.testing import clustered_points
+
+    rec = Record.start("bench_nngp", case=f"factors-n{n}")
+    rng = np.random.default_rng(1)
+    xy_m = clustered_points(n, n_clusters=30, cluster_sd_m=800.0, clustered_share=0.9,
+                            extent_m=30_000.0, random_seed=rng)
+    g = ordered_neighbours(xy_m / 1000.0, m)
+    X = np.column_stack([np.ones(n), rng.standard_normal(n)])
+    y = rng.standard_normal(n)
+    cov = NNGPCovariance(y, X, make_sites(xy_m), np.ones(n), n_neighbors=m)
+    phi, alpha, ones = 1.5, 0.0156, np.ones(n)
+    row = list(np.exp(np.linspace(np.log(0.005), np.log(0.05), 14)))  # a grid row's α values
+
+    def timed(fn) -> float:
+        out = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t)
+        return float(np.median(out))
+
+    with threadpool_limits(1):
+        t0 = time.perf_counter()
+        f = vecchia_factors(g, phi, alpha)  # compiles, or loads numba's cache
+        first = time.perf_counter() - t0
+        v = np.column_stack([X, y])[g.order]
+        rows = {
+            "Vecchia factors, compiled Cholesky": timed(lambda: vecchia_factors(g, phi, alpha)),
+            "Vecchia factors, NumPy batched LU": timed(
+                lambda: _solve_rows(g, np.arange(n), phi, alpha, ones, ones)),
+            "vᵀC̃⁻¹v, compiled one pass": timed(lambda: f.gram(v)),
+            "vᵀC̃⁻¹v, NumPy whitening": timed(lambda: f.whiten(v).T @ f.whiten(v)),
+            "NNGP grid cell (factors + products)": timed(lambda: cov.stats(phi, alpha)),
+            "grid row of 14 nugget shares, one pass": timed(lambda: cov.stats_row(phi, row)),
+            "grid row of 14 nugget shares, cell by cell": timed(
+                lambda: [cov._stats(vecchia_factors(g, phi, a)) for a in row]),
+            "eigendecomposition of the blocks": timed(lambda: np.linalg.eigh(
+                np.exp(-phi * g.dist_nn[g.neighbours[:, -1] >= 0]))),
+        }
+    b, F = _solve_rows(g, np.arange(n), phi, alpha, ones, ones)
+    diff_b = float(np.abs(f.b - b).max())
+    diff_F = float(np.abs(f.F / F - 1.0).max())
+    print(f"{n:,} points, m = {m}, one thread (median of {reps}); first call {first:.2f} s "
+          "(compilation or numba's cache)")
+    for name, sec in rows.items():
+        print(f"  {name:40s} {sec:7.3f} s")
+        rec.figure(f"{name}, {n:,} points, m = {m}", round(sec, 3), "s")
+    print(f"  compiled vs LU: max |Δb| {diff_b:.1e}, max relative ΔF {diff_F:.1e}")
+    rec.figure("compiled vs LU: largest |Δb|", float(f"{diff_b:.2g}"), "")
+    rec.figure("compiled vs LU: largest relative ΔF", float(f"{diff_F:.2g}"), "")
+    rec.finish(detail={"first_call_s": round(first, 2), "phi_per_km": phi, "alpha": alpha})
 
 
 if __name__ == "__main__":

@@ -102,3 +102,28 @@ def test_cross_fit_risk_is_no_longer_zero_by_construction(cross_fit_runs):
     assert full.risk_scores.loo_posterior is None
     s = moved.risk_scores.loo_posterior
     assert s["n_records"] == 140 and s["n_draws"] == 20 and s["smallest_ess"] > 1
+
+
+@pytest.mark.parametrize("kind", ["normal", "student_t", "ties", "cauchy", "short"])
+def test_psis_by_rows_is_arviz_psislw_bit_for_bit(kind, monkeypatch):
+    """risk.psis.psislw_rows gives ArviZ's psislw, record by record, the same numbers."""
+    import warnings
+
+    import arviz as az
+
+    from synthgeo.risk import psis
+    from synthgeo.risk.psis import psislw_rows
+
+    monkeypatch.setattr(psis, "CHUNK_ROWS", 7)  # records fitted in chunks: no difference
+
+    rng = np.random.default_rng(11)
+    raw = {"normal": rng.normal(0, 0.5, (300, 100)), "student_t": rng.standard_t(3, (300, 100)),
+           "ties": np.round(rng.normal(0, 1, (300, 100)), 1),
+           "cauchy": rng.standard_cauchy((300, 100)) * 5,  # rows ArviZ's fit trims: its own loop
+           "short": rng.standard_t(2, (50, 12))}[kind]  # tails of <= 4 draws: k = inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lw_az, k_az = az.psislw(raw.copy())
+        lw, k = psislw_rows(raw)
+    np.testing.assert_array_equal(lw, np.asarray(lw_az))
+    np.testing.assert_array_equal(k, np.asarray(k_az))

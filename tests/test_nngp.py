@@ -286,7 +286,7 @@ def test_grid_route_release_end_to_end(tmp_path, gp):
 
 @pytest.mark.parametrize("at_risk", [False, True])
 def test_stats_row_equals_stats_cell_by_cell(at_risk):
-    """A grid row's shared work (R(φ) once; the NNGP blocks' spectrum once) changes nothing."""
+    """A grid row's shared work (the exact engine's R(φ) once) changes nothing."""
     y, X, sites = _data(60)
     d = np.ones(sites.n_sites)
     if at_risk:
@@ -296,10 +296,98 @@ def test_stats_row_equals_stats_cell_by_cell(at_risk):
     for row, one in zip(ex.stats_row(2.5, alphas), [ex.stats(2.5, a) for a in alphas]):
         assert row.logdet == one.logdet and row.ytKy == one.ytKy  # bit-identical
         np.testing.assert_array_equal(row.XtKX, one.XtKX)
-    nn = NNGPCovariance(y, X, sites, d, n_neighbors=8)
-    # from SPECTRUM_MIN_ALPHAS values the eigendecomposition route: equal to round-off
-    for row, one in zip(nn.stats_row(2.5, alphas), [nn.stats(2.5, a) for a in alphas]):
-        assert row.logdet == pytest.approx(one.logdet, rel=1e-10)
-        assert row.ytKy == pytest.approx(one.ytKy, rel=1e-10)
-        np.testing.assert_allclose(row.XtKX, one.XtKX, rtol=1e-10)
-        np.testing.assert_allclose(row.XtKy, one.XtKy, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["plain", "at_risk", "weighted", "latent", "coincident"])
+def test_compiled_vecchia_factors_equal_the_lu_solve(case):
+    """The compiled Cholesky kernel gives the batched LU solve's b and F to round-off."""
+    from synthgeo.model.vecchia import _solve_rows
+
+    rng = np.random.default_rng(3)
+    n = 400
+    xy = rng.uniform(0, 5, (n, 2))
+    if case == "coincident":  # sites a few metres apart: ill-conditioned latent blocks
+        xy[1::2] = xy[::2] + rng.normal(0, 1e-3, (n // 2, 2))
+    d = np.ones(n)
+    eligible = None
+    if case == "at_risk":
+        d[rng.choice(n, 40, replace=False)] = 0.0
+        eligible = d > 0
+    g = ordered_neighbours(xy, 10, eligible=eligible)
+    om = rng.uniform(1, 5, n) if case == "weighted" else None
+    alpha = 0.0 if case in ("latent", "coincident") else 0.3
+    f = vecchia_factors(g, 0.8, alpha, d if case == "at_risk" else None, nugget_weight=om)
+    nug = alpha if alpha > 0 else 1e-8
+    b, F = _solve_rows(g, np.arange(n), 0.8, nug, d[g.order],
+                       np.ones(n) if om is None else om[g.order])
+    tol = 1e-9 if case == "coincident" else 1e-10  # cond(C)·ε: ~5e-13 measured
+    np.testing.assert_allclose(f.b, b, rtol=tol, atol=tol)
+    np.testing.assert_allclose(f.F, F, rtol=tol)
+    assert np.all(f.b[g.neighbours < 0] == 0.0)
+
+
+def test_a_singular_neighbour_block_is_flagged_and_solved_by_lu(monkeypatch):
+    """A block whose Cholesky fails is flagged by the kernel and solved by LU instead."""
+    from synthgeo.model import vecchia as vecchia_module
+    from synthgeo.model.vecchia import _solve_rows
+    from synthgeo.model.vecchia_kernel import factor_rows
+
+    xy = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [0.0, 0.0]])  # three coincident points
+    g = ordered_neighbours(xy, 2)
+    ones = np.ones(4)
+    _, _, failed = factor_rows(g.dist_nn, g.dist_in, g.neighbours, ones, ones, 0.0, 1.0)
+    assert failed.any()  # the singular block [[1, 1], [1, 1]]: no Cholesky without a nugget
+    rng = np.random.default_rng(0)
+    g = ordered_neighbours(rng.uniform(0, 3, (50, 2)), 5)
+
+    def all_failed(*args):  # every row flagged: the LU fallback must give the whole answer
+        b, F, failed = factor_rows(*args)
+        return b, F, np.ones_like(failed)
+
+    monkeypatch.setattr("synthgeo.model.vecchia_kernel.factor_rows", all_failed)
+    f = vecchia_module.vecchia_factors(g, 1.2, 0.1)
+    b, F = _solve_rows(g, np.arange(50), 1.2, 0.1, np.ones(50), np.ones(50))
+    np.testing.assert_array_equal(f.b, b)
+    np.testing.assert_array_equal(f.F, F)
+
+
+def test_compiled_gram_equals_the_whitened_products():
+    """VecchiaFactors.gram (compiled, one pass) is whiten(v)ᵀ whiten(v) to round-off."""
+    rng = np.random.default_rng(5)
+    g = ordered_neighbours(rng.uniform(0, 4, (300, 2)), 8)
+    f = vecchia_factors(g, 1.1, 0.2)
+    v = rng.standard_normal((300, 4))
+    W = f.whiten(v)
+    np.testing.assert_allclose(f.gram(v), W.T @ W, rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("case", ["plain", "at_risk_marginal", "weighted", "gamma_auto"])
+def test_compiled_grid_row_equals_the_two_step_route(case, monkeypatch):
+    """NNGPCovariance.stats_row's one-pass kernel equals factors-then-products to round-off."""
+    from synthgeo.model.smoothing import Smoothing
+
+    y, X, sites = _data(80)
+    a = np.zeros(sites.n_sites)
+    a[[3, 11, 40]] = 1.0
+    scale, extra, weight = np.ones(sites.n_sites), None, None
+    if case == "at_risk_marginal":
+        sm = Smoothing(a=a, gamma=float("inf"), at_risk_nugget="marginal")
+        scale, extra = sm.scale(), sm.extra_variance(sites.site_index)
+    elif case == "weighted":
+        weight = np.random.default_rng(2).uniform(1, 4, y.size)
+    elif case == "gamma_auto":
+        scale = Smoothing(a=a * 0.7, gamma="auto")
+    nn = NNGPCovariance(y, X, sites, scale, n_neighbors=8, extra=extra, nugget_weight=weight)
+    alphas = [0.01, 0.2, 1.5]
+    got = nn.stats_row(2.5, alphas)
+    want = [nn._stats(vecchia_factors(nn.graph, 2.5, al, nn.d_of(al)[nn.site_index],
+                                      nugget_weight=nn.nugget_weight)) for al in alphas]
+    for g, w in zip(got, want):
+        assert g.logdet == pytest.approx(w.logdet, rel=1e-12)
+        assert g.ytKy == pytest.approx(w.ytKy, rel=1e-11)
+        np.testing.assert_allclose(g.XtKX, w.XtKX, rtol=1e-11)
+        np.testing.assert_allclose(g.XtKy, w.XtKy, rtol=1e-11, atol=1e-12)
+    # a block the kernel cannot factor: the whole row takes the two-step route
+    monkeypatch.setattr("synthgeo.model.vecchia_kernel.row_statistics", lambda *a, **k: None)
+    for g, w in zip(nn.stats_row(2.5, alphas), want):
+        assert g.logdet == w.logdet and g.ytKy == w.ytKy

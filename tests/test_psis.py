@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from synthgeo.risk.psis import psislw
+from synthgeo.risk.psis import psislw_rows as psislw
 
 
 @pytest.mark.parametrize("shape,reff", [((30, 200), 1.0), ((5, 1000), 0.7), ((3, 40), 1.0),

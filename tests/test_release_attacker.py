@@ -465,3 +465,42 @@ def test_a_reported_release_attacker_above_the_target_is_in_the_warnings():
         res = run_release(_bundled().replace("risk", release_attacker="report"))
     assert any(w["code"] == "release_attacker_not_judged" for w in res.risk_scores.warnings)
     assert all(c.attacker == "own_values" for c in res.risk_scores.verdict.checks)
+
+
+def test_weighted_sum_of_maps_adds_same_pattern_values_as_sparse_addition():
+    """The NNGP cells' maps share a pattern: adding their values equals sparse addition."""
+    from synthgeo.pipeline.release_attack import weighted_sum
+    from synthgeo.risk.loo import nngp_precision
+
+    xy = np.random.default_rng(4).uniform(0, 3000, (60, 2))
+    pf = nngp_precision(xy, n_neighbors=5)
+    parts = [(mechanism_map(pf(p, a), a, mechanism="posterior"), w)
+             for p, a, w in [(1e-3, 0.1, 0.5), (2e-3, 0.3, 0.3), (3e-3, 0.05, 0.2)]]
+    want = parts[0][0] * 0.5 + parts[1][0] * 0.3 + parts[2][0] * 0.2
+    got = weighted_sum(parts)
+    np.testing.assert_array_equal(got.toarray(), want.toarray())
+    other = sp.csr_matrix(np.eye(60))  # another pattern: sparse addition
+    mixed = weighted_sum([(parts[0][0], 1.0), (other, 2.0)])
+    np.testing.assert_array_equal(mixed.toarray(), (parts[0][0] + 2.0 * other).toarray())
+
+
+def test_the_precision_function_is_built_once_per_run(monkeypatch):
+    """Within one run the NNGP graph and pattern are made once for every stage that asks."""
+    from synthgeo.pipeline import loo_cache
+
+    built = []
+
+    def build():
+        built.append(1)
+        return object()
+
+    data = object()
+    assert loo_cache.cached_precision_function(data, 15, build) is not \
+        loo_cache.cached_precision_function(data, 15, build)  # outside a run: every time
+    built.clear()
+    with loo_cache.run_scope():
+        first = loo_cache.cached_precision_function(data, 15, build)
+        assert loo_cache.cached_precision_function(data, 15, build) is first
+        assert loo_cache.cached_precision_function(data, 10, build) is not first
+        assert loo_cache.cached_precision_function(object(), 15, build) is not first
+    assert len(built) == 3

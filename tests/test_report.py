@@ -83,6 +83,25 @@ def test_nearest_neighbour_path_with_all_sites_equals_exact(toy_draws, monkeypat
     assert np.max(np.abs(nn_few - exact)) < 0.5 * np.max(np.abs(exact))
 
 
+def test_nearest_neighbour_kriging_falls_back_to_lu_for_flagged_blocks(toy_draws, monkeypatch):
+    """Blocks the compiled Cholesky flags are solved by LU: the same surface either way."""
+    from synthgeo.model import vecchia_kernel
+    from synthgeo.model.kriging import krige
+
+    sites, w, phi = toy_draws
+    grid = grid_over(sites, n_cells=6)[2]
+    compiled = krige(sites, w, phi, grid, n_neighbors=8)
+    factor_rows = vecchia_kernel.factor_rows
+
+    def all_failed(*args, **kwargs):
+        b, F, failed = factor_rows(*args, **kwargs)
+        return b, F, np.ones_like(failed)
+
+    monkeypatch.setattr(vecchia_kernel, "factor_rows", all_failed)
+    np.testing.assert_allclose(krige(sites, w, phi, grid, n_neighbors=8), compiled,
+                               rtol=1e-9, atol=1e-12)
+
+
 def test_surface_refuses_bad_shapes(toy_draws):
     sites, w, phi = toy_draws
     with pytest.raises(ValueError, match=r"`w` must have shape \(n_draws, n_sites\)"):

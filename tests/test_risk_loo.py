@@ -92,6 +92,23 @@ def test_nngp_precision_is_the_engines_factorisation():
     np.testing.assert_allclose(X.T @ (Q @ y), st.XtKy, rtol=1e-10)
 
 
+def test_nngp_precision_equals_the_sparse_product_of_its_factors():
+    """The compiled assembly into a fixed pattern is (I − B)ᵀF⁻¹(I − B), in input order."""
+    from synthgeo.model.vecchia import ordered_neighbours, vecchia_factors
+
+    g = ordered_neighbours(XY, 5)
+    f = vecchia_factors(g, PHI, ALPHA)
+    perm = sp.csr_matrix((np.ones(N), (np.arange(N), g.order)), shape=(N, N))
+    want = (perm.T @ f.precision() @ perm).toarray()
+    pf = nngp_precision(XY, n_neighbors=5)
+    Q = pf(PHI, ALPHA)
+    assert sp.issparse(Q) and Q.has_sorted_indices
+    np.testing.assert_allclose(Q.toarray(), want, rtol=1e-13, atol=1e-13)
+    Q2 = pf(2 * PHI, 3 * ALPHA)  # another cell: the same pattern, its own values
+    assert np.array_equal(Q2.indices, Q.indices) and not np.allclose(Q2.data, Q.data)
+    np.testing.assert_allclose(Q.toarray(), want, rtol=1e-13, atol=1e-13)  # Q untouched
+
+
 def test_baseline_loo_scales_with_sigma2_and_groups_draws_by_cell():
     y = RNG.normal(10, 1, N)
     X = np.column_stack([np.ones(N), RNG.normal(0, 1, N)])

@@ -18,16 +18,12 @@ from synthgeo.inference.factor import cho_factor, cho_solve
 from synthgeo.model.kernels import METRES_PER_KM, Sites, exponential_correlation
 from synthgeo.model.smoothing import Smoothing, scale_function
 from synthgeo.model.vecchia import (
+    LATENT_JITTER,
     NeighbourGraph,
     VecchiaFactors,
     ordered_neighbours,
     vecchia_factors,
-    vecchia_spectrum,
 )
-
-#: Fewest α values at one φ for which :meth:`NNGPCovariance.stats_row` eigendecomposes the
-#: neighbour blocks (one decomposition costs about three direct evaluations).
-SPECTRUM_MIN_ALPHAS = 4
 
 __all__ = ["CellStats", "ExactCovariance", "NNGPCovariance", "make_covariance"]
 
@@ -168,32 +164,39 @@ class NNGPCovariance:
 
     def stats(self, phi_km: float, alpha: float) -> CellStats:
         """Return log|K̃| and the K̃⁻¹ products at (``phi_km``, ``alpha``)."""
-        f = vecchia_factors(self.graph, phi_km, alpha, self.d_of(alpha)[self.site_index],
-                            nugget_weight=self.nugget_weight)
-        return self._stats(f)
+        return self.stats_row(phi_km, [alpha])[0]
 
     def stats_row(self, phi_km: float, alphas) -> list[CellStats]:
-        """:meth:`stats` at one ``phi_km`` and several ``alphas``.
+        """:meth:`stats` at one ``phi_km`` and several ``alphas``, in one compiled pass.
 
-        From :data:`SPECTRUM_MIN_ALPHAS` values of α with one D (γ = ∞ or unrestricted), the
-        neighbour blocks are eigendecomposed once (:func:`~synthgeo.model.vecchia.vecchia_spectrum`)
-        and each α costs O(N m²): a 14-cell grid row at 10⁵ records about a third of 14
-        direct evaluations. Agrees with :meth:`stats` to round-off.
+        Each neighbour block's correlations are computed once for the row and each α costs
+        a small Cholesky per record (:func:`~synthgeo.model.vecchia_kernel.row_statistics`:
+        no (N, m) or (N, m, m) arrays). A block that is not numerically positive definite
+        sends the row to the two-step route (:func:`~synthgeo.model.vecchia.vecchia_factors`,
+        LU for such a block, then the products). Both agree to round-off (test).
         """
+        from synthgeo.model.vecchia_kernel import row_statistics  # numba: on first use
+
         alphas = [float(a) for a in alphas]
-        ds = [self.d_of(a)[self.site_index] for a in alphas]
-        if self.nugget_weight is not None or len(alphas) < SPECTRUM_MIN_ALPHAS or any(
-                not np.array_equal(ds[0], d) for d in ds[1:]):
-            return [self.stats(phi_km, a) for a in alphas]
-        spectrum = vecchia_spectrum(self.graph, phi_km,
-                                    None if np.all(ds[0] == 1.0) else ds[0])
-        return [self._stats(spectrum.factors(a)) for a in alphas]
+        g = self.graph
+        D = np.stack([self.d_of(a)[self.site_index][g.order] for a in alphas])
+        om = np.ones(g.n) if self.nugget_weight is None else self.nugget_weight[g.order]
+        extra = np.zeros(g.n) if self.extra is None else self.extra
+        out = row_statistics(g.dist_nn, g.dist_in, g.neighbours, D, om, extra,
+                             np.array([a if a > 0 else LATENT_JITTER for a in alphas]),
+                             float(phi_km), self.Xy)
+        if out is None:
+            return [self._stats(vecchia_factors(g, phi_km, a, self.d_of(a)[self.site_index],
+                                                nugget_weight=self.nugget_weight))
+                    for a in alphas]
+        p = self.p
+        return [CellStats(logdet=float(ld), XtKX=G[:p, :p], XtKy=G[:p, p], ytKy=float(G[p, p]))
+                for ld, G in zip(*out)]
 
     def _stats(self, f: VecchiaFactors) -> CellStats:
         if self.extra is not None:
             f = VecchiaFactors(graph=f.graph, b=f.b, F=f.F + self.extra)
-        W = f.whiten(self.Xy)
-        G = W.T @ W
+        G = f.gram(self.Xy)
         p = self.p
         return CellStats(logdet=f.logdet, XtKX=G[:p, :p], XtKy=G[:p, p], ytKy=float(G[p, p]))
 

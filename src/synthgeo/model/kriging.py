@@ -81,18 +81,26 @@ def krige(
                               values[rows].T, check_finite=False)  # (S, r)
             out[rows] = (exponential_correlation(d_ts, ph) @ alpha).T  # (T, S) @ (S, r)
         return out
+    from synthgeo.model.vecchia_kernel import factor_rows  # numba: imported on first use
+
     k = min(int(n_neighbors), source.shape[0])
     dist, j = cKDTree(source).query(target, k=k, workers=-1)
     dist, j = np.asarray(dist).reshape(-1, k), np.asarray(j).reshape(-1, k)
     nb = source[j]  # (T, k, 2)
     d_nn = np.linalg.norm(nb[:, :, None, :] - nb[:, None, :, :], axis=-1)
     diag = np.arange(k)
+    ones_t, ones_s = np.ones(target.shape[0]), np.ones(source.shape[0])
     for ph in np.unique(phi):
         rows = np.flatnonzero(phi == ph)
-        C = exponential_correlation(d_nn, ph)
-        C[:, diag, diag] += KRIGING_JITTER
-        b = np.linalg.solve(C, exponential_correlation(dist, ph)[:, :, None])[:, :, 0]  # (T, k)
-        out[rows] = np.einsum("tk,rtk->rt", b, values[rows][:, j])
+        # each target's block C b = c: Cholesky in compiled code (model.vecchia_kernel)
+        b, _, failed = factor_rows(d_nn, dist, j, ones_t, ones_t, KRIGING_JITTER, ph,
+                                   d_source=ones_s, om_source=ones_s)
+        if failed.any():  # a numerically singular block (coincident sources): LU, as before
+            C = exponential_correlation(d_nn[failed], ph)
+            C[:, diag, diag] += KRIGING_JITTER
+            b[failed] = np.linalg.solve(
+                C, exponential_correlation(dist[failed], ph)[:, :, None])[:, :, 0]
+        out[rows] = np.einsum("tk,rtk->rt", b, values[rows][:, j])  # (T, k) weights
     return out
 
 

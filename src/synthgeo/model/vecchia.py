@@ -10,7 +10,9 @@ on *all* earlier points by its conditional on its ``n_neighbors`` nearest earlie
 
 so that C̃⁻¹ = (I − B)ᵀ F⁻¹ (I − B) with B sparse (≤ ``n_neighbors`` entries a row, strictly
 lower triangular in the ordering) and log|C̃| = Σ log F_i. Everything here is O(n m³) with
-m = ``n_neighbors``; the m x m systems are solved in one batched LAPACK call.
+m = ``n_neighbors``; the m x m systems are built, Cholesky-factored and solved one at a time
+in compiled code (:mod:`synthgeo.model.vecchia_kernel`), an LU solve kept for a block that is
+numerically singular.
 
 Covariance used (in units of σ², docs/model.md)::
 
@@ -31,7 +33,7 @@ from scipy.spatial import cKDTree
 from synthgeo.model.kernels import exponential_correlation
 
 __all__ = ["NeighbourGraph", "ordered_neighbours", "maxmin_order", "VecchiaFactors",
-           "vecchia_factors", "VecchiaSpectrum", "vecchia_spectrum"]
+           "vecchia_factors"]
 
 #: Relative jitter on the diagonal of each neighbour block when α = 0 (latent field over
 #: distinct sites): guards round-off for sites a few metres apart, nothing more.
@@ -245,6 +247,16 @@ class VecchiaFactors:
         u = v - np.einsum("nm,nmk->nk", self.b, v[safe])
         return u / np.sqrt(self.F)[:, None]
 
+    def gram(self, v: np.ndarray) -> np.ndarray:
+        """Return vᵀ C̃⁻¹ v = ``whiten(v).T @ whiten(v)`` for v of shape (n, k) in the ordered space.
+
+        Compiled, in one pass and without the whitened array
+        (:func:`synthgeo.model.vecchia_kernel.whitened_gram`); equal to round-off.
+        """
+        from synthgeo.model.vecchia_kernel import whitened_gram
+
+        return whitened_gram(self.b, self.F, self.graph.neighbours, v)
+
     def i_minus_b(self) -> sp.csr_matrix:
         """Return the sparse matrix I − B (n x n, ordered space)."""
         n, m = self.b.shape
@@ -286,117 +298,37 @@ def vecchia_factors(
     -------
     VecchiaFactors
     """
-    valid = graph.neighbours >= 0
-    m = graph.neighbours.shape[1]
-    dd, d_nb = _scales(graph, d)
+    from synthgeo.model.vecchia_kernel import factor_rows  # numba: imported on first use
+
     nug = _nugget(alpha)
-    C = exponential_correlation(graph.dist_nn, phi) * (d_nb[:, :, None] * d_nb[:, None, :])
-    idx = np.arange(m)
-    if nugget_weight is None:
-        C[:, idx, idx] += np.where(valid, nug, 1.0)  # padding: identity block
-    else:
-        om = np.asarray(nugget_weight, float)[graph.order]
-        om_nb = om[np.where(valid, graph.neighbours, 0)]
-        C[:, idx, idx] += np.where(valid, nug * om_nb, 1.0)
-        nug = nug * om  # each point's own nugget, (n,)
-    c = exponential_correlation(graph.dist_in, phi) * d_nb * dd[:, None]
-    b = np.linalg.solve(C, c[:, :, None])[:, :, 0]
-    return _factors(graph, b, c, dd, nug)
+    dd = np.ones(graph.n) if d is None else np.asarray(d, float)[graph.order]
+    om = (np.ones(graph.n) if nugget_weight is None
+          else np.asarray(nugget_weight, float)[graph.order])
+    b, F, failed = factor_rows(graph.dist_nn, graph.dist_in, graph.neighbours, dd, om, nug,
+                               float(phi))
+    if failed.any():  # a numerically singular block: LU with pivoting, as before the kernel
+        rows = np.flatnonzero(failed)
+        b[rows], F[rows] = _solve_rows(graph, rows, phi, nug, dd, om)
+    return VecchiaFactors(graph=graph, b=b, F=F)
 
 
-def _scales(graph: NeighbourGraph, d: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """Return d in the graph's order (n,) and at each point's neighbours (n, m; 0 at padding)."""
-    nbr = graph.neighbours
+def _solve_rows(graph: NeighbourGraph, rows: np.ndarray, phi: float, nug: float,
+                dd: np.ndarray, om: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return b and F of the points ``rows`` by a batched LU solve of their neighbour blocks."""
+    nbr = graph.neighbours[rows]
     valid = nbr >= 0
-    dd = np.ones(nbr.shape[0]) if d is None else np.asarray(d, float)[graph.order]
-    return dd, np.where(valid, dd[np.where(valid, nbr, 0)], 0.0)
+    d_nb = np.where(valid, dd[np.where(valid, nbr, 0)], 0.0)
+    C = exponential_correlation(graph.dist_nn[rows], phi) * (d_nb[:, :, None]
+                                                             * d_nb[:, None, :])
+    idx = np.arange(nbr.shape[1])
+    C[:, idx, idx] += np.where(valid, nug * om[np.where(valid, nbr, 0)], 1.0)  # padding: I
+    c = exponential_correlation(graph.dist_in[rows], phi) * d_nb * dd[rows, None]
+    b = np.linalg.solve(C, c[:, :, None])[:, :, 0]
+    own = nug * om[rows]
+    F = dd[rows] ** 2 + own - np.einsum("nm,nm->n", b, c)
+    return b, np.maximum(F, own * 1e-6)
 
 
 def _nugget(alpha: float) -> float:
     """Return the diagonal added to each block: α, or :data:`LATENT_JITTER` for the latent field."""
     return alpha if alpha > 0 else LATENT_JITTER
-
-
-def _factors(graph: NeighbourGraph, b: np.ndarray, c: np.ndarray, dd: np.ndarray,
-             nug) -> VecchiaFactors:
-    """F_i = d_i² + nug − b_iᵀc_i, floored against round-off (a conditional variance ≥ α > 0)."""
-    F = dd**2 + nug - np.einsum("nm,nm->n", b, c)
-    return VecchiaFactors(graph=graph, b=b, F=np.maximum(F, nug * 1e-6))
-
-
-@dataclass(frozen=True, kw_only=True)
-class VecchiaSpectrum:
-    """Every neighbour block's eigendecomposition at one φ: the Vecchia factors for any α.
-
-    With R'_i = d_N(i) d_N(i)ᵀ ∘ R(φ)_N(i),N(i) = Q_i Λ_i Q_iᵀ, the block of
-    :func:`vecchia_factors` is R'_i + α I = Q_i (Λ_i + α I) Q_iᵀ, so
-
-        b_i(α) = Q_i (Λ_i + α I)⁻¹ Q_iᵀ c_i,    F_i(α) = d_i² + α − b_i(α)ᵀ c_i
-
-    One batched eigendecomposition per φ (about three batched solves) and then O(n m²) per α
-    instead of O(n m³): a grid row of 14 nugget shares at one range costs about a third.
-    Padding (rows with fewer than m neighbours) has λ = 0 and c = 0, hence b = 0, as in the
-    direct solve. Agrees with :func:`vecchia_factors` to round-off (test).
-
-    Attributes
-    ----------
-    graph : NeighbourGraph
-    Q : ndarray of shape (n, m, m)
-        Eigenvectors of each R'_i (columns).
-    lam : ndarray of shape (n, m)
-        Eigenvalues.
-    t : ndarray of shape (n, m)
-        Q_iᵀ c_i.
-    c : ndarray of shape (n, m)
-        d_i d_N(i) ∘ R(φ)_i,N(i).
-    dd : ndarray of shape (n,)
-        d in the graph's ordering.
-    """
-
-    graph: NeighbourGraph
-    Q: np.ndarray
-    lam: np.ndarray
-    t: np.ndarray
-    c: np.ndarray
-    dd: np.ndarray
-
-    def factors(self, alpha: float) -> VecchiaFactors:
-        """Vecchia factors at noise-to-signal ratio ``alpha`` (as :func:`vecchia_factors`)."""
-        nug = _nugget(alpha)
-        b = np.matmul(self.Q, (self.t / (self.lam + nug))[:, :, None])[:, :, 0]
-        b[self.graph.neighbours < 0] = 0.0
-        return _factors(self.graph, b, self.c, self.dd, nug)
-
-
-def vecchia_spectrum(graph: NeighbourGraph, phi: float,
-                     d: np.ndarray | None = None) -> VecchiaSpectrum:
-    """Eigendecompose every neighbour block at decay ``phi`` (see :class:`VecchiaSpectrum`).
-
-    Parameters
-    ----------
-    graph : NeighbourGraph
-    phi : float
-        Decay φ (reciprocal unit of the coordinates), > 0.
-    d : ndarray of shape (n,), optional
-        Smoothing scale per point in input order (default ones); it must not depend on α.
-
-    Returns
-    -------
-    VecchiaSpectrum
-
-    Examples
-    --------
-    >>> rng = np.random.default_rng(0)
-    >>> g = ordered_neighbours(rng.uniform(0, 5, (200, 2)), 10)
-    >>> direct, fast = vecchia_factors(g, 0.8, 0.3), vecchia_spectrum(g, 0.8).factors(0.3)
-    >>> bool(np.allclose(direct.F, fast.F) and np.allclose(direct.b, fast.b))
-    True
-    """
-    dd, d_nb = _scales(graph, d)
-    R = exponential_correlation(graph.dist_nn, phi)
-    if d is not None or not np.all(graph.neighbours >= 0):
-        R *= d_nb[:, :, None] * d_nb[:, None, :]
-    lam, Q = np.linalg.eigh(R)
-    c = exponential_correlation(graph.dist_in, phi) * d_nb * dd[:, None]
-    t = np.matmul(c[:, None, :], Q)[:, 0, :]  # Q_iᵀ c_i
-    return VecchiaSpectrum(graph=graph, Q=Q, lam=lam, t=t, c=c, dd=dd)

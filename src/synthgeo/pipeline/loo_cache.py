@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-__all__ = ["run_scope", "cached_loo", "remember_map", "cached_map"]
+__all__ = ["run_scope", "cached_loo", "remember_map", "cached_map",
+           "cached_precision_function"]
 
 _ENTRIES: dict | None = None  # None outside a run: nothing is kept
 
@@ -104,3 +105,32 @@ def cached_map(fit, data, draws: tuple[np.ndarray, np.ndarray], blocks):
         return None
     slot = _ENTRIES.get((id(fit), id(data), _digest(*draws)))
     return None if slot is None else slot.get("maps", {}).get(_digest(np.asarray(blocks)))
+
+
+def cached_precision_function(data, n_neighbors: int, build: Callable[[], Callable]) -> Callable:
+    """Return the NNGP precision function of ``data``'s records, built once per run.
+
+    The leave-one-out baseline, input noise and the release attacker each need
+    ``(φ, α) -> Q`` over the same records with the same neighbour count: its neighbour graph
+    and sparsity pattern (:func:`synthgeo.risk.loo.nngp_precision`, several seconds at 10⁵
+    records) are made by the first and served to the others. Outside :func:`run_scope`,
+    ``build()`` every time.
+
+    Parameters
+    ----------
+    data
+        The prepared data (kept by reference, as :func:`cached_loo` keeps it).
+    n_neighbors : int
+    build : callable
+        ``() -> precision_of``.
+
+    Returns
+    -------
+    callable
+    """
+    if _ENTRIES is None:
+        return build()
+    key = ("nngp_precision", id(data), int(n_neighbors))
+    if key not in _ENTRIES:
+        _ENTRIES[key] = {"data": data, "function": build()}
+    return _ENTRIES[key]["function"]

@@ -45,7 +45,7 @@ from synthgeo.inference.result import GPFit
 from synthgeo.io.notices import note
 from synthgeo.io.points import coordinates_m
 from synthgeo.pipeline.data import response_scale
-from synthgeo.pipeline.loo_cache import cached_loo
+from synthgeo.pipeline.loo_cache import cached_loo, cached_precision_function
 from synthgeo.risk.attributable import ATTACKS, AttributableSummary, attributable_summary
 from synthgeo.risk.baselines import baseline_public
 from synthgeo.risk.joint import JointCount, joint_count, unique_on
@@ -231,8 +231,9 @@ def precision_function(spec: ReleaseSpec, data, fit: GPFit):
     """
     coords = coordinates_m(data.gdf)
     if fit.engine.get("gp") == "nngp":
-        return nngp_precision(coords, int(fit.engine.get("n_neighbors")
-                                          or spec.model.n_neighbors))
+        m = int(fit.engine.get("n_neighbors") or spec.model.n_neighbors)
+        # one graph and pattern per run for every stage that asks (pipeline.loo_cache)
+        return cached_precision_function(data, m, lambda: nngp_precision(coords, m))
     return exact_precision(coords)
 
 

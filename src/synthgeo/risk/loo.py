@@ -478,21 +478,16 @@ def nngp_precision(coords_m: np.ndarray, n_neighbors: int = 15) -> PrecisionFn:
     >>> bool(np.allclose(Q, np.linalg.inv(K)))  # m = n - 1: the NNGP is exact
     True
     """
+    from synthgeo.model.vecchia_kernel import PrecisionPattern  # numba: on first use
+
     graph = ordered_neighbours(np.asarray(coords_m, float), n_neighbors)
-    n, order, nbr = graph.n, graph.order, graph.neighbours
-    valid = nbr >= 0
-    # (I - B) built directly in input order: entry (r, c) of the ordered matrix sits at
-    # (order[r], order[c]), so no permutation products are needed per (phi, alpha)
-    rows = order[np.concatenate([np.arange(n), np.repeat(np.arange(n), graph.m)[valid.ravel()]])]
-    cols = order[np.concatenate([np.arange(n), nbr[valid]])]
+    # the pattern in input order (rank r's row is order[r]), found once; each (φ, α) then
+    # adds Σ_i u_i u_iᵀ / F_i into place (no sparse product per cell)
+    pattern = PrecisionPattern(graph.neighbours, graph.order)
 
     def precision_of(phi: float, alpha: float) -> sp.csr_matrix:
         f = vecchia_factors(graph, phi, alpha)
-        ib = sp.csr_matrix((np.concatenate([np.ones(n), -f.b[valid]]), (rows, cols)),
-                           shape=(n, n))
-        f_inv = np.empty(n)
-        f_inv[order] = 1.0 / f.F
-        return (ib.T @ sp.diags(f_inv) @ ib).tocsr()
+        return pattern.values(f.b, f.F)
 
     return precision_of
 

@@ -21,7 +21,7 @@ p(y_B | y_−B, θ), so draw ℓ gets weight
 have heavy tails; they are Pareto-smoothed (PSIS; Vehtari, Gelman & Gabry 2017, *Practical
 Bayesian model evaluation using leave-one-out cross-validation and WAIC*, Statistics and
 Computing 27, 1413–1432; Vehtari et al. 2024, JMLR 25(72)) by ArviZ's ``psislw`` (its
-operations, without importing ArviZ: :func:`synthgeo.risk.psis.psislw`), whose
+algorithm run on all records at once, :mod:`synthgeo.risk.psis`), whose
 shape estimate k̂ says per record whether the estimate can be trusted (k̂ > 0.7: not).
 
 The scorer averages a predictive's rows with equal weight and pairs row ℓ of the release with
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from synthgeo.risk.predictive import Predictive
-from synthgeo.risk.psis import psislw
+from synthgeo.risk.psis import psislw_rows
 
 __all__ = ["LeaveOutPosterior", "reweight_leave_out", "resample_rows", "PARETO_K_LIMIT"]
 
@@ -190,7 +190,7 @@ def reweight_leave_out(loo: Predictive, log_density: np.ndarray, *,
     else:
         with warnings.catch_warnings():  # k̂ is reported (summary), not warned per record
             warnings.simplefilter("ignore")
-            lw, k = psislw(raw.T, reff=reff)
+            lw, k = psislw_rows(raw.T, reff=reff)  # ArviZ's psislw, all records at once
         lw, k = np.asarray(lw), np.asarray(k, dtype=float)
     w = np.exp(lw - lw.max(axis=1, keepdims=True))
     w /= w.sum(axis=1, keepdims=True)
