@@ -9,7 +9,7 @@ from synthgeo.risk.psis import psislw_rows as psislw
 
 
 @pytest.mark.parametrize("shape,reff", [((30, 200), 1.0), ((5, 1000), 0.7), ((3, 40), 1.0),
-                                        ((12,), 1.0)])
+                                        ((1, 12), 1.0)])
 def test_psislw_is_arviz_psislw_bit_for_bit(shape, reff):
     az = pytest.importorskip("arviz")
     rng = np.random.default_rng(7)

@@ -44,6 +44,11 @@ def psislw_rows(log_weights: np.ndarray, reff: float = 1.0) -> tuple[np.ndarray,
     k : ndarray of shape (n_records,)
         Estimated Pareto shape k̂ per row (inf where the tail had 4 draws or fewer).
 
+    Raises
+    ------
+    ValueError
+        If ``log_weights`` is not 2-D or ``reff`` is not positive.
+
     Examples
     --------
     >>> import arviz as az
@@ -55,6 +60,10 @@ def psislw_rows(log_weights: np.ndarray, reff: float = 1.0) -> tuple[np.ndarray,
     True
     """
     x = np.array(log_weights, dtype=float)  # a copy
+    if x.ndim != 2:
+        raise ValueError(f"`log_weights` must be 2-D (n_records, S), got shape {x.shape}")
+    if not (np.isfinite(reff) and reff > 0):
+        raise ValueError(f"`reff` must be positive and finite, got {reff!r}")
     n_rows, S = x.shape
     cutoff_ind = -int(np.ceil(min(S / 5.0, 3 * (S / reff) ** 0.5))) - 1
     cutoffmin = np.log(np.finfo(float).tiny)
