@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from synthgeo.risk.psis import psislw as psislw_one
 from synthgeo.risk.psis import psislw_rows as psislw
 
 
@@ -19,6 +20,8 @@ def test_psislw_is_arviz_psislw_bit_for_bit(shape, reff):
     assert np.array_equal(lw, np.asarray(lw_az))
     assert np.array_equal(k, np.asarray(k_az, float))
     assert np.allclose(np.exp(lw).sum(axis=-1), 1.0)
+    lw1, k1 = psislw_one(raw, reff=reff)  # the one-row port, the rows' fallback
+    assert np.array_equal(lw1, lw_az) and np.array_equal(k1, np.asarray(k_az, float))
 
 
 def test_psislw_leaves_its_input_alone_and_flags_short_tails():

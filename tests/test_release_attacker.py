@@ -416,10 +416,22 @@ def test_the_leave_out_cache_changes_no_figure(monkeypatch):
                                       plain.implicates[m]["y_synthetic"].values)
     pd_c = cached.risk_scores.per_record()
     pd_p = plain.risk_scores.per_record()
-    assert pd_c.equals(pd_p)
-    assert cached.protection["rounds"] == [
+    # the same figures; the release attacker's map may be summed in another association
+    # (kept by input noise, or built by the attacker): round-off, 1e-16
+    import pandas as pd
+    pd.testing.assert_frame_equal(pd_c, pd_p, check_exact=False, rtol=1e-12, atol=1e-14)
+    def close(a, b) -> bool:  # equal, numbers to round-off
+        if isinstance(a, dict):
+            return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+        if isinstance(a, list):
+            return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
+        if isinstance(a, float) and isinstance(b, float):
+            return a == pytest.approx(b, rel=1e-12, abs=1e-14)
+        return a == b
+
+    assert close(cached.protection["rounds"], [
         {**r, "seconds": c["seconds"]} for r, c in zip(plain.protection["rounds"],
-                                                       cached.protection["rounds"])]
+                                                       cached.protection["rounds"])])
 
 
 def test_mean_noise_auto_records_whether_it_reached_the_target():

@@ -35,7 +35,7 @@ from synthgeo.synthesis.cross_fit import leverage
 
 __all__ = ["ReleaseAttack", "score_release_attacker", "judged_target", "released_map",
            "information_with_mean_noise", "attributable_function", "implicate_variance",
-           "later_response_information", "weighted_sum"]
+           "later_response_information", "weighted_sum", "accumulate"]
 
 #: Cells of the released map evaluated at once (threads; each holds one (n, n) sparse map).
 N_THREADS = 2
@@ -233,13 +233,22 @@ def weighted_sum(parts):
     """
     total = None
     for part, weight in parts:
-        if total is None:
-            total = part * weight
-        elif _same_pattern(total, part):
-            total.data += weight * part.data
-        else:
-            total = total + part * weight
+        total = accumulate(total, part, weight)
     return total
+
+
+def accumulate(total, part, weight: float):
+    """Return ``total + weight · part`` as :func:`weighted_sum` adds it (``total`` None: first).
+
+    The one arithmetic for a cell-weighted map, so that the map input noise keeps
+    (:mod:`synthgeo.pipeline.synthesis_noise`) and the one built here are the same numbers.
+    """
+    if total is None:
+        return part * weight
+    if _same_pattern(total, part):
+        total.data += weight * part.data
+        return total
+    return total + part * weight
 
 
 def _same_pattern(a, b) -> bool:

@@ -21,6 +21,7 @@ from synthgeo._warn import warn
 from synthgeo.pipeline.data import response_scale
 from synthgeo.pipeline.loo_cache import remember_map
 from synthgeo.pipeline.release_attack import (
+    accumulate,
     attributable_function,
     information_with_mean_noise,
     judged_target,
@@ -155,8 +156,7 @@ def _by_cell(spec, data, fit, X, draws, alpha, phi, ystar, *, kappa, ols_sd, e, 
         means[rows] = fitted + np.asarray(K @ (ystar - fitted)).ravel()
         v[rows], moved[rows] = noise_spread(K, X, calibration=calibration, kappa=kappa,
                                             ols_sd=ols_sd, e=e, e_ols=e_ols, beta_map=G)
-        part = K * (rows.size / L)
-        average = part if average is None else average + part
+        average = accumulate(average, K, rows.size / L)  # as released_map sums it
     remember_map(fit, data, draws, blocks, average)
     return means, beta, v, moved, var_factor
 
