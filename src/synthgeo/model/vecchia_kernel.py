@@ -33,6 +33,40 @@ __all__ = ["factor_rows", "whitened_gram", "row_statistics", "PrecisionPattern"]
 
 
 @numba.njit(cache=True, nogil=True)
+def _cholesky_in_place(A, k):  # pragma: no cover - compiled
+    """Factor A[:k, :k] = L Lᵀ into its lower triangle; False at a non-positive pivot."""
+    for c in range(k):
+        s = A[c, c]
+        for t in range(c):
+            s -= A[c, t] * A[c, t]
+        if not s > 0.0:
+            return False
+        s = np.sqrt(s)
+        A[c, c] = s
+        for r in range(c + 1, k):
+            v = A[r, c]
+            for t in range(c):
+                v -= A[r, t] * A[c, t]
+            A[r, c] = v / s
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _cholesky_solve(A, rhs, x, k):  # pragma: no cover - compiled
+    """x[:k] = (L Lᵀ)⁻¹ rhs[:k] with L in A's lower triangle: L y = c, then Lᵀ x = y."""
+    for a in range(k):
+        v = rhs[a]
+        for t in range(a):
+            v -= A[a, t] * x[t]
+        x[a] = v / A[a, a]
+    for a in range(k - 1, -1, -1):
+        v = x[a]
+        for t in range(a + 1, k):
+            v -= A[t, a] * x[t]
+        x[a] = v / A[a, a]
+
+
+@numba.njit(cache=True, nogil=True)
 def _rows(dist_nn, dist_in, nbr, dd, d_src, om, om_src, nug, phi, b, F):  # pragma: no cover
     n, m = nbr.shape
     A = np.empty((m, m))
@@ -63,36 +97,10 @@ def _rows(dist_nn, dist_in, nbr, dd, d_src, om, om_src, nug, phi, b, F):  # prag
             A[a, a] = np.exp(-phi * dist_nn[i, pa, pa]) * (d_nb[a] * d_nb[a]) \
                 + nug * om_src[nbr[i, pa]]
             rhs[a] = np.exp(-phi * dist_in[i, pa]) * d_nb[a] * dd[i]
-        # Cholesky C = L Lᵀ in place (lower triangle)
-        ok = True
-        for c in range(k):
-            s = A[c, c]
-            for t in range(c):
-                s -= A[c, t] * A[c, t]
-            if not s > 0.0:
-                ok = False
-                break
-            s = np.sqrt(s)
-            A[c, c] = s
-            for r in range(c + 1, k):
-                v = A[r, c]
-                for t in range(c):
-                    v -= A[r, t] * A[c, t]
-                A[r, c] = v / s
-        if not ok:
+        if not _cholesky_in_place(A, k):  # C = L Lᵀ in place (lower triangle)
             failed[i] = True
             continue
-        # L y = c, then Lᵀ x = y
-        for a in range(k):
-            v = rhs[a]
-            for t in range(a):
-                v -= A[a, t] * x[t]
-            x[a] = v / A[a, a]
-        for a in range(k - 1, -1, -1):
-            v = x[a]
-            for t in range(a + 1, k):
-                v -= A[t, a] * x[t]
-            x[a] = v / A[a, a]
+        _cholesky_solve(A, rhs, x, k)
         bc = 0.0
         for a in range(k):
             b[i, pos[a]] = x[a]
@@ -256,29 +264,9 @@ def _row_stats(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet, G): 
                     A[a, c] = R[a, c] * (da * d_nb[c])
                 A[a, a] = R[a, a] * (da * da) + nug * om[ja]
                 rhs[a] = r[a] * da * di
-            for c in range(cnt):  # Cholesky, lower triangle in place
-                s = A[c, c]
-                for t in range(c):
-                    s -= A[c, t] * A[c, t]
-                if not s > 0.0:
-                    return False
-                s = np.sqrt(s)
-                A[c, c] = s
-                for rr in range(c + 1, cnt):
-                    w = A[rr, c]
-                    for t in range(c):
-                        w -= A[rr, t] * A[c, t]
-                    A[rr, c] = w / s
-            for a in range(cnt):
-                w = rhs[a]
-                for t in range(a):
-                    w -= A[a, t] * x[t]
-                x[a] = w / A[a, a]
-            for a in range(cnt - 1, -1, -1):
-                w = x[a]
-                for t in range(a + 1, cnt):
-                    w -= A[t, a] * x[t]
-                x[a] = w / A[a, a]
+            if not _cholesky_in_place(A, cnt):  # lower triangle in place
+                return False
+            _cholesky_solve(A, rhs, x, cnt)
             bc = 0.0
             for a in range(cnt):
                 bc += x[a] * rhs[a]
