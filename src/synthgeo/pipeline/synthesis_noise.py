@@ -92,21 +92,22 @@ def _prior(spec, data, fit, sources, own_X=None):
 
 
 def _realised_bound(spec, data, loo, base: np.ndarray, ystar: np.ndarray, kappa: float, *,
-                    X: np.ndarray, ols: tuple[np.ndarray, float] | None = None) -> np.ndarray:
+                    X: np.ndarray, h: np.ndarray,
+                    ols: tuple[np.ndarray, float] | None = None) -> np.ndarray:
     """Per record: the attacker who holds y*_i exactly, on *this* noise draw (not averaged).
 
     Its guess is a draw from N(μ + ω(y*_i − μ), 1/(1/s² + 1/κ²)), ω = (1/κ²)/(1/s² + 1/κ²)
     (its mean, for the average attack), against the leave-one-out predictive N(μ, s²) at the
     implicates' draws, whose risk is ``base``; the figure the any-L bound averages over the noise
     (docs/risk-and-utility.md, "Input noise"). ``ols``: (t, κ_β) of a separate calibration
-    target; the attacker also holds Ht, i.e. y_i + (He_β)_i/h_ii with precision h_ii/κ_β².
+    target; the attacker also holds Ht, i.e. y_i + (He_β)_i/h_ii with precision h_ii/κ_β²
+    (``h``: the leverages of ``X``).
     """
     measure, attack, _ = judged_target(spec)
     prior, J = 1.0 / loo.sd ** 2, np.full(data.y.size, 1.0 / kappa ** 2)
     obs = ystar.copy()
     if ols is not None:  # the GLS combination of y*_i and the calibration's reading of y_i
         t, ols_sd = ols
-        h = leverage(X)
         Ht = X @ np.linalg.lstsq(X, t, rcond=None)[0]
         Hy = X @ np.linalg.lstsq(X, data.y, rcond=None)[0]
         reading = data.y + (Ht - Hy) / np.maximum(h, 1e-300)
@@ -216,7 +217,7 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
     ystar = noisy_response(data.y, kappa, noise_seed)
     ols_sd = ols_noise_sd(kappa, h) if separate else None
     target = noisy_response(data.y, ols_sd, ols_seed) if separate else ystar
-    realised = _realised_bound(spec, data, loo0, base, ystar, kappa, X=X,
+    realised = _realised_bound(spec, data, loo0, base, ystar, kappa, X=X, h=h,
                                ols=(target, ols_sd) if separate and kappa > 0 else None)
     # β of the means from y* (its GLS per cell), not from the fit on y: the calibrated means
     # carry −(I − H)M₀Xβ_ℓ, and β_ℓ fitted on y would reach them (break-it trial, 2026-12-03)
