@@ -125,7 +125,8 @@ class NewRelease:
     synthgeo_version: str
     files: list[dict[str, Any]] = field(repr=False)
     #: Under input noise: one fingerprint per record value that had a noise draw (bytes of
-    #: response, location and value; confidential, keyed by the register before it is kept).
+    #: location and value on the person's scale; confidential, keyed by the register before it
+    #: is kept).
     noise_fingerprints: list[bytes] = field(default_factory=list, repr=False)
 
 
@@ -558,8 +559,8 @@ def _refuse_second_noise(conn: Connection, keys: list[str], location: str) -> No
             f"the register {location!r} holds release {rid} whose input noise already covers "
             f"{sum(hits.values())} of these records' values: a second, independent noise draw "
             "of the same values lets the two releases be averaged and the noise taken away; "
-            "release these records once under input noise (draw more implicates from that "
-            "release's synthesiser), or leave `[synthesis] input_noise` out")
+            "release these records once under input noise, or leave `[synthesis] input_noise` "
+            "out")
 
 
 def _seed_refusal(location: str, id: int) -> InputError:
