@@ -242,3 +242,12 @@ def test_a_run_refused_by_a_data_check_prints_no_round_line(tmp_path, capsys):
     assert code == 1 and "study" in err.lower()
     assert "round" not in out and "round" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_spec_with_input_noise_is_never_followed_by_a_weaker_round():
+    """Break-it finding (2026-12-03): a spec already synthesising with input noise got the
+    noiseless calibrated cross-fit as its second round, which was released when both failed."""
+    spec = _spec().replace("synthesis", predictive="cross_fit", cross_fit_calibration="covariates",
+                           input_noise="auto")
+    names = [n for n, _ in round_specs(spec)]
+    assert all("input noise" in n for n in names)

@@ -133,6 +133,8 @@ def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
         s = s.replace("synthesis", **changes)
         if any(_mechanism(r) == _mechanism(s) for _, r in rounds):
             continue
+        if first.synthesis.input_noise != 0 and changes.get("input_noise", 0) == 0:
+            continue  # weaker than the spec's own input noise: never a later round
         rounds.append((name, s))
     return rounds
 
