@@ -154,7 +154,7 @@ def test_to_dict_contains_every_default(tmp_path):
     assert rec["risk"] == {"eps": [10000.0], "p": [0.1], "targets": [], "on_risk_failure": "stop",
                            "loo_unit": "site",  # the default as run: no [data] subject
                            "loo_posterior": "reweighted",
-                           "confidence": 0.95, "protect": "none", "max_rounds": 3,
+                           "confidence": 0.95, "protect": "none", "max_rounds": 4,
                            "release_attacker": "judge", "input_noise_reading": "expected"}
     assert rec["utility"] == {"formula": None, "alpha": 0.05, "pmse_terms": "main",
                               "pmse_coordinates": "spline", "pmse_spline_df": 4,

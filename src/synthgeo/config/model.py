@@ -269,6 +269,13 @@ class SynthesisConfig:
     moves the regression by at most half as much (max h ≤ 1/16) and the calibration allows
     it, else "shared" (:mod:`synthgeo.synthesis.input_noise`; docs/risk-and-utility.md,
     "Input noise").
+
+    ``input_noise_draws`` {"y", "y_star"}, default "y": under ``input_noise`` what each
+    implicate is, over the noise. "y": y's leave-out predictive (the implicate variance is the
+    leave-out variance less the noise's own variance in the mean); "y_star": y*'s, the same
+    plus κ² (noise infusion: the synthetic values are draws of a noised response; wider, so
+    that an over-confident fit of y* cannot concentrate them on a record's value)
+    (docs/risk-and-utility.md, "Input noise: what an implicate is").
     """
 
     n_implicates: int = 100
@@ -277,6 +284,7 @@ class SynthesisConfig:
     input_noise: float | str = 0.0
     mean_noise: float | str = 0.0
     input_noise_ols: Literal["auto", "separate", "shared"] = "auto"
+    input_noise_draws: Literal["y", "y_star"] = "y"
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -306,6 +314,9 @@ class SynthesisConfig:
         if self.input_noise_ols not in ("auto", "separate", "shared"):
             raise _err("synthesis", "input_noise_ols", self.input_noise_ols,
                        '"auto", "separate" or "shared"')
+        if self.input_noise_draws not in ("y", "y_star"):
+            raise _err("synthesis", "input_noise_draws", self.input_noise_draws,
+                       '"y" or "y_star"')
         if (self.input_noise != 0 and self.input_noise_ols == "separate"
                 and self.cross_fit_calibration == "covariates_loo"):
             raise SpecError(

@@ -94,7 +94,7 @@ class RiskConfig:
     (:attr:`synthgeo.config.ReleaseSpec.loo_posterior`).
     ``protect`` {"none", "targets"}: "targets" runs the spec's mechanism and, while a target
     fails, the next stronger one (:mod:`synthgeo.pipeline.protect`), at most ``max_rounds``
-    rounds (1–3), each judged at the Bonferroni level 1 − (1 − confidence)/max_rounds; needs
+    rounds (1–4, default 4), each judged at the Bonferroni level 1 − (1 − confidence)/max_rounds; needs
     ``targets``.
     ``release_attacker`` {"judge", "report"}, default "judge": every per-record target is judged
     both on the record's own released values and against the release attacker, who reads the
@@ -120,7 +120,7 @@ class RiskConfig:
     loo_posterior: Literal["full", "reweighted"] | None = None
     confidence: float = 0.95
     protect: Literal["none", "targets"] = "none"
-    max_rounds: int = 3
+    max_rounds: int = 4
     release_attacker: Literal["judge", "report"] = "judge"
     input_noise_reading: Literal["expected", "realised"] = "expected"
 
@@ -148,9 +148,9 @@ class RiskConfig:
             raise _err("risk", "protect", self.protect,
                        '"none" (judge the spec\'s mechanism) or "targets" (apply stronger '
                        "mechanisms, round by round, until every `[risk.targets]` holds)")
-        if not (_is_int(self.max_rounds) and 1 <= self.max_rounds <= 3):
+        if not (_is_int(self.max_rounds) and 1 <= self.max_rounds <= 4):
             raise _err("risk", "max_rounds", self.max_rounds,
-                       "an integer from 1 to 3 (the rounds of `protect = \"targets\"`)")
+                       "an integer from 1 to 4 (the rounds of `protect = \"targets\"`)")
         if self.release_attacker not in RELEASE_ATTACKER:
             raise _err("risk", "release_attacker", self.release_attacker,
                        '"judge" (the default: the targets hold against it too) or "report"')

@@ -143,7 +143,7 @@ class ReleaseSpec:
                 'loo_posterior = "full"`: against the full posterior\'s baseline a cross-fit\'s '
                 "attributable risk is 0 (raw) or its calibration shift by construction, so a "
                 'PASS would prove nothing; remove loo_posterior (default "reweighted")')
-        if self.risk.protect != "targets" and self.risk.max_rounds != 3:
+        if self.risk.protect != "targets" and self.risk.max_rounds != 4:
             raise SpecError(
                 f"`[risk] max_rounds = {self.risk.max_rounds}` caps the rounds of "
                 '`protect = "targets"`, which is not set; set protect = "targets" or remove '

@@ -184,6 +184,7 @@ def fit_gp_grid(
     map_batches: MapBatches | None = None,
     random_seed: int | None = None,
     label: str = "model",
+    known_nugget: float = 0.0,
 ) -> GPFit:
     """Grid posterior, independent draws of (β, σ², τ², range), w on demand.
 
@@ -234,6 +235,11 @@ def fit_gp_grid(
         Overrides ``config.seed``.
     label : str
         Name used in log messages.
+    known_nugget : float, default=0
+        κ² (model-scale variance): ``y`` is y + e with e ~ N(0, κ² I) and κ known; the fit is
+        of y's model plus that known nugget, with y's priors
+        (:mod:`synthgeo.inference.known_nugget`). ``nugget`` then holds τ² + κ² (y*'s whole
+        nugget) and ``engine["known_nugget"]`` says so. Not with ``scale``.
 
     Returns
     -------
@@ -253,6 +259,8 @@ def fit_gp_grid(
     seed = config.seed if random_seed is None else random_seed
     draw_seed, effect_seed = np.random.SeedSequence(seed).spawn(2)
     s = settings or GridSettings()
+    if known_nugget and scale is not None:
+        raise ValueError("`known_nugget` fits the unrestricted model of y* only (scale=None)")
     smoothing, d_arg = _smoothing(scale, sites.n_sites)
     extra = None if smoothing is None else smoothing.extra_variance(sites.site_index)
     omega = None if smoothing is None else smoothing.noise_weight()  # pseudo-likelihood 1/α_i
@@ -263,7 +271,8 @@ def fit_gp_grid(
         model = GridModel(backend=backend, prior=conjugate_prior(priors, X.shape[1], s),
                           n=y.shape[0],
                           likelihood_weight=None if omega is None
-                          else np.asarray(smoothing.likelihood_weight, float))
+                          else np.asarray(smoothing.likelihood_weight, float),
+                          known_nugget=float(known_nugget))
         t1 = time.perf_counter()
         post = (grid_posterior(model, settings=s, start=start, map_batches=map_batches)
                 if posterior is None else
@@ -292,6 +301,8 @@ def fit_gp_grid(
     }
     if extra is not None:
         engine["at_risk_nugget"] = "marginal"
+    if known_nugget:
+        engine["known_nugget"] = float(known_nugget)
     if posterior is not None:
         engine["grid_reused"] = True
     return build_fit(

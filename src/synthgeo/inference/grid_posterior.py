@@ -42,6 +42,7 @@ from scipy.special import expit, gammaln, logit
 
 from synthgeo.inference.covariance import ExactCovariance, NNGPCovariance
 from synthgeo.inference.importance import ImportanceSummary, importance_resample
+from synthgeo.inference.known_nugget import draw_sigma2, log_prior_mean
 from synthgeo.inference.quadrature import (
     Axis,
     MapBatches,
@@ -161,12 +162,31 @@ class GridModel:
     the kept normalising factor Π (2πτ²)^{(1−α_i)/2} α_i^{−1/2} enters the marginal: with
     τ² = α σ², σ²'s shape becomes a + N_eff/2 (N_eff = Σ α_i) and the log density gains
     ((N − N_eff)/2) log α − ½ Σ log α_i (:func:`evaluate_cells`).
+
+    ``known_nugget`` (κ², model-scale variance), optional: the response is y* = y + e with
+    e ~ N(0, κ² I) and κ known; the grid's α is then y*'s nugget ratio α* = α + κ²/σ² and the
+    prior is y's (:mod:`synthgeo.inference.known_nugget`).
     """
 
     backend: ExactCovariance | NNGPCovariance
     prior: ConjugatePrior
     n: int
     likelihood_weight: np.ndarray | None = None
+    known_nugget: float = 0.0
+
+    def __post_init__(self) -> None:
+        """Refuse a known nugget that is negative or not finite (ValueError)."""
+        if not (np.isfinite(self.known_nugget) and self.known_nugget >= 0):
+            raise ValueError(f"`known_nugget` must be a finite variance >= 0, got "
+                             f"{self.known_nugget!r}")
+        if self.known_nugget > 0 and self.likelihood_weight is not None:
+            raise ValueError("a known nugget and a pseudo-likelihood weight cannot be combined")
+
+    def alpha_bounds(self) -> tuple[float, float]:
+        """The prior's support of y's nugget ratio α = ν/(1 − ν)."""
+        p = self.prior
+        return (p.nugget_share_min / (1.0 - p.nugget_share_min),
+                p.nugget_share_max / (1.0 - p.nugget_share_max))
 
     @property
     def n_eff(self) -> float:
@@ -284,8 +304,14 @@ def evaluate_cells(model: GridModel, points: np.ndarray) -> CellBatch:
             lml[i] += 0.5 * (model.n - n_eff) * np.log(alpha[i])
         m_all[i], Minv_all[i] = m, np.linalg.inv(M)
     nu = expit(points[:, 1])
-    log_prior = (points[:, 0] - np.log(pr.range_max_m - pr.range_min_m)
-                 + np.log(nu) + np.log1p(-nu) - np.log(pr.nugget_share_max - pr.nugget_share_min))
+    width = pr.nugget_share_max - pr.nugget_share_min
+    if model.known_nugget > 0:  # y's prior on α = α* − κ²/σ², averaged over σ²'s conditional
+        lo, hi = model.alpha_bounds()
+        log_nu = log_prior_mean(alpha, a_post, b_post, model.known_nugget, alpha_min=lo,
+                                alpha_max=hi, nu_width=width)
+    else:
+        log_nu = np.log(nu) + np.log1p(-nu) - np.log(width)
+    log_prior = points[:, 0] - np.log(pr.range_max_m - pr.range_min_m) + log_nu
     return CellBatch(points=points, log_marginal=lml, log_target=lml + log_prior,
                      a_post=a_post, b_post=b_post, m=m_all, M_inv=Minv_all)
 
@@ -374,7 +400,13 @@ class GridPosterior:
                               batch_size=self.settings.batch_size, map_batches=map_batches)
         cells = CellBatch.concat(out)
         idx, summary = importance_resample(cells.log_target, log_q, n, rng)
-        sigma2 = cells.b_post[idx] / rng.gamma(cells.a_post, size=n)
+        if self.model.known_nugget > 0:  # σ²'s conditional tilted by y's prior on α
+            lo, hi = self.model.alpha_bounds()
+            sigma2 = draw_sigma2(to_natural(cells.points[idx])[1], cells.a_post,
+                                 cells.b_post[idx], self.model.known_nugget, alpha_min=lo,
+                                 alpha_max=hi, rng=rng)
+        else:
+            sigma2 = cells.b_post[idx] / rng.gamma(cells.a_post, size=n)
         chol = np.linalg.cholesky(cells.M_inv)  # one factor per point
         z = rng.standard_normal((n, cells.m.shape[1]))
         beta = cells.m[idx] + np.sqrt(sigma2)[:, None] * np.einsum("npq,nq->np", chol[idx], z)

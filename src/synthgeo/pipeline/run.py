@@ -491,11 +491,15 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
         if noisy:  # everything released comes from a fit of y* (its θ and priors' scale)
             released_X = data_j.X if design is None else design
 
-            def refit(ystar, _X=released_X):
+            def refit(ystar, known_nugget, _X=released_X):
                 say("fitting the model to the noised response y* (what input noise releases)")
                 star = dataclasses.replace(data_j, y=np.asarray(ystar, float), X=_X)
+                # the grid fits y's model plus the known nugget κ²; another engine fits y*
+                # with a free nugget (κ² subtracted afterwards, floored)
+                known = ({"known_nugget": known_nugget}
+                         if fitter is None and spec.sampling.sampler == "grid" else {})
                 return make_fitter(spec, star, progressbar=progressbar, fitter=fitter)(
-                    random_seed=fit_seed, label="unrestricted (y*)")
+                    random_seed=fit_seed, label="unrestricted (y*)", **known)
 
             noise = {**(noise or {}), "refit": refit}
         if gaussian:

@@ -227,7 +227,8 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
     # κ² too: y's is τ*² − κ² (at least TAU_FLOOR σ*²)
     if refit is None:
         raise ValueError("input noise needs `refit` (the engine's fit of y*)")
-    star = refit(ystar)
+    star = refit(ystar, kappa ** 2)
+    known = bool(star.engine.get("known_nugget"))  # the grid: y's model plus the known κ²
     d = posterior_draws(star, sources)
     tau2 = d["nugget"] - kappa ** 2
     truncated = int(np.sum(tau2 < TAU_FLOOR * d["sigma2"]))
@@ -240,6 +241,8 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
     # publish y's regression exactly as L grows
     mean = _calibrated(spec, raw, target, X)
     s2 = d["sigma2"][:, None] * factor  # y's leave-out variance at the y* fit's θ
+    if spec.synthesis.input_noise_draws == "y_star":  # over the noise: y*'s predictive
+        s2 = s2 + kappa ** 2
     var = np.maximum(s2 - v, FLOOR * s2)  # over the noise: s² (v + FLOOR s² where floored)
     floored = int((s2 - v < FLOOR * s2).any(axis=0).sum())
     if out is not None:
@@ -269,8 +272,10 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
                                    else "OLS of y*"),
                                "ols_sd": ols_sd,
                                "n_records_variance_floored": floored,
-                               "fit": "y* (theta, beta and the priors' scale from y*; "
-                                      "nugget less kappa^2)",
+                               "fit": ("y* with kappa^2 a known part of the nugget "
+                                       "(theta, beta and the priors' scale from y*)" if known
+                                       else "y* (theta, beta and the priors' scale from y*; "
+                                       "nugget less kappa^2)"),
                                "n_draws_nugget_truncated": truncated,
                                "largest_attributable_this_noise": float(realised.max()),
                                "n_records_above_this_noise": (
