@@ -492,14 +492,24 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
             released_X = data_j.X if design is None else design
 
             def refit(ystar, known_nugget, _X=released_X):
+                ystar = np.asarray(ystar, float)
+                # a later round of protect with the same noise (its fourth: implicates of y*)
+                key = ("y*", rc.name, fit_seed, float(known_nugget), ystar.tobytes(),
+                       np.asarray(_X, float).tobytes())
+                if reuse_fits is not None and key in reuse_fits:
+                    say("reusing the fit of y* of the previous round (same noise, same seed)")
+                    return reuse_fits[key]
                 say("fitting the model to the noised response y* (what input noise releases)")
-                star = dataclasses.replace(data_j, y=np.asarray(ystar, float), X=_X)
+                star = dataclasses.replace(data_j, y=ystar, X=_X)
                 # the grid fits y's model plus the known nugget κ²; another engine fits y*
                 # with a free nugget (κ² subtracted afterwards, floored)
                 known = ({"known_nugget": known_nugget}
                          if fitter is None and spec.sampling.sampler == "grid" else {})
-                return make_fitter(spec, star, progressbar=progressbar, fitter=fitter)(
+                out = make_fitter(spec, star, progressbar=progressbar, fitter=fitter)(
                     random_seed=fit_seed, label="unrestricted (y*)", **known)
+                if reuse_fits is not None:
+                    reuse_fits[key] = out
+                return out
 
             noise = {**(noise or {}), "refit": refit}
         if gaussian:
