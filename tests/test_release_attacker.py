@@ -467,7 +467,7 @@ def test_protect_with_mean_noise_in_the_spec_runs_its_rounds():
     spec = _bundled(mean_noise=0.1).replace("risk", protect="targets")
     rounds = round_specs(spec)
     assert "mean noise (sd 0.1)" in rounds[0][0]
-    assert [s.synthesis.mean_noise for _, s in rounds[1:]] == [0.0, 0.0]
+    assert [s.synthesis.mean_noise for _, s in rounds[1:]] == [0.0, 0.0, 0.0]
     assert rounds[-1][1].synthesis.input_noise == "auto"
 
 
