@@ -94,8 +94,8 @@ class RiskConfig:
     (:attr:`synthgeo.config.ReleaseSpec.loo_posterior`).
     ``protect`` {"none", "targets"}: "targets" runs the spec's mechanism and, while a target
     fails, the next stronger one (:mod:`synthgeo.pipeline.protect`), at most ``max_rounds``
-    rounds (1–4, default 4), each judged at the Bonferroni level 1 − (1 − confidence)/max_rounds; needs
-    ``targets``.
+    rounds (1–4, default 4), each judged at the Bonferroni level
+    1 − (1 − confidence)/max_rounds; needs ``targets``.
     ``release_attacker`` {"judge", "report"}, default "judge": every per-record target is judged
     both on the record's own released values and against the release attacker, who reads the
     record's value off every record's implicate means (:mod:`synthgeo.risk.release_attacker`;

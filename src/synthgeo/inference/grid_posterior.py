@@ -183,7 +183,7 @@ class GridModel:
             raise ValueError("a known nugget and a pseudo-likelihood weight cannot be combined")
 
     def alpha_bounds(self) -> tuple[float, float]:
-        """The prior's support of y's nugget ratio α = ν/(1 − ν)."""
+        """Return the prior's support of y's nugget ratio α = ν/(1 − ν)."""
         p = self.prior
         return (p.nugget_share_min / (1.0 - p.nugget_share_min),
                 p.nugget_share_max / (1.0 - p.nugget_share_max))

@@ -18,8 +18,9 @@ conjugate InverseGamma(a_N, b_N) times this factor, so a cell's log density is t
 one plus log E[p(v* | σ²)] under InverseGamma(a_N, b_N), a one-dimensional integral over
 t = 1/σ² ~ Gamma(a_N, rate b_N) restricted to α ∈ [α_min, α_max]: the interval's probability
 (regularised incomplete gamma functions, read on the tail the interval lies in) times the
-mean of α*/(1 + α)² over it (Gauss–Legendre in t, weighted by the Gamma density). σ² is drawn from the same tilted
-distribution by inversion and rejection (the tilt 1/(1 + α)² is largest at α = α_min).
+mean of α*/(1 + α)² over it (Gauss–Legendre in t, weighted by the Gamma density). σ² is
+drawn from the same tilted distribution by inversion and rejection (the tilt 1/(1 + α)² is
+largest at α = α_min).
 
 This is the model the noise actually follows (the nugget of y* is at least κ²); fitting y* with
 a free nugget and subtracting κ² afterwards let a spatial term of short range take the noise,
@@ -42,7 +43,7 @@ _X, _W = leggauss(N_NODES)
 
 
 def _interval(alpha_star, a, b, c, alpha_min, alpha_max):
-    """The t = 1/σ² interval where α = α* − c t lies in [α_min, α_max], as probabilities.
+    """Return the t = 1/σ² interval where α = α* − c t lies in [α_min, α_max], as probabilities.
 
     Returns (upper, p_lo, p_hi): ``upper`` True where the interval is read on the survival
     side (its lower end above the Gamma's mean), p_lo ≤ p_hi the interval's ends as
@@ -58,14 +59,14 @@ def _interval(alpha_star, a, b, c, alpha_min, alpha_max):
 
 
 def _t_at(p, upper, a, b):
-    """t = 1/σ² at probability ``p`` (survival side where ``upper``)."""
+    """Return t = 1/σ² at probability ``p`` (survival side where ``upper``)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(upper, gammainccinv(a, p), gammaincinv(a, p)) / b
 
 
 def log_prior_mean(alpha_star: np.ndarray, a: float, b: np.ndarray, c: float, *,
                    alpha_min: float, alpha_max: float, nu_width: float) -> np.ndarray:
-    """log E[p(v* | σ²)] under σ² ~ InverseGamma(a, b), per cell (module docstring).
+    """Return log E[p(v* | σ²)] under σ² ~ InverseGamma(a, b), per cell (module docstring).
 
     Parameters
     ----------

@@ -19,7 +19,7 @@ the next stronger mechanism, round by round, at most ``[risk] max_rounds``:
    full). Until 2026-12-03 the third round was the raw cross-fit; it carries the same
    neighbour signal as the calibrated one, so it cannot pass where round 2 fails on the
    release attacker;
-4. the same with **implicates of y\*** (``input_noise_draws = "y_star"``): over the noise each
+4. the same with **implicates of** ``y*`` (``input_noise_draws = "y_star"``): over the noise each
    implicate is y*'s predictive, y's plus κ², not y's. Where κ must be as large as the
    response's spread (a small file) the fit of y* tells little about y's nugget, and y's
    predictive at its draws is narrower than the baseline's: the own values fail in round 3
