@@ -119,7 +119,10 @@ def measure_several(name: str, target: dict, protected, unprotected,
                              for r in res.responses},
                          "input_noise": {r.name: r.input_noise for r in res.responses},
                          "correlations": res.correlations.to_dict("records"),
-                         "neighbour_check": None,
+                         "neighbour_check": {
+                             r.name: (None if r.neighbour_check is None
+                                      else r.neighbour_check.summary())
+                             for r in res.responses},
                          "detector": {"applicable": False,
                                       "reason": "the single-response route's (not run with "
                                                 "several responses)"},
@@ -220,7 +223,8 @@ def _block(records: dict[str, dict]) -> str:
                     f"{k} {v.get('records_k_above_limit', 'n/a')} records with k̂ > 0.7, "
                     f"smallest ESS {v.get('smallest_ess', 'n/a')}"
                     for k, v in (p["loo_posterior"] or {}).items() if v)
-                + f"; neighbour check and detector not run (several responses); run "
+                + "; " + _several_neighbours(p.get("neighbour_check"))
+                + f"; detector not run (several responses); run "
                 f"{p['seconds']:.0f} s = {r['time_ratio']:.2f} × the unprotected "
                 f"{r['unprotected']['seconds']:.0f} s"
                 + (" (the first round's time, not a separate run)"
@@ -256,6 +260,18 @@ def newest_records() -> dict[str, dict]:
 def write_docs() -> None:
     """Rewrite the block of "Seeking the targets" from the newest records."""
     replace_block(DOCS, BEGIN, END, BEGIN + _block(newest_records()) + END)
+
+
+def _several_neighbours(checks) -> str:
+    """Neighbour rises beyond noise per response (rel:0.1), or that the record has none."""
+    if not checks:  # records before 2026-12-07: the several-response route had no check
+        return "neighbour check not run (several responses)"
+    parts = []
+    for name, s in checks.items():
+        m = None if s is None else s["by_measure"].get("rel:0.1")
+        parts.append(f"{name} n/a" if m is None
+                     else f"{name} {m['n_rose']} (of {format(m['n_records'], ',')})")
+    return "neighbour rises beyond noise (rel:0.1) " + ", ".join(parts)
 
 
 def main() -> None:

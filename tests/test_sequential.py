@@ -811,6 +811,36 @@ def test_a_strict_target_fails_and_is_written_under_warn(judged_strict, tmp_path
     assert "risk FAIL" in verdict_line
 
 
+def test_every_gaussian_response_gets_its_own_neighbour_check(judged_strict, tmp_path):
+    """Issue 22 phase 2: the single response's neighbour check, per response, on its own y.
+
+    release.json carries each response's aggregates (schema-valid), confidential/ its
+    per-record rows, the report a section per response; a response whose check read another
+    response's y would give the same table twice (lp2 = log_price + small noise differs).
+    """
+    rel, _ = judged_strict
+    res = rel.result
+    n = len(res.data.record_id)
+    checks = [r.neighbour_check for r in res.responses]
+    assert all(c is not None for c in checks)
+    for c in checks:
+        s = c.summary()
+        assert s["rule"] == "both" and s["n_at_risk"] > 0
+        assert s["by_measure"] and all(m["n_records"] == n for m in s["by_measure"].values())
+    first, second = (c.to_dataframe() for c in checks)
+    assert not first.equals(second)
+    out = _quiet(rel.write, tmp_path / "out")
+    rec = json.loads((out / "release.json").read_text())
+    for entry, c in zip(rec["responses"], checks):
+        assert entry["neighbour_check"]["by_measure"].keys() == c.summary()["by_measure"].keys()
+        rows = pd.read_csv(out / "confidential" / f"neighbour_check_{entry['name']}.csv")
+        assert len(rows) == len(c.to_dataframe())
+    assert not list((out / "release").rglob("neighbour_check*"))  # confidential only
+    html = (out / "report.html").read_text()
+    assert "Neighbour check, per response" in html
+    assert "confidential/neighbour_check_lp2.csv" in html
+
+
 def test_stop_refuses_a_failed_response_before_writing():
     """Under "stop" the first response that fails raises, named, before anything is written."""
     from synthgeo._errors import RiskError

@@ -301,7 +301,8 @@ class NeighbourChecks:
 
 
 def run_neighbour_check(spec: ReleaseSpec, data: PreparedData, implicates: dict[str, xr.Dataset],
-                        at_risk: AtRiskResult, choice: AtRiskChoice) -> NeighbourChecks:
+                        at_risk: AtRiskResult, choice: AtRiskChoice, *,
+                        g: str | None = None) -> NeighbourChecks:
     """Rao-Blackwellised risk of both models per measure, and the records whose risk rose.
 
     Parameters
@@ -314,6 +315,10 @@ def run_neighbour_check(spec: ReleaseSpec, data: PreparedData, implicates: dict[
     at_risk : AtRiskResult
         The at-risk records the restricted model protects (site rule applied).
     choice : AtRiskChoice
+    g : str, optional
+        The response's back-transform to the release scale (``"exp"``, ``"identity"``);
+        default ``[data] back_transform``. A response of ``[[data.responses]]`` passes its own
+        (:func:`synthgeo.pipeline.responses.response_scale_of`), with ``data`` holding its y.
 
     Returns
     -------
@@ -322,7 +327,7 @@ def run_neighbour_check(spec: ReleaseSpec, data: PreparedData, implicates: dict[
     coords = coordinates_m(data.gdf)
     # own values as judged (over the input noise under input_noise_reading = "expected")
     preds = {m: own_value_predictive(ds) for m, ds in implicates.items()}
-    g = spec.data.back_transform
+    g = spec.data.back_transform if g is None else g
     confidence = getattr(spec.risk, "confidence", 0.95)
     checks, same = {}, {}
     flags = np.asarray(at_risk.at_risk, bool)

@@ -35,6 +35,7 @@ from synthgeo._repr import confidential_repr
 from synthgeo.config import ReleaseSpec, ResponseConfig
 from synthgeo.model.at_risk import AtRiskResult
 from synthgeo.model.transform import ResponseScale
+from synthgeo.pipeline.at_risk_rule import NeighbourChecks
 from synthgeo.pipeline.data import PreparedData
 from synthgeo.pipeline.result import MODELS
 from synthgeo.risk.joint import JointCount
@@ -85,6 +86,10 @@ class ResponseResult:
     own_value_leak : dict or None
         A gaussian response under the calibrated cross-fit: the own-value leak's aggregates
         (:func:`synthgeo.synthesis.cross_fit.own_value_leak`); None otherwise.
+    neighbour_check : NeighbourChecks or None
+        A gaussian response: the records whose risk rose from the unrestricted model to the
+        released one (:func:`synthgeo.pipeline.at_risk_rule.run_neighbour_check`, on this
+        response's y and scale); None for yes/no and counts (no Rao-Blackwellised risk).
     input_noise : dict or None
         A gaussian response under ``[synthesis] input_noise``: what its synthesis did
         (:func:`synthgeo.pipeline.synthesis_noise.draw_input_noise`; aggregates only).
@@ -113,6 +118,7 @@ class ResponseResult:
     at_risk_choice: object = None
     own_value_leak: dict | None = None
     input_noise: dict | None = None
+    neighbour_check: NeighbourChecks | None = None
 
     @property
     def name(self) -> str:

@@ -774,6 +774,8 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
                                           else r.risk_scores.release_attack.summary())}),
             **_response_input_noise(spec, r),
             **_own_value_leak(spec, r),
+            **({} if r.neighbour_check is None else
+               {"neighbour_check": r.neighbour_check.summary()}),  # aggregates only
             "utility": {"method": ("OLS" if r.family == "gaussian" else
                                    {"bernoulli": "logistic GLM", "poisson": "Poisson GLM"}
                                    [r.family]) + " per implicate, Reiter (2003) rules",
@@ -937,6 +939,9 @@ def _write_sequential_files(result: SequentialResult, tmp: Path) -> None:
     frames["unrestricted"].to_parquet(conf / "implicates_unrestricted.parquet", index=False)
     for r in result.responses:
         r.risk_per_record.to_csv(conf / f"risk_per_record_{r.name}.csv", index=False)
+        if r.neighbour_check is not None:
+            r.neighbour_check.to_dataframe().to_csv(conf / f"neighbour_check_{r.name}.csv",
+                                                    index=False)
         r.risk_summary.to_csv(conf / f"risk_summary_{r.name}.csv", index=False)
         if r.attributable is not None:
             r.attributable.to_csv(conf / f"risk_attributable_{r.name}.csv", index=False)

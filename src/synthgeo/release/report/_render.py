@@ -17,6 +17,7 @@ from synthgeo.release.report._risk_sections import (
     section_detector,
     section_histograms,
     section_neighbours,
+    section_neighbours_several,
     section_protection,
     section_risk,
 )
@@ -50,6 +51,7 @@ SEQUENTIAL_SECTIONS: tuple[tuple[str, Callable], ...] = (
     ("Key figures", section_key_figures),
     ("Responses: rates by area, risk, utility", section_responses),
     (None, section_protection),  # only under protect = "targets": not listed as skipped
+    ("Neighbour check, per response", section_neighbours_several),
     ("General utility (pMSE)", section_general_utility),
     _LOCATIONS,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from markupsafe import Markup
 
 from synthgeo.release.report import _figures as F
 from synthgeo.release.report._common import first_measure, measure_label
@@ -278,3 +279,31 @@ def section_neighbours(result) -> Section | None:
         cumulative_status=("NOT ASSESSED (no [risk.targets])"
                            if getattr(cum, "verdict", None) is None else cum.verdict.status))
     return Section("neighbours", "Neighbour check and repeated releases", body)
+
+
+def section_neighbours_several(result) -> Section | None:
+    """Return the neighbour check of every gaussian response of ``[[data.responses]]``.
+
+    Each response's check is run on its own y and scale (:class:`~synthgeo.pipeline.responses.
+    ResponseResult`'s ``neighbour_check``); yes/no and count responses have none (no
+    Rao-Blackwellised risk) and are named as such. Aggregates only.
+    """
+    parts = []
+    for r in getattr(result, "responses", []):
+        nc = getattr(r, "neighbour_check", None)
+        if nc is None:
+            parts.append(render("neighbours_none.html.j2", name=r.name, family=r.family))
+            continue
+        summ = nc.summary()
+        rows = [{"measure": key, **m} for key, m in summ["by_measure"].items()]
+        parts.append(render(
+            "neighbours_response.html.j2", name=r.name,
+            body=render("neighbours.html.j2", rule=summ["rule"], n_at_risk=summ["n_at_risk"],
+                        selection=None, selection_table=None, n_spatial=summ["n_spatial"],
+                        n_by_risk=summ["n_by_risk"], min_rise=summ["min_rise_reported"],
+                        neighbours=pd.DataFrame(rows), cumulative=None,
+                        csv_name=f"neighbour_check_{r.name}.csv",
+                        table_id=f"table-neighbour-check-{r.name}")))
+    if not parts:
+        return None
+    return Section("neighbours", "Neighbour check, per response", Markup("\n").join(parts))
