@@ -98,3 +98,33 @@ def test_strict_exits_3_after_writing_a_failed_release_and_the_end_says_why(tmp_
     report = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
     assert re.search(r"FAIL \(([a-z]+, )?risk\)</title>", report)
     assert "id='verdict-failed'" in report
+
+
+def test_a_stopped_run_says_the_folder_holds_an_earlier_release(tmp_path, capsys):
+    """New-user finding: a run stopped by its targets writes nothing; the earlier release in
+    --out is left as it was, and the run says so instead of letting it pass for this spec's."""
+    from synthgeo.cli.main import main
+    from synthgeo.config import bundled_spec_path
+
+    text = bundled_spec_path().read_text(encoding="utf-8")
+    text = text.replace("draws = 1000", "draws = 100").replace("n_implicates = 100",
+                                                               "n_implicates = 5")
+    text += ('\n[risk.targets]\nmeasure = "rel:0.1"\nattack = "share"\n'
+             "max_attributable_record = 0.0\n")
+    spec = tmp_path / "spec.toml"
+    spec.write_text(text, encoding="utf-8")
+    warn = tmp_path / "warn.toml"  # the earlier run: the same spec, written under "warn"
+    warn.write_text(text.replace('on_risk_failure = "stop"', 'on_risk_failure = "warn"'),
+                    encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["run", str(warn), "--out", str(out), "--progress", "never"]) == 0
+    before = (out / "release.json").read_bytes()
+    capsys.readouterr()
+    code = main(["run", str(spec), "--out", str(out), "--overwrite", "--progress", "never"])
+    err = capsys.readouterr().err
+    assert code == 1 and "nothing was written" in err
+    assert f"{out} still holds an earlier run's release, left as it was" in err
+    assert (out / "release.json").read_bytes() == before
+    # no earlier release: no note
+    code = main(["run", str(spec), "--out", str(tmp_path / "new"), "--progress", "never"])
+    assert code == 1 and "earlier run's release" not in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -72,11 +73,26 @@ def run(args: argparse.Namespace, say) -> int:
         check_scheduler_reachable(spec.compute.scheduler)
     say(f"synthgeo {__version__}: {spec_label(spec)}")
     bars = getattr(args, "progressbar", False)
-    rel = sg.run(spec, progress=lambda m: say(f"  {m}"), progressbar=bars, previous=previous,
-                 register=getattr(args, "register", None),
-                 key_file=getattr(args, "key_file", None),
-                 allow_unsigned=getattr(args, "allow_unsigned", False))
+    try:
+        rel = sg.run(spec, progress=lambda m: say(f"  {m}"), progressbar=bars,
+                     previous=previous, register=getattr(args, "register", None),
+                     key_file=getattr(args, "key_file", None),
+                     allow_unsigned=getattr(args, "allow_unsigned", False))
+    except Exception:
+        _say_earlier_output_kept(out)
+        raise
     return write_and_report(rel, out, args, say, t0)
+
+
+def _say_earlier_output_kept(out: Path) -> None:
+    """Say on stderr that ``out`` still holds an earlier run's release, not this spec's.
+
+    A run that stops (failed targets under ``on_risk_failure = "stop"``, bad input) writes
+    nothing, so a folder from an earlier run would otherwise look like this run's output.
+    """
+    if (out / "release.json").is_file():
+        print(f"synthgeo: note: {out} still holds an earlier run's release, left as it was; "
+              "it is not the output of this spec", file=sys.stderr)
 
 
 def write_and_report(rel, out: Path, args: argparse.Namespace, say, t0: float) -> int:
