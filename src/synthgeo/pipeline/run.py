@@ -446,7 +446,9 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
     say(f"M = {at_risk.radius_m:,.0f} m: {at_risk.n_at_risk} at-risk records"
         + ("" if choice.rule == "spatial" else
            f' (at_risk = "{choice.rule}": {int(choice.spatial.sum())} by location, '
-           f"{int(choice.by_risk.sum())} by risk)"))
+           f"{int(choice.by_risk.sum())} by risk)")
+        + ("; nobody is smoothed: the restricted model is the unrestricted one"
+           if at_risk.n_at_risk == 0 and spec.synthesis.predictive != "cross_fit" else ""))
     if not several and spec.synthesis.predictive != "cross_fit":
         say("the restricted model from its stored draws (no refit)" if stored
             else "fitting the restricted model")
