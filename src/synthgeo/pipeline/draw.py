@@ -255,7 +255,8 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
         f"used before ({stored.n_unused} of {stored.n_draws} unused; no refit)")
     plan = SynthesiserState(
         fit_seed=stored.fit_seed, used_draws=np.flatnonzero(stored.used.ravel()),
-        new_draws=new, drawn_from={**drawn_from, "n_new_draws": int(new.size), "refit": False})
+        new_draws=new, drawn_from={**drawn_from, "n_new_draws": int(new.size), "refit": False},
+        earlier_folder=folder)
     return run_release(spec, fitter=stored_fitter(stored), progress=progress,
                        progressbar=progressbar, previous=folder, ledger=ledger, plan=plan,
                        land_checked=land_checked(record), records_digest=stored.records_sha256)

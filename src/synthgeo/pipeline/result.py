@@ -9,6 +9,7 @@ nothing of files: :mod:`synthgeo.release.writer` writes it, and the front door's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -55,12 +56,17 @@ class SynthesiserState:
     drawn_from : dict, optional
         ``synthgeo draw``: the release drawn from (its release.json's SHA-256, register id and
         uid), for release.json's ``synthesiser.drawn_from``.
+    earlier_folder : Path, optional
+        ``synthgeo draw`` without a refit: the folder of the release drawn from, whose report
+        figures of the records alone (the at-risk map, the spatial-k histogram) the new
+        report may reuse (:mod:`synthgeo.release.report._reuse`). Written nowhere.
     """
 
     fit_seed: int = field(repr=False)
     used_draws: np.ndarray = field(repr=False)
     new_draws: np.ndarray | None = field(default=None, repr=False)
     drawn_from: dict | None = None
+    earlier_folder: Path | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True)

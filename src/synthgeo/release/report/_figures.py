@@ -8,8 +8,10 @@ tested on hand-made inputs. :func:`to_data_uri` turns a figure into an embeddabl
 from __future__ import annotations
 
 import base64
+import contextlib
+import contextvars
 import io
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import matplotlib
 
@@ -21,7 +23,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Circle  # noqa: E402
 
 __all__ = [
-    "to_data_uri", "plot_record_map", "plot_surfaces", "plot_synthetic_histograms",
+    "to_data_uri", "reusing", "reused", "plot_record_map", "plot_surfaces",
+    "plot_synthetic_histograms",
     "plot_risk_by_group", "plot_risk_distribution", "plot_reiter_intervals", "plot_rank",
     "plot_spatial_k_histogram", "plot_pmse_regions", "MODEL_COLOURS",
 ]
@@ -31,6 +34,38 @@ MODEL_COLOURS = {"confidential": "black", "unrestricted": "#d95f02", "restricted
                  "suppressed": "#7570b3"}
 _AT_RISK = "#c00000"
 _DPI = 96
+
+
+#: Figures of an earlier report that the report being drawn reuses (``{id: data URI}``).
+_REUSED: contextvars.ContextVar[Mapping[str, str]] = contextvars.ContextVar(
+    "synthgeo_reused_figures", default={})
+
+
+@contextlib.contextmanager
+def reusing(uris: Mapping[str, str]) -> Iterator[None]:
+    """Inside the block, :func:`reused` serves these figures (``{figure id: data URI}``).
+
+    For ``synthgeo draw``: the earlier report's figures that cannot differ
+    (:mod:`synthgeo.release.report._reuse`).
+
+    Examples
+    --------
+    >>> with reusing({"fig-x": "data:image/png;base64,AA"}):
+    ...     reused("fig-x")
+    'data:image/png;base64,AA'
+    >>> reused("fig-x") is None
+    True
+    """
+    token = _REUSED.set(dict(uris))
+    try:
+        yield
+    finally:
+        _REUSED.reset(token)
+
+
+def reused(fig_id: str) -> str | None:
+    """Return the data URI to reuse for figure ``fig_id`` (see :func:`reusing`), or None."""
+    return _REUSED.get().get(fig_id)
 
 
 def to_data_uri(fig: Figure) -> str:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from synthgeo.release.report import _figures as F
 from synthgeo.release.report._html import Section, render
+from synthgeo.release.report._reuse import SPATIAL_K
 
 __all__ = ["locations_for_report", "section_locations"]
 
@@ -127,7 +128,7 @@ def section_locations(locations: Any) -> Section | None:
         sk = np.asarray(sk, dtype=int)
         if summary is None:
             summary = _summary_of(sk, k)
-        histogram_uri = F.to_data_uri(
+        histogram_uri = F.reused(SPATIAL_K) or F.to_data_uri(  # a draw: the earlier one's
             F.plot_spatial_k_histogram(sk, k=k, radius_m=radius_m, k_max=k_max))
     worst = _get(locations, "worst_offenders")
     parts = {

@@ -8,11 +8,13 @@ from synthgeo._progress import progress_iter
 from synthgeo.pipeline import MODELS
 from synthgeo.pipeline.responses import SequentialResult
 from synthgeo.pipeline.result import verdicts
+from synthgeo.release.report._figures import reusing
 from synthgeo.release.report._fits import section_convergence, section_utility
 from synthgeo.release.report._general_utility import section_general_utility
 from synthgeo.release.report._html import page
 from synthgeo.release.report._locations import section_locations
 from synthgeo.release.report._overview import section_overview
+from synthgeo.release.report._reuse import earlier_figures
 from synthgeo.release.report._risk_sections import (
     section_detector,
     section_histograms,
@@ -80,15 +82,17 @@ def render_report(result, *, progressbar: bool = False, signing: str | None = No
     """
     several = isinstance(result, SequentialResult)
     sections, skipped = [], []
-    for title, fn in progress_iter(SEQUENTIAL_SECTIONS if several else SECTIONS,
-                                   enabled=progressbar, desc="report",
-                                   unit="section"):
-        sec = fn(result)
-        if sec is None:
-            if title is not None:
-                skipped.append(title)
-        else:
-            sections.append(sec)
+    # a draw reuses the earlier report's figures of the records alone (report/_reuse.py)
+    with reusing(earlier_figures(result)):
+        for title, fn in progress_iter(SEQUENTIAL_SECTIONS if several else SECTIONS,
+                                       enabled=progressbar, desc="report",
+                                       unit="section"):
+            sec = fn(result)
+            if sec is None:
+                if title is not None:
+                    skipped.append(title)
+            else:
+                sections.append(sec)
     spec = result.spec
     name = spec.source.name if spec.source else "spec"
     failed = ([f"{r.name} {m}" for r in result.responses if r.family == "gaussian"

@@ -12,6 +12,7 @@ import pandas as pd
 from synthgeo.release.report import _figures as F
 from synthgeo.release.report._common import coords_m
 from synthgeo.release.report._html import Section, render
+from synthgeo.release.report._reuse import AT_RISK_MAP
 from synthgeo.release.report._surface import grid_over, posterior_mean_surface
 
 __all__ = ["section_at_risk_map", "section_surfaces"]
@@ -29,11 +30,13 @@ def section_at_risk_map(result) -> Section:
         (k.replace("phi_q", "φ ") + "%", f"{v['phi_per_m']:.3g}", f"{v['M_m']:,.0f}",
          v["n_at_risk"]) for k, v in result.at_risk_sensitivity.items()
     ], columns=["quantile of φ", "φ (1/m)", "M (m)", "at-risk records"])
-    fig = F.plot_record_map(coords_m(result), ar.at_risk, ar.radius_m,
-                            crs_name=result.data.gdf.crs.name)
+    map_uri = F.reused(AT_RISK_MAP)  # a draw: the earlier report's, the same bytes (_reuse)
+    if map_uri is None:
+        map_uri = F.to_data_uri(F.plot_record_map(coords_m(result), ar.at_risk, ar.radius_m,
+                                                  crs_name=result.data.gdf.crs.name))
     body = render("at_risk.html.j2", rule=rule, source=source, M_m=f"{ar.radius_m:,.0f}",
                   n_at_risk=ar.n_at_risk, ids=[str(i) for i in result.data.record_id[ar.at_risk]],
-                  map_uri=F.to_data_uri(fig), sensitivity=sensitivity)
+                  map_uri=map_uri, sensitivity=sensitivity)
     return Section("at-risk", "At-risk records", body)
 
 
