@@ -477,3 +477,65 @@ def test_the_draw_program_imports_neither_arviz_nor_numba(first, tmp_path):
     rec = json.loads((tmp_path / "out" / "release.json").read_text())
     assert rec["n_implicates"] == 3
     assert (tmp_path / "out" / "report.html").read_text().rstrip().endswith("</html>")
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory):
+    """A release and a draw from it, both written with their reports (``write_result``)."""
+    from synthgeo.release.writer import write_result
+
+    tmp = tmp_path_factory.mktemp("reported")
+    ledger = Ledger(open_register(tmp / "register.sqlite"), KEY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res_a = run_release(_spec(13), ledger=ledger)
+        out_a = write_result(res_a, tmp / "a", ledger=ledger)
+        res = draw_release(out_a, 5, seed=14, ledger=ledger)
+        out = write_result(res, tmp / "b", ledger=ledger)
+    return res_a, out_a, res, out
+
+
+def _images(folder: Path) -> dict:
+    import re
+
+    html = (folder / "report.html").read_text(encoding="utf-8")
+    return dict(re.findall(r"<img id='([\w-]+)' src='(data:image/png;base64,[^']+)'", html))
+
+
+def test_a_drawn_report_reuses_the_earlier_figures_of_the_records_alone(reported):
+    """At-risk map and spatial-k histogram: the earlier report's PNGs, which drawing them
+    again gives byte for byte; the figures of the new implicates are drawn anew."""
+    from synthgeo.release.report import _figures as F
+    from synthgeo.release.report._common import coords_m
+    from synthgeo.release.report._reuse import AT_RISK_MAP, SPATIAL_K, earlier_figures
+
+    res_a, out_a, res, out = reported
+    before, after = _images(out_a), _images(out)
+    reused = earlier_figures(res)
+    assert set(reused) == {AT_RISK_MAP, SPATIAL_K}
+    for fig_id in (AT_RISK_MAP, SPATIAL_K):
+        assert after[fig_id] == before[fig_id] == reused[fig_id]
+    assert after["fig-histograms"] != before["fig-histograms"]
+    ar = res.at_risk  # the reused bytes are what drawing the figure now gives
+    fresh = F.to_data_uri(F.plot_record_map(coords_m(res), ar.at_risk, ar.radius_m,
+                                            crs_name=res.data.gdf.crs.name))
+    assert fresh == before[AT_RISK_MAP]
+    assert earlier_figures(res_a) == {}  # a fitted release has no earlier report
+
+
+def test_no_figure_is_reused_from_another_version_a_refit_or_another_m(reported,
+                                                                         monkeypatch):
+    import dataclasses
+
+    import synthgeo.release.report._reuse as reuse
+
+    _, _, res, _ = reported
+    monkeypatch.setattr(reuse, "package_versions", lambda: {"synthgeo": "another"})
+    assert reuse.earlier_figures(res) == {}
+    monkeypatch.undo()
+    refit = dataclasses.replace(res, synthesiser=dataclasses.replace(res.synthesiser,
+                                                                     earlier_folder=None))
+    assert reuse.earlier_figures(refit) == {}
+    other_m = dataclasses.replace(res.at_risk, radius_m=res.at_risk.radius_m + 1.0)
+    assert set(reuse.earlier_figures(dataclasses.replace(res, at_risk=other_m))) == {
+        reuse.SPATIAL_K}
