@@ -172,3 +172,40 @@ def test_auto_takes_the_separate_target_only_where_it_helps():
     assert separate_target("auto", "covariates", np.full(100, 0.01))
     assert not separate_target("auto", "covariates_loo", np.full(100, 0.01))
     assert not separate_target("separate", "none", np.full(100, 0.01))
+
+
+def test_the_noise_and_its_normals_need_the_confidential_values_not_only_the_seed(monkeypatch):
+    """Break-it trial 2026-12-07: a spec seed (the bundled 20181) was found from release/ in
+    9 s by correlating implicate spreads with each candidate seed's normals, and with it e and
+    the prices came back (96 % within 10 %). e and the released normals are keyed by the seed
+    *and* the SHA-256 of y (synthgeo._seed.confidential_seed): the seed alone reproduces
+    neither, the seed with y does (the same files from the same spec and data)."""
+    from synthgeo._seed import confidential_words, keyed_seeds
+    from synthgeo.synthesis.input_noise import INPUT_NOISE_KEY, noisy_response
+
+    seen = {}
+    real_noisy, real_draw = synthesis_noise.noisy_response, synthesis_noise.draw_cross_fitted
+
+    def noisy_spy(y, sd, seed):
+        seen.setdefault("noise", (np.array(y), sd, seed))
+        return real_noisy(y, sd, seed)
+
+    def draw_spy(*args, random_seed=None, **kwargs):
+        seen.setdefault("normals", random_seed)
+        return real_draw(*args, random_seed=random_seed, **kwargs)
+
+    monkeypatch.setattr(synthesis_noise, "noisy_response", noisy_spy)
+    monkeypatch.setattr(synthesis_noise, "draw_cross_fitted", draw_spy)
+    spec = _spec()
+    with pytest.warns(UserWarning):
+        run_release(spec)
+    y, sd, noise_seed = seen["noise"]
+    words = confidential_words(y)
+    for seed in (noise_seed, seen["normals"]):
+        assert list(seed.entropy)[-8:] == words
+    # what a seed search reproduces: the streams of the spec's seed alone
+    stream = np.random.SeedSequence(spec.sampling.seed).spawn(4)[2]
+    e_guess = noisy_response(y, sd, keyed_seeds(stream, [INPUT_NOISE_KEY])[0]) - y
+    e_true = real_noisy(y, sd, noise_seed) - y
+    assert abs(np.corrcoef(e_guess, e_true)[0, 1]) < 0.3
+    assert not np.allclose(seen["normals"].generate_state(4), stream.generate_state(4))

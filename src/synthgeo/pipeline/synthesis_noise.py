@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from synthgeo._errors import SpecError
-from synthgeo._seed import keyed_seeds
+from synthgeo._seed import confidential_seed, keyed_seeds
 from synthgeo._warn import warn
 from synthgeo.pipeline.data import response_scale
 from synthgeo.pipeline.loo_cache import remember_map
@@ -187,6 +187,7 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
     later responses' designs, the shift to the earlier synthetic values, the release attacker).
     """
     X = data.X if design is None else np.asarray(design, float)
+    seed = confidential_seed(seed, data.y)  # e and the normals: no seed search (_seed.py)
     kappa, chosen, reached = spec.synthesis.input_noise, "given", None
     cap = INPUT_NOISE_CAP * float(np.std(data.y))
     if kappa != "auto" and float(kappa) > cap:
@@ -294,6 +295,7 @@ def draw_mean_noise(spec, data, fit, sources, seed):
     this release's L stays within the first per-record target for every record. The implicate
     variance becomes s² − v (at least 10 % of s² is kept: v ≤ 0.9 × the smallest).
     """
+    seed = confidential_seed(seed, data.y)  # the noise: no seed search (_seed.py)
     loo = loo_predictive(spec, data, fit, sources)
     largest = 0.9 * float((loo.sd ** 2).min())
     chosen, asked, reached_auto = "given", spec.synthesis.mean_noise, None

@@ -18,13 +18,13 @@ locations are the published ones (group centroid, cell centre).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import geopandas
 import numpy as np
 import pandas as pd
 
+from synthgeo._seed import confidential_words
 from synthgeo.pipeline.previous import ID_MAP_FILE  # the layout --previous reads back
 
 __all__ = ["ReleasedRecords", "released_records", "ID_MAP_FILE", "RELEASE_IDS_SPAWN_KEY"]
@@ -62,12 +62,6 @@ class ReleasedRecords:
     id_map: pd.DataFrame | None
 
 
-def _confidential_words(y: np.ndarray) -> list[int]:
-    """Eight 32-bit words of the SHA-256 of the confidential response (float64 bytes)."""
-    digest = hashlib.sha256(np.ascontiguousarray(y, dtype=np.float64).tobytes()).digest()
-    return [int.from_bytes(digest[i:i + 4], "little") for i in range(0, 32, 4)]
-
-
 def _permutation(n: int, seed, y: np.ndarray) -> np.ndarray:
     """Return a permutation of range(n) keyed by the run seed and the confidential values.
 
@@ -81,7 +75,7 @@ def _permutation(n: int, seed, y: np.ndarray) -> np.ndarray:
     if seed is None:
         raise ValueError("pseudonymous release ids need the run's seed (got None)")
     first = seed.entropy if isinstance(seed, np.random.SeedSequence) else int(seed)
-    stream = np.random.SeedSequence([int(first), *_confidential_words(y)],
+    stream = np.random.SeedSequence([int(first), *confidential_words(y)],
                                     spawn_key=(RELEASE_IDS_SPAWN_KEY,))
     return np.random.default_rng(stream).permutation(n)
 
