@@ -92,10 +92,20 @@ def test_bundled_own_value_targets_reached_by_a_later_round(sought, tmp_path):
     rel.write(tmp_path / "out")
     rec = json.loads((tmp_path / "out" / "release.json").read_text())
     assert rec["protection"]["rounds"][-1]["verdict"] == "PASS"
+    # the released model named as released: never "restricted" for a cross-fitted round
+    label = rec["released_label"]
+    assert label.startswith("cross-fitted (calibrated") and "restricted" not in label
+    assert f"round {p['released_round']} of at most {p['max_rounds']}" in label
     assert rec["risk_attributable"]["loo_posterior"]["n_records"] == 140
     html = (tmp_path / "out" / "report.html").read_text()
     assert "id='protection-rounds'" in html and "id='protection-targets'" in html
     assert 'id="loo-posterior"' in html and "fitted without the record" in html
+    from html import unescape
+
+    assert "id='released-label'>" + label in unescape(html)  # the heading
+    assert "implicates of the restricted model" not in html
+    assert "— released model: " + label in unescape(html)  # the verdict row
+    assert "id='protection-released'>" + label in unescape(html)  # the rounds section
 
 
 def test_unreachable_targets_say_why(tmp_path):

@@ -325,7 +325,8 @@ def apply_risk_gate(verdict: RiskVerdict, on_risk_failure: str = "stop") -> None
                        f"{c.criterion}: upper bound {c.upper:.3g} (at "
                        f"{c.confidence:g}; point {c.value:.3g}) > {c.limit:.3g}"
                        for c in verdict.checks if c.status == "FAIL")
-    msg = f"disclosure-risk targets failed for the {verdict.model} model ({failed})"
+    model = "released" if verdict.model == "restricted" else verdict.model  # may be cross-fitted
+    msg = f"disclosure-risk targets failed for the {model} model ({failed})"
     if on_risk_failure == "stop":
         raise RiskError(f"{msg}; nothing was written to release/. Let the run seek the "
                         'targets (`[risk] protect = "targets"`), or set `[risk] on_risk_failure '

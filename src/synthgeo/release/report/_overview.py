@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from synthgeo._versions import package_versions
+from synthgeo.pipeline.released import released_label_of
 from synthgeo.release.report._common import crs_name, first_measure, measure_label
 from synthgeo.release.report._html import Section, render
 from synthgeo.risk.verdict import ATTACKERS
@@ -58,24 +59,6 @@ def _seed_text(result) -> str:
 
 
 
-def released_model_label(spec) -> str:
-    """Return how the released implicates were made, in words (the overview's row).
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace as NS
-    >>> released_model_label(NS(synthesis=NS(predictive="cross_fit",
-    ...                                      cross_fit_calibration="covariates_loo")))
-    'cross-fitted (every record from its leave-out predictive; calibration covariates_loo)'
-    """
-    if spec.synthesis.predictive == "cross_fit":
-        return ("cross-fitted (every record from its leave-out predictive; calibration "
-                f"{spec.synthesis.cross_fit_calibration})")
-    weight = getattr(spec.model, "at_risk_weight", "binary")
-    if weight == "pseudo_likelihood":
-        return "restricted (risk-weighted pseudo-likelihood)"
-    return f"restricted (differential smoothing, gamma = {spec.model.gamma})"
-
 def summary_tables(result) -> dict[str, pd.DataFrame]:
     """Return the tables every review needs, as DataFrames (the CLI prints the same ones).
 
@@ -99,7 +82,7 @@ def summary_tables(result) -> dict[str, pd.DataFrame]:
             ("sites", f"{data.sites.n_sites}"),
             ("CRS (projected)", data.gdf.crs.name),
             ("implicates (L)", f"{spec.synthesis.n_implicates}"),
-            ("released model", released_model_label(spec)),
+            ("released model", released_label_of(result)),
             ("M (metres)", f"{result.M_m:,.0f}"),
             ("at-risk records", f"{result.at_risk.n_at_risk}"),
             ("sensitivity: at-risk records with M from phi's 5% / 95% quantile",
@@ -345,7 +328,7 @@ def key_figures(result) -> pd.DataFrame:
         Columns ``item`` (label), ``value`` (text as shown) and ``status`` (``"ok"`` or
         ``"warn"`` to mark the value, ``""`` for none).
     """
-    rows = [_verdict_row(result),
+    rows = [_with_label(_verdict_row(result), released_label_of(result)),
             ("records (N)", f"{result.data.n_records:,}", ""),
             (f"at-risk records (M = {result.M_m:,.0f} m)", f"{result.at_risk.n_at_risk}", ""),
             _location_row(result)]
@@ -408,6 +391,12 @@ def _discrete_rows(name: str, summary: pd.DataFrame) -> list[tuple[str, str, str
     return rows
 
 
+def _with_label(row: tuple[str, str, str], label: str) -> tuple[str, str, str]:
+    """Return the verdict row with the released model named after its figures (same colour)."""
+    item, value, status = row
+    return item, f"{value} — released model: {label}", status
+
+
 def _several_verdict_row(result) -> tuple[str, str, str]:
     """Return the release's risk verdict over its responses (first row of the box), coloured.
 
@@ -451,7 +440,7 @@ def sequential_key_figures(result) -> pd.DataFrame:
     """
     from synthgeo.pipeline.risk_stage import risk_measures
 
-    rows = [_several_verdict_row(result),
+    rows = [_with_label(_several_verdict_row(result), released_label_of(result)),
             ("records (N)", f"{result.data.n_records:,}", "")]
     miss = result.data.missing
     if miss and miss.get("n_dropped"):
@@ -532,7 +521,7 @@ def _overview_table(result) -> pd.DataFrame:
         ("released covariates", ", ".join(spec.data.covariates) or "none"),
         ("analyst's model", spec.formula),
         ("implicates (L)", f"{spec.synthesis.n_implicates}"),
-        ("released model", f"restricted (differential smoothing, γ = {spec.model.gamma})"),
+        ("released model", released_label_of(result)),
         ("seed", _seed_text(result)),
         ("sampling", _sampling_row(result)),
         ("spec file", str(spec.source) if spec.source else "—"),

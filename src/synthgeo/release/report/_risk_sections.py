@@ -214,7 +214,9 @@ def section_protection(result) -> Section | None:
     if block is None:
         return None
     rounds, targets = protection_tables(block)
-    body = render("protection.html.j2", block=block,
+    from synthgeo.pipeline.released import released_label_of
+
+    body = render("protection.html.j2", block=block, released_label=released_label_of(result),
                   rounds_table=table(rounds, id="protection-rounds", floatfmt="{:.3f}"),
                   targets_table=table(targets, id="protection-targets", floatfmt="{:.3f}"))
     return Section("protection", "Seeking the targets: the rounds", body)
