@@ -96,6 +96,18 @@ def test_bundled_own_value_targets_reached_by_a_later_round(sought, tmp_path):
     label = rec["released_label"]
     assert label.startswith("cross-fitted (calibrated") and "restricted" not in label
     assert f"round {p['released_round']} of at most {p['max_rounds']}" in label
+    # what each round cost, stage by stage (the inputs' stages once, in no round)
+    stages = [r["stage_seconds"] for r in rec["protection"]["rounds"]]
+    assert all({"fit_unrestricted", "synthesize", "risk_baselines"} <= set(s) for s in stages)
+    assert not any({"load", "locations"} & set(s) for s in stages)
+    assert {"load", "locations"} <= set(rec["seconds"])
+    assert stages[0]["fit_unrestricted"] > max(s["fit_unrestricted"] for s in stages[1:])
+    assert "general_utility" in stages[-1]  # the released round's pMSE, computed once
+    assert not any("general_utility" in s for s in stages[:-1])
+    for r in rec["protection"]["rounds"]:  # a round's total covers its stages
+        nested = {"release_attacker"}  # part of risk_baselines
+        assert sum(v for k, v in r["stage_seconds"].items() if k not in nested) <= (
+            r["seconds"] + 0.1)
     assert rec["risk_attributable"]["loo_posterior"]["n_records"] == 140
     html = (tmp_path / "out" / "report.html").read_text()
     assert "id='protection-rounds'" in html and "id='protection-targets'" in html
@@ -106,6 +118,7 @@ def test_bundled_own_value_targets_reached_by_a_later_round(sought, tmp_path):
     assert "implicates of the restricted model" not in html
     assert "— released model: " + label in unescape(html)  # the verdict row
     assert "id='protection-released'>" + label in unescape(html)  # the rounds section
+    assert "id='protection-stage-seconds'" in html and "seconds (round total)" in html
 
 
 def test_unreachable_targets_say_why(tmp_path):

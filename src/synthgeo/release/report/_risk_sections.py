@@ -10,7 +10,8 @@ from synthgeo.release.report._common import first_measure, measure_label
 from synthgeo.release.report._html import Section, render, table
 from synthgeo.risk.verdict import ATTACKERS
 
-__all__ = ["riskiest_records", "section_histograms", "section_risk", "attributable_table"]
+__all__ = ["riskiest_records", "section_histograms", "section_risk", "attributable_table",
+           "round_stage_table"]
 
 
 def riskiest_records(risk_unrestricted: np.ndarray, at_risk: np.ndarray, *,
@@ -193,7 +194,7 @@ def protection_tables(block: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
         "records protected": r["records_protected"],
         "selects records": "yes" if r["selects_records"] else "no (every record)",
         "baseline's posterior": r["loo_posterior"], "verdict": r["verdict"],
-        "smallest CI overlap": r["smallest_ci_overlap"], "seconds": r["seconds"]}
+        "smallest CI overlap": r["smallest_ci_overlap"], "seconds (round total)": r["seconds"]}
         for r in block["rounds"]])
     targets = pd.DataFrame([{
         "round": r["round"],
@@ -208,6 +209,31 @@ def protection_tables(block: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     return rounds, targets
 
 
+def round_stage_table(block: dict) -> pd.DataFrame | None:
+    """Return each round's wall time per stage, seconds (None: no round records its stages).
+
+    One row per round: ``round``, ``total`` (the round's seconds), then every stage any round
+    timed, in the order first timed (empty where a round did not run it). Records written
+    before the stages were kept per round have none: None.
+
+    Examples
+    --------
+    >>> block = {"rounds": [
+    ...     {"round": 1, "seconds": 3.0, "stage_seconds": {"fit_unrestricted": 2.0, "risk": 0.5}},
+    ...     {"round": 2, "seconds": 1.0, "stage_seconds": {"fit_unrestricted": 0.0,
+    ...                                                     "synthesize": 0.4}}]}
+    >>> round_stage_table(block).columns.tolist()
+    ['round', 'total', 'fit_unrestricted', 'risk', 'synthesize']
+    """
+    rounds = block.get("rounds") or []
+    if not any("stage_seconds" in r for r in rounds):
+        return None
+    stages = list(dict.fromkeys(k for r in rounds for k in r.get("stage_seconds", {})))
+    return pd.DataFrame([{"round": r["round"], "total": r["seconds"],
+                          **{k: r.get("stage_seconds", {}).get(k) for k in stages}}
+                         for r in rounds], columns=["round", "total", *stages])
+
+
 def section_protection(result) -> Section | None:
     """Return the rounds of ``[risk] protect = "targets"`` (None when not sought)."""
     block = getattr(result, "protection", None)
@@ -216,9 +242,12 @@ def section_protection(result) -> Section | None:
     rounds, targets = protection_tables(block)
     from synthgeo.pipeline.released import released_label_of
 
+    stages = round_stage_table(block)
     body = render("protection.html.j2", block=block, released_label=released_label_of(result),
                   rounds_table=table(rounds, id="protection-rounds", floatfmt="{:.3f}"),
-                  targets_table=table(targets, id="protection-targets", floatfmt="{:.3f}"))
+                  targets_table=table(targets, id="protection-targets", floatfmt="{:.3f}"),
+                  stages_table=(None if stages is None else
+                                table(stages, id="protection-stage-seconds", floatfmt="{:.1f}")))
     return Section("protection", "Seeking the targets: the rounds", body)
 
 
