@@ -81,6 +81,11 @@ def test_bundled_own_value_targets_reached_by_a_later_round(sought, tmp_path):
     assert rel.result.spec.synthesis.predictive == "cross_fit"
     assert rel.result.spec.risk.protect == "targets"  # the spec as asked, rounds recorded
     assert any("reusing the unrestricted fit" in m for m in said)  # one fit for all rounds
+    # each round's verdict line: own values, the release attacker's figure beside, who decided
+    lines = [m for m in said if m.startswith("risk verdict (released model")]
+    assert len(lines) == len(p["rounds"])
+    assert all("; release attacker " in ln and "reported, not judged" in ln
+               and "decided by own values" in ln for ln in lines)
     assert rel.verdicts["risk"] == "PASS"
     # the pMSE is computed once, for the released round, with the figures that round makes
     from synthgeo.pipeline.run import run_release, with_general_utility
@@ -119,6 +124,8 @@ def test_bundled_own_value_targets_reached_by_a_later_round(sought, tmp_path):
     assert "— released model: " + label in unescape(html)  # the verdict row
     assert "id='protection-released'>" + label in unescape(html)  # the rounds section
     assert "id='protection-stage-seconds'" in html and "seconds (round total)" in html
+    row = rel.result.risk_scores.verdict_line()  # the report's verdict row says the same
+    assert "release attacker" in row and "decided by own values" in unescape(html)
 
 
 def test_unreachable_targets_say_why(tmp_path):
@@ -176,11 +183,16 @@ def test_release_attacker_judged_moves_the_rounds_to_input_noise():
     """Judged against the release attacker (the default), the calibrated cross-fit fails on
     the bundled sales at L = 20 and the third round synthesises with input noise chosen for
     it: its release-attacker criteria pass; the run says which target fails, if any."""
+    said = []
     with pytest.warns(UserWarning):
-        rel = sg.run(_spec(on_risk_failure="warn"))
+        rel = sg.run(_spec(on_risk_failure="warn"), progress=said.append)
     p = rel.result.protection
     second, third = p["rounds"][1], p["rounds"][2]
     assert second["verdict"] == "FAIL"
+    # the console's verdict line of round 2 says the release attacker decided it
+    lines = [m for m in said if m.startswith("risk verdict (released model")]
+    assert "→ FAIL, decided by the release attacker" in lines[1]
+    assert "own values" in lines[1] and "PASS; release attacker" in lines[1]
     assert {t["attacker"] for t in second["targets"] if t["status"] == "FAIL"} == {
         "release_attacker"}
     assert "input noise (auto)" in third["mechanism"]

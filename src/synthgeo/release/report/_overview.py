@@ -11,7 +11,7 @@ from synthgeo._versions import package_versions
 from synthgeo.pipeline.released import released_label_of
 from synthgeo.release.report._common import crs_name, first_measure, measure_label
 from synthgeo.release.report._html import Section, render
-from synthgeo.risk.verdict import ATTACKERS
+from synthgeo.risk.verdict import pair_text, paired_checks
 
 __all__ = ["summary_tables", "key_figures", "sequential_key_figures", "section_overview",
            "input_rows", "IN_MEMORY"]
@@ -126,16 +126,12 @@ def _verdict_row(result) -> tuple[str, str, str]:
         return ("risk verdict (released model)",
                 "NOT ASSESSED: no [risk.targets] were set", "")
     v = scores.verdict
-    parts = [f"{c.measure} {c.attack}"
-             + ("" if c.attacker == "own_values" else f", {ATTACKERS[c.attacker]}")
-             + f": {c.criterion} {c.value:.3g} "
-             f"(Monte Carlo bounds {c.lower:.3g} to {c.upper:.3g} at {c.confidence:g}"
-             + ("" if c.n_possible is None else
-                f"; records above: {c.n_above} by the estimate, {c.n_certain} certainly, "
-                f"{c.n_possible} possibly")
-             + ")" + ("" if c.limit is None else f", upper bound ≤ {c.limit:.3g}?")
-             + f" {c.status}" for c in v.checks]
-    return ("risk verdict (released model)", f"{v.status}: " + "; ".join(parts),
+    conf = v.checks[0].confidence
+    parts = [pair_text(*p) for p in paired_checks(
+        v.checks, getattr(scores, "attacker_reported", ()))]
+    return ("risk verdict (released model)",
+            f"{v.status} (own values: Monte Carlo bounds at {conf:g}; release attacker: exact "
+            "given the release): " + " | ".join(parts),
             "ok" if v.status == "PASS" else "warn" if v.status == "FAIL" else "")
 
 
