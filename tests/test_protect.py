@@ -84,6 +84,13 @@ def test_bundled_own_value_targets_reached_by_a_later_round(sought, tmp_path):
     # each round's verdict line: own values, the release attacker's figure beside, who decided
     lines = [m for m in said if m.startswith("risk verdict (released model")]
     assert len(lines) == len(p["rounds"])
+    # after each round: its verdict beside its smallest Reiter CI overlap (as release.json's)
+    ends = [m for m in said if m.startswith("round ") and ": risk " in m]
+    assert ends == [f"round {r['round']}: risk {r['verdict']}; smallest Reiter CI overlap "
+                    f"{r['smallest_ci_overlap']:.2f} (the analyst's coefficients); "
+                    f"{r['seconds']:.1f} s" for r in p["rounds"][:-1]] + ends[-1:]
+    assert ends[-1].startswith(f"round {len(p['rounds'])}: risk PASS; smallest Reiter CI "
+                               f"overlap {p['rounds'][-1]['smallest_ci_overlap']:.2f}")
     assert all("; release attacker " in ln and "reported, not judged" in ln
                and "decided by own values" in ln for ln in lines)
     assert rel.verdicts["risk"] == "PASS"

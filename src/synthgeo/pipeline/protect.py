@@ -66,7 +66,7 @@ from synthgeo.pipeline.result import verdicts
 from synthgeo.risk.verdict import ATTACKERS
 
 __all__ = ["LADDER", "SHARED_STAGES", "round_specs", "seek_targets", "round_record",
-           "round_stage_seconds"]
+           "round_stage_seconds", "round_line"]
 
 #: The rounds after the spec's own: (name, [synthesis] changes).
 LADDER: tuple[tuple[str, dict], ...] = (
@@ -259,6 +259,31 @@ def round_record(k: int, name: str, result, seconds: float) -> dict:
     }
 
 
+def round_line(record: dict) -> str:
+    """Return the console's line after a round: verdict, smallest Reiter CI overlap, seconds.
+
+    Parameters
+    ----------
+    record : dict
+        The round's :func:`round_record`.
+
+    Returns
+    -------
+    str
+        Aggregates only.
+
+    Examples
+    --------
+    >>> print(round_line({"round": 2, "verdict": "FAIL", "smallest_ci_overlap": 0.8123,
+    ...                   "seconds": 4.2}))
+    round 2: risk FAIL; smallest Reiter CI overlap 0.81 (the analyst's coefficients); 4.2 s
+    """
+    overlap = record["smallest_ci_overlap"]
+    return (f"round {record['round']}: risk {record['verdict']}; smallest Reiter CI overlap "
+            + ("not computed" if overlap is None else f"{overlap:.2f}")
+            + f" (the analyst's coefficients); {record['seconds']:.1f} s")
+
+
 def _why(rounds: list[dict]) -> str:
     last = rounds[-1]
     failed = [t for t in last["targets"] if t["status"] == "FAIL"]
@@ -325,7 +350,7 @@ def seek_targets(spec: ReleaseSpec, run: Callable, *, finish: Callable | None = 
             warnings.simplefilter("always")
             result = run(s, reuse_fits=cache, **kwargs)
         rounds.append(round_record(k, name, result, time.perf_counter() - t0))
-        say(f"round {k}: risk {rounds[-1]['verdict']}")
+        say(round_line(rounds[-1]))
         if verdicts(result)["risk"] == "PASS":
             break
     for w in caught:  # an earlier round's FAIL is in `rounds`, not a warning of this release
