@@ -130,6 +130,8 @@ def test_bundled_own_value_targets_reached_by_a_later_round(sought, tmp_path):
     assert "implicates of the restricted model" not in html
     assert "— released model: " + label in unescape(html)  # the verdict row
     assert "id='protection-released'>" + label in unescape(html)  # the rounds section
+    assert '"restricted" rows are the released implicates: ' + label in unescape(html)
+    assert "released model: smallest CI overlap" in html
     assert "id='protection-stage-seconds'" in html and "seconds (round total)" in html
     row = rel.result.risk_scores.verdict_line()  # the report's verdict row says the same
     assert "release attacker" in row and "decided by own values" in unescape(html)

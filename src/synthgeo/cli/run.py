@@ -198,7 +198,7 @@ def _say_protection(result, say) -> None:
     if protection is not None:
         from synthgeo.pipeline.released import released_label_of
 
-        say(f"protect = \"targets\": released {released_label_of(result)}; "
+        say(f"seeking the targets: released {released_label_of(result)}; "
             + ("every target met" if protection["reached"]
                else f"targets not reached {protection['why_not']}"))
 

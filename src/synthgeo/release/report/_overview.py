@@ -337,7 +337,7 @@ def key_figures(result) -> pd.DataFrame:
         rows += _share_rows(result)
     util = result.utility[result.utility["model"] == "restricted"]
     if len(util):
-        rows.append(("restricted model: smallest CI overlap / largest |std. difference|",
+        rows.append(("released model: smallest CI overlap / largest |std. difference|",
                      f"{util['ci_overlap'].min():.2f} / {util['std_diff'].abs().max():.2f}", ""))
     for name, fit in result.fits.items():
         c = fit.convergence
@@ -483,7 +483,7 @@ def sequential_key_figures(result) -> pd.DataFrame:
     for r in result.responses:
         util = r.utility[r.utility["model"] == "restricted"]
         if len(util):
-            rows.append((f"{r.name}, restricted model: smallest CI overlap / largest "
+            rows.append((f"{r.name}, released model: smallest CI overlap / largest "
                          "|std. difference|", f"{util['ci_overlap'].min():.2f} / "
                          f"{util['std_diff'].abs().max():.2f}", ""))
         for name, fit in r.fits.items():

@@ -149,6 +149,8 @@ def _release_attacker(result, scores) -> dict | None:
 
 def section_risk(result) -> Section | None:
     """Risk by group (table and bars) and the distribution of per-record risk, both models."""
+    from synthgeo.pipeline.released import released_label_of
+
     if result.risk_summary is None or not result.risk:
         return None
     by_measure: dict[str, dict[str, np.ndarray]] = {}
@@ -169,6 +171,7 @@ def section_risk(result) -> Section | None:
                   loo_posterior=None if scores is None else scores.loo_posterior,
                   loo_posterior_full=scores is not None and scores.loo_posterior is None,
                   release_attacker=_release_attacker(result, scores),
+                  released_label=released_label_of(result),
                   groups_uri=F.to_data_uri(fig1), records_uri=F.to_data_uri(fig2))
     return Section("risk", "Disclosure risk", body)
 
