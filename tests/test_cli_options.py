@@ -88,7 +88,8 @@ def test_strict_exits_3_after_writing_a_failed_release_and_the_end_says_why(tmp_
     assert out[-1].startswith("--strict: a verdict is FAIL; exit code 3")
     assert re.match(r"verdicts: location \w[\w ]*, risk FAIL \(a FAIL written under", out[-5])
     assert out[-4] == "records: 140 released"
-    assert out[-3].startswith("release (restricted model's implicates): ")
+    assert out[-3].startswith("release (released model: restricted (differential smoothing, "
+                              "γ = ∞)): ")
     assert out[-2].startswith("report (confidential): ")
     # the data users' README and the report's heading say it too, in words
     readme = (tmp_path / "out" / "release" / "README.md").read_text(encoding="utf-8")

@@ -81,6 +81,18 @@ def test_bundled_own_value_targets_reached_by_a_later_round(sought, tmp_path):
     assert rel.result.spec.synthesis.predictive == "cross_fit"
     assert rel.result.spec.risk.protect == "targets"  # the spec as asked, rounds recorded
     assert any("reusing the unrestricted fit" in m for m in said)  # one fit for all rounds
+    # each round's verdict line: own values, the release attacker's figure beside, who decided
+    lines = [m for m in said if m.startswith("risk verdict (released model")]
+    assert len(lines) == len(p["rounds"])
+    # after each round: its verdict beside its smallest Reiter CI overlap (as release.json's)
+    ends = [m for m in said if m.startswith("round ") and ": risk " in m]
+    assert ends == [f"round {r['round']}: risk {r['verdict']}; smallest Reiter CI overlap "
+                    f"{r['smallest_ci_overlap']:.2f} (the analyst's coefficients); "
+                    f"{r['seconds']:.1f} s" for r in p["rounds"][:-1]] + ends[-1:]
+    assert ends[-1].startswith(f"round {len(p['rounds'])}: risk PASS; smallest Reiter CI "
+                               f"overlap {p['rounds'][-1]['smallest_ci_overlap']:.2f}")
+    assert all("; release attacker " in ln and "reported, not judged" in ln
+               and "decided by own values" in ln for ln in lines)
     assert rel.verdicts["risk"] == "PASS"
     # the pMSE is computed once, for the released round, with the figures that round makes
     from synthgeo.pipeline.run import run_release, with_general_utility
@@ -92,10 +104,37 @@ def test_bundled_own_value_targets_reached_by_a_later_round(sought, tmp_path):
     rel.write(tmp_path / "out")
     rec = json.loads((tmp_path / "out" / "release.json").read_text())
     assert rec["protection"]["rounds"][-1]["verdict"] == "PASS"
+    # the released model named as released: never "restricted" for a cross-fitted round
+    label = rec["released_label"]
+    assert label.startswith("cross-fitted (calibrated") and "restricted" not in label
+    assert f"round {p['released_round']} of at most {p['max_rounds']}" in label
+    # what each round cost, stage by stage (the inputs' stages once, in no round)
+    stages = [r["stage_seconds"] for r in rec["protection"]["rounds"]]
+    assert all({"fit_unrestricted", "synthesize", "risk_baselines"} <= set(s) for s in stages)
+    assert not any({"load", "locations"} & set(s) for s in stages)
+    assert {"load", "locations"} <= set(rec["seconds"])
+    assert stages[0]["fit_unrestricted"] > max(s["fit_unrestricted"] for s in stages[1:])
+    assert "general_utility" in stages[-1]  # the released round's pMSE, computed once
+    assert not any("general_utility" in s for s in stages[:-1])
+    for r in rec["protection"]["rounds"]:  # a round's total covers its stages
+        nested = {"release_attacker"}  # part of risk_baselines
+        assert sum(v for k, v in r["stage_seconds"].items() if k not in nested) <= (
+            r["seconds"] + 0.1)
     assert rec["risk_attributable"]["loo_posterior"]["n_records"] == 140
     html = (tmp_path / "out" / "report.html").read_text()
     assert "id='protection-rounds'" in html and "id='protection-targets'" in html
     assert 'id="loo-posterior"' in html and "fitted without the record" in html
+    from html import unescape
+
+    assert "id='released-label'>" + label in unescape(html)  # the heading
+    assert "implicates of the restricted model" not in html
+    assert "— released model: " + label in unescape(html)  # the verdict row
+    assert "id='protection-released'>" + label in unescape(html)  # the rounds section
+    assert '"restricted" rows are the released implicates: ' + label in unescape(html)
+    assert "released model: smallest CI overlap" in html
+    assert "id='protection-stage-seconds'" in html and "seconds (round total)" in html
+    row = rel.result.risk_scores.verdict_line()  # the report's verdict row says the same
+    assert "release attacker" in row and "decided by own values" in unescape(html)
 
 
 def test_unreachable_targets_say_why(tmp_path):
@@ -153,11 +192,16 @@ def test_release_attacker_judged_moves_the_rounds_to_input_noise():
     """Judged against the release attacker (the default), the calibrated cross-fit fails on
     the bundled sales at L = 20 and the third round synthesises with input noise chosen for
     it: its release-attacker criteria pass; the run says which target fails, if any."""
+    said = []
     with pytest.warns(UserWarning):
-        rel = sg.run(_spec(on_risk_failure="warn"))
+        rel = sg.run(_spec(on_risk_failure="warn"), progress=said.append)
     p = rel.result.protection
     second, third = p["rounds"][1], p["rounds"][2]
     assert second["verdict"] == "FAIL"
+    # the console's verdict line of round 2 says the release attacker decided it
+    lines = [m for m in said if m.startswith("risk verdict (released model")]
+    assert "→ FAIL, decided by the release attacker" in lines[1]
+    assert "own values" in lines[1] and "PASS; release attacker" in lines[1]
     assert {t["attacker"] for t in second["targets"] if t["status"] == "FAIL"} == {
         "release_attacker"}
     assert "input noise (auto)" in third["mechanism"]

@@ -85,6 +85,7 @@ def test_schema_spec_keys_match_the_config_dataclasses():
 def test_record_validates_and_leaves_the_review_empty(record):
     validate_release_record(record)
     assert record["review"] == EMPTY_REVIEW
+    assert record["released_label"].startswith("restricted (")  # the paper's mechanism
     assert all(v is None for v in record["review"].values())
 
 

@@ -212,8 +212,9 @@ def _say_protection(result, say) -> None:
     """Under ``[risk] protect = "targets"``: which round was released, and whether it met all."""
     protection = getattr(result, "protection", None)
     if protection is not None:
-        say(f"protect = \"targets\": round {protection['released_round']} of at most "
-            f"{protection['max_rounds']} released ({protection['rounds'][-1]['mechanism']}); "
+        from synthgeo.pipeline.released import released_label_of
+
+        say(f"seeking the targets: released {released_label_of(result)}; "
             + ("every target met" if protection["reached"]
                else f"targets not reached {protection['why_not']}"))
 
@@ -311,10 +312,9 @@ def closing_lines(rel, out: Path) -> list[str]:
     if withheld:
         line += f", {withheld} withheld by the outlier policy ([anonymity] treatment = \"apply\")"
     lines.append(line)
-    released = ("cross-fitted implicates" if getattr(rel.result.spec.synthesis, "predictive",
-                                                     None) == "cross_fit"
-                else "restricted model's implicates")
-    lines += [f"release ({released}): {out / 'release'}",
+    from synthgeo.pipeline.released import released_label_of
+
+    lines += [f"release (released model: {released_label_of(rel.result)}): {out / 'release'}",
               f"report (confidential): {out / 'report.html'}"]
     return _register_line(rel, out) + lines
 

@@ -65,7 +65,8 @@ from synthgeo.pipeline.responses import SequentialResult
 from synthgeo.pipeline.result import verdicts
 from synthgeo.risk.verdict import ATTACKERS
 
-__all__ = ["LADDER", "round_specs", "seek_targets", "round_record"]
+__all__ = ["LADDER", "SHARED_STAGES", "round_specs", "seek_targets", "round_record",
+           "round_stage_seconds", "round_line"]
 
 #: The rounds after the spec's own: (name, [synthesis] changes).
 LADDER: tuple[tuple[str, dict], ...] = (
@@ -81,6 +82,9 @@ LADDER: tuple[tuple[str, dict], ...] = (
       "input_noise": "auto", "input_noise_ols": "auto", "mean_noise": 0.0,
       "input_noise_draws": "y_star"}),
 )
+#: Stages of the run's inputs (read, locations), checked once before the first round: in
+#: release.json's ``seconds``, not in any round's ``stage_seconds``.
+SHARED_STAGES = ("load", "locations")
 #: ``[model]`` keys of the restricted fit, reset to their defaults in a cross-fitted round.
 _RESTRICTED_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig)
                         if f.name in ("gamma", "at_risk", "at_risk_weight", "at_risk_effect",
@@ -184,6 +188,33 @@ def _protected(result) -> int:
     return int(result.at_risk.n_at_risk)
 
 
+def round_stage_seconds(result) -> dict[str, float]:
+    """Return the wall time of each stage of one round, seconds (0.001 s resolution).
+
+    Parameters
+    ----------
+    result : ReleaseResult or SequentialResult
+        The round's run; its ``seconds`` are the stages the pipeline times for a whole run
+        (``fit_unrestricted``, ``at_risk``, ``fit_restricted``, ``synthesize``, ``risk``,
+        ``risk_baselines``, ``release_attacker`` — part of ``risk_baselines`` —,
+        ``neighbour_check``, ``detector``, ``utility``, ``general_utility``; several
+        responses: summed over the responses).
+
+    Returns
+    -------
+    dict of str to float
+        Every stage but the inputs' (:data:`SHARED_STAGES`, checked once before the first
+        round). A reused fit shows as the near-zero seconds of its look-up.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> round_stage_seconds(NS(seconds={"load": 1.0, "synthesize": 2.00042, "risk": 0.5}))
+    {'synthesize': 2.0, 'risk': 0.5}
+    """
+    return {k: round(float(v), 3) for k, v in result.seconds.items() if k not in SHARED_STAGES}
+
+
 def round_record(k: int, name: str, result, seconds: float) -> dict:
     """One round's figures for release.json and the report (aggregates only).
 
@@ -207,7 +238,8 @@ def round_record(k: int, name: str, result, seconds: float) -> dict:
         ``confidence``, ``targets`` (each criterion: limit, point value, upper bound, status;
         with several responses one entry per response and criterion, named by
         ``response``), ``smallest_ci_overlap`` (the analyst's coefficients, Reiter; over
-        every response), ``seconds``.
+        every response), ``seconds`` (the round's wall time), ``stage_seconds``
+        (:func:`round_stage_seconds`).
     """
     several = isinstance(result, SequentialResult)
     return {
@@ -223,7 +255,33 @@ def round_record(k: int, name: str, result, seconds: float) -> dict:
                     for response, c in _checks(result)],
         "smallest_ci_overlap": _smallest_overlap(result),
         "seconds": round(float(seconds), 1),
+        "stage_seconds": round_stage_seconds(result),
     }
+
+
+def round_line(record: dict) -> str:
+    """Return the console's line after a round: verdict, smallest Reiter CI overlap, seconds.
+
+    Parameters
+    ----------
+    record : dict
+        The round's :func:`round_record`.
+
+    Returns
+    -------
+    str
+        Aggregates only.
+
+    Examples
+    --------
+    >>> print(round_line({"round": 2, "verdict": "FAIL", "smallest_ci_overlap": 0.8123,
+    ...                   "seconds": 4.2}))
+    round 2: risk FAIL; smallest Reiter CI overlap 0.81 (the analyst's coefficients); 4.2 s
+    """
+    overlap = record["smallest_ci_overlap"]
+    return (f"round {record['round']}: risk {record['verdict']}; smallest Reiter CI overlap "
+            + ("not computed" if overlap is None else f"{overlap:.2f}")
+            + f" (the analyst's coefficients); {record['seconds']:.1f} s")
 
 
 def _why(rounds: list[dict]) -> str:
@@ -292,7 +350,7 @@ def seek_targets(spec: ReleaseSpec, run: Callable, *, finish: Callable | None = 
             warnings.simplefilter("always")
             result = run(s, reuse_fits=cache, **kwargs)
         rounds.append(round_record(k, name, result, time.perf_counter() - t0))
-        say(f"round {k}: risk {rounds[-1]['verdict']}")
+        say(round_line(rounds[-1]))
         if verdicts(result)["risk"] == "PASS":
             break
     for w in caught:  # an earlier round's FAIL is in `rounds`, not a warning of this release
@@ -302,8 +360,12 @@ def seek_targets(spec: ReleaseSpec, run: Callable, *, finish: Callable | None = 
                   "reached": reached, "rounds": rounds,
                   "released_round": len(rounds),
                   "why_not": None if reached else _why(rounds)}
-    if finish is not None:
+    if finish is not None:  # the released round only (its pMSE): counted in its seconds
+        t0 = time.perf_counter()
         result = finish(result)
+        last = rounds[-1]
+        last["seconds"] = round(last["seconds"] + time.perf_counter() - t0, 1)
+        last["stage_seconds"] = round_stage_seconds(result)
     asked = result.spec.replace("risk", protect="targets",
                                 on_risk_failure=spec.risk.on_risk_failure,
                                 confidence=spec.risk.confidence,

@@ -63,7 +63,14 @@ from synthgeo.risk.noise import z_value
 from synthgeo.risk.predictive import Predictive
 from synthgeo.risk.records import RecordRisk, score_records
 from synthgeo.risk.selection import HistogramSelection, histogram_records
-from synthgeo.risk.verdict import ATTACKERS, RiskVerdict, apply_risk_gate, assess_risk
+from synthgeo.risk.verdict import (
+    RiskVerdict,
+    apply_risk_gate,
+    assess_risk,
+    pair_text,
+    paired_checks,
+    reported_checks,
+)
 
 if TYPE_CHECKING:
     from synthgeo.pipeline.release_attack import ReleaseAttack
@@ -374,6 +381,11 @@ class RiskScores:
     release_attack : ReleaseAttack or None
         The release attacker's figures (:func:`synthgeo.pipeline.release_attack.\
 score_release_attacker`); None when not scored.
+    attacker_reported : tuple of TargetCheck
+        The release attacker's figure on each target criterion when it is scored but not
+        judged (``[risk] release_attacker = "report"``;
+        :func:`synthgeo.risk.verdict.reported_checks`), printed beside the own-value figures;
+        empty when judged (its checks are the verdict's) or not scored.
     """
 
     measures: tuple[Measure, ...]
@@ -387,6 +399,7 @@ score_release_attacker`); None when not scored.
     loo_posterior: dict | None = None
     baseline: Predictive | None = field(default=None, repr=False)
     release_attack: ReleaseAttack | None = None
+    attacker_reported: tuple = ()
 
     @property
     def records(self) -> dict[str, RecordRisk]:
@@ -413,23 +426,22 @@ score_release_attacker`); None when not scored.
                                  self.rb("restricted", key), n=min(n, len(at_risk)))
 
     def verdict_line(self) -> str:
-        """One line for the CLI: the risk verdict, each target and the joint count."""
+        """One line for the CLI: the risk verdict, each target and the joint count.
+
+        Each criterion shows the own-value figure (Monte Carlo bounds) and the release
+        attacker's on the same criterion beside it (exact given the release; "reported, not
+        judged" under ``release_attacker = "report"``), and which one decided
+        (:func:`synthgeo.risk.verdict.pair_text`).
+        """
         v = self.verdict
         if not v.checks:
             return ("risk verdict: NOT ASSESSED (no [risk.targets]; the figures are reported "
                     "beside their baselines)")
-        parts = [f"{c.measure} {c.attack} "
-                 + ("" if c.attacker == "own_values" else f"({ATTACKERS[c.attacker]}) ")
-                 + f"{c.criterion} "
-                 f"{c.value:.3g} "
-                 f"[{c.lower:.3g}, {c.upper:.3g}]"
-                 + ("" if c.n_possible is None
-                    else f" ({c.n_above} above, {c.n_certain} certainly, {c.n_possible} possibly)")
-                 + ("" if c.limit is None else f" (limit {c.limit:.3g} on the upper bound)")
-                 + f" {c.status}" for c in v.checks]
+        parts = [pair_text(*p) for p in paired_checks(v.checks, self.attacker_reported)]
         conf = v.checks[0].confidence
-        line = (f"risk verdict ({v.model} model, Monte Carlo bounds at {conf:g}): {v.status}: "
-                + "; ".join(parts))
+        model = "released" if v.model == "restricted" else v.model
+        line = (f"risk verdict ({model} model, own values with Monte Carlo bounds at {conf:g}): "
+                f"{v.status}: " + " | ".join(parts))
         if self.joint is not None:
             j = self.joint.to_dict()
             line += (f"\njoint: {j['n_joint']} of {j['n_records']} records identifiable by "
@@ -702,6 +714,9 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     units = (compare_loo_units(spec, data, implicates, summary, measures, g, loos=loos,
                                differs=differs, solve_seconds=solve_seconds, own_X=own_X,
                                realised=realised) if compare_units else None)
+    reported = (reported_checks(spec.risk.targets, attack.by_target, confidence)
+                if attack is not None and not attack.judged else ())
     return RiskScores(measures=measures, g=g, summary=summary, verdict=verdict, joint=joint,
                       identifiable=below | unique, warnings=notes, loo_units=units,
-                      loo_posterior=loo_posterior, baseline=loo, release_attack=attack)
+                      loo_posterior=loo_posterior, baseline=loo, release_attack=attack,
+                      attacker_reported=reported)

@@ -27,6 +27,7 @@ from synthgeo.io.jsonable import dumps, jsonable
 from synthgeo.io.provenance import file_sha256, provenance
 from synthgeo.pipeline import MODELS, ReleaseResult, risk_per_record
 from synthgeo.pipeline.data import response_scale
+from synthgeo.pipeline.released import released_label_of
 from synthgeo.pipeline.responses import SequentialResult, released_values
 from synthgeo.pipeline.result import verdicts
 from synthgeo.release.readme import csv_name, data_user_readme, disposal_counts
@@ -381,6 +382,7 @@ def _record_header(result) -> dict[str, Any]:
         "release_ids_sha256": None,  # the writer fills it in (confidential/release_ids.csv)
         "crs": prov["crs"], "n_records": data.n_records, "n_sites": data.sites.n_sites,
         "n_implicates": spec.synthesis.n_implicates, "released_model": "restricted",
+        "released_label": released_label_of(result),
     }
 
 

@@ -44,7 +44,7 @@ from synthgeo.risk.measure import Measure
 from synthgeo.risk.noise import max_bounds, threshold_counts
 
 __all__ = ["TargetCheck", "RiskVerdict", "assess_risk", "apply_risk_gate", "STATUSES", "ATTACKERS",
-           "combine_statuses"]
+           "combine_statuses", "reported_checks", "paired_checks", "decided_by", "pair_text"]
 
 STATUSES = ("PASS", "FAIL", "NOT ASSESSED")
 #: Whose attributable risk a criterion judges (:attr:`TargetCheck.attacker`), in words.
@@ -293,6 +293,142 @@ def assess_risk(summary: AttributableSummary, targets: Sequence[Any], *,
                        joint=joint)
 
 
+def reported_checks(targets: Sequence[Any],
+                    release_attacker: Mapping[tuple[str, str], np.ndarray] | None,
+                    confidence: float = 0.95) -> tuple[TargetCheck, ...]:
+    """Return the release attacker's figure on every target criterion, reported, not judged.
+
+    Under ``[risk] release_attacker = "report"`` the verdict judges own values only; these
+    checks (``attacker = "release_attacker"``, exact given the release) are printed beside
+    them (:func:`pair_text`) and never enter the verdict's status.
+
+    Parameters
+    ----------
+    targets : sequence of RiskTarget
+    release_attacker : mapping of (measure key, attack) to ndarray (n,) or None
+        :attr:`synthgeo.pipeline.release_attack.ReleaseAttack.by_target`.
+    confidence : float, default=0.95
+
+    Returns
+    -------
+    tuple of TargetCheck
+        Empty without a release attacker.
+    """
+    out: list[TargetCheck] = []
+    for t in targets if release_attacker else ():
+        a = release_attacker.get((Measure.parse(t.measure).key, t.attack))
+        if a is not None:
+            out.extend(_checks(t, np.asarray(a, float), None, confidence, None,
+                               attacker="release_attacker"))
+    return tuple(out)
+
+
+def paired_checks(checks: Sequence[TargetCheck], reported: Sequence[TargetCheck] = ()
+                  ) -> list[tuple[TargetCheck, TargetCheck | None, bool]]:
+    """Pair each own-value check with the release attacker's on the same criterion.
+
+    Parameters
+    ----------
+    checks : sequence of TargetCheck
+        A verdict's checks (own values, and the release attacker's when judged).
+    reported : sequence of TargetCheck, default=()
+        The release attacker's figures when not judged (:func:`reported_checks`).
+
+    Returns
+    -------
+    list of (TargetCheck, TargetCheck or None, bool)
+        ``(own, attacker, judged)`` in the verdict's order: ``attacker`` None where none was
+        scored; ``judged`` whether the attacker's check is part of the verdict.
+    """
+    def key(c):
+        return c.measure, c.attack, c.criterion
+
+    judged = {key(c): c for c in checks if c.attacker == "release_attacker"}
+    aside = {key(c): c for c in reported}
+    out = []
+    for c in checks:
+        if c.attacker == "release_attacker":
+            continue
+        other = judged.get(key(c))
+        out.append((c, other if other is not None else aside.get(key(c)), other is not None))
+    return out
+
+
+def decided_by(own: TargetCheck, other: TargetCheck | None, judged: bool) -> str:
+    """Say which attacker decided a criterion's status.
+
+    A FAIL is decided by whichever fails (both, when both do); a PASS needs both, and the
+    one nearer its limit (the larger upper bound) is the one that decided it. A release
+    attacker reported, not judged, decides nothing.
+
+    Examples
+    --------
+    >>> own = TargetCheck(measure="rel:0.1", attack="share", criterion="max_attributable_record",
+    ...                   limit=0.1, record_threshold=None, value=0.01, upper=0.04,
+    ...                   n_above=None, status="PASS")
+    >>> import dataclasses
+    >>> ra = dataclasses.replace(own, attacker="release_attacker", value=0.3, upper=0.3,
+    ...                          status="FAIL")
+    >>> decided_by(own, ra, True), decided_by(own, ra, False)
+    ('the release attacker', 'own values (the release attacker is reported, not judged)')
+    """
+    if other is None:
+        return "own values (no release attacker scored)"
+    if not judged:
+        return "own values (the release attacker is reported, not judged)"
+    if own.limit is None:
+        return "neither (reported, not judged)"
+    fails = [n for n, c in (("own values", own), ("the release attacker", other))
+             if c.status == "FAIL"]
+    if len(fails) == 2:
+        return "both"
+    if fails:
+        return fails[0]
+    if math.isclose(own.upper, other.upper, rel_tol=1e-9, abs_tol=1e-12):
+        return "both (equal upper bounds)"
+    return "own values" if own.upper > other.upper else "the release attacker"
+
+
+def _figure(c: TargetCheck) -> str:
+    """One attacker's figure on a criterion: point, bounds (own values) or exact, counts."""
+    if c.attacker == "release_attacker":
+        text = f"{c.value:.3g} (exact)"
+        return text + ("" if c.n_above is None else f" ({c.n_above} above)")
+    return (f"{c.value:.3g} [{c.lower:.3g}, {c.upper:.3g}]"
+            + ("" if c.n_possible is None
+               else f" ({c.n_above} above, {c.n_certain} certainly, {c.n_possible} possibly)"))
+
+
+def pair_text(own: TargetCheck, other: TargetCheck | None, judged: bool) -> str:
+    """One criterion's verdict with both attackers' figures and which one decided.
+
+    Parameters
+    ----------
+    own : TargetCheck
+        The own-value check (Monte Carlo bounds).
+    other : TargetCheck or None
+        The release attacker's on the same criterion (exact given the release), or None.
+    judged : bool
+        Whether ``other`` is part of the verdict.
+
+    Returns
+    -------
+    str
+        E.g. ``"rel:0.1 share max_attributable_record (limit 0.1 on the upper bound): own
+        values 0.0122 [-0.0001, 0.0378] PASS; release attacker 0.301 (exact) FAIL → FAIL,
+        decided by the release attacker"``. Aggregates only.
+    """
+    head = (f"{own.measure} {own.attack} {own.criterion}"
+            + ("" if own.limit is None else f" (limit {own.limit:.3g} on the upper bound)"))
+    text = f"{head}: own values {_figure(own)} {own.status}"
+    if other is not None:
+        text += (f"; release attacker {_figure(other)} "
+                 + (other.status if judged else "reported, not judged"))
+    status = (own.status if other is None or not judged
+              else combine_statuses([own.status, other.status]))
+    return text + f" → {status}, decided by {decided_by(own, other, judged)}"
+
+
 def apply_risk_gate(verdict: RiskVerdict, on_risk_failure: str = "stop") -> None:
     """Stop (raise) or warn on a FAIL, as ``[risk] on_risk_failure`` says.
 
@@ -325,7 +461,8 @@ def apply_risk_gate(verdict: RiskVerdict, on_risk_failure: str = "stop") -> None
                        f"{c.criterion}: upper bound {c.upper:.3g} (at "
                        f"{c.confidence:g}; point {c.value:.3g}) > {c.limit:.3g}"
                        for c in verdict.checks if c.status == "FAIL")
-    msg = f"disclosure-risk targets failed for the {verdict.model} model ({failed})"
+    model = "released" if verdict.model == "restricted" else verdict.model  # may be cross-fitted
+    msg = f"disclosure-risk targets failed for the {model} model ({failed})"
     if on_risk_failure == "stop":
         raise RiskError(f"{msg}; nothing was written to release/. Let the run seek the "
                         'targets (`[risk] protect = "targets"`), or set `[risk] on_risk_failure '

@@ -147,7 +147,7 @@ def img(uri: str, *, alt: str, id: str, caption: str = "") -> Markup:  # noqa: A
 def page(*, title: str, sections: list[Section], skipped: list[str], source: object,
          n_records: int, n_implicates: int, failed: list[str],
          verdict_failed: list[str] = (), cross_fit: bool = False,
-         signing: str | None = None) -> str:
+         signing: str | None = None, released_label: str | None = None) -> str:
     """Return the whole document: confidential first line, banner, contents, sections.
 
     Parameters
@@ -172,6 +172,10 @@ def page(*, title: str, sections: list[Section], skipped: list[str], source: obj
     signing : str, optional
         Whether release.json is signed (HMAC) or unsigned and why, and the register, in words
         (under the heading).
+    released_label : str, optional
+        How the released implicates were made
+        (:func:`synthgeo.pipeline.released.released_label`), under the heading; default: "the
+        restricted model".
 
     Returns
     -------
@@ -181,4 +185,5 @@ def page(*, title: str, sections: list[Section], skipped: list[str], source: obj
                       confidential_line=Markup(CONFIDENTIAL_LINE), title=title,
                       sections=sections, skipped=skipped, source=source, n_records=n_records,
                       n_implicates=n_implicates, failed=failed,
-                      verdict_failed=list(verdict_failed), cross_fit=cross_fit))
+                      verdict_failed=list(verdict_failed), cross_fit=cross_fit,
+                      released_label=released_label))

@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 
 from synthgeo._versions import package_versions
+from synthgeo.pipeline.released import released_label_of
 from synthgeo.release.report._common import crs_name, first_measure, measure_label
 from synthgeo.release.report._html import Section, render
-from synthgeo.risk.verdict import ATTACKERS
+from synthgeo.risk.verdict import pair_text, paired_checks
 
 __all__ = ["summary_tables", "key_figures", "sequential_key_figures", "section_overview",
            "input_rows", "IN_MEMORY"]
@@ -58,24 +59,6 @@ def _seed_text(result) -> str:
 
 
 
-def released_model_label(spec) -> str:
-    """Return how the released implicates were made, in words (the overview's row).
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace as NS
-    >>> released_model_label(NS(synthesis=NS(predictive="cross_fit",
-    ...                                      cross_fit_calibration="covariates_loo")))
-    'cross-fitted (every record from its leave-out predictive; calibration covariates_loo)'
-    """
-    if spec.synthesis.predictive == "cross_fit":
-        return ("cross-fitted (every record from its leave-out predictive; calibration "
-                f"{spec.synthesis.cross_fit_calibration})")
-    weight = getattr(spec.model, "at_risk_weight", "binary")
-    if weight == "pseudo_likelihood":
-        return "restricted (risk-weighted pseudo-likelihood)"
-    return f"restricted (differential smoothing, gamma = {spec.model.gamma})"
-
 def summary_tables(result) -> dict[str, pd.DataFrame]:
     """Return the tables every review needs, as DataFrames (the CLI prints the same ones).
 
@@ -99,7 +82,7 @@ def summary_tables(result) -> dict[str, pd.DataFrame]:
             ("sites", f"{data.sites.n_sites}"),
             ("CRS (projected)", data.gdf.crs.name),
             ("implicates (L)", f"{spec.synthesis.n_implicates}"),
-            ("released model", released_model_label(spec)),
+            ("released model", released_label_of(result)),
             ("M (metres)", f"{result.M_m:,.0f}"),
             ("at-risk records", f"{result.at_risk.n_at_risk}"),
             ("sensitivity: at-risk records with M from phi's 5% / 95% quantile",
@@ -143,16 +126,12 @@ def _verdict_row(result) -> tuple[str, str, str]:
         return ("risk verdict (released model)",
                 "NOT ASSESSED: no [risk.targets] were set", "")
     v = scores.verdict
-    parts = [f"{c.measure} {c.attack}"
-             + ("" if c.attacker == "own_values" else f", {ATTACKERS[c.attacker]}")
-             + f": {c.criterion} {c.value:.3g} "
-             f"(Monte Carlo bounds {c.lower:.3g} to {c.upper:.3g} at {c.confidence:g}"
-             + ("" if c.n_possible is None else
-                f"; records above: {c.n_above} by the estimate, {c.n_certain} certainly, "
-                f"{c.n_possible} possibly")
-             + ")" + ("" if c.limit is None else f", upper bound ≤ {c.limit:.3g}?")
-             + f" {c.status}" for c in v.checks]
-    return ("risk verdict (released model)", f"{v.status}: " + "; ".join(parts),
+    conf = v.checks[0].confidence
+    parts = [pair_text(*p) for p in paired_checks(
+        v.checks, getattr(scores, "attacker_reported", ()))]
+    return ("risk verdict (released model)",
+            f"{v.status} (own values: Monte Carlo bounds at {conf:g}; release attacker: exact "
+            "given the release): " + " | ".join(parts),
             "ok" if v.status == "PASS" else "warn" if v.status == "FAIL" else "")
 
 
@@ -345,7 +324,7 @@ def key_figures(result) -> pd.DataFrame:
         Columns ``item`` (label), ``value`` (text as shown) and ``status`` (``"ok"`` or
         ``"warn"`` to mark the value, ``""`` for none).
     """
-    rows = [_verdict_row(result),
+    rows = [_with_label(_verdict_row(result), released_label_of(result)),
             ("records (N)", f"{result.data.n_records:,}", ""),
             (f"at-risk records (M = {result.M_m:,.0f} m)", f"{result.at_risk.n_at_risk}", ""),
             _location_row(result)]
@@ -358,7 +337,7 @@ def key_figures(result) -> pd.DataFrame:
         rows += _share_rows(result)
     util = result.utility[result.utility["model"] == "restricted"]
     if len(util):
-        rows.append(("restricted model: smallest CI overlap / largest |std. difference|",
+        rows.append(("released model: smallest CI overlap / largest |std. difference|",
                      f"{util['ci_overlap'].min():.2f} / {util['std_diff'].abs().max():.2f}", ""))
     for name, fit in result.fits.items():
         c = fit.convergence
@@ -408,6 +387,12 @@ def _discrete_rows(name: str, summary: pd.DataFrame) -> list[tuple[str, str, str
     return rows
 
 
+def _with_label(row: tuple[str, str, str], label: str) -> tuple[str, str, str]:
+    """Return the verdict row with the released model named after its figures (same colour)."""
+    item, value, status = row
+    return item, f"{value} — released model: {label}", status
+
+
 def _several_verdict_row(result) -> tuple[str, str, str]:
     """Return the release's risk verdict over its responses (first row of the box), coloured.
 
@@ -451,7 +436,7 @@ def sequential_key_figures(result) -> pd.DataFrame:
     """
     from synthgeo.pipeline.risk_stage import risk_measures
 
-    rows = [_several_verdict_row(result),
+    rows = [_with_label(_several_verdict_row(result), released_label_of(result)),
             ("records (N)", f"{result.data.n_records:,}", "")]
     miss = result.data.missing
     if miss and miss.get("n_dropped"):
@@ -498,7 +483,7 @@ def sequential_key_figures(result) -> pd.DataFrame:
     for r in result.responses:
         util = r.utility[r.utility["model"] == "restricted"]
         if len(util):
-            rows.append((f"{r.name}, restricted model: smallest CI overlap / largest "
+            rows.append((f"{r.name}, released model: smallest CI overlap / largest "
                          "|std. difference|", f"{util['ci_overlap'].min():.2f} / "
                          f"{util['std_diff'].abs().max():.2f}", ""))
         for name, fit in r.fits.items():
@@ -532,7 +517,7 @@ def _overview_table(result) -> pd.DataFrame:
         ("released covariates", ", ".join(spec.data.covariates) or "none"),
         ("analyst's model", spec.formula),
         ("implicates (L)", f"{spec.synthesis.n_implicates}"),
-        ("released model", f"restricted (differential smoothing, γ = {spec.model.gamma})"),
+        ("released model", released_label_of(result)),
         ("seed", _seed_text(result)),
         ("sampling", _sampling_row(result)),
         ("spec file", str(spec.source) if spec.source else "—"),

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from synthgeo._progress import progress_iter
 from synthgeo.pipeline import MODELS
+from synthgeo.pipeline.released import released_label_of
 from synthgeo.pipeline.responses import SequentialResult
 from synthgeo.pipeline.result import verdicts
 from synthgeo.release.report._figures import reusing
@@ -105,4 +106,5 @@ def render_report(result, *, progressbar: bool = False, signing: str | None = No
                 source=spec.source, n_records=result.data.n_records,
                 n_implicates=spec.synthesis.n_implicates, failed=failed,
                 verdict_failed=verdict_failed,
-                cross_fit=spec.synthesis.predictive == "cross_fit", signing=signing)
+                cross_fit=spec.synthesis.predictive == "cross_fit", signing=signing,
+                released_label=released_label_of(result))

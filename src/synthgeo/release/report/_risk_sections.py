@@ -11,7 +11,8 @@ from synthgeo.release.report._common import first_measure, measure_label
 from synthgeo.release.report._html import Section, render, table
 from synthgeo.risk.verdict import ATTACKERS
 
-__all__ = ["riskiest_records", "section_histograms", "section_risk", "attributable_table"]
+__all__ = ["riskiest_records", "section_histograms", "section_risk", "attributable_table",
+           "round_stage_table"]
 
 
 def riskiest_records(risk_unrestricted: np.ndarray, at_risk: np.ndarray, *,
@@ -149,6 +150,8 @@ def _release_attacker(result, scores) -> dict | None:
 
 def section_risk(result) -> Section | None:
     """Risk by group (table and bars) and the distribution of per-record risk, both models."""
+    from synthgeo.pipeline.released import released_label_of
+
     if result.risk_summary is None or not result.risk:
         return None
     by_measure: dict[str, dict[str, np.ndarray]] = {}
@@ -169,6 +172,7 @@ def section_risk(result) -> Section | None:
                   loo_posterior=None if scores is None else scores.loo_posterior,
                   loo_posterior_full=scores is not None and scores.loo_posterior is None,
                   release_attacker=_release_attacker(result, scores),
+                  released_label=released_label_of(result),
                   groups_uri=F.to_data_uri(fig1), records_uri=F.to_data_uri(fig2))
     return Section("risk", "Disclosure risk", body)
 
@@ -194,7 +198,7 @@ def protection_tables(block: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
         "records protected": r["records_protected"],
         "selects records": "yes" if r["selects_records"] else "no (every record)",
         "baseline's posterior": r["loo_posterior"], "verdict": r["verdict"],
-        "smallest CI overlap": r["smallest_ci_overlap"], "seconds": r["seconds"]}
+        "smallest CI overlap": r["smallest_ci_overlap"], "seconds (round total)": r["seconds"]}
         for r in block["rounds"]])
     targets = pd.DataFrame([{
         "round": r["round"],
@@ -209,15 +213,45 @@ def protection_tables(block: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
     return rounds, targets
 
 
+def round_stage_table(block: dict) -> pd.DataFrame | None:
+    """Return each round's wall time per stage, seconds (None: no round records its stages).
+
+    One row per round: ``round``, ``total`` (the round's seconds), then every stage any round
+    timed, in the order first timed (empty where a round did not run it). Records written
+    before the stages were kept per round have none: None.
+
+    Examples
+    --------
+    >>> block = {"rounds": [
+    ...     {"round": 1, "seconds": 3.0, "stage_seconds": {"fit_unrestricted": 2.0, "risk": 0.5}},
+    ...     {"round": 2, "seconds": 1.0, "stage_seconds": {"fit_unrestricted": 0.0,
+    ...                                                     "synthesize": 0.4}}]}
+    >>> round_stage_table(block).columns.tolist()
+    ['round', 'total', 'fit_unrestricted', 'risk', 'synthesize']
+    """
+    rounds = block.get("rounds") or []
+    if not any("stage_seconds" in r for r in rounds):
+        return None
+    stages = list(dict.fromkeys(k for r in rounds for k in r.get("stage_seconds", {})))
+    return pd.DataFrame([{"round": r["round"], "total": r["seconds"],
+                          **{k: r.get("stage_seconds", {}).get(k) for k in stages}}
+                         for r in rounds], columns=["round", "total", *stages])
+
+
 def section_protection(result) -> Section | None:
     """Return the rounds of ``[risk] protect = "targets"`` (None when not sought)."""
     block = getattr(result, "protection", None)
     if block is None:
         return None
     rounds, targets = protection_tables(block)
-    body = render("protection.html.j2", block=block,
+    from synthgeo.pipeline.released import released_label_of
+
+    stages = round_stage_table(block)
+    body = render("protection.html.j2", block=block, released_label=released_label_of(result),
                   rounds_table=table(rounds, id="protection-rounds", floatfmt="{:.3f}"),
-                  targets_table=table(targets, id="protection-targets", floatfmt="{:.3f}"))
+                  targets_table=table(targets, id="protection-targets", floatfmt="{:.3f}"),
+                  stages_table=(None if stages is None else
+                                table(stages, id="protection-stage-seconds", floatfmt="{:.1f}")))
     return Section("protection", "Seeking the targets: the rounds", body)
 
 
