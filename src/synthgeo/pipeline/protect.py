@@ -23,8 +23,9 @@ the next stronger mechanism, round by round, at most ``[risk] max_rounds``:
    implicate is y*'s predictive, y's plus κ², not y's. Where κ must be as large as the
    response's spread (a small file) the fit of y* tells little about y's nugget, and y's
    predictive at its draws is narrower than the baseline's: the own values fail in round 3
-   (the bundled 140 sales). The wider implicates cost utility where round 3 passes, so they
-   come after it.
+   (the bundled 140 sales). It shares round 3's noise and fit of y*, so it is tried after a
+   PASS of round 3 as well, and of the two that PASS the one with the larger smallest Reiter CI
+   overlap is released (:func:`same_noise_next`).
 
 **Several responses** (``[[data.responses]]``, every one gaussian): a round applies its
 mechanism to every response (each later response cross-fitted given the earlier confidential
@@ -43,8 +44,9 @@ record, and the calibration's own-value term.
 
 **Judgement.** Each round is judged by the targets' usual rule (every record, upper Monte Carlo
 bounds, :mod:`synthgeo.risk.verdict`) at the Bonferroni level 1 − (1 − c)/K for K =
-``max_rounds`` and c = ``[risk] confidence``: the run stops at the first PASS, so a false PASS
-of the released round is a false PASS of some round, whose probability is at most K times one
+``max_rounds`` and c = ``[risk] confidence``: the run stops at the first PASS (or the pair of
+rounds sharing one noise, above), so a false PASS of the released round is a false PASS of
+some round, whose probability is at most K times one
 round's — at most 1 − c over all (``tests/test_protect.py`` simulates it). When the last round
 fails, the run says which target failed and why, and ``on_risk_failure`` applies
 (stop: nothing is written).
@@ -284,6 +286,34 @@ def round_line(record: dict) -> str:
             + f" (the analyst's coefficients); {record['seconds']:.1f} s")
 
 
+def same_noise_next(current: ReleaseSpec, following: ReleaseSpec) -> bool:
+    """Whether ``following`` is ``current``'s noise with implicates of y* (the fourth round).
+
+    Both rounds use one draw of e and one fit of y* (the fourth reuses the third's), so when
+    the third PASSes the fourth costs a draw and a scoring, and the two differ in utility only
+    by what an implicate is: the one released is the one of them that PASSes with the larger
+    smallest Reiter CI overlap (a choice on utility among rounds each judged at the Bonferroni
+    level, so P(false PASS) stays within 1 − confidence).
+
+    Examples
+    --------
+    >>> from synthgeo.config import load_spec, bundled_spec_path
+    >>> s = load_spec(bundled_spec_path()).replace(
+    ...     "synthesis", predictive="cross_fit", input_noise="auto")
+    >>> same_noise_next(s, s.replace("synthesis", input_noise_draws="y_star"))
+    True
+    """
+    a, b = current.synthesis, following.synthesis
+    return (a.input_noise != 0 and a.input_noise_draws == "y" and b.input_noise_draws == "y_star"
+            and following.replace("synthesis", input_noise_draws="y") == current)
+
+
+def _more_utility(candidate: dict, released: dict) -> bool:
+    """Whether ``candidate`` round has the larger smallest CI overlap (None: not larger)."""
+    a, b = candidate["smallest_ci_overlap"], released["smallest_ci_overlap"]
+    return a is not None and (b is None or a > b)
+
+
 def _why(rounds: list[dict]) -> str:
     last = rounds[-1]
     failed = [t for t in last["targets"] if t["status"] == "FAIL"]
@@ -341,29 +371,43 @@ def seek_targets(spec: ReleaseSpec, run: Callable, *, finish: Callable | None = 
     rounds: list[dict] = []
     result = None
     specs = round_specs(spec)
-    for k, (name, s) in enumerate(specs, start=1):
+
+    def one_round(k):
+        name, s = specs[k - 1]
         say(f"protect = \"targets\": round {k}/{len(specs)}: {name} (judged at the level "
             f"{s.risk.confidence:.4f}: Bonferroni over {spec.risk.max_rounds} rounds, so a "
             "false PASS of the released round stays within 1 - [risk] confidence)")
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:  # re-issued for the released round
             warnings.simplefilter("always")
-            result = run(s, reuse_fits=cache, **kwargs)
-        rounds.append(round_record(k, name, result, time.perf_counter() - t0))
+            out = run(s, reuse_fits=cache, **kwargs)
+        rounds.append(round_record(k, name, out, time.perf_counter() - t0))
         say(round_line(rounds[-1]))
+        return out, caught
+
+    released = 0
+    for k in range(1, len(specs) + 1):
+        result, caught = one_round(k)
+        released = k
         if verdicts(result)["risk"] == "PASS":
+            if k < len(specs) and same_noise_next(specs[k - 1][1], specs[k][1]):
+                other, other_caught = one_round(k + 1)
+                if _more_utility(rounds[-1], rounds[-2]) and verdicts(other)["risk"] == "PASS":
+                    result, caught, released = other, other_caught, k + 1
+                say(f"round {k} and round {k + 1} (the same noise) both judged: released round "
+                    f"{released}, the larger smallest Reiter CI overlap of those that PASS")
             break
     for w in caught:  # an earlier round's FAIL is in `rounds`, not a warning of this release
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    reached = rounds[-1]["verdict"] == "PASS"
+    reached = rounds[released - 1]["verdict"] == "PASS"
     protection = {"protect": "targets", "max_rounds": spec.risk.max_rounds,
                   "reached": reached, "rounds": rounds,
-                  "released_round": len(rounds),
+                  "released_round": released,
                   "why_not": None if reached else _why(rounds)}
     if finish is not None:  # the released round only (its pMSE): counted in its seconds
         t0 = time.perf_counter()
         result = finish(result)
-        last = rounds[-1]
+        last = rounds[released - 1]
         last["seconds"] = round(last["seconds"] + time.perf_counter() - t0, 1)
         last["stage_seconds"] = round_stage_seconds(result)
     asked = result.spec.replace("risk", protect="targets",
