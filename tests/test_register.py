@@ -605,3 +605,52 @@ def test_register_refuses_a_second_noisy_run_of_the_bundled_sales(tmp_path):
             write_release(res2, tmp_path / "b", ledger=ledger)
     assert not (tmp_path / "b").exists()
     assert len(ledger.register.list()) == 1
+
+
+# --- a register path that is not a register (break-it review, 2026-12-07) ----------------------
+
+@pytest.mark.parametrize("kind", ["csv", "foreign_sqlite", "empty_sqlite"])
+def test_an_existing_file_that_is_not_a_register_is_refused_untouched(tmp_path, kind, capsys,
+                                                                      monkeypatch):
+    """A CSV, another application's SQLite database, or one without tables: refused with one
+    line, and the file's bytes (and its folder) stay as they were."""
+    import sqlite3
+
+    from synthgeo.register import store
+
+    monkeypatch.setattr(store, "NEW_REGISTER_WAIT_S", 0.3)
+    path = tmp_path / "register.db"
+    if kind == "csv":
+        path.write_text("id,price\n1,100\n2,200\n", encoding="utf-8")
+    else:
+        conn = sqlite3.connect(path)
+        if kind == "foreign_sqlite":
+            conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, amount REAL)")
+            conn.execute("INSERT INTO invoices VALUES (1, 9.5)")
+        else:
+            conn.execute("PRAGMA user_version = 7")  # a database file, no table
+        conn.commit()
+        conn.close()
+    before = path.read_bytes()
+    listing = sorted(p.name for p in tmp_path.iterdir())
+    match = ("not a SQLite database" if kind == "csv"
+             else "SQLite database without the register's tables")
+    with pytest.raises(InputError, match=rf"--register .*register.db.* {match}.*a new file name"):
+        open_register(path)
+    assert cli_main(["releases", "--register", str(path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a synthgeo register" in err[0], err
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == listing  # no -wal, no files folder
+    ledger_err = None
+    try:
+        Ledger(open_register(path), KEY)
+    except InputError as exc:
+        ledger_err = exc
+    assert ledger_err is not None and path.read_bytes() == before
+
+
+def test_an_existing_register_still_opens(first):
+    ledger, _, _ = first
+    again = open_register(reg_path(ledger))
+    assert len(again.list()) >= 1

@@ -18,6 +18,7 @@ import os
 import secrets
 import shutil
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -56,6 +57,10 @@ FILES_ENV = "SYNTHGEO_REGISTER_FILES"
 BUSY_TIMEOUT_S = 60.0
 #: File name endings of a SQLite register (anything else is refused, e.g. ``.jsonl``).
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+#: An existing SQLite file without tables may be a register another run is creating: how long
+#: opening it waits for the tables before refusing it as not a register, seconds.
+NEW_REGISTER_WAIT_S = 2.0
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -598,8 +603,9 @@ def open_register(location: str | os.PathLike, *,
     ------
     synthgeo.InputError
         A path with another ending (e.g. ``register.jsonl``), a SQLite file whose folder does
-        not exist, an unreachable server, no files folder for a server register, or a
-        register of another schema version.
+        not exist, an existing file that is not a synthgeo register (a CSV, another
+        application's SQLite database: refused, never written), an unreachable server, no
+        files folder for a server register, or a register of another schema version.
 
     Examples
     --------
@@ -634,6 +640,8 @@ def open_register(location: str | os.PathLike, *,
         if path.is_dir():
             raise InputError(f"--register {text_loc!r} is a folder; give a file name such as "
                              "register.sqlite inside it")
+        if path.exists():  # read only: a file that is not a register is never written to
+            _check_register_file(path, text_loc)
         engine = _sqlite_engine(path)
         files = files_dir if files_dir is not None else files_dir_of(path)
         shown = str(path)
@@ -641,6 +649,57 @@ def open_register(location: str | os.PathLike, *,
     if not new:
         _create_schema(engine, shown)
     return Register(engine, Path(files), shown, new=new)
+
+
+def _sqlite_tables(path: Path) -> set[str] | None:
+    """Table names of the SQLite file at `path`, read only (None: not a SQLite database)."""
+    with open(path, "rb") as fh:
+        head = fh.read(len(_SQLITE_MAGIC))
+    if not head:
+        return set()  # 0 bytes: SQLite's empty database (or one being created)
+    if head != _SQLITE_MAGIC:
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        try:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return None
+    return {r[0] for r in rows}
+
+
+def _check_register_file(path: Path, given: str) -> None:
+    """Refuse an existing file that is not a synthgeo register, without writing to it.
+
+    A register holds the tables :data:`synthgeo.register.schema.metadata` names (at least its
+    info and releases tables). A file with no tables at all may be a register another run is
+    creating at this moment: it is read again for :data:`NEW_REGISTER_WAIT_S` before it is
+    refused.
+
+    Raises
+    ------
+    synthgeo.InputError
+        A file that is not a SQLite database (e.g. a CSV), or a SQLite database without the
+        register's tables (another application's, or an empty one).
+    """
+    fix = ("give the path of an existing synthgeo register, or a new file name (a register "
+           "is created by its first release)")
+    needed = {register_info.name, releases.name}
+    deadline = time.monotonic() + NEW_REGISTER_WAIT_S
+    while True:
+        tables = _sqlite_tables(path)
+        if tables is None:
+            raise InputError(f"--register {given!r} is an existing file that is not a SQLite "
+                             f"database (e.g. a CSV), so not a synthgeo register; {fix}")
+        if needed <= tables:
+            return
+        if tables or time.monotonic() >= deadline:
+            raise InputError(f"--register {given!r} is an existing SQLite database without the "
+                             f"register's tables ({len(tables)} other table(s)), so not a "
+                             f"synthgeo register, and is left untouched; {fix}")
+        time.sleep(0.1)  # no table yet: perhaps a register being created by another run
 
 
 def _exists(engine: Engine, shown: str) -> bool:
