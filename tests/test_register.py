@@ -599,8 +599,22 @@ def test_register_refuses_a_second_noisy_run_of_the_bundled_sales(tmp_path):
         warnings.simplefilter("ignore", UserWarning)
         res = run_release(noisy(11), fitter=fake_fitter(n_draws=100), ledger=ledger)
         write_release(res, tmp_path / "a", ledger=ledger)
-        res2 = run_release(noisy(12), fitter=fake_fitter(n_draws=100), ledger=ledger)
-        # 139 distinct values: the bundled file has one exact duplicate row
+        # 139 distinct values: the bundled file has one exact duplicate row; refused before
+        # anything is fitted (break-it review, 2026-12-07: it was refused at the write, after
+        # the whole run)
+        with pytest.raises(InputError, match="input noise already covers 139"):
+            run_release(noisy(12), fitter=_never_called, ledger=ledger)
+        # protect = "targets" reaches input noise at its third round: refused before the fit,
+        # naming max_rounds; with max_rounds = 2 it never noises, and goes on to the fit
+        protect = _spec(13).replace("risk", protect="targets", targets=[target])
+        with pytest.raises(InputError, match=r"input noise already covers 139.*from round 3: "
+                                             r"set `\[risk\] max_rounds = 2`"):
+            run_release(protect, fitter=_never_called, ledger=ledger)
+        with pytest.raises(AssertionError, match="fitted although"):
+            run_release(protect.replace("risk", max_rounds=2), fitter=_never_called,
+                        ledger=ledger)
+        # the end-of-run check stays (two runs at once): the write still refuses
+        res2 = run_release(noisy(12), fitter=fake_fitter(n_draws=100), ledger=Ledger(None, KEY))
         with pytest.raises(InputError, match="input noise already covers 139"):
             write_release(res2, tmp_path / "b", ledger=ledger)
     assert not (tmp_path / "b").exists()

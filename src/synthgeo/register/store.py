@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import create_engine, event, insert, select, text
 from sqlalchemy import inspect as sa_inspect
@@ -47,7 +48,7 @@ from synthgeo.register.schema import (
 from synthgeo.register.signing import ReleaseKey, verify_record
 
 __all__ = ["REGISTER_ENV", "FILES_ENV", "BUSY_TIMEOUT_S", "SQLITE_SUFFIXES", "Register",
-           "RegisteredRelease", "NewRelease", "open_register"]
+           "RegisteredRelease", "NewRelease", "open_register", "value_fingerprints"]
 
 #: Environment variable naming the register (a SQLite path or a SQLAlchemy URL).
 REGISTER_ENV = "SYNTHGEO_REGISTER"
@@ -249,6 +250,27 @@ class Register:
         hashes = [h for h in hashes if h]
         return self._one(releases.c.seed_hash.in_(hashes)) if hashes else None
 
+    def noise_used(self, fingerprints: list[bytes]) -> tuple[int, int] | None:
+        """Return (earliest release, records) whose input noise covers these values, or None.
+
+        Read only (a new register stays unmade): the check :meth:`add` makes, run before
+        anything is fitted (:meth:`synthgeo.register.Ledger.check_noise`).
+
+        Parameters
+        ----------
+        fingerprints : list of bytes
+            :func:`value_fingerprints` of the records that would get an input-noise draw.
+        """
+        if not fingerprints or not self._ready(create=False):
+            return None
+        with self.engine.connect() as conn:
+            salt = conn.execute(select(register_info.c.value).where(
+                register_info.c.name == "record_salt")).scalar()
+            if salt is None:  # no release under input noise yet
+                return None
+            hits = _noise_hits(conn, _keyed(salt, fingerprints))
+        return (min(hits), sum(hits.values())) if hits else None
+
     def successor(self, id: int) -> RegisteredRelease | None:
         """Return a release registered after release ``id`` (its ``previous_id``), or None."""
         return self._one(releases.c.previous_id == int(id))
@@ -385,8 +407,7 @@ class Register:
         if salt is None:
             salt = secrets.token_hex(32)
             conn.execute(insert(register_info).values(name="record_salt", value=salt))
-        key = bytes.fromhex(salt)
-        return sorted({hmac.new(key, fp, hashlib.sha256).hexdigest() for fp in fingerprints})
+        return _keyed(salt, fingerprints)
 
     def summary_path(self, uid: str) -> Path:
         """Where the predictive summaries of release ``uid`` go (under :attr:`files_dir`)."""
@@ -545,6 +566,32 @@ def _chains(spec_json: str | None) -> int | None:
 _CHUNK = 900
 
 
+def _keyed(salt: str, fingerprints: list[bytes]) -> list[str]:
+    """HMAC-SHA256 (hex) of each fingerprint under the register's salt; sorted, unique."""
+    key = bytes.fromhex(salt)
+    return sorted({hmac.new(key, fp, hashlib.sha256).hexdigest() for fp in fingerprints})
+
+
+def _noise_hits(conn: Connection, keys: list[str]) -> dict[int, int]:
+    """``release id -> how many of keys`` among the registered input-noise draws."""
+    hits: dict[int, int] = {}
+    for start in range(0, len(keys), _CHUNK):
+        for (rid,) in conn.execute(select(noise_records.c.release_id).where(
+                noise_records.c.record_key.in_(keys[start:start + _CHUNK]))):
+            hits[rid] = hits.get(rid, 0) + 1
+    return hits
+
+
+def noise_refusal(location: str, rid: int, n: int, fix: str = "") -> InputError:
+    """Return the one-line refusal of a second, independent noise draw of registered values."""
+    return InputError(
+        f"the register {location!r} holds release {rid} whose input noise already covers "
+        f"{n} of these records' values: a second, independent noise draw "
+        "of the same values lets the two releases be averaged and the noise taken away; "
+        "release these records once under input noise, or leave `[synthesis] input_noise` "
+        "out" + fix)
+
+
 def _refuse_second_noise(conn: Connection, keys: list[str], location: str) -> None:
     """Refuse a release whose input noise would give a record value a second, independent draw.
 
@@ -553,19 +600,52 @@ def _refuse_second_noise(conn: Connection, keys: list[str], location: str) -> No
     synthgeo.InputError
         One line: how many records and which earlier release.
     """
-    hits: dict[int, int] = {}
-    for start in range(0, len(keys), _CHUNK):
-        for (rid,) in conn.execute(select(noise_records.c.release_id).where(
-                noise_records.c.record_key.in_(keys[start:start + _CHUNK]))):
-            hits[rid] = hits.get(rid, 0) + 1
+    hits = _noise_hits(conn, keys)
     if hits:
-        rid = min(hits)
-        raise InputError(
-            f"the register {location!r} holds release {rid} whose input noise already covers "
-            f"{sum(hits.values())} of these records' values: a second, independent noise draw "
-            "of the same values lets the two releases be averaged and the noise taken away; "
-            "release these records once under input noise, or leave `[synthesis] input_noise` "
-            "out")
+        raise noise_refusal(location, min(hits), sum(hits.values()))
+
+
+def value_fingerprints(gdf, parts) -> list[bytes]:
+    """Return one fingerprint per record value: what the register keys for input noise.
+
+    Bytes of (location in WGS 84 to 4 decimals, about 10 m; value on the person's scale, e.g.
+    dollars, to 6 significant figures): the same value at the same place is the same record
+    to the register, whatever the column is called, the target CRS or whether the file held
+    prices or log-prices (the break-it trial of 2026-12-03 passed those changes through a
+    fingerprint of name, projected metres and model-scale value). Confidential (in memory
+    only); the register keys them with its salt.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The records (n rows, any CRS).
+    parts : iterable of (ndarray of shape (n,), bool)
+        Each noised response's values on the model scale, and whether the model scale is the
+        log of the person's.
+
+    Returns
+    -------
+    list of bytes
+        n per part.
+
+    Examples
+    --------
+    >>> import geopandas
+    >>> g = geopandas.GeoDataFrame(geometry=geopandas.points_from_xy([-121.5], [38.5]),
+    ...                            crs="EPSG:4326")
+    >>> value_fingerprints(g, [(np.array([100.0]), False)])
+    [b'-121.5000|38.5000|100']
+    """
+    parts = list(parts)
+    if not parts:
+        return []
+    pts = gdf.geometry.to_crs(4326)
+    lonlat = np.round(np.column_stack([pts.x, pts.y]), 4)
+    out: list[bytes] = []
+    for y, logged in parts:
+        value = np.exp(y) if logged else np.asarray(y, float)
+        out += [f"{a:.4f}|{b:.4f}|{v:.6g}".encode() for (a, b), v in zip(lonlat, value)]
+    return out
 
 
 def _seed_refusal(location: str, id: int) -> InputError:
