@@ -173,6 +173,29 @@ def test_two_concurrent_writers_serialise(register):
     assert sorted(type(o).__name__ for o in outcomes) == ["InputError", "int"]
 
 
+def _open_and_add_at_once(location: str, barrier, i: int) -> int | str:
+    barrier.wait()  # every process connects to the new file at the same moment
+    try:
+        return open_register(location).add(_new(i))
+    except InputError as exc:  # "database is locked" surfaces as the register's InputError
+        return str(exc)
+
+
+def test_new_register_created_by_several_processes_at_once(tmp_path):
+    """Flaky before (break-it review, 2026-12-07): ``PRAGMA journal_mode=WAL`` answers
+    "database is locked" at once, whatever the busy timeout, while another connection to a new
+    file holds a lock; the switch now waits. 20 new registers, 6 processes each."""
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Manager() as manager, ProcessPoolExecutor(max_workers=6, mp_context=ctx) as pool:
+        for trial in range(20):
+            location = str(tmp_path / f"new{trial}.sqlite")
+            barrier = manager.Barrier(6)
+            out = list(pool.map(_open_and_add_at_once, [location] * 6, [barrier] * 6,
+                                range(500, 506)))
+            assert all(isinstance(o, int) for o in out), [o for o in out if isinstance(o, str)]
+            assert len(open_register(location).list()) == 6
+
+
 # --- the key -----------------------------------------------------------------------------------
 
 def test_signature_verifies_only_under_its_key_and_unchanged():

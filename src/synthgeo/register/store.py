@@ -145,6 +145,29 @@ def new_uid() -> str:
     return uuid.uuid4().hex
 
 
+def _use_wal(cur, timeout_s: float) -> None:
+    """Put the database in WAL mode, waiting up to ``timeout_s`` for another connection.
+
+    SQLite answers "database is locked" to ``PRAGMA journal_mode=WAL`` at once when another
+    connection holds a lock, whatever the busy timeout (two runs creating a new register at
+    the same moment: the flaky ``test_two_concurrent_writers_serialise[sqlite]``), so the switch
+    is retried; a database already in WAL mode is left as it is.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            # fetchall: a statement left stepping would hold its lock
+            if str(cur.execute("PRAGMA journal_mode").fetchall()[0][0]).lower() != "wal":
+                cur.execute("PRAGMA journal_mode=WAL").fetchall()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
+
+
 def _sqlite_engine(path: Path) -> Engine:
     """Return a SQLite engine: WAL, busy timeout, foreign keys, BEGIN IMMEDIATE."""
     engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_S})
@@ -153,8 +176,8 @@ def _sqlite_engine(path: Path) -> Engine:
     def _connect(dbapi_conn, _record):  # SQLAlchemy docs, "Serializable isolation"
         dbapi_conn.isolation_level = None  # SQLAlchemy emits BEGIN below, not pysqlite
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        cur.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")  # first: then wait
+        _use_wal(cur, BUSY_TIMEOUT_S)
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 
