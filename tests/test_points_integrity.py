@@ -330,6 +330,39 @@ def test_separator_and_decimal_comma(tmp_path, capsys):
                  ";", "--decimal", ",", "--radius-m", "100"]) == 0
 
 
+def _dot_grouped(tmp_path) -> Path:
+    path = tmp_path / "grouped.csv"
+    rows = "".join(f"{i};{-121.5 + 0.01 * i:.4f};{38.5 + 0.01 * i:.4f}".replace(".", ",")
+                   + f";{1 + i % 3}.{200 + i:03d}\n" for i in range(12))
+    path.write_text("id;lon;lat;price\n" + rows, encoding="utf-8")
+    return path
+
+
+def test_dot_grouped_thousands_under_decimal_comma(tmp_path, capsys):
+    """Break-it finding: under decimal = "," a price written 1.234 was read as 1.234."""
+    path = _dot_grouped(tmp_path)
+    with pytest.raises(InputError, match=r"column `price` of grouped.csv holds numbers written "
+                                         r'like 1.234 .*set `thousands = "."` \(\[data\] '
+                                         r"thousands, or --thousands\)"):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                    numeric_columns=["price"], id_column="id")
+    gdf = load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                      thousands=".", numeric_columns=["price"], id_column="id")
+    assert gdf["price"].iloc[0] == 1200 and gdf["price"].iloc[1] == 2201
+    assert gdf["lon"].iloc[2] == pytest.approx(-121.48)  # decimal commas still read
+    pts = read_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                      thousands=".", id="id")
+    assert pts.attrs["read_options"]["thousands"] == "."
+    line = _refused_by_kanon(tmp_path, capsys, path, "--x", "lon", "--y", "lat", "--crs",
+                             "EPSG:4326", "--sep", ";", "--decimal", ",")
+    assert "thousands" in line and "1200" not in line
+    assert main(["kanon", str(path), "--x", "lon", "--y", "lat", "--crs", "EPSG:4326", "--sep",
+                 ";", "--decimal", ",", "--thousands", ".", "--radius-m", "100"]) == 0
+    with pytest.raises(InputError, match="`thousands`"):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                    thousands=",")
+
+
 def test_thousands_separators_name_both_readings(tmp_path):
     """Break-it finding: "1,200" was called a decimal comma, and that fix would read 1.2."""
     path = tmp_path / "th.csv"
@@ -408,6 +441,8 @@ covariates = []
     ("coord_unit_m = 0", r"`\[data\] coord_unit_m` must be a positive number"),
     ('sep = ";;"', r"`\[data\] sep` must be one character"),
     ('decimal = ","', r"`\[data\] decimal` must be different from `sep`"),
+    ('thousands = ".."', r"`\[data\] thousands` must be one character other than `sep`"),
+    ('thousands = ","', r"`\[data\] thousands` must be one character other than `sep`"),
     ('encoding = "nope"', r"`\[data\] encoding` must be a text encoding"),
     ('accept_small_extent = "yes"', r"`\[data\] accept_small_extent` must be true or false"),
 ])

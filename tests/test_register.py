@@ -173,6 +173,29 @@ def test_two_concurrent_writers_serialise(register):
     assert sorted(type(o).__name__ for o in outcomes) == ["InputError", "int"]
 
 
+def _open_and_add_at_once(location: str, barrier, i: int) -> int | str:
+    barrier.wait()  # every process connects to the new file at the same moment
+    try:
+        return open_register(location).add(_new(i))
+    except InputError as exc:  # "database is locked" surfaces as the register's InputError
+        return str(exc)
+
+
+def test_new_register_created_by_several_processes_at_once(tmp_path):
+    """Flaky before (break-it review, 2026-12-07): ``PRAGMA journal_mode=WAL`` answers
+    "database is locked" at once, whatever the busy timeout, while another connection to a new
+    file holds a lock; the switch now waits. 20 new registers, 6 processes each."""
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Manager() as manager, ProcessPoolExecutor(max_workers=6, mp_context=ctx) as pool:
+        for trial in range(20):
+            location = str(tmp_path / f"new{trial}.sqlite")
+            barrier = manager.Barrier(6)
+            out = list(pool.map(_open_and_add_at_once, [location] * 6, [barrier] * 6,
+                                range(500, 506)))
+            assert all(isinstance(o, int) for o in out), [o for o in out if isinstance(o, str)]
+            assert len(open_register(location).list()) == 6
+
+
 # --- the key -----------------------------------------------------------------------------------
 
 def test_signature_verifies_only_under_its_key_and_unchanged():
@@ -599,9 +622,72 @@ def test_register_refuses_a_second_noisy_run_of_the_bundled_sales(tmp_path):
         warnings.simplefilter("ignore", UserWarning)
         res = run_release(noisy(11), fitter=fake_fitter(n_draws=100), ledger=ledger)
         write_release(res, tmp_path / "a", ledger=ledger)
-        res2 = run_release(noisy(12), fitter=fake_fitter(n_draws=100), ledger=ledger)
-        # 139 distinct values: the bundled file has one exact duplicate row
+        # 139 distinct values: the bundled file has one exact duplicate row; refused before
+        # anything is fitted (break-it review, 2026-12-07: it was refused at the write, after
+        # the whole run)
+        with pytest.raises(InputError, match="input noise already covers 139"):
+            run_release(noisy(12), fitter=_never_called, ledger=ledger)
+        # protect = "targets" reaches input noise at its third round: refused before the fit,
+        # naming max_rounds; with max_rounds = 2 it never noises, and goes on to the fit
+        protect = _spec(13).replace("risk", protect="targets", targets=[target])
+        with pytest.raises(InputError, match=r"input noise already covers 139.*from round 3: "
+                                             r"set `\[risk\] max_rounds = 2`"):
+            run_release(protect, fitter=_never_called, ledger=ledger)
+        with pytest.raises(AssertionError, match="fitted although"):
+            run_release(protect.replace("risk", max_rounds=2), fitter=_never_called,
+                        ledger=ledger)
+        # the end-of-run check stays (two runs at once): the write still refuses
+        res2 = run_release(noisy(12), fitter=fake_fitter(n_draws=100), ledger=Ledger(None, KEY))
         with pytest.raises(InputError, match="input noise already covers 139"):
             write_release(res2, tmp_path / "b", ledger=ledger)
     assert not (tmp_path / "b").exists()
     assert len(ledger.register.list()) == 1
+
+
+# --- a register path that is not a register (break-it review, 2026-12-07) ----------------------
+
+@pytest.mark.parametrize("kind", ["csv", "foreign_sqlite", "empty_sqlite"])
+def test_an_existing_file_that_is_not_a_register_is_refused_untouched(tmp_path, kind, capsys,
+                                                                      monkeypatch):
+    """A CSV, another application's SQLite database, or one without tables: refused with one
+    line, and the file's bytes (and its folder) stay as they were."""
+    import sqlite3
+
+    from synthgeo.register import store
+
+    monkeypatch.setattr(store, "NEW_REGISTER_WAIT_S", 0.3)
+    path = tmp_path / "register.db"
+    if kind == "csv":
+        path.write_text("id,price\n1,100\n2,200\n", encoding="utf-8")
+    else:
+        conn = sqlite3.connect(path)
+        if kind == "foreign_sqlite":
+            conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, amount REAL)")
+            conn.execute("INSERT INTO invoices VALUES (1, 9.5)")
+        else:
+            conn.execute("PRAGMA user_version = 7")  # a database file, no table
+        conn.commit()
+        conn.close()
+    before = path.read_bytes()
+    listing = sorted(p.name for p in tmp_path.iterdir())
+    match = ("not a SQLite database" if kind == "csv"
+             else "SQLite database without the register's tables")
+    with pytest.raises(InputError, match=rf"--register .*register.db.* {match}.*a new file name"):
+        open_register(path)
+    assert cli_main(["releases", "--register", str(path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not a synthgeo register" in err[0], err
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == listing  # no -wal, no files folder
+    ledger_err = None
+    try:
+        Ledger(open_register(path), KEY)
+    except InputError as exc:
+        ledger_err = exc
+    assert ledger_err is not None and path.read_bytes() == before
+
+
+def test_an_existing_register_still_opens(first):
+    ledger, _, _ = first
+    again = open_register(reg_path(ledger))
+    assert len(again.list()) >= 1

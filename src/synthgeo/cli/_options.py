@@ -55,6 +55,11 @@ READING: dict[str, tuple[str, dict[str, Any]]] = {
                                       "(default: ',')")),
     "decimal": ("--decimal", dict(default=".", metavar="C",
                                   help=_CSV + "decimal mark, e.g. ',' (default: '.')")),
+    "thousands": ("--thousands", dict(default=None, metavar="C",
+                                      help=_CSV + "thousands separator of numbers, e.g. '.' "
+                                                  "with --decimal ',' for 1.234,5 (default: "
+                                                  "none; with --decimal ',' a column of "
+                                                  "numbers like 1.234 is refused)")),
     "encoding": ("--encoding", dict(default="utf-8", metavar="NAME",
                                     help=_CSV + "text encoding, e.g. latin-1 or cp1252 "
                                                 "(default: utf-8)")),

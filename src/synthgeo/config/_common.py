@@ -73,7 +73,7 @@ SPEC_CONSTRAINTS: dict[str, dict[str, dict[str, Any]]] = {
                                              "target_crs")},
         "back_transform": {"enum": ["exp", "identity"]},
         "coord_unit_m": {"exclusiveMinimum": 0},
-        **{key: {"minLength": 1, "maxLength": 1} for key in ("sep", "decimal")},
+        **{key: {"minLength": 1, "maxLength": 1} for key in ("sep", "decimal", "thousands")},
         "encoding": {"minLength": 1},  # a codec Python knows: checked by DataConfig only
     },
     "model": {

@@ -80,6 +80,9 @@ class DataConfig:
     duplicate rows (they are always reported); ``coord_unit_m``: metres per unit of the x/y
     columns (default: the CRS's unit; 1000 for kilometres; refused with a geographic CRS);
     ``sep``, ``decimal``, ``encoding``: how the CSV is written (default ",", ".", "utf-8");
+    ``thousands``: the CSV's thousands separator, one character (``"."`` with decimal commas,
+    ``1.234,5``; default none: under ``decimal = ","`` a column of dot-grouped integers such as
+    ``1.234`` is refused rather than read as 1.234);
     ``responses``: :class:`ResponseConfig` tables, ``[[data.responses]]``, synthesised in
     sequence (``response`` is the shorthand for one gaussian response; with ``responses`` it
     is the first one's name); ``missing`` {"refuse", "drop"}: a record with a missing response
@@ -120,6 +123,7 @@ class DataConfig:
     sep: str = ","
     decimal: str = "."
     encoding: str = "utf-8"
+    thousands: str | None = None
     accept_small_extent: bool = False
     responses: list[ResponseConfig] = field(default_factory=list)
     missing: Literal["refuse", "drop"] = "refuse"
@@ -196,6 +200,12 @@ class DataConfig:
                 raise _err("data", key, v, 'one character, e.g. ";" or "\\t"')
         if self.sep == self.decimal:
             raise _err("data", "decimal", self.decimal, f"different from `sep` {self.sep!r}")
+        if self.thousands is not None and not (
+                isinstance(self.thousands, str) and len(self.thousands) == 1
+                and self.thousands not in (self.sep, self.decimal)):
+            raise _err("data", "thousands", self.thousands,
+                       f'one character other than `sep` {self.sep!r} and `decimal` '
+                       f'{self.decimal!r}, e.g. "." with decimal = ","')
         if not (isinstance(self.encoding, str) and _known_encoding(self.encoding)):
             raise _err("data", "encoding", self.encoding,
                        'a text encoding Python knows, e.g. "utf-8", "latin-1", "cp1252"')

@@ -8,6 +8,7 @@ another likely one names it; bytes that are not in the encoding name the `encodi
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,16 +33,20 @@ _SEP_NAMES = {",": "','", ";": "';'", "\t": "'\\t' (tab)", "|": "'|'"}
 class CsvOptions:
     """How a CSV is written: ``sep`` (one character), ``decimal`` mark, text ``encoding``.
 
+    ``thousands``: the thousands separator of numbers (e.g. ``"."`` for ``1.234,5``), or None
+    (numbers are not grouped).
+
     Raises
     ------
     InputError
-        A separator or decimal mark that is not one character, the two equal, or an encoding
-        Python does not know.
+        A separator, decimal mark or thousands separator that is not one character, two of them
+        equal, or an encoding Python does not know.
     """
 
     sep: str = ","
     decimal: str = "."
     encoding: str = "utf-8"
+    thousands: str | None = None
 
     def __post_init__(self) -> None:
         """Validate the three values (InputError names the option)."""
@@ -55,6 +60,14 @@ class CsvOptions:
         if self.sep == self.decimal:
             raise InputError(f"`sep` and `decimal` are both {self.sep!r}; a semicolon-separated "
                              'file with decimal commas needs sep = ";" and decimal = ","')
+        if self.thousands is not None:
+            if not (isinstance(self.thousands, str) and len(self.thousands) == 1):
+                raise InputError(f"`thousands` must be one character (e.g. \".\") or left out, "
+                                 f"got {self.thousands!r}")
+            if self.thousands in (self.sep, self.decimal):
+                raise InputError(f"`thousands` = {self.thousands!r} is also `sep` or `decimal`; "
+                                 'with decimal commas numbers are grouped with ".": '
+                                 'thousands = "."')
         try:
             codecs.lookup(self.encoding)
         except (LookupError, TypeError) as exc:
@@ -64,7 +77,8 @@ class CsvOptions:
     @property
     def is_default(self) -> bool:
         """Whether all three are the defaults (comma, point, UTF-8)."""
-        return (self.sep, self.decimal, self.encoding) == (",", ".", "utf-8")
+        return (self.sep, self.decimal, self.encoding, self.thousands) == (
+            ",", ".", "utf-8", None)
 
 
 def _encoding_error(path: Path, opts: CsvOptions, exc: UnicodeDecodeError) -> InputError:
@@ -138,24 +152,48 @@ def keep_id_text(frame: pd.DataFrame, id_column: str | None) -> pd.DataFrame:
     return frame.assign(**{id_column: numbers})
 
 
+#: A number written with "." grouping thousands and no decimals: 1.234, -12.345.678.
+_DOT_GROUPED = re.compile(r"^-?\d{1,3}(\.\d{3})+$")
+
+
+def _refuse_dot_grouped(path: Path, opts: CsvOptions, id_column: str | None) -> None:
+    """Under ``decimal = ","`` without ``thousands``: refuse a column of dot-grouped integers.
+
+    Such a column ("1.234" for one thousand two hundred and thirty-four) would otherwise be read
+    as 1.234 without a word. Raises InputError naming the column and ``thousands = "."``.
+    """
+    raw = pd.read_csv(path, sep=opts.sep, encoding=opts.encoding, dtype=str)
+    for column in raw.columns:
+        if column == id_column:
+            continue  # ids are labels, not numbers
+        values = raw[column].dropna().str.strip()
+        if len(values) and bool(values.str.fullmatch(_DOT_GROUPED).all()):
+            raise InputError(
+                f"column `{column}` of {path.name} holds numbers written like 1.234 (thousands "
+                'grouped with ".") while `decimal` is ",": they would be read as 1.234; set '
+                '`thousands = "."` ([data] thousands, or --thousands)')
+
+
 def _read_csv(path: Path, opts: CsvOptions, id_column: str | None = None) -> pd.DataFrame:
     _header(path, opts)
     dtype = None if id_column is None else {id_column: str}
     try:
         frame = pd.read_csv(path, sep=opts.sep, decimal=opts.decimal, encoding=opts.encoding,
-                            dtype=dtype)
+                            thousands=opts.thousands, dtype=dtype)
         if not isinstance(frame.index, pd.RangeIndex):  # pandas made the surplus an index
             raise InputError(
                 f"rows of {path.name} have more fields than its header ({frame.shape[1]} "
                 f"columns): a separator {opts.sep!r} inside unquoted values, such as decimal "
                 f"commas in a comma-separated file (\"38,5\"); quote those values, or write "
                 'the file with sep = ";" and decimal = ","')
-        return keep_id_text(frame, id_column)
     except UnicodeDecodeError as exc:
         raise _encoding_error(path, opts, exc) from exc
     except ValueError as exc:  # pandas.errors.ParserError and friends
         raise InputError(f"could not read the CSV {path.name}: {exc}; check `sep` "
                          f"({opts.sep!r}) and quoting") from exc
+    if opts.decimal == "," and opts.thousands is None:  # the file read: its text is good
+        _refuse_dot_grouped(path, opts, id_column)
+    return keep_id_text(frame, id_column)
 
 
 def _read_layer(path: Path, given: pyproj.CRS | None, crs: Any
@@ -192,7 +230,9 @@ def read_table(path: Path, *, x: str | None, y: str | None, crs: Any,
     crs : str or int, optional
         CRS of the coordinates (required for CSV; must agree with a layer's own).
     csv_options : CsvOptions
-        Separator, decimal mark and encoding (CSV only; defaults required for a layer).
+        Separator, decimal mark, thousands separator and encoding (CSV only; defaults
+        required for a layer). Under ``decimal = ","`` without ``thousands``, a column whose
+        values all look like dot-grouped integers (``1.234``) is refused.
     id_column : str, optional
         A CSV's record id column: read as text, and kept as text when reading it as numbers
         would change an id (``007`` → 7); ids that read back unchanged become numbers.
@@ -223,6 +263,7 @@ def read_table(path: Path, *, x: str | None, y: str | None, crs: Any,
     if x is not None or y is not None:
         raise InputError(f"`x`/`y` ({x!r}, {y!r}) apply to CSV only; {path.name} has a geometry")
     if not csv_options.is_default:
-        raise InputError(f"`sep`/`decimal`/`encoding` apply to CSV only; {path.name} is a "
+        raise InputError(f"`sep`/`decimal`/`thousands`/`encoding` apply to CSV only; "
+                         f"{path.name} is a "
                          "spatial layer whose format defines them")
     return _read_layer(path, given, crs)

@@ -81,6 +81,7 @@ def load_points(
     sep: str = ",",
     decimal: str = ".",
     encoding: str = "utf-8",
+    thousands: str | None = None,
     accept_small_extent: bool = False,
     study_area=None,
     accept_offshore: bool = False,
@@ -127,6 +128,10 @@ def load_points(
         The input columns themselves are kept unscaled.
     sep, decimal, encoding : str, default=",", ".", "utf-8"
         CSV only: field separator (one character), decimal mark and text encoding.
+    thousands : str, optional
+        CSV only: the thousands separator of numbers (``"."`` for ``1.234,5``). Under
+        ``decimal = ","`` without it, a column whose values all look like dot-grouped integers
+        (``1.234``) is refused rather than read as 1.234.
     accept_small_extent : bool, default=False
         Keep going, with a coded warning (``small_extent``, ``near_crs_origin``), when the
         points' extent is implausibly small (10–49 distinct locations under 100 m across, 50
@@ -189,7 +194,7 @@ def load_points(
     """
     _check_arguments(numeric_columns, required_columns, min_records, coord_unit_m)
     target, local = parse_target(target_crs)
-    options = CsvOptions(sep=sep, decimal=decimal, encoding=encoding)
+    options = CsvOptions(sep=sep, decimal=decimal, encoding=encoding, thousands=thousands)
     area = where.study_area(study_area)
     path = Path(path)
     if not path.is_file():

@@ -32,8 +32,8 @@ __all__ = ["read_points", "check_points_frame", "read_options", "READ_KEYS"]
 
 #: The ``[data]`` keys that say how a file is read (the others name the columns' roles).
 READ_KEYS = ("path", "x", "y", "crs", "id", "query", "target_crs", "drop_duplicates",
-             "coord_unit_m", "sep", "decimal", "encoding", "accept_small_extent", "study_area",
-             "accept_offshore")
+             "coord_unit_m", "sep", "decimal", "thousands", "encoding", "accept_small_extent",
+             "study_area", "accept_offshore")
 
 
 def read_points(
@@ -50,6 +50,7 @@ def read_points(
     sep: str = ",",
     decimal: str = ".",
     encoding: str = "utf-8",
+    thousands: str | None = None,
     accept_small_extent: bool = False,
     numeric_columns: Sequence[str] = (),
     required_columns: Sequence[str] = (),
@@ -84,6 +85,9 @@ def read_points(
         (docs/locations.md, "Units and plausibility").
     sep, decimal, encoding : str, default=",", ".", "utf-8"
         How a CSV is written (``";"`` and ``","`` for a European spreadsheet export).
+    thousands : str, optional
+        The CSV's thousands separator (``"."`` with decimal commas: ``1.234,5``); see
+        :func:`~synthgeo.io.points.load_points`.
     accept_small_extent : bool, default=False
         Go on, with a coded warning, when many distinct locations span an implausibly small
         extent (otherwise refused as a likely unit error).
@@ -124,7 +128,8 @@ def read_points(
     gdf = _points.load_points(file, x=x, y=y, crs=crs, id_column=id, query=query,
                               target_crs=target_crs, drop_duplicates=drop_duplicates,
                               coord_unit_m=coord_unit_m, sep=sep, decimal=decimal,
-                              encoding=encoding, accept_small_extent=accept_small_extent,
+                              encoding=encoding, thousands=thousands,
+                              accept_small_extent=accept_small_extent,
                               numeric_columns=list(numeric_columns),
                               required_columns=list(required_columns),
                               land_checked=land_checked, **options)
@@ -133,7 +138,8 @@ def read_points(
     read_options = {"path": named or os.fspath(file.absolute()), "x": x, "y": y, "crs": crs,
                     "id": id, "query": query, "target_crs": target_crs,
                     "drop_duplicates": drop_duplicates, "coord_unit_m": coord_unit_m,
-                    "sep": sep, "decimal": decimal, "encoding": encoding,
+                    "sep": sep, "decimal": decimal, "thousands": thousands,
+                    "encoding": encoding,
                     "accept_small_extent": accept_small_extent, **options}
     gdf.attrs.update(path=os.fspath(file.absolute()), query=query, read_options=read_options)
     gdf.attrs["frame_sha256"] = frame_sha256(gdf)

@@ -117,7 +117,7 @@ def _working(gdf: geopandas.GeoDataFrame) -> geopandas.GeoDataFrame:
 def read_region(path: str | os.PathLike, *, crs: pyproj.CRS, x: str | None = None,
                 y: str | None = None, coord_unit_m: float = 1.0,
                 ring_column: str = "ring", sep: str = ",", decimal: str = ".",
-                encoding: str = "utf-8") -> BaseGeometry:
+                encoding: str = "utf-8", thousands: str | None = None) -> BaseGeometry:
     """Read a study-region polygon in `crs` from a vertex CSV or a polygon layer.
 
     Parameters
@@ -137,6 +137,8 @@ def read_region(path: str | os.PathLike, *, crs: pyproj.CRS, x: str | None = Non
         does not matter.
     sep, decimal, encoding : str, default=",", ".", "utf-8"
         How the CSV is written (as for the points, see :func:`synthgeo.io.points.load_points`).
+    thousands : str, optional
+        The CSV's thousands separator (as for the points).
 
     Returns
     -------
@@ -154,7 +156,8 @@ def read_region(path: str | os.PathLike, *, crs: pyproj.CRS, x: str | None = Non
         raise InputError(f"region file {path!s} does not exist")
     if path.suffix.lower() == ".csv":
         try:
-            frame = pd.read_csv(path, sep=sep, decimal=decimal, encoding=encoding)
+            frame = pd.read_csv(path, sep=sep, decimal=decimal, encoding=encoding,
+                                thousands=thousands)
         except UnicodeDecodeError as exc:
             raise InputError(f"region CSV {path.name} is not {encoding} text: set `encoding` "
                              "(--encoding)") from exc
@@ -211,6 +214,7 @@ def load_masking_inputs(
     sep: str = ",",
     decimal: str = ".",
     encoding: str = "utf-8",
+    thousands: str | None = None,
     accept_small_extent: bool = False,
     study_area=None,
     accept_offshore: bool = False,
@@ -230,7 +234,7 @@ def load_masking_inputs(
     cases_path, households_path : str or os.PathLike
         Point files (CSV with `x`/`y` + `crs`, or a layer); may be the same file told apart by
         the queries (Chorley: larynx cases, lung cases as households).
-    x, y, crs, coord_unit_m, sep, decimal, encoding, accept_small_extent
+    x, y, crs, coord_unit_m, sep, decimal, encoding, thousands, accept_small_extent
         As in :func:`synthgeo.io.points.load_points` (CSV only; `coord_unit_m` = 1000 for km,
         default the CRS's unit).
     study_area, accept_offshore
@@ -263,7 +267,7 @@ def load_masking_inputs(
     direct = given is not None and metric_problem(given) is None
     target: Any = given if direct else "utm"
     csv_options = {"x": x, "y": y, "crs": crs, "coord_unit_m": coord_unit_m, "sep": sep,
-                   "decimal": decimal, "encoding": encoding}
+                   "decimal": decimal, "encoding": encoding, "thousands": thousands}
     # the cases get every option (load_points refuses CSV options on a layer); the households,
     # when they are a layer, carry their own CRS and unit
     cases = _working(_load(cases_path, query=cases_query, id_column=id_column,
@@ -290,7 +294,7 @@ def load_masking_inputs(
     if region_path is not None:
         region_src = read_region(region_path, crs=source_crs, x=region_x or x,
                                  y=region_y or y, coord_unit_m=scale, sep=sep,
-                                 decimal=decimal, encoding=encoding,
+                                 decimal=decimal, encoding=encoding, thousands=thousands,
                                  ring_column=region_ring_column)
         region = region_src if source_crs.equals(work, ignore_axis_order=True) else \
             geopandas.GeoSeries([region_src], crs=source_crs).to_crs(work).iloc[0]

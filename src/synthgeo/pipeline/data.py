@@ -124,7 +124,8 @@ def prepare_data(spec: ReleaseSpec, points: geopandas.GeoDataFrame | None = None
         points = read_points(spec.data_path(), x=d.x, y=d.y, crs=d.crs, id=d.id, query=d.query,
                              target_crs=d.target_crs, drop_duplicates=d.drop_duplicates,
                              coord_unit_m=d.coord_unit_m, sep=d.sep, decimal=d.decimal,
-                             encoding=d.encoding, accept_small_extent=d.accept_small_extent,
+                             encoding=d.encoding, thousands=d.thousands,
+                             accept_small_extent=d.accept_small_extent,
                              numeric_columns=numeric, required_columns=required,
                              study_area=spec.study_area(), accept_offshore=d.accept_offshore,
                              land_checked=land_checked)

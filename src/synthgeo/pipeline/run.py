@@ -673,6 +673,8 @@ def _valid_inputs(spec: ReleaseSpec, points, previous, ledger, say, *, land_chec
         from synthgeo.inference.stored import check_records
 
         check_records(data.y, data.X, records_digest)
+    if ledger is not None:  # a second noise draw of registered values: before fitting too
+        _check_noise_register(spec, data, ledger)
     formulas = [responses.response_formula(spec, rc, j == 0) if several else spec.formula
                 for j, rc in enumerate(spec.data.response_configs)]
     for rc, formula in zip(spec.data.response_configs, formulas) if several else ():
@@ -700,6 +702,46 @@ def _valid_inputs(spec: ReleaseSpec, points, previous, ledger, say, *, land_chec
     say(_locations_message(spec, locations))
     locations = enforce_verdict(locations, spec.anonymity.on_location_failure)  # before fitting
     return _Inputs(data, formulas, earlier, locations, seconds)
+
+
+def _check_noise_register(spec: ReleaseSpec, data: PreparedData, ledger) -> None:
+    """Refuse, before anything is fitted, input noise the register would refuse at the end.
+
+    The register refuses a release whose input noise gives a registered record value a second,
+    independent draw (:meth:`synthgeo.register.Register.add`); the values that would be noised
+    are known from the data: each gaussian response under ``[synthesis] input_noise``, or under
+    ``protect = "targets"`` when one of its rounds synthesises with input noise (the refusal
+    then also names ``max_rounds``). Fingerprints as the release writer makes them.
+    """
+    from synthgeo.register.store import value_fingerprints
+
+    if ledger.register is None:
+        return
+    fix = ""
+    noisy = spec.synthesis.input_noise != 0
+    if not noisy and spec.risk.protect == "targets" and spec.risk.targets:
+        from synthgeo.pipeline.protect import round_specs
+
+        rounds = round_specs(spec)
+        first = next((k for k, (_, s) in enumerate(rounds) if s.synthesis.input_noise != 0),
+                     None)
+        if first is not None:
+            noisy = True
+            fix = (f' (`protect = "targets"` synthesises with input noise from round {first + 1}: '
+                   f"set `[risk] max_rounds = {first}` to stop before it)")
+    if not noisy:
+        return
+    from synthgeo.pipeline.data import response_scale
+    from synthgeo.pipeline.design import response_values
+
+    if spec.data.sequential:
+        parts = [(response_values(data.gdf, rc), rc.transform == "log")
+                 for rc in spec.data.response_configs if rc.family == "gaussian"]
+    elif spec.data.response_configs[0].family == "gaussian":
+        parts = [(data.y, response_scale(spec).g_name == "exp")]
+    else:
+        parts = []
+    ledger.check_noise(value_fingerprints(data.gdf, parts), fix=fix)
 
 
 def _release(spec: ReleaseSpec, *, inputs: _Inputs, progress=None, progressbar: bool = False,

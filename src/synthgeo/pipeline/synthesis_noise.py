@@ -42,9 +42,11 @@ from synthgeo.synthesis.input_noise import (
     INPUT_NOISE_KEY,
     INPUT_NOISE_OLS_KEY,
     choose_kappa,
+    duplicate_draws,
     noisy_response,
     ols_noise_sd,
     separate_target,
+    share_duplicate_draws,
 )
 from synthgeo.synthesis.mean_noise import MEAN_NOISE_KEY, choose_mean_noise, mean_noise
 
@@ -175,6 +177,8 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
     the leave-out variance s² less the variance v the noise gives its mean (at least
     :data:`FLOOR` s² kept), so that over the noise implicate ℓ of record i is N(m_iℓ(0), s²_iℓ):
     the calibrated cross-fit of y itself (docs/risk-and-utility.md, "Input noise: luck or leak").
+    Exact duplicate records (same coordinates, covariates and value) share one draw of e (and
+    of e_β): ``attrs["input_noise"]["n_records_sharing_a_draw"]`` counts them.
 
     Several responses (docs/risk-and-utility.md, "Input noise for several responses"): each
     response draws its own e from its own seed and κ; a later response's synthesis uses
@@ -215,9 +219,14 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
                  "attacker within the target: the verdict says FAIL")
     kappa = float(kappa)
     noise_seed, ols_seed = keyed_seeds(seed, [INPUT_NOISE_KEY, INPUT_NOISE_OLS_KEY])
-    ystar = noisy_response(data.y, kappa, noise_seed)
+    # exact duplicates (site, covariates, value) share one draw: independent draws would let
+    # an attacker average them (variance κ²/m)
+    first = duplicate_draws(data.sites.site_index, X, data.y)
+    sharing = int(np.sum(np.bincount(first, minlength=first.size)[first] > 1))
+    ystar = share_duplicate_draws(noisy_response(data.y, kappa, noise_seed), data.y, first)
     ols_sd = ols_noise_sd(kappa, h) if separate else None
-    target = noisy_response(data.y, ols_sd, ols_seed) if separate else ystar
+    target = (share_duplicate_draws(noisy_response(data.y, ols_sd, ols_seed), data.y, first)
+              if separate else ystar)
     realised = _realised_bound(spec, data, loo0, base, ystar, kappa, X=X, h=h,
                                ols=(target, ols_sd) if separate and kappa > 0 else None)
     # β of the means from y* (its GLS per cell), not from the fit on y: the calibrated means
@@ -273,6 +282,7 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
                                    else "OLS of y*"),
                                "ols_sd": ols_sd,
                                "n_records_variance_floored": floored,
+                               "n_records_sharing_a_draw": sharing,
                                "fit": ("y* with kappa^2 a known part of the nugget "
                                        "(theta, beta and the priors' scale from y*)" if known
                                        else "y* (theta, beta and the priors' scale from y*; "

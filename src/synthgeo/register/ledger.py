@@ -55,6 +55,32 @@ class Ledger:
 
             raise _seed_refusal(self.register.location, used.id)
 
+    def check_noise(self, fingerprints: list[bytes], fix: str = "") -> None:
+        """Refuse input noise on record values the register's releases already noised.
+
+        The refusal :meth:`~synthgeo.register.Register.add` would make at the end of the
+        run, made before anything is fitted (read only).
+
+        Parameters
+        ----------
+        fingerprints : list of bytes
+            :func:`~synthgeo.register.store.value_fingerprints` of the values to be noised.
+        fix : str, optional
+            Appended to the refusal (another way out, e.g. for ``protect = "targets"``).
+
+        Raises
+        ------
+        synthgeo.InputError
+            One line: which earlier release and how many records.
+        """
+        if self.register is None or not fingerprints:
+            return
+        used = self.register.noise_used(fingerprints)
+        if used is not None:
+            from synthgeo.register.store import noise_refusal
+
+            raise noise_refusal(self.register.location, *used, fix=fix)
+
     @property
     def unsigned_reason(self) -> str:
         """Why a release of this run is unsigned (empty when it is signed)."""

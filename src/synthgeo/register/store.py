@@ -18,6 +18,7 @@ import os
 import secrets
 import shutil
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import create_engine, event, insert, select, text
 from sqlalchemy import inspect as sa_inspect
@@ -46,7 +48,7 @@ from synthgeo.register.schema import (
 from synthgeo.register.signing import ReleaseKey, verify_record
 
 __all__ = ["REGISTER_ENV", "FILES_ENV", "BUSY_TIMEOUT_S", "SQLITE_SUFFIXES", "Register",
-           "RegisteredRelease", "NewRelease", "open_register"]
+           "RegisteredRelease", "NewRelease", "open_register", "value_fingerprints"]
 
 #: Environment variable naming the register (a SQLite path or a SQLAlchemy URL).
 REGISTER_ENV = "SYNTHGEO_REGISTER"
@@ -56,6 +58,10 @@ FILES_ENV = "SYNTHGEO_REGISTER_FILES"
 BUSY_TIMEOUT_S = 60.0
 #: File name endings of a SQLite register (anything else is refused, e.g. ``.jsonl``).
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+#: An existing SQLite file without tables may be a register another run is creating: how long
+#: opening it waits for the tables before refusing it as not a register, seconds.
+NEW_REGISTER_WAIT_S = 2.0
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,6 +145,29 @@ def new_uid() -> str:
     return uuid.uuid4().hex
 
 
+def _use_wal(cur, timeout_s: float) -> None:
+    """Put the database in WAL mode, waiting up to ``timeout_s`` for another connection.
+
+    SQLite answers "database is locked" to ``PRAGMA journal_mode=WAL`` at once when another
+    connection holds a lock, whatever the busy timeout (two runs creating a new register at
+    the same moment: the flaky ``test_two_concurrent_writers_serialise[sqlite]``), so the switch
+    is retried; a database already in WAL mode is left as it is.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            # fetchall: a statement left stepping would hold its lock
+            if str(cur.execute("PRAGMA journal_mode").fetchall()[0][0]).lower() != "wal":
+                cur.execute("PRAGMA journal_mode=WAL").fetchall()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                raise
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
+
+
 def _sqlite_engine(path: Path) -> Engine:
     """Return a SQLite engine: WAL, busy timeout, foreign keys, BEGIN IMMEDIATE."""
     engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_S})
@@ -147,8 +176,8 @@ def _sqlite_engine(path: Path) -> Engine:
     def _connect(dbapi_conn, _record):  # SQLAlchemy docs, "Serializable isolation"
         dbapi_conn.isolation_level = None  # SQLAlchemy emits BEGIN below, not pysqlite
         cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        cur.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")  # first: then wait
+        _use_wal(cur, BUSY_TIMEOUT_S)
         cur.execute("PRAGMA foreign_keys=ON")
         cur.close()
 
@@ -243,6 +272,27 @@ class Register:
         """Return a release whose seed hash is one of ``hashes``, or None."""
         hashes = [h for h in hashes if h]
         return self._one(releases.c.seed_hash.in_(hashes)) if hashes else None
+
+    def noise_used(self, fingerprints: list[bytes]) -> tuple[int, int] | None:
+        """Return (earliest release, records) whose input noise covers these values, or None.
+
+        Read only (a new register stays unmade): the check :meth:`add` makes, run before
+        anything is fitted (:meth:`synthgeo.register.Ledger.check_noise`).
+
+        Parameters
+        ----------
+        fingerprints : list of bytes
+            :func:`value_fingerprints` of the records that would get an input-noise draw.
+        """
+        if not fingerprints or not self._ready(create=False):
+            return None
+        with self.engine.connect() as conn:
+            salt = conn.execute(select(register_info.c.value).where(
+                register_info.c.name == "record_salt")).scalar()
+            if salt is None:  # no release under input noise yet
+                return None
+            hits = _noise_hits(conn, _keyed(salt, fingerprints))
+        return (min(hits), sum(hits.values())) if hits else None
 
     def successor(self, id: int) -> RegisteredRelease | None:
         """Return a release registered after release ``id`` (its ``previous_id``), or None."""
@@ -380,8 +430,7 @@ class Register:
         if salt is None:
             salt = secrets.token_hex(32)
             conn.execute(insert(register_info).values(name="record_salt", value=salt))
-        key = bytes.fromhex(salt)
-        return sorted({hmac.new(key, fp, hashlib.sha256).hexdigest() for fp in fingerprints})
+        return _keyed(salt, fingerprints)
 
     def summary_path(self, uid: str) -> Path:
         """Where the predictive summaries of release ``uid`` go (under :attr:`files_dir`)."""
@@ -540,6 +589,32 @@ def _chains(spec_json: str | None) -> int | None:
 _CHUNK = 900
 
 
+def _keyed(salt: str, fingerprints: list[bytes]) -> list[str]:
+    """HMAC-SHA256 (hex) of each fingerprint under the register's salt; sorted, unique."""
+    key = bytes.fromhex(salt)
+    return sorted({hmac.new(key, fp, hashlib.sha256).hexdigest() for fp in fingerprints})
+
+
+def _noise_hits(conn: Connection, keys: list[str]) -> dict[int, int]:
+    """``release id -> how many of keys`` among the registered input-noise draws."""
+    hits: dict[int, int] = {}
+    for start in range(0, len(keys), _CHUNK):
+        for (rid,) in conn.execute(select(noise_records.c.release_id).where(
+                noise_records.c.record_key.in_(keys[start:start + _CHUNK]))):
+            hits[rid] = hits.get(rid, 0) + 1
+    return hits
+
+
+def noise_refusal(location: str, rid: int, n: int, fix: str = "") -> InputError:
+    """Return the one-line refusal of a second, independent noise draw of registered values."""
+    return InputError(
+        f"the register {location!r} holds release {rid} whose input noise already covers "
+        f"{n} of these records' values: a second, independent noise draw "
+        "of the same values lets the two releases be averaged and the noise taken away; "
+        "release these records once under input noise, or leave `[synthesis] input_noise` "
+        "out" + fix)
+
+
 def _refuse_second_noise(conn: Connection, keys: list[str], location: str) -> None:
     """Refuse a release whose input noise would give a record value a second, independent draw.
 
@@ -548,19 +623,52 @@ def _refuse_second_noise(conn: Connection, keys: list[str], location: str) -> No
     synthgeo.InputError
         One line: how many records and which earlier release.
     """
-    hits: dict[int, int] = {}
-    for start in range(0, len(keys), _CHUNK):
-        for (rid,) in conn.execute(select(noise_records.c.release_id).where(
-                noise_records.c.record_key.in_(keys[start:start + _CHUNK]))):
-            hits[rid] = hits.get(rid, 0) + 1
+    hits = _noise_hits(conn, keys)
     if hits:
-        rid = min(hits)
-        raise InputError(
-            f"the register {location!r} holds release {rid} whose input noise already covers "
-            f"{sum(hits.values())} of these records' values: a second, independent noise draw "
-            "of the same values lets the two releases be averaged and the noise taken away; "
-            "release these records once under input noise, or leave `[synthesis] input_noise` "
-            "out")
+        raise noise_refusal(location, min(hits), sum(hits.values()))
+
+
+def value_fingerprints(gdf, parts) -> list[bytes]:
+    """Return one fingerprint per record value: what the register keys for input noise.
+
+    Bytes of (location in WGS 84 to 4 decimals, about 10 m; value on the person's scale, e.g.
+    dollars, to 6 significant figures): the same value at the same place is the same record
+    to the register, whatever the column is called, the target CRS or whether the file held
+    prices or log-prices (the break-it trial of 2026-12-03 passed those changes through a
+    fingerprint of name, projected metres and model-scale value). Confidential (in memory
+    only); the register keys them with its salt.
+
+    Parameters
+    ----------
+    gdf : geopandas.GeoDataFrame
+        The records (n rows, any CRS).
+    parts : iterable of (ndarray of shape (n,), bool)
+        Each noised response's values on the model scale, and whether the model scale is the
+        log of the person's.
+
+    Returns
+    -------
+    list of bytes
+        n per part.
+
+    Examples
+    --------
+    >>> import geopandas
+    >>> g = geopandas.GeoDataFrame(geometry=geopandas.points_from_xy([-121.5], [38.5]),
+    ...                            crs="EPSG:4326")
+    >>> value_fingerprints(g, [(np.array([100.0]), False)])
+    [b'-121.5000|38.5000|100']
+    """
+    parts = list(parts)
+    if not parts:
+        return []
+    pts = gdf.geometry.to_crs(4326)
+    lonlat = np.round(np.column_stack([pts.x, pts.y]), 4)
+    out: list[bytes] = []
+    for y, logged in parts:
+        value = np.exp(y) if logged else np.asarray(y, float)
+        out += [f"{a:.4f}|{b:.4f}|{v:.6g}".encode() for (a, b), v in zip(lonlat, value)]
+    return out
 
 
 def _seed_refusal(location: str, id: int) -> InputError:
@@ -598,8 +706,9 @@ def open_register(location: str | os.PathLike, *,
     ------
     synthgeo.InputError
         A path with another ending (e.g. ``register.jsonl``), a SQLite file whose folder does
-        not exist, an unreachable server, no files folder for a server register, or a
-        register of another schema version.
+        not exist, an existing file that is not a synthgeo register (a CSV, another
+        application's SQLite database: refused, never written), an unreachable server, no
+        files folder for a server register, or a register of another schema version.
 
     Examples
     --------
@@ -634,6 +743,8 @@ def open_register(location: str | os.PathLike, *,
         if path.is_dir():
             raise InputError(f"--register {text_loc!r} is a folder; give a file name such as "
                              "register.sqlite inside it")
+        if path.exists():  # read only: a file that is not a register is never written to
+            _check_register_file(path, text_loc)
         engine = _sqlite_engine(path)
         files = files_dir if files_dir is not None else files_dir_of(path)
         shown = str(path)
@@ -641,6 +752,57 @@ def open_register(location: str | os.PathLike, *,
     if not new:
         _create_schema(engine, shown)
     return Register(engine, Path(files), shown, new=new)
+
+
+def _sqlite_tables(path: Path) -> set[str] | None:
+    """Table names of the SQLite file at `path`, read only (None: not a SQLite database)."""
+    with open(path, "rb") as fh:
+        head = fh.read(len(_SQLITE_MAGIC))
+    if not head:
+        return set()  # 0 bytes: SQLite's empty database (or one being created)
+    if head != _SQLITE_MAGIC:
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        try:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError:
+        return None
+    return {r[0] for r in rows}
+
+
+def _check_register_file(path: Path, given: str) -> None:
+    """Refuse an existing file that is not a synthgeo register, without writing to it.
+
+    A register holds the tables :data:`synthgeo.register.schema.metadata` names (at least its
+    info and releases tables). A file with no tables at all may be a register another run is
+    creating at this moment: it is read again for :data:`NEW_REGISTER_WAIT_S` before it is
+    refused.
+
+    Raises
+    ------
+    synthgeo.InputError
+        A file that is not a SQLite database (e.g. a CSV), or a SQLite database without the
+        register's tables (another application's, or an empty one).
+    """
+    fix = ("give the path of an existing synthgeo register, or a new file name (a register "
+           "is created by its first release)")
+    needed = {register_info.name, releases.name}
+    deadline = time.monotonic() + NEW_REGISTER_WAIT_S
+    while True:
+        tables = _sqlite_tables(path)
+        if tables is None:
+            raise InputError(f"--register {given!r} is an existing file that is not a SQLite "
+                             f"database (e.g. a CSV), so not a synthgeo register; {fix}")
+        if needed <= tables:
+            return
+        if tables or time.monotonic() >= deadline:
+            raise InputError(f"--register {given!r} is an existing SQLite database without the "
+                             f"register's tables ({len(tables)} other table(s)), so not a "
+                             f"synthgeo register, and is left untouched; {fix}")
+        time.sleep(0.1)  # no table yet: perhaps a register being created by another run
 
 
 def _exists(engine: Engine, shown: str) -> bool:

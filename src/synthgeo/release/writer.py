@@ -580,14 +580,12 @@ def _register(result, record: dict[str, Any], tmp: Path, out: Path, uid: str, le
 def _noise_fingerprints(result) -> list[bytes]:
     """Return one fingerprint per record value that had an input-noise draw (else empty).
 
-    Bytes of (location in WGS 84 to 4 decimals, about 10 m; value on the person's scale, e.g.
-    dollars, to 6 significant figures): the same value at the same place is the same record
-    to the register, whatever the column is called, the target CRS or whether the file held
-    prices or log-prices (the break-it trial of 2026-12-03 passed those changes through a
-    fingerprint of name, projected metres and model-scale value). The register keys them
+    :func:`synthgeo.register.store.value_fingerprints` of each response with input noise: the
+    same value at the same place is the same record to the register. The register keys them
     (:class:`synthgeo.register.NewRelease`) and refuses a second draw.
     """
     from synthgeo.pipeline.data import response_scale
+    from synthgeo.register.store import value_fingerprints
 
     if isinstance(result, SequentialResult):
         parts = [(r.y, getattr(r, "input_noise", None), r.config.transform == "log")
@@ -597,17 +595,8 @@ def _noise_fingerprints(result) -> list[bytes]:
         parts = [(result.data.y,
                   released.attrs.get("input_noise") if released is not None else None,
                   response_scale(result.spec).g_name == "exp")]
-    out: list[bytes] = []
-    lonlat = None
-    for y, noise, logged in parts:
-        if not (noise or {}).get("sd"):
-            continue
-        if lonlat is None:
-            pts = result.data.gdf.geometry.to_crs(4326)
-            lonlat = np.round(np.column_stack([pts.x, pts.y]), 4)
-        value = np.exp(y) if logged else np.asarray(y, float)
-        out += [f"{a:.4f}|{b:.4f}|{v:.6g}".encode() for (a, b), v in zip(lonlat, value)]
-    return out
+    return value_fingerprints(result.data.gdf, [(y, logged) for y, noise, logged in parts
+                                                if (noise or {}).get("sd")])
 
 
 def _write_predictive_summary(result: ReleaseResult, path: Path) -> dict[str, Any]:

@@ -47,7 +47,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["INPUT_NOISE_KEY", "INPUT_NOISE_OLS_KEY", "OLS_INFORMATION_SHARE", "noisy_response",
-           "ols_noise_sd", "separate_target", "choose_kappa", "smallest_sd"]
+           "ols_noise_sd", "separate_target", "choose_kappa", "smallest_sd", "duplicate_draws",
+           "share_duplicate_draws"]
 
 #: The key of the input noise's seed among the release seed's children
 #: (:func:`synthgeo._seed.keyed_seeds`), apart from the implicates' 0 … L − 1.
@@ -160,6 +161,82 @@ def noisy_response(y: np.ndarray, kappa: float, seed) -> np.ndarray:
     if kappa == 0:
         return y.copy()
     return y + float(kappa) * np.random.default_rng(seed).standard_normal(y.size)
+
+
+def duplicate_draws(site_index: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Return, per record, the first record that is an exact duplicate of it (itself if none).
+
+    Exact duplicates (same site, i.e. the same coordinates, the same covariates and the same
+    response value) share one noise draw: with independent draws an attacker who knows the
+    method averages their m noisy values y* and reads y with variance κ²/m instead of κ²
+    (break-it review, 2026-12-07). One draw per distinct record keeps what y* tells about a
+    value at 1/κ² however often the value is repeated.
+
+    Parameters
+    ----------
+    site_index : ndarray of int, shape (n,)
+        Each record's site (:func:`synthgeo.model.kernels.make_sites`: identical coordinates).
+    X : ndarray of shape (n, p)
+        The design the synthesis uses (covariates; a later response's earlier y*).
+    y : ndarray of shape (n,)
+        The response, model scale.
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+        Index of the first record (in data order) with the same site, covariates and response.
+
+    Raises
+    ------
+    ValueError
+        If the three inputs do not have n rows each.
+
+    Examples
+    --------
+    >>> duplicate_draws(np.array([0, 1, 0]), np.ones((3, 1)), np.array([2.0, 2.0, 2.0])).tolist()
+    [0, 1, 0]
+    """
+    site_index = np.asarray(site_index).reshape(-1)
+    X = np.asarray(X, float)
+    y = np.asarray(y, float).reshape(-1)
+    n = y.size
+    if site_index.size != n or X.shape[0] != n:
+        raise ValueError(f"`site_index`, `X` and `y` must have the same number of rows, got "
+                         f"{site_index.size}, {X.shape[0]} and {n}")
+    if n == 0:
+        return np.zeros(0, int)
+    key = np.column_stack([site_index.astype(float), X.reshape(n, -1), y])
+    key = key + 0.0  # -0.0 and 0.0 are one value
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    return first[inverse.reshape(-1)]
+
+
+def share_duplicate_draws(noisy: np.ndarray, y: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Return y + e with each record's noise e taken from its first duplicate (``first``).
+
+    Deterministic under the seed: the draws are those of :func:`noisy_response`, each
+    duplicate taking its first record's.
+
+    Parameters
+    ----------
+    noisy : ndarray of shape (n,)
+        y + e, independent draws (:func:`noisy_response`).
+    y : ndarray of shape (n,)
+    first : ndarray of int, shape (n,)
+        :func:`duplicate_draws`.
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> share_duplicate_draws(np.array([1.5, 0.25, 0.75]), np.ones(3), np.array([0, 1, 0])).tolist()
+    [1.5, 0.25, 1.5]
+    """
+    y = np.asarray(y, float)
+    e = np.asarray(noisy, float) - y
+    return y + e[np.asarray(first, int)]
 
 
 def choose_kappa(bound_of, threshold: float, *, largest: float = 10.0) -> float:

@@ -143,6 +143,7 @@ def _release_attacker(result, scores) -> dict | None:
             "log_scale": getattr(scores, "g", "identity") == "exp",
             "noise_factor": float(np.exp(attack.kappa)),
             "ols_sd": noise.get("ols_sd"),
+            "n_records_sharing_a_draw": noise.get("n_records_sharing_a_draw"),
             "own_values_reading": noise.get("own_values_reading"),
             "own_values_largest_expected": noise.get("own_values_largest_expected"),
             "own_values_largest_this_noise": noise.get("own_values_largest_this_noise")}

@@ -72,7 +72,9 @@ def section_responses(result) -> Section:
         blocks.append({
             "attacker": None if attack is None else {
                 **attack.summary(), "log_scale": r.risk_scores.g == "exp",
-                "noise_factor": float(np.exp(attack.kappa))},
+                "noise_factor": float(np.exp(attack.kappa)),
+                "n_records_sharing_a_draw": (getattr(r, "input_noise", None) or {}).get(
+                    "n_records_sharing_a_draw")},
             "name": r.name, "family": r.family, "coef_names": r.coef_names,
             "n_at_risk": r.at_risk.n_at_risk, "M_m": r.at_risk.radius_m, "rates": rates,
             "by": by, "risk": risk, "formula": r.formula,

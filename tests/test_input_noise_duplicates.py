@@ -1,0 +1,88 @@
+"""Input noise: exact duplicate records share one noise draw (break-it review, 2026-12-07).
+
+With independent draws an attacker who knows the method averages the m duplicates' y* and reads
+y with variance κ²/m; one draw per distinct record keeps it at κ².
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import synthgeo as sg
+from synthgeo.config import (
+    AnonymityConfig,
+    DataConfig,
+    ModelConfig,
+    ReleaseSpec,
+    SamplingConfig,
+)
+from synthgeo.pipeline.run import run_release
+from synthgeo.synthesis.input_noise import duplicate_draws, noisy_response, share_duplicate_draws
+from synthgeo.testing import fake_fitter, fake_spec
+
+
+def test_duplicate_draws_groups_same_site_covariates_and_value():
+    site = np.array([0, 0, 0, 1, 0])
+    X = np.array([[1.0, 2.0], [1.0, 2.0], [1.0, 3.0], [1.0, 2.0], [1.0, 2.0]])
+    y = np.array([5.0, 5.0, 5.0, 5.0, 5.5])
+    # record 1 duplicates 0; 2 differs in a covariate, 3 in site, 4 in value
+    assert duplicate_draws(site, X, y).tolist() == [0, 0, 2, 3, 4]
+    first = duplicate_draws(site, X, y)
+    ystar = share_duplicate_draws(noisy_response(y, 0.3, 7), y, first)
+    assert ystar[0] == ystar[1]
+    assert len(set((ystar - y)[[0, 2, 3, 4]].tolist())) == 4
+    again = share_duplicate_draws(noisy_response(y, 0.3, 7), y, first)
+    np.testing.assert_array_equal(ystar, again)  # deterministic under the seed
+    with pytest.raises(ValueError, match="same number of rows"):
+        duplicate_draws(site[:3], X, y)
+
+
+def _points():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pts = sg.read_points("synthgeo:sacramento_home_sales.csv", x="lon", y="lat",
+                             crs="EPSG:4326", id="id", query="beds == 2")
+    pts = pts.reset_index(drop=True)
+    copies = pts.iloc[[3, 3, 10]].copy()  # record 3 three times in all, record 10 twice
+    copies["id"] = [f"dup{k}" for k in range(3)]
+    return pd.concat([pts, copies], ignore_index=True).set_geometry("geometry", crs=pts.crs)
+
+
+def test_duplicates_share_one_draw_and_are_counted():
+    pts = _points()
+    spec = ReleaseSpec(
+        data=DataConfig(responses=[{"name": "log_price"}], covariates=["sqft_living"],
+                        id="id"),
+        model=ModelConfig(gp="exact"), sampling=SamplingConfig(seed=11),
+        anonymity=AnonymityConfig(on_location_failure="warn"))
+    spec = fake_spec(spec, n_draws=150, n_implicates=4).replace(
+        "synthesis", predictive="cross_fit", input_noise=0.2)
+    base, seen = fake_fitter(n_draws=150), []
+
+    def capturing(y, X, sites, **kw):  # the fit of y* sees y* itself
+        if kw.get("label") == "unrestricted (y*)":
+            seen.append((np.asarray(y, float).copy(), sites.site_index.copy()))
+        return base(y, X, sites, **kw)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = run_release(spec, points=pts, fitter=capturing)
+    ystar, _ = seen[0]
+    ids = [str(i) for i in res.data.record_id]
+    y = res.data.y
+    e = ystar - y
+    for original, dups in ((pts["id"][3], ["dup0", "dup1"]), (pts["id"][10], ["dup2"])):
+        i = ids.index(str(original))
+        for d in dups:
+            j = ids.index(d)
+            assert y[i] == y[j]
+            assert e[j] == e[i]  # one draw between them
+    # every distinct record its own draw (the bundled file holds a duplicate of its own)
+    _, site = seen[0]
+    rows = pd.DataFrame(res.data.X).assign(site=site, y=y)
+    assert np.unique(e).size == len(rows.drop_duplicates())
+    attrs = res.implicates["restricted"].attrs["input_noise"]
+    assert attrs["n_records_sharing_a_draw"] == int(rows.duplicated(keep=False).sum())
+    assert attrs["n_records_sharing_a_draw"] >= 5  # 3 + 2 added here
