@@ -1,5 +1,7 @@
 """Input noise's separate calibration target and own-value risk over the noise (issue 25)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -209,3 +211,18 @@ def test_the_noise_and_its_normals_need_the_confidential_values_not_only_the_see
     e_true = real_noisy(y, sd, noise_seed) - y
     assert abs(np.corrcoef(e_guess, e_true)[0, 1]) < 0.3
     assert not np.allclose(seen["normals"].generate_state(4), stream.generate_state(4))
+
+
+def test_the_data_users_readme_says_the_values_were_noised(noisy):
+    """New-user finding: the data users' README said nothing of input noise and claimed a
+    calibration to the confidential data. It names the noise, its sd and the wider intervals."""
+    from synthgeo.release.readme import data_user_readme
+
+    text = data_user_readme(noisy)
+    sd = noisy.implicates["restricted"].attrs["input_noise"]["sd"]
+    assert "**Noise infusion**" in text and f"deviation\n  {sd:.3g} on the log scale" in text
+    assert "calibrated to the noised\n  data's" in text and "confidential\n  data's" not in text
+    assert "intervals are wider by design" in text
+    plain = dataclasses.replace(noisy, implicates={
+        m: ds.assign_attrs(input_noise=None) for m, ds in noisy.implicates.items()})
+    assert "Noise infusion" not in data_user_readme(plain)

@@ -142,11 +142,26 @@ def readme_context(result) -> dict[str, Any]:
         "smoothing": _smoothing_words(spec), "smoothed": _smoothing_ran(result),
         "cross_fit": spec.synthesis.predictive == "cross_fit",  # every record: leave-out draw
         "calibrated": spec.synthesis.cross_fit_calibration != "none",
+        **_noise_context(result),
         "first_csv": csv_name(1, L), "last_csv": csv_name(L, L),
         "formula": spec.formula,
         "level": f"{100 * (1 - alpha):g}%", "tq": f"{1 - alpha / 2:g}",  # t quantile
         "check_level": round(100 * (1 - alpha)), "check_rows": _check_rows(result),
     }
+
+
+def _noise_context(result) -> dict:
+    """``input_noise_sd`` (model scale) and ``noise_draws_y_star`` of the released implicates.
+
+    None / False when the release carries no input noise (a noise of 0 adds nothing).
+    """
+    implicates = getattr(result, "implicates", None) or {}
+    released = implicates.get("restricted")
+    noise = None if released is None else released.attrs.get("input_noise")
+    sd = None if not noise else float(noise.get("sd") or 0.0)
+    return {"input_noise_sd": sd if sd else None,
+            "noise_draws_y_star": bool(sd) and
+            result.spec.synthesis.input_noise_draws == "y_star"}
 
 
 def data_user_readme(result) -> str:
