@@ -226,3 +226,15 @@ def test_the_data_users_readme_says_the_values_were_noised(noisy):
     plain = dataclasses.replace(noisy, implicates={
         m: ds.assign_attrs(input_noise=None) for m, ds in noisy.implicates.items()})
     assert "Noise infusion" not in data_user_readme(plain)
+
+
+def test_the_report_prints_the_figure_on_this_noise_draw(noisy):
+    """New-user finding: the report only said release.json had the realised-noise figure; a
+    board reads it beside the verdict, with the count above the threshold."""
+    from synthgeo.release.report._risk_sections import section_risk
+
+    noise = noisy.implicates["restricted"].attrs["input_noise"]
+    body = str(section_risk(noisy).body)
+    assert "this\nrelease's noise draw" in body
+    assert f"<strong>{noise['largest_attributable_this_noise']:.3f}</strong>" in body
+    assert f"<strong>{noise['n_records_above_this_noise']}</strong> records above" in body

@@ -144,6 +144,8 @@ def _release_attacker(result, scores) -> dict | None:
             "noise_factor": float(np.exp(attack.kappa)),
             "ols_sd": noise.get("ols_sd"),
             "n_records_sharing_a_draw": noise.get("n_records_sharing_a_draw"),
+            "largest_attributable_this_noise": noise.get("largest_attributable_this_noise"),
+            "n_records_above_this_noise": noise.get("n_records_above_this_noise"),
             "own_values_reading": noise.get("own_values_reading"),
             "own_values_largest_expected": noise.get("own_values_largest_expected"),
             "own_values_largest_this_noise": noise.get("own_values_largest_this_noise")}
