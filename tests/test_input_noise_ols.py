@@ -238,3 +238,14 @@ def test_the_report_prints_the_figure_on_this_noise_draw(noisy):
     assert "this\nrelease's noise draw" in body
     assert f"<strong>{noise['largest_attributable_this_noise']:.3f}</strong>" in body
     assert f"<strong>{noise['n_records_above_this_noise']}</strong> records above" in body
+
+
+def test_the_key_figures_show_the_release_attacker(noisy):
+    """New-user finding: the release attacker's figure was only further down the report."""
+    from synthgeo.release.report._overview import key_figures
+
+    kf = key_figures(noisy)
+    row = kf[kf["item"].str.startswith("release attacker (knows the method")]
+    s = noisy.risk_scores.release_attack.summary()
+    assert len(row) == 1
+    assert row["value"].iloc[0].startswith(f"largest attributable {s['largest_attributable']:.3f}")

@@ -304,6 +304,25 @@ def _share_rows(result) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _release_attacker_row(result) -> tuple[str, str, str] | None:
+    """Return the key-figure row of the release attacker's largest a_i, or None.
+
+    New-user finding: it was in the risk section only, while the key figures showed the
+    own-value attacker's.
+    """
+    attack = getattr(result.risk_scores, "release_attack", None)
+    if attack is None:
+        return None
+    s = attack.summary()
+    value = (f"largest attributable {s['largest_attributable']:.3f} at L = {s['n_implicates']}"
+             + ("" if s.get("threshold") is None else
+                f"; {s['n_records_above_threshold']} of {s['n_records']} records above "
+                f"{s['threshold']:g}")
+             + ("" if s.get("judged") else " (reported, not judged)"))
+    return (f"release attacker (knows the method; {s['measure']}, {s['attack']} attack)",
+            value, "")
+
+
 def key_figures(result) -> pd.DataFrame:
     """Return the key-figures box of the report as one table.
 
@@ -333,6 +352,9 @@ def key_figures(result) -> pd.DataFrame:
         rows.append(joint)
     if getattr(result, "risk_scores", None) is not None:
         rows += _risk_rows(result)
+        attack_row = _release_attacker_row(result)
+        if attack_row is not None:
+            rows.append(attack_row)
     else:
         rows += _share_rows(result)
     util = result.utility[result.utility["model"] == "restricted"]
