@@ -249,3 +249,20 @@ def test_the_key_figures_show_the_release_attacker(noisy):
     s = noisy.risk_scores.release_attack.summary()
     assert len(row) == 1
     assert row["value"].iloc[0].startswith(f"largest attributable {s['largest_attributable']:.3f}")
+
+
+def test_noise_keys_that_would_do_nothing_or_too_much_are_refused_early(monkeypatch):
+    """Break-it findings: input_noise_draws = "y_star" with no noise passed and did nothing;
+    an sd above the cap was refused only after the fits. Both are refused before any fit."""
+    from synthgeo.pipeline import run as run_module
+
+    with pytest.raises(SpecError, match=r'input_noise_draws = "y_star"`.*input_noise = 0'):
+        load_spec(bundled_spec_path()).replace(
+            "synthesis", predictive="cross_fit", input_noise_draws="y_star")
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a model was fitted before the refusal")
+
+    monkeypatch.setattr(run_module, "make_fitter", no_fit)
+    with pytest.raises(SpecError, match=r"input_noise = 1000000.0` is more than 5 times"):
+        run_release(_spec(kappa=1e6))

@@ -317,6 +317,11 @@ class SynthesisConfig:
         if self.input_noise_draws not in ("y", "y_star"):
             raise _err("synthesis", "input_noise_draws", self.input_noise_draws,
                        '"y" or "y_star"')
+        if self.input_noise_draws == "y_star" and self.input_noise == 0:
+            raise SpecError(  # break-it finding: it passed and did nothing
+                '`[synthesis] input_noise_draws = "y_star"` draws implicates of the noised '
+                "response, but `input_noise = 0` adds no noise: give input_noise (an sd or "
+                '"auto"), or leave input_noise_draws out')
         if (self.input_noise != 0 and self.input_noise_ols == "separate"
                 and self.cross_fit_calibration == "covariates_loo"):
             raise SpecError(

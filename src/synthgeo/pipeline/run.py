@@ -62,6 +62,7 @@ from synthgeo.pipeline.risk_stage import (
     score_release_risk,
 )
 from synthgeo.pipeline.synthesis_noise import (
+    check_noise_scale,
     draw_input_noise,
     draw_mean_noise,
     input_noise_line,
@@ -684,6 +685,8 @@ def _valid_inputs(spec: ReleaseSpec, points, previous, ledger, say, *, land_chec
            else ""))
     noisy = next((k for k in ("input_noise", "mean_noise")
                   if getattr(spec.synthesis, k) != 0), None)
+    if noisy == "input_noise" and not several:  # a noise above its cap: refused before fitting
+        check_noise_scale(spec, data.y)
     if previous is not None and noisy:
         raise SpecError(
             f"--previous with `[synthesis] {noisy}`: a repeated release would draw its own "

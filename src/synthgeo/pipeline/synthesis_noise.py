@@ -164,6 +164,28 @@ def _by_cell(spec, data, fit, X, draws, alpha, phi, ystar, *, kappa, ols_sd, e, 
     return means, beta, v, moved, var_factor
 
 
+def check_noise_scale(spec, y: np.ndarray) -> float:
+    """Refuse a given input-noise sd above the cap; return the cap (model scale).
+
+    Called once the data are read, before any fit (break-it finding: the refusal came after
+    the fits), and again where the noise is drawn (a later response of several).
+
+    Raises
+    ------
+    SpecError
+        ``[synthesis] input_noise`` above :data:`INPUT_NOISE_CAP` times the response's standard
+        deviation (model scale): the released values would be noise.
+    """
+    kappa = spec.synthesis.input_noise
+    cap = INPUT_NOISE_CAP * float(np.std(y))
+    if kappa != "auto" and float(kappa) > cap:
+        raise SpecError(
+            f"`[synthesis] input_noise = {kappa!r}` is more than {INPUT_NOISE_CAP:g} times the "
+            "response's standard deviation (model scale): the released values would be "
+            'noise; give a smaller sd, or "auto"')
+    return cap
+
+
 def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | None = None,
                      own_X: np.ndarray | None = None, out: dict | None = None, refit=None):
     """Draw the cross-fitted implicates from y* = y + e (module docstring).
@@ -193,12 +215,7 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
     X = data.X if design is None else np.asarray(design, float)
     seed = confidential_seed(seed, data.y)  # e and the normals: no seed search (_seed.py)
     kappa, chosen, reached = spec.synthesis.input_noise, "given", None
-    cap = INPUT_NOISE_CAP * float(np.std(data.y))
-    if kappa != "auto" and float(kappa) > cap:
-        raise SpecError(
-            f"`[synthesis] input_noise = {kappa!r}` is more than {INPUT_NOISE_CAP:g} times the "
-            "response's standard deviation (model scale): the released values would be "
-            'noise; give a smaller sd, or "auto"')
+    cap = check_noise_scale(spec, data.y)
     loo0 = _prior(spec, data, fit, sources, own_X)
     threshold, base, attributable_at = _attacker(spec, data, loo0)
     unlimited = np.full(data.y.size, np.inf)
