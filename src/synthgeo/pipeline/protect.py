@@ -74,7 +74,7 @@ __all__ = ["LADDER", "SHARED_STAGES", "round_specs", "seek_targets", "round_reco
 LADDER: tuple[tuple[str, dict], ...] = (
     ("cross_fit calibrated (covariates_loo)",
      {"predictive": "cross_fit", "cross_fit_calibration": "covariates_loo",
-      "input_noise": 0.0, "mean_noise": 0.0}),
+      "input_noise": 0.0, "mean_noise": 0.0, "input_noise_draws": "y"}),
     ("cross_fit calibrated (covariates) + input noise (auto)",
      {"predictive": "cross_fit", "cross_fit_calibration": "covariates",
       "input_noise": "auto", "input_noise_ols": "auto", "mean_noise": 0.0,
