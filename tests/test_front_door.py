@@ -393,7 +393,7 @@ _DATA_VALUES = {
     "crs": "EPSG:4326", "id": "sale", "query": "sqft > 0", "back_transform": "identity",
     "transform": "log", "subject": "owner", "target_crs": "EPSG:32610",
     "drop_duplicates": True, "coord_unit_m": 1000.0, "sep": ";", "decimal": ",",
-    "encoding": "latin-1", "accept_small_extent": True,
+    "encoding": "latin-1", "thousands": ".", "accept_small_extent": True,
     "responses": [{"name": "price", "transform": "log"}], "missing": "drop",
     "max_dropped_share": 0.2, "on_drop_failure": "warn",
     "release_ids": "original", "study_area": [-122.0, 38.0, -121.0, 39.0],
@@ -419,7 +419,8 @@ def test_every_data_key_is_reachable_from_synthesize():
         pts_k = pts
         companion = {"x": {"y": "lat"}, "y": {"x": "lon"},
                      "coord_unit_m": {"x": "lon", "y": "lat"},
-                     "decimal": {"sep": ";"}}.get(key, {})
+                     "decimal": {"sep": ";"},
+                     "thousands": {"sep": ";", "decimal": ","}}.get(key, {})
         spec = spec_for_points(pts_k, data={key: value, **companion}, **extra)
         got = getattr(spec.data, key)
         if key == "responses":

@@ -86,3 +86,31 @@ def test_duplicates_share_one_draw_and_are_counted():
     attrs = res.implicates["restricted"].attrs["input_noise"]
     assert attrs["n_records_sharing_a_draw"] == int(rows.duplicated(keep=False).sum())
     assert attrs["n_records_sharing_a_draw"] >= 5  # 3 + 2 added here
+
+
+def test_the_report_and_release_json_say_how_many_share_a_draw(tmp_path):
+    """The bundled sales hold one exact duplicate pair: 2 records share a draw, and the
+    report's noise paragraph and release.json say so."""
+    import json
+
+    from synthgeo.config import bundled_spec_path, load_spec
+    from synthgeo.config.risk import RiskTarget
+    from synthgeo.release.report._risk_sections import section_risk
+    from synthgeo.release.writer import write_release
+    from synthgeo.testing import fake_release_result
+
+    spec = load_spec(bundled_spec_path())
+    spec = (spec.replace("risk", targets=[RiskTarget(measure="rel:0.1",
+                                                     max_attributable_record=0.5)],
+                         on_risk_failure="warn")
+            .replace("synthesis", predictive="cross_fit", cross_fit_calibration="covariates",
+                     input_noise=0.3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fake_release_result(spec, n_draws=100, n_implicates=4)
+        assert res.implicates["restricted"].attrs["input_noise"]["n_records_sharing_a_draw"] == 2
+        body = section_risk(res).body
+        assert "beside it). 2 records are exact duplicates of another" in body
+        write_release(res, tmp_path / "out")
+    record = json.loads((tmp_path / "out" / "release.json").read_text())
+    assert record["synthesis"]["input_noise"]["n_records_sharing_a_draw"] == 2

@@ -66,6 +66,7 @@ from synthgeo.config.model import ModelConfig
 from synthgeo.pipeline.responses import SequentialResult
 from synthgeo.pipeline.result import verdicts
 from synthgeo.risk.verdict import ATTACKERS
+from synthgeo.synthesis.cross_fit import LOO_MAX_LEVERAGE
 
 __all__ = ["LADDER", "SHARED_STAGES", "round_specs", "seek_targets", "round_record",
            "round_stage_seconds", "round_line"]
@@ -110,13 +111,18 @@ def _mechanism(spec: ReleaseSpec) -> str:
         ", implicates of y*" if s.input_noise_draws == "y_star" else "")
 
 
-def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
+def round_specs(spec: ReleaseSpec, *, high_leverage: int = 0) -> list[tuple[str, ReleaseSpec]]:
     """Return the rounds ``protect = "targets"`` tries, in order (module docstring).
 
     Parameters
     ----------
     spec : ReleaseSpec
         With ``[risk] protect = "targets"`` and targets.
+    high_leverage : int, default=0
+        Records whose leverage h_ii is above
+        :data:`~synthgeo.synthesis.cross_fit.LOO_MAX_LEVERAGE`: where there are any, the
+        round that would use ``cross_fit_calibration = "covariates_loo"`` (unstable there) uses
+        "covariates", and its name says so.
 
     Returns
     -------
@@ -149,6 +155,10 @@ def round_specs(spec: ReleaseSpec) -> list[tuple[str, ReleaseSpec]]:
         s = first
         if s.synthesis.predictive != "cross_fit":
             s = s.replace("model", **_RESTRICTED_DEFAULTS)
+        if high_leverage and changes.get("cross_fit_calibration") == "covariates_loo":
+            changes = {**changes, "cross_fit_calibration": "covariates"}
+            name = (f"cross_fit calibrated (covariates; covariates_loo falls back: "
+                    f"{high_leverage} record(s) with leverage above {LOO_MAX_LEVERAGE:g})")
         s = s.replace("synthesis", **changes)
         if any(_mechanism(r) == _mechanism(s) for _, r in rounds):
             continue
@@ -335,7 +345,7 @@ def _why(rounds: list[dict]) -> str:
 
 
 def seek_targets(spec: ReleaseSpec, run: Callable, *, finish: Callable | None = None,
-                 **kwargs):
+                 high_leverage: int = 0, **kwargs):
     """Run the rounds of ``protect = "targets"`` until every target holds (module docstring).
 
     Parameters
@@ -347,6 +357,9 @@ def seek_targets(spec: ReleaseSpec, run: Callable, *, finish: Callable | None = 
         release, seed, locations: a refused input prints no round line), called as
         ``run(round_spec, reuse_fits=..., **kwargs)`` (:func:`synthgeo.pipeline.run.run_release`
         passes its own; this module sits beside it).
+    high_leverage : int, default=0
+        Records with leverage above one half (:func:`round_specs`: the covariates_loo round
+        falls back to "covariates").
     **kwargs
         Passed to ``run`` (progress, progressbar, fitter).
 
@@ -370,7 +383,7 @@ def seek_targets(spec: ReleaseSpec, run: Callable, *, finish: Callable | None = 
     cache: dict = {}
     rounds: list[dict] = []
     result = None
-    specs = round_specs(spec)
+    specs = round_specs(spec, high_leverage=high_leverage)
 
     def one_round(k):
         name, s = specs[k - 1]

@@ -71,7 +71,9 @@ from synthgeo.risk.selection import AtRiskChoice
 from synthgeo.risk.within_eps import summarise_risk, within_eps_risk
 from synthgeo.synthesis.cross_fit import (
     calibrate_covariates,
+    check_loo_leverage,
     draw_cross_fitted,
+    high_leverage_count,
     implicate_sources,
     leverage,
     own_value_leak,
@@ -329,6 +331,8 @@ def _draw(spec: ReleaseSpec, data: PreparedData, fit: GPFit, name: str, seed, *,
             keep["raw_error"] = data.y - loo.mean.mean(axis=0)
         if calibrated:  # the implicates' OLS on X: the confidential's
             own_out = calibration == "covariates_loo"
+            if own_out:  # a later response's design holds the earlier responses too
+                check_loo_leverage(data.X)
             mean = calibrate_covariates(loo.mean, data.y, data.X, leave_own_out=own_out)
         ds = draw_cross_fitted(mean, loo.sd, sources=sources, random_seed=seed,
                                record_id=data.record_id, calibration=calibration)
@@ -641,6 +645,7 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
             from synthgeo.pipeline.protect import seek_targets
 
             return seek_targets(spec, partial(_release, inputs=inputs, general=False),
+                                high_leverage=high_leverage_count(inputs.data.X),
                                 finish=partial(with_general_utility, say=say),
                                 progress=progress, progressbar=progressbar, fitter=fitter)
         return _release(spec, inputs=inputs, progress=progress, progressbar=progressbar,
@@ -676,6 +681,9 @@ def _valid_inputs(spec: ReleaseSpec, points, previous, ledger, say, *, land_chec
         check_records(data.y, data.X, records_digest)
     if ledger is not None:  # a second noise draw of registered values: before fitting too
         _check_noise_register(spec, data, ledger)
+    if (spec.synthesis.predictive == "cross_fit"
+            and spec.synthesis.cross_fit_calibration == "covariates_loo"):
+        check_loo_leverage(data.X)  # h_ii > 0.5: unstable leave-one-out prediction
     formulas = [responses.response_formula(spec, rc, j == 0) if several else spec.formula
                 for j, rc in enumerate(spec.data.response_configs)]
     for rc, formula in zip(spec.data.response_configs, formulas) if several else ():

@@ -55,7 +55,8 @@ from synthgeo.inference.result import GPFit
 from synthgeo.synthesis.implicates import implicate_draw_index, implicate_seeds
 
 __all__ = ["PREDICTIVES", "CALIBRATIONS", "implicate_sources", "calibrate_covariates", "leverage",
-           "own_value_bound", "own_value_leak", "draw_cross_fitted"]
+           "own_value_bound", "own_value_leak", "draw_cross_fitted", "LOO_MAX_LEVERAGE",
+           "check_loo_leverage", "high_leverage_count"]
 
 #: ``[synthesis] predictive``: the posterior predictive of the released (restricted) fit, or
 #: the unrestricted fit's cross-fitted (leave-block-out) predictive.
@@ -190,6 +191,56 @@ def leverage(X: np.ndarray) -> np.ndarray:
     """
     X = np.asarray(X, float)
     return np.einsum("ij,ij->i", X @ np.linalg.pinv(X.T @ X), X)
+
+
+#: Under ``cross_fit_calibration = "covariates_loo"``: the largest leverage h_ii allowed. The
+#: leave-own-out shift divides by 1 − h_ii; above one half it more than doubles the record's own
+#: error, and the leave-one-out covariate prediction is unstable (break-it review, 2026-12-07).
+LOO_MAX_LEVERAGE = 0.5
+
+
+def check_loo_leverage(X: np.ndarray) -> None:
+    """Refuse ``cross_fit_calibration = "covariates_loo"`` where a record's h_ii exceeds 0.5.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, p)
+        The design (intercept included).
+
+    Raises
+    ------
+    synthgeo.SpecError
+        One line: how many records, and the option that works (``"covariates"``).
+
+    Examples
+    --------
+    >>> check_loo_leverage(np.column_stack([np.ones(20), np.arange(20.0)]))  # all h < 0.5
+    >>> try:
+    ...     check_loo_leverage(np.column_stack([np.ones(4), [0.0, 1.0, 2.0, 30.0]]))
+    ... except ValueError as exc:
+    ...     print(str(exc)[:60])
+    `[synthesis] cross_fit_calibration = "covariates_loo"`: 1 re
+    """
+    from synthgeo._errors import SpecError
+
+    n = high_leverage_count(X)
+    if n:
+        raise SpecError(
+            f'`[synthesis] cross_fit_calibration = "covariates_loo"`: {n} record(s) have '
+            f"leverage h_ii above {LOO_MAX_LEVERAGE:g}, where the leave-one-out covariate "
+            "prediction is unstable (its shift divides by 1 - h_ii); use "
+            'cross_fit_calibration = "covariates"')
+
+
+def high_leverage_count(X: np.ndarray) -> int:
+    """Return how many records have h_ii above :data:`LOO_MAX_LEVERAGE`.
+
+    Examples
+    --------
+    >>> high_leverage_count(np.column_stack([np.ones(4), [0.0, 1.0, 2.0, 30.0]]))
+    1
+    """
+    return int(np.sum(leverage(X) > LOO_MAX_LEVERAGE))
 
 
 def own_value_bound(weight: np.ndarray, mean: np.ndarray, sd: np.ndarray,
