@@ -110,7 +110,7 @@ def test_the_report_and_release_json_say_how_many_share_a_draw(tmp_path):
         res = fake_release_result(spec, n_draws=100, n_implicates=4)
         assert res.implicates["restricted"].attrs["input_noise"]["n_records_sharing_a_draw"] == 2
         body = section_risk(res).body
-        assert "beside it). 2 records are exact duplicates of another" in body
+        assert "against its target. 2 records are exact duplicates of another" in body
         write_release(res, tmp_path / "out")
     record = json.loads((tmp_path / "out" / "release.json").read_text())
     assert record["synthesis"]["input_noise"]["n_records_sharing_a_draw"] == 2
