@@ -296,9 +296,15 @@ def main() -> None:
         rec.figure(f"{name}: smallest Reiter CI overlap", round(p["smallest_overlap"], 4), "")
         rec.figure(f"{name}: run time protected / unprotected", round(r["time_ratio"], 2), "",
                    goal_max=2.0)
-        if p["neighbour_check"] is not None:
+        checks = p["neighbour_check"]
+        if checks is not None and "by_measure" in checks:  # one response
             rec.figure(f"{name}: neighbour rises beyond noise (rel:0.1)",
-                       p["neighbour_check"]["by_measure"]["rel:0.1"]["n_rose"], "records")
+                       checks["by_measure"]["rel:0.1"]["n_rose"], "records")
+        elif checks is not None:  # several responses: each gaussian response's check
+            for resp, c in checks.items():
+                if c is not None and "rel:0.1" in c["by_measure"]:
+                    rec.figure(f"{name}: {resp}: neighbour rises beyond noise (rel:0.1)",
+                               c["by_measure"]["rel:0.1"]["n_rose"], "records")
         if p.get("joint") is not None:
             rec.figure(f"{name}: joint count over responses", p["joint"]["n_joint"],
                        "records")
