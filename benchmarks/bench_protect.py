@@ -123,9 +123,7 @@ def measure_several(name: str, target: dict, protected, unprotected,
                              r.name: (None if r.neighbour_check is None
                                       else r.neighbour_check.summary())
                              for r in res.responses},
-                         "detector": {"applicable": False,
-                                      "reason": "the single-response route's (not run with "
-                                                "several responses)"},
+                         "detector": {r.name: r.detector for r in res.responses},
                          "loo_posterior": {r.name: r.risk_scores.loo_posterior
                                            for r in res.responses
                                            if r.risk_scores is not None}},
@@ -224,7 +222,8 @@ def _block(records: dict[str, dict]) -> str:
                     f"smallest ESS {v.get('smallest_ess', 'n/a')}"
                     for k, v in (p["loo_posterior"] or {}).items() if v)
                 + "; " + _several_neighbours(p.get("neighbour_check"))
-                + f"; detector not run (several responses); run "
+                + "; " + _several_detectors(p.get("detector"))
+                + "; run "
                 f"{p['seconds']:.0f} s = {r['time_ratio']:.2f} × the unprotected "
                 f"{r['unprotected']['seconds']:.0f} s"
                 + (" (the first round's time, not a separate run)"
@@ -260,6 +259,22 @@ def newest_records() -> dict[str, dict]:
 def write_docs() -> None:
     """Rewrite the block of "Seeking the targets" from the newest records."""
     replace_block(DOCS, BEGIN, END, BEGIN + _block(newest_records()) + END)
+
+
+def _several_detectors(blocks) -> str:
+    """Each response's detector: its AUC, or why it did not run (records before 2026-12-07:
+    the several-response route ran none)."""
+    if not blocks or "applicable" in blocks:
+        return "detector not run (several responses)"
+    parts = []
+    for name, b in blocks.items():
+        if b is None:
+            parts.append(f"{name} n/a")
+        elif b.get("applicable"):
+            parts.append(f"{name} AUC {b['auc']:.3f} (CI {b['ci'][0]:.3f}–{b['ci'][1]:.3f})")
+        else:
+            parts.append(f"{name} not run: {b['reason']}")
+    return "detector " + "; ".join(parts)
 
 
 def _several_neighbours(checks) -> str:

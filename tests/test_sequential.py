@@ -839,6 +839,11 @@ def test_every_gaussian_response_gets_its_own_neighbour_check(judged_strict, tmp
     html = (out / "report.html").read_text()
     assert "Neighbour check, per response" in html
     assert "confidential/neighbour_check_lp2.csv" in html
+    # the detector too, per response (its block: an AUC, or why it did not run)
+    for entry, r in zip(rec["responses"], res.responses):
+        assert entry["detector"] == json.loads(json.dumps(r.detector))
+        assert "applicable" in entry["detector"]
+    assert "Can a protected record be told apart? Per response" in html
 
 
 def test_stop_refuses_a_failed_response_before_writing():

@@ -90,6 +90,10 @@ class ResponseResult:
         A gaussian response: the records whose risk rose from the unrestricted model to the
         released one (:func:`synthgeo.pipeline.at_risk_rule.run_neighbour_check`, on this
         response's y and scale); None for yes/no and counts (no Rao-Blackwellised risk).
+    detector : dict or None
+        A gaussian response: release.json's ``detector`` block for it
+        (:func:`synthgeo.pipeline.detector_stage.detector_block`: features the released
+        covariates, locations and this response's implicates); None for yes/no and counts.
     input_noise : dict or None
         A gaussian response under ``[synthesis] input_noise``: what its synthesis did
         (:func:`synthgeo.pipeline.synthesis_noise.draw_input_noise`; aggregates only).
@@ -119,6 +123,7 @@ class ResponseResult:
     own_value_leak: dict | None = None
     input_noise: dict | None = None
     neighbour_check: NeighbourChecks | None = None
+    detector: dict | None = None
 
     @property
     def name(self) -> str:

@@ -941,13 +941,15 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
                 if (noise_line := input_noise_line(d.implicates["restricted"])) is not None:
                     say(f"{rc.name}: {noise_line}")
             else:
-                nc = None
+                nc = det = None
                 per, summary, matches = responses.discrete_risk_tables(
                     spec, rc, d.synthetic, y, d.at_risk, frame)
         if rc.family == "gaussian":  # on this response's y and scale, like one response's
             with _timed(sec, "neighbour_check"):
                 nc = run_neighbour_check(spec, d.data, d.implicates, d.at_risk, d.choice,
                                          g=responses.response_scale_of(spec, rc).g_name)
+            with _timed(sec, "detector"):  # the released covariates (`data`), not d.data's X
+                det = detector_block(spec, data, d.implicates, d.at_risk.at_risk)
         with _timed(sec, "utility"):
             utility = responses.response_utility(spec, rc, d.synthetic, y, frame, formula,
                                                 progressbar=progressbar)
@@ -963,7 +965,7 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
                             d.implicates["restricted"].attrs.get("own_value_leak")),
             input_noise=(None if d.implicates is None else
                          d.implicates["restricted"].attrs.get("input_noise")),
-            neighbour_check=nc))
+            neighbour_check=nc, detector=det))
         for k, v in sec.items():  # totals over responses; per response in ResponseResult
             seconds[k] = seconds.get(k, 0.0) + v
     joint, joint_per = responses.joint_risk(data, results) if len(results) > 1 else (None, None)

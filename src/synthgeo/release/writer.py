@@ -767,6 +767,7 @@ def sequential_record(result: SequentialResult, *, seconds: dict,
             **_own_value_leak(spec, r),
             **({} if r.neighbour_check is None else
                {"neighbour_check": r.neighbour_check.summary()}),  # aggregates only
+            **({} if r.detector is None else {"detector": r.detector}),  # counts, settings
             "utility": {"method": ("OLS" if r.family == "gaussian" else
                                    {"bernoulli": "logistic GLM", "poisson": "Poisson GLM"}
                                    [r.family]) + " per implicate, Reiter (2003) rules",

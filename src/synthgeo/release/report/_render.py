@@ -18,6 +18,7 @@ from synthgeo.release.report._overview import section_overview
 from synthgeo.release.report._reuse import earlier_figures
 from synthgeo.release.report._risk_sections import (
     section_detector,
+    section_detector_several,
     section_histograms,
     section_neighbours,
     section_neighbours_several,
@@ -55,6 +56,7 @@ SEQUENTIAL_SECTIONS: tuple[tuple[str, Callable], ...] = (
     ("Responses: rates by area, risk, utility", section_responses),
     (None, section_protection),  # only under protect = "targets": not listed as skipped
     ("Neighbour check, per response", section_neighbours_several),
+    ("Can a protected record be told apart? Per response", section_detector_several),
     ("General utility (pMSE)", section_general_utility),
     _LOCATIONS,
 )

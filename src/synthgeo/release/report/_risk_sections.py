@@ -267,6 +267,17 @@ def section_detector(result) -> Section | None:
     return Section("detector", "Can a protected record be told apart?", body)
 
 
+def section_detector_several(result) -> Section | None:
+    """Return the detector of every gaussian response of ``[[data.responses]]``."""
+    parts = [render("neighbours_response.html.j2", name=r.name,
+                    body=render("detector.html.j2", block=r.detector))
+             for r in getattr(result, "responses", []) if getattr(r, "detector", None)]
+    if not parts:
+        return None
+    return Section("detector", "Can a protected record be told apart? Per response",
+                   Markup("\n").join(parts))
+
+
 #: Rows of the fresh-draw table: (figure key, label).
 _FRESH_ROWS = (("n_records", "records selected by risk"), ("mean", "mean a_i"),
                ("largest", "largest a_i"),
