@@ -225,8 +225,9 @@ def test_notebook_job_from_a_geodataframe_in_memory(homes, tmp_path):
     assert rec["crs"]["coordinate_unit"] == {"metres_per_unit": None, "name": "degree",
                                              "source": "geometry", "scale_to_crs": 1.0}
     assert pyproj.CRS.from_wkt(rec["crs"]["source"]).to_epsg() == 4326
-    # no coded warning of the data; the only one is the small seed (3) of an unsigned release
-    assert [w["code"] for w in rec["warnings"]] == ["small_unsigned_seed"]
+    # no coded warning of the data; the only ones are the small seed (3) of an unsigned
+    # release and that any seed below 2^64 can be searched
+    assert [w["code"] for w in rec["warnings"]] == ["small_unsigned_seed", "guessable_seed"]
     # the report and the data users' README name no file: there is none
     report = (out / "report.html").read_text(encoding="utf-8")
     assert "GeoDataFrame in memory" in report and before in report

@@ -578,11 +578,27 @@ def test_an_unsigned_small_seed_is_warned_in_release_json_and_the_report(tmp_pat
     report = (out / "report.html").read_text(encoding="utf-8")
     assert "Warning: release.json is unsigned and the seed is small" in report
     assert "123457" not in report.split("release-signing")[1][:2000]
-    with warnings.catch_warnings():  # signed, or a 128-bit seed: nothing to say
-        warnings.simplefilter("error", UserWarning)
+    with warnings.catch_warnings():  # signed, or a 128-bit seed: nothing to say of the hash
+        warnings.filterwarnings("error", message="release.json is unsigned", category=UserWarning)
+        warnings.filterwarnings("ignore", message="the seed is below 2", category=UserWarning)
         signed = write_release(res, tmp_path / "signed", ledger=Ledger(None, KEY))
         large = write_release(run(2**100 + 7), tmp_path / "large", ledger=Ledger(None, None))
     assert "small_unsigned_seed" not in codes(signed)[0] + codes(large)[0]
+
+
+def test_a_searchable_seed_is_said_signed_or_not(tmp_path):
+    """Break-it trial 2026-12-07: a seed below 2^64 is searched with one record's candidate
+    values against the released row order; a key does not help, so signed releases say it
+    too; a 128-bit seed does not."""
+    from synthgeo.release.writer import write_result
+
+    res = run_release(_spec(123457), fitter=fake_fitter(n_draws=100))
+    with pytest.warns(UserWarning, match="the seed is below 2\\^64"):
+        out = write_result(res, tmp_path / "signed", ledger=Ledger(None, KEY))
+    record = json.loads((out / "release.json").read_text(encoding="utf-8"))
+    assert "guessable_seed" in [w["code"] for w in record["warnings"]]
+    assert "123457" not in json.dumps(record["warnings"])
+    assert "the seed is below 2^64" in (out / "report.html").read_text(encoding="utf-8")
 
 
 def test_a_second_input_noise_draw_of_the_same_values_is_refused(register):

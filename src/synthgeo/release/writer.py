@@ -525,6 +525,7 @@ def synthesiser_record(state, path: Path) -> dict[str, Any]:
 
 def _sign_and_stamp(record: dict[str, Any], result, ledger) -> str | None:
     """Add the ``register`` and ``signature`` blocks (and the keyed seed hash); return the uid."""
+    from synthgeo._seed import guessable_seed_warning
     from synthgeo.io.notices import note
     from synthgeo.register import seed_hash, sign_record, small_seed_warning
     from synthgeo.register.store import new_uid
@@ -534,6 +535,8 @@ def _sign_and_stamp(record: dict[str, Any], result, ledger) -> str | None:
         record["seed_sha256"] = seed_hash(seed, ledger.key)
     if (text := small_seed_warning(seed, ledger.key)) is not None:
         note(record.setdefault("warnings", []), "small_unsigned_seed", text)
+    if (text := guessable_seed_warning(seed)) is not None:  # signed or not
+        note(record.setdefault("warnings", []), "guessable_seed", text)
     uid = None
     if ledger.register is not None:
         uid = new_uid()
@@ -654,7 +657,8 @@ def signing_text(ledger, seed: int | None = None) -> str:
         The run's register and key (None: neither).
     seed : int, optional
         The run's seed: unsigned with a seed below 2^32, the text ends with
-        :func:`synthgeo.register.small_seed_warning` (the seed itself is never shown).
+        :func:`synthgeo.register.small_seed_warning`, and below 2^64 (signed or not) with
+        :func:`synthgeo._seed.guessable_seed_warning` (the seed itself is never shown).
 
     Returns
     -------
@@ -668,6 +672,7 @@ def signing_text(ledger, seed: int | None = None) -> str:
     >>> signing_text(Ledger(None, None), 20181).split("register. ")[1][:25]
     'Warning: release.json is '
     """
+    from synthgeo._seed import guessable_seed_warning
     from synthgeo.register import Ledger, small_seed_warning
 
     ledger = ledger if ledger is not None else Ledger(None, None)
@@ -677,7 +682,9 @@ def signing_text(ledger, seed: int | None = None) -> str:
     text = sig + (f"; registered in {reg.location}." if reg is not None
                   else "; not in a release register.")
     small = small_seed_warning(seed, ledger.key)
-    return text if small is None else f"{text} Warning: {small}."
+    text = text if small is None else f"{text} Warning: {small}."
+    guessable = guessable_seed_warning(seed)  # signed or not (synthgeo._seed)
+    return text if guessable is None else f"{text} Warning: {guessable}."
 
 
 def id_map_sha256(folder: Path) -> str | None:
