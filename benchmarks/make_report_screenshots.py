@@ -36,12 +36,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _tour_spec(folder: Path):
     """Return the bundled spec with its commented protect line and targets uncommented."""
-    text = bundled_spec_path().read_text(encoding="utf-8")
-    block = text[text.index("# protect = \"targets\"\n"):text.index("\n[utility]")]
-    lines = [ln[2:] for ln in block.splitlines() if ln.startswith("# ")
-             and ("=" in ln or ln.startswith("# [risk.targets]"))]
+    from synthgeo.config.spec import bundled_tour_spec_text
+
     path = folder / "tour.toml"
-    path.write_text(text.replace(block, "\n".join(lines)), encoding="utf-8")
+    path.write_text(bundled_tour_spec_text(), encoding="utf-8")
     return sg.load_spec(path)
 
 

@@ -295,12 +295,10 @@ def test_an_output_folder_inside_a_release_folder_is_refused(tmp_path):
 
 def _protect_toml(tmp_path):
     """The bundled spec with its commented protect line and targets uncommented, as a file."""
-    text = bundled_spec_path().read_text(encoding="utf-8")
-    block = text[text.index("# protect = \"targets\"\n"):text.index("\n[utility]")]
-    lines = [ln[2:] for ln in block.splitlines() if ln.startswith("# ")
-             and ("=" in ln or ln.startswith("# [risk.targets]"))]
+    from synthgeo.config.spec import bundled_tour_spec_text
+
     path = tmp_path / "protect.toml"
-    path.write_text(text.replace(block, "\n".join(lines)), encoding="utf-8")
+    path.write_text(bundled_tour_spec_text(), encoding="utf-8")
     assert load_spec(path).risk.protect == "targets"
     return path
 

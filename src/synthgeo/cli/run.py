@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from synthgeo import __version__
+from synthgeo._errors import RiskError
 from synthgeo.cli._spec import (
     add_output_arguments,
     add_spec_arguments,
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace, say) -> int:
                      previous=previous, register=getattr(args, "register", None),
                      key_file=getattr(args, "key_file", None),
                      allow_unsigned=getattr(args, "allow_unsigned", False))
-    except Exception:
+    except RiskError:  # a run stopped by its targets (bad input is one line: its own error)
         _say_earlier_output_kept(out)
         raise
     return write_and_report(rel, out, args, say, t0)
@@ -87,8 +88,9 @@ def run(args: argparse.Namespace, say) -> int:
 def _say_earlier_output_kept(out: Path) -> None:
     """Say on stderr that ``out`` still holds an earlier run's release, not this spec's.
 
-    A run that stops (failed targets under ``on_risk_failure = "stop"``, bad input) writes
-    nothing, so a folder from an earlier run would otherwise look like this run's output.
+    A run stopped by its targets (``on_risk_failure = "stop"``) writes nothing, so a folder
+    from an earlier run would otherwise look like this run's output. (Bad input stays one
+    line: its error names what to fix and says nothing was written.)
     """
     if (out / "release.json").is_file():
         print(f"synthgeo: note: {out} still holds an earlier run's release, left as it was; "

@@ -376,3 +376,32 @@ def spec_from_dict(record: dict[str, Any]) -> ReleaseSpec:
 def bundled_spec_path() -> Path:
     """Path of the example spec shipped inside the package (Sacramento two-bedroom sales)."""
     return Path(str(resources.files("synthgeo") / "data" / BUNDLED_SPEC))
+
+
+def bundled_tour_spec_text() -> str:
+    """Return the bundled spec's text with its commented protect line and targets uncommented.
+
+    README's tour step 2: what a user gets by uncommenting the block in a copy of the spec
+    (the tests and the report screenshots run it).
+
+    Returns
+    -------
+    str
+        TOML text; the ``# protect = "targets"`` line and the ``# [risk.targets]`` table's
+        lines made live, every other comment kept.
+
+    Examples
+    --------
+    >>> from synthgeo.config import load_spec
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tour.toml"
+    >>> _ = path.write_text(bundled_tour_spec_text(), encoding="utf-8")
+    >>> load_spec(path).risk.protect
+    'targets'
+
+    """
+    text = bundled_spec_path().read_text(encoding="utf-8")
+    block = text[text.index('# protect = "targets"\n'):text.index("\n[utility]")]
+    lines = [ln[2:] for ln in block.splitlines() if ln.startswith("# ")
+             and ("=" in ln or ln.startswith("# [risk.targets]"))]
+    return text.replace(block, "\n".join(lines))

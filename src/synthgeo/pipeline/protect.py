@@ -309,7 +309,7 @@ def same_noise_next(current: ReleaseSpec, following: ReleaseSpec) -> bool:
     --------
     >>> from synthgeo.config import load_spec, bundled_spec_path
     >>> s = load_spec(bundled_spec_path()).replace(
-    ...     "synthesis", predictive="cross_fit", input_noise="auto")
+    ...     "synthesis", predictive="cross_fit", input_noise=0.3)
     >>> same_noise_next(s, s.replace("synthesis", input_noise_draws="y_star"))
     True
     """
