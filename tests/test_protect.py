@@ -215,10 +215,14 @@ def test_release_attacker_judged_moves_the_rounds_to_input_noise():
     # a fourth round (the same noise, implicates of y*) only where the third failed: at L = 20
     # the third's own values may pass or not with the draw; the slow tour test (L = 100) needs
     # the fourth
-    fourth = p["rounds"][3]  # tried after a FAIL, and after a PASS (the same noise: utility)
-    assert fourth["mechanism"].endswith("implicates of y*")
-    if third["verdict"] == "PASS":
-        best = max((r for r in (third, fourth) if r["verdict"] == "PASS"),
+    # tried after a FAIL, and after a PASS below the utility bar (the same noise: utility)
+    if third["verdict"] == "PASS" and third["smallest_ci_overlap"] >= 0.90:
+        assert len(p["rounds"]) == 3 and p["released_round"] == 3
+    else:
+        fourth = p["rounds"][3]
+        assert fourth["mechanism"].endswith("implicates of y*")
+    if third["verdict"] == "PASS" and len(p["rounds"]) == 4:
+        best = max((r for r in p["rounds"][2:] if r["verdict"] == "PASS"),
                    key=lambda r: r["smallest_ci_overlap"])
         assert p["released_round"] == best["round"]
 

@@ -24,7 +24,8 @@ the next stronger mechanism, round by round, at most ``[risk] max_rounds``:
    response's spread (a small file) the fit of y* tells little about y's nugget, and y's
    predictive at its draws is narrower than the baseline's: the own values fail in round 3
    (the bundled 140 sales). It shares round 3's noise and fit of y*, so it is tried after a
-   PASS of round 3 as well, and of the two that PASS the one with the larger smallest Reiter CI
+   PASS of round 3 as well, unless round 3's smallest Reiter CI overlap already reaches
+   :data:`ENOUGH_OVERLAP` (0.90), and of the two that PASS the one with the larger smallest
    overlap is released (:func:`same_noise_next`).
 
 **Several responses** (``[[data.responses]]``, every one gaussian): a round applies its
@@ -68,8 +69,8 @@ from synthgeo.pipeline.result import verdicts
 from synthgeo.risk.verdict import ATTACKERS
 from synthgeo.synthesis.cross_fit import LOO_MAX_LEVERAGE
 
-__all__ = ["LADDER", "SHARED_STAGES", "round_specs", "seek_targets", "round_record",
-           "round_stage_seconds", "round_line"]
+__all__ = ["LADDER", "ENOUGH_OVERLAP", "SHARED_STAGES", "round_specs", "seek_targets",
+           "round_record", "round_stage_seconds", "round_line"]
 
 #: The rounds after the spec's own: (name, [synthesis] changes).
 LADDER: tuple[tuple[str, dict], ...] = (
@@ -318,6 +319,17 @@ def same_noise_next(current: ReleaseSpec, following: ReleaseSpec) -> bool:
             and following.replace("synthesis", input_noise_draws="y") == current)
 
 
+#: A round 3 that PASSes with every coefficient's Reiter CI overlap at least this is released
+#: without trying round 4 (whose implicates are wider by the noise): issue 25's utility bar.
+ENOUGH_OVERLAP = 0.90
+
+
+def _overlap_enough(record: dict) -> bool:
+    """Whether a round's smallest CI overlap meets :data:`ENOUGH_OVERLAP` (None: not known)."""
+    overlap = record["smallest_ci_overlap"]
+    return overlap is not None and overlap >= ENOUGH_OVERLAP
+
+
 def _more_utility(candidate: dict, released: dict) -> bool:
     """Whether ``candidate`` round has the larger smallest CI overlap (None: not larger)."""
     a, b = candidate["smallest_ci_overlap"], released["smallest_ci_overlap"]
@@ -403,7 +415,8 @@ def seek_targets(spec: ReleaseSpec, run: Callable, *, finish: Callable | None = 
         result, caught = one_round(k)
         released = k
         if verdicts(result)["risk"] == "PASS":
-            if k < len(specs) and same_noise_next(specs[k - 1][1], specs[k][1]):
+            if (k < len(specs) and same_noise_next(specs[k - 1][1], specs[k][1])
+                    and not _overlap_enough(rounds[-1])):
                 other, other_caught = one_round(k + 1)
                 if _more_utility(rounds[-1], rounds[-2]) and verdicts(other)["risk"] == "PASS":
                     result, caught, released = other, other_caught, k + 1
