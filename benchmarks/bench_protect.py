@@ -210,7 +210,7 @@ def _block(records: dict[str, dict]) -> str:
             out.append(
                 f"- {name} ({', '.join(r['responses'])}): {p['verdict']} ("
                 + ", ".join(f"{k} {v}" for k, v in p["by_response"].items())
-                + f") after {len(prot['rounds'])} round(s) ({prot['rounds'][-1]['mechanism']}); "
+                + f") after {len(prot['rounds'])} round(s), {_released(prot)}; "
                 + ("every target met" if prot["reached"] else f"not reached {prot['why_not']}")
                 + f"; joint count: {joint.get('n_joint', 'n/a')} of "
                 f"{format(joint.get('n_records', 'n/a'), ',')} records identifiable by location and possibly "
@@ -230,8 +230,8 @@ def _block(records: dict[str, dict]) -> str:
                    if r["unprotected"].get("from_round_1") else "") + ".")
             continue
         out.append(
-            f"- {name}: {p['verdict']} after {len(prot['rounds'])} round(s) "
-            f"({prot['rounds'][-1]['mechanism']}); "
+            f"- {name}: {p['verdict']} after {len(prot['rounds'])} round(s), "
+            f"{_released(prot)}; "
             + ("every target met" if prot["reached"] else f"not reached {prot['why_not']}")
             + "; Reiter CI overlap per coefficient "
             + ", ".join(f"{k} {v:.3f}" for k, v in p["overlap"].items())
@@ -259,6 +259,12 @@ def newest_records() -> dict[str, dict]:
 def write_docs() -> None:
     """Rewrite the block of "Seeking the targets" from the newest records."""
     replace_block(DOCS, BEGIN, END, BEGIN + _block(newest_records()) + END)
+
+
+def _released(prot) -> str:
+    """The released round and its mechanism (not always the last round tried)."""
+    k = prot.get("released_round") or len(prot["rounds"])
+    return f"released round {k} ({prot['rounds'][k - 1]['mechanism']})"
 
 
 def _several_detectors(blocks) -> str:
