@@ -870,3 +870,23 @@ def test_marginal_nugget_on_several_gaussian_responses():
     rec = sequential_record(res, seconds={})
     assert [e["at_risk"]["at_risk_nugget"] for e in rec["responses"]] == ["marginal"] * 2
     assert rec["verdicts"]["risk"]["status"] == "NOT ASSESSED"  # no targets: never PASS
+
+
+def test_an_input_noise_above_its_cap_is_refused_before_any_fit_with_several_responses(
+        monkeypatch):
+    """The cap on a given input-noise sd (5 × the response's sd, model scale) is checked for
+    every gaussian response once the data are read, not after the fits (break-it finding,
+    first mended for one response only)."""
+    from synthgeo._errors import SpecError
+    from synthgeo.pipeline import run as run_module
+    from synthgeo.pipeline import run_release
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a model was fitted before the refusal")
+
+    monkeypatch.setattr(run_module, "make_fitter", no_fit)
+    spec = _spec([{"name": "log_price"}, {"name": "lp2"}]).replace(
+        "synthesis", predictive="cross_fit", cross_fit_calibration="covariates",
+        input_noise=1e6)
+    with pytest.raises(SpecError, match=r"input_noise = 1000000.0` is more than 5 times"):
+        _quiet(run_release, spec, points=_two_points())

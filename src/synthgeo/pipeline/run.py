@@ -693,8 +693,9 @@ def _valid_inputs(spec: ReleaseSpec, points, previous, ledger, say, *, land_chec
            else ""))
     noisy = next((k for k in ("input_noise", "mean_noise")
                   if getattr(spec.synthesis, k) != 0), None)
-    if noisy == "input_noise" and not several:  # a noise above its cap: refused before fitting
-        check_noise_scale(spec, data.y)
+    if noisy == "input_noise":  # a noise above its cap: refused before fitting
+        for y, _ in _gaussian_values(spec, data):
+            check_noise_scale(spec, y)
     if previous is not None and noisy:
         raise SpecError(
             f"--previous with `[synthesis] {noisy}`: a repeated release would draw its own "
@@ -742,17 +743,24 @@ def _check_noise_register(spec: ReleaseSpec, data: PreparedData, ledger) -> None
                    f"set `[risk] max_rounds = {first}` to stop before it)")
     if not noisy:
         return
+    ledger.check_noise(value_fingerprints(data.gdf, _gaussian_values(spec, data)), fix=fix)
+
+
+def _gaussian_values(spec: ReleaseSpec, data: PreparedData) -> list[tuple[np.ndarray, bool]]:
+    """Each gaussian response's values (model scale) and whether that scale is the log.
+
+    What input noise draws for, known before any fit: the early refusals (the noise's cap,
+    the register's second draw) read it.
+    """
     from synthgeo.pipeline.data import response_scale
     from synthgeo.pipeline.design import response_values
 
     if spec.data.sequential:
-        parts = [(response_values(data.gdf, rc), rc.transform == "log")
-                 for rc in spec.data.response_configs if rc.family == "gaussian"]
-    elif spec.data.response_configs[0].family == "gaussian":
-        parts = [(data.y, response_scale(spec).g_name == "exp")]
-    else:
-        parts = []
-    ledger.check_noise(value_fingerprints(data.gdf, parts), fix=fix)
+        return [(response_values(data.gdf, rc), rc.transform == "log")
+                for rc in spec.data.response_configs if rc.family == "gaussian"]
+    if spec.data.response_configs[0].family == "gaussian":
+        return [(data.y, response_scale(spec).g_name == "exp")]
+    return []
 
 
 def _release(spec: ReleaseSpec, *, inputs: _Inputs, progress=None, progressbar: bool = False,
@@ -918,7 +926,7 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
     attack_inputs = _attack_inputs(spec, data, drawn)
     for j, (d, formula) in enumerate(zip(drawn, formulas)):
         rc, sec, y = d.config, d.seconds, d.data.y
-        attributable = scores = None
+        attributable = scores = nc = det = None
         with _timed(sec, "risk"):
             if rc.family == "gaussian":
                 risk, summary = _within_eps(spec, d, progressbar)
@@ -941,7 +949,6 @@ def _several_responses(spec, data, drawn: list[_Drawn], formulas: list[str], loc
                 if (noise_line := input_noise_line(d.implicates["restricted"])) is not None:
                     say(f"{rc.name}: {noise_line}")
             else:
-                nc = det = None
                 per, summary, matches = responses.discrete_risk_tables(
                     spec, rc, d.synthetic, y, d.at_risk, frame)
         if rc.family == "gaussian":  # on this response's y and scale, like one response's

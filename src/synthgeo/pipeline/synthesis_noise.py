@@ -167,8 +167,8 @@ def _by_cell(spec, data, fit, X, draws, alpha, phi, ystar, *, kappa, ols_sd, e, 
 def check_noise_scale(spec, y: np.ndarray) -> float:
     """Refuse a given input-noise sd above the cap; return the cap (model scale).
 
-    Called once the data are read, before any fit (break-it finding: the refusal came after
-    the fits), and again where the noise is drawn (a later response of several).
+    Called once the data are read, before any fit, for every gaussian response (break-it
+    finding: the refusal came after the fits), and again where the noise is drawn.
 
     Raises
     ------
