@@ -64,19 +64,25 @@ def test_points_commands_read_shipped_data(command, capsys):
 
 # --- the last lines of a run, and --strict (issue 26 items 2 and 5) ---------------------------
 
+def _unreachable_target_text(on_risk_failure: str = "stop") -> str:
+    """The bundled spec, small (100 draws, L = 5), with a target no release meets (a_i ≤ 0)."""
+    from synthgeo.config import bundled_spec_path
+
+    text = bundled_spec_path().read_text(encoding="utf-8")
+    text = text.replace('on_risk_failure = "stop"', f'on_risk_failure = "{on_risk_failure}"')
+    text = text.replace("draws = 1000", "draws = 100").replace("n_implicates = 100",
+                                                               "n_implicates = 5")
+    return text + ('\n[risk.targets]\nmeasure = "rel:0.1"\nattack = "share"\n'
+                   "max_attributable_record = 0.0\n")
+
+
 def test_strict_exits_3_after_writing_a_failed_release_and_the_end_says_why(tmp_path, capsys):
     """A FAIL under "warn" is written; --strict makes it visible to a scheduler (exit 3)."""
     import re
 
     from synthgeo.cli.main import main
-    from synthgeo.config import bundled_spec_path
 
-    text = bundled_spec_path().read_text(encoding="utf-8")
-    text = text.replace('on_risk_failure = "stop"', 'on_risk_failure = "warn"')
-    text = text.replace("draws = 1000", "draws = 100").replace("n_implicates = 100",
-                                                               "n_implicates = 5")
-    text += ('\n[risk.targets]\nmeasure = "rel:0.1"\nattack = "share"\n'
-             "max_attributable_record = 0.0\n")
+    text = _unreachable_target_text("warn")
     spec = tmp_path / "spec.toml"
     spec.write_text(text, encoding="utf-8")
     code = main(["run", str(spec), "--out", str(tmp_path / "out"), "--strict",
@@ -105,18 +111,11 @@ def test_a_stopped_run_says_the_folder_holds_an_earlier_release(tmp_path, capsys
     """New-user finding: a run stopped by its targets writes nothing; the earlier release in
     --out is left as it was, and the run says so instead of letting it pass for this spec's."""
     from synthgeo.cli.main import main
-    from synthgeo.config import bundled_spec_path
 
-    text = bundled_spec_path().read_text(encoding="utf-8")
-    text = text.replace("draws = 1000", "draws = 100").replace("n_implicates = 100",
-                                                               "n_implicates = 5")
-    text += ('\n[risk.targets]\nmeasure = "rel:0.1"\nattack = "share"\n'
-             "max_attributable_record = 0.0\n")
     spec = tmp_path / "spec.toml"
-    spec.write_text(text, encoding="utf-8")
+    spec.write_text(_unreachable_target_text("stop"), encoding="utf-8")
     warn = tmp_path / "warn.toml"  # the earlier run: the same spec, written under "warn"
-    warn.write_text(text.replace('on_risk_failure = "stop"', 'on_risk_failure = "warn"'),
-                    encoding="utf-8")
+    warn.write_text(_unreachable_target_text("warn"), encoding="utf-8")
     out = tmp_path / "out"
     assert main(["run", str(warn), "--out", str(out), "--progress", "never"]) == 0
     before = (out / "release.json").read_bytes()

@@ -24,7 +24,7 @@ import geopandas
 import numpy as np
 import pandas as pd
 
-from synthgeo._seed import confidential_words
+from synthgeo._seed import confidential_seed
 from synthgeo.pipeline.previous import ID_MAP_FILE  # the layout --previous reads back
 
 __all__ = ["ReleasedRecords", "released_records", "ID_MAP_FILE", "RELEASE_IDS_SPAWN_KEY"]
@@ -75,8 +75,8 @@ def _permutation(n: int, seed, y: np.ndarray) -> np.ndarray:
     if seed is None:
         raise ValueError("pseudonymous release ids need the run's seed (got None)")
     first = seed.entropy if isinstance(seed, np.random.SeedSequence) else int(seed)
-    stream = np.random.SeedSequence([int(first), *confidential_words(y)],
-                                    spawn_key=(RELEASE_IDS_SPAWN_KEY,))
+    stream = confidential_seed(
+        np.random.SeedSequence(int(first), spawn_key=(RELEASE_IDS_SPAWN_KEY,)), y)
     return np.random.default_rng(stream).permutation(n)
 
 

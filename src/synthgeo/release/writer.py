@@ -523,20 +523,32 @@ def synthesiser_record(state, path: Path) -> dict[str, Any]:
             "drawn_from": state.drawn_from}
 
 
+def _seed_warnings(seed: int | None, key) -> list[tuple[str, str]]:
+    """Return the seed's coded warnings: (code, one line), for release.json and the report.
+
+    ``small_unsigned_seed`` (:func:`synthgeo.register.small_seed_warning`: unsigned, below
+    2^32, its hash inverts) and ``guessable_seed`` (:func:`synthgeo._seed.
+    guessable_seed_warning`: below 2^64, signed or not). Never the seed.
+    """
+    from synthgeo._seed import guessable_seed_warning
+    from synthgeo.register import small_seed_warning
+
+    said = [("small_unsigned_seed", small_seed_warning(seed, key)),
+            ("guessable_seed", guessable_seed_warning(seed))]
+    return [(code, text) for code, text in said if text is not None]
+
+
 def _sign_and_stamp(record: dict[str, Any], result, ledger) -> str | None:
     """Add the ``register`` and ``signature`` blocks (and the keyed seed hash); return the uid."""
-    from synthgeo._seed import guessable_seed_warning
     from synthgeo.io.notices import note
-    from synthgeo.register import seed_hash, sign_record, small_seed_warning
+    from synthgeo.register import seed_hash, sign_record
     from synthgeo.register.store import new_uid
 
     seed = run_seed(result)
     if seed is not None:
         record["seed_sha256"] = seed_hash(seed, ledger.key)
-    if (text := small_seed_warning(seed, ledger.key)) is not None:
-        note(record.setdefault("warnings", []), "small_unsigned_seed", text)
-    if (text := guessable_seed_warning(seed)) is not None:  # signed or not
-        note(record.setdefault("warnings", []), "guessable_seed", text)
+    for code, text in _seed_warnings(seed, ledger.key):
+        note(record.setdefault("warnings", []), code, text)
     uid = None
     if ledger.register is not None:
         uid = new_uid()
@@ -672,8 +684,7 @@ def signing_text(ledger, seed: int | None = None) -> str:
     >>> signing_text(Ledger(None, None), 20181).split("register. ")[1][:25]
     'Warning: release.json is '
     """
-    from synthgeo._seed import guessable_seed_warning
-    from synthgeo.register import Ledger, small_seed_warning
+    from synthgeo.register import Ledger
 
     ledger = ledger if ledger is not None else Ledger(None, None)
     sig = (f"release.json signed (HMAC-SHA256, key id {ledger.key.key_id})" if ledger.key
@@ -681,10 +692,7 @@ def signing_text(ledger, seed: int | None = None) -> str:
     reg = ledger.register
     text = sig + (f"; registered in {reg.location}." if reg is not None
                   else "; not in a release register.")
-    small = small_seed_warning(seed, ledger.key)
-    text = text if small is None else f"{text} Warning: {small}."
-    guessable = guessable_seed_warning(seed)  # signed or not (synthgeo._seed)
-    return text if guessable is None else f"{text} Warning: {guessable}."
+    return " ".join([text, *(f"Warning: {said}." for _, said in _seed_warnings(seed, ledger.key))])
 
 
 def id_map_sha256(folder: Path) -> str | None:

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 from markupsafe import Markup
 
+from synthgeo.pipeline.released import released_label_of
 from synthgeo.release.report import _figures as F
 from synthgeo.release.report._common import first_measure, measure_label
 from synthgeo.release.report._html import Section, render, table
@@ -153,8 +154,6 @@ def _release_attacker(result, scores) -> dict | None:
 
 def section_risk(result) -> Section | None:
     """Risk by group (table and bars) and the distribution of per-record risk, both models."""
-    from synthgeo.pipeline.released import released_label_of
-
     if result.risk_summary is None or not result.risk:
         return None
     by_measure: dict[str, dict[str, np.ndarray]] = {}
@@ -247,8 +246,6 @@ def section_protection(result) -> Section | None:
     if block is None:
         return None
     rounds, targets = protection_tables(block)
-    from synthgeo.pipeline.released import released_label_of
-
     stages = round_stage_table(block)
     body = render("protection.html.j2", block=block, released_label=released_label_of(result),
                   rounds_table=table(rounds, id="protection-rounds", floatfmt="{:.3f}"),
@@ -304,22 +301,27 @@ def fresh_draw_table(selection) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _neighbour_context(nc) -> dict:
+    """Return the neighbours template's figures of one neighbour check (aggregates only)."""
+    summ = nc.summary()
+    return {"rule": summ["rule"], "n_at_risk": summ["n_at_risk"],
+            "n_spatial": summ["n_spatial"], "n_by_risk": summ["n_by_risk"],
+            "min_rise": summ["min_rise_reported"],
+            "neighbours": pd.DataFrame([{"measure": key, **m}
+                                        for key, m in summ["by_measure"].items()])}
+
+
 def section_neighbours(result) -> Section | None:
     """Return the neighbour check's aggregates and, for a repeated release, the pooled risk."""
     nc = getattr(result, "neighbour_check", None)
     if nc is None:
         return None
-    summ = nc.summary()
-    rows = [{"measure": key, **{k: v for k, v in m.items()}}
-            for key, m in summ["by_measure"].items()]
     cum = getattr(result, "cumulative", None)
     selection = getattr(result, "at_risk_selection", None)
     body = render(
-        "neighbours.html.j2", rule=summ["rule"], n_at_risk=summ["n_at_risk"],
+        "neighbours.html.j2", **_neighbour_context(nc),
         selection=None if selection is None else selection.summary(),
         selection_table=None if selection is None else fresh_draw_table(selection),
-        n_spatial=summ["n_spatial"], n_by_risk=summ["n_by_risk"],
-        min_rise=summ["min_rise_reported"], neighbours=pd.DataFrame(rows),
         cumulative=None if cum is None else cum.summary,
         n_linked=getattr(cum, "n_linked", 0), n_new=getattr(cum, "n_new", 0),
         n_pooled=getattr(cum, "n_implicates_pooled", 0),
@@ -342,14 +344,10 @@ def section_neighbours_several(result) -> Section | None:
         if nc is None:
             parts.append(render("neighbours_none.html.j2", name=r.name, family=r.family))
             continue
-        summ = nc.summary()
-        rows = [{"measure": key, **m} for key, m in summ["by_measure"].items()]
         parts.append(render(
             "neighbours_response.html.j2", name=r.name,
-            body=render("neighbours.html.j2", rule=summ["rule"], n_at_risk=summ["n_at_risk"],
-                        selection=None, selection_table=None, n_spatial=summ["n_spatial"],
-                        n_by_risk=summ["n_by_risk"], min_rise=summ["min_rise_reported"],
-                        neighbours=pd.DataFrame(rows), cumulative=None,
+            body=render("neighbours.html.j2", **_neighbour_context(nc), selection=None,
+                        selection_table=None, cumulative=None,
                         csv_name=f"neighbour_check_{r.name}.csv",
                         table_id=f"table-neighbour-check-{r.name}")))
     if not parts:
