@@ -363,6 +363,29 @@ def test_dot_grouped_thousands_under_decimal_comma(tmp_path, capsys):
                     thousands=",")
 
 
+def test_dot_grouped_beside_whole_numbers_under_decimal_comma(tmp_path):
+    """Break-it trial 2026-12-07: exports group only numbers of 1,000 or more, so a column with
+    836 beside 1.167 passed the guard and half the sizes were released 1,000 times too small."""
+    path = tmp_path / "mixed.csv"
+    rows = "".join(f"{i};{-121.5 + 0.01 * i:.4f};{38.5 + 0.01 * i:.4f}".replace(".", ",")
+                   + (f";{800 + i}\n" if i % 2 else f";1.{100 + i:03d}\n") for i in range(12))
+    path.write_text("id;lon;lat;sqft\n" + rows, encoding="utf-8")
+    with pytest.raises(InputError, match=r"column `sqft` of mixed.csv holds numbers written "
+                                         r'like 1.234 .*set `thousands = "."`'):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                    numeric_columns=["sqft"], id_column="id")
+    gdf = load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                      thousands=".", numeric_columns=["sqft"], id_column="id")
+    assert gdf["sqft"].iloc[0] == 1100 and gdf["sqft"].iloc[1] == 801
+    # a whole-number column with no grouped value, and decimal commas, are not refused
+    plain = tmp_path / "plain.csv"
+    plain.write_text("id;lon;lat;sqft\n" + "".join(
+        f"{i};{-121.5 + 0.01 * i:.4f};{38.5 + 0.01 * i:.4f}".replace(".", ",") + f";{800 + i}\n"
+        for i in range(12)), encoding="utf-8")
+    assert load_points(plain, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                       numeric_columns=["sqft"], id_column="id")["sqft"].iloc[3] == 803
+
+
 def test_thousands_separators_name_both_readings(tmp_path):
     """Break-it finding: "1,200" was called a decimal comma, and that fix would read 1.2."""
     path = tmp_path / "th.csv"

@@ -154,20 +154,25 @@ def keep_id_text(frame: pd.DataFrame, id_column: str | None) -> pd.DataFrame:
 
 #: A number written with "." grouping thousands and no decimals: 1.234, -12.345.678.
 _DOT_GROUPED = re.compile(r"^-?\d{1,3}(\.\d{3})+$")
+_PLAIN_INTEGER = re.compile(r"^-?\d+$")
 
 
 def _refuse_dot_grouped(path: Path, opts: CsvOptions, id_column: str | None) -> None:
     """Under ``decimal = ","`` without ``thousands``: refuse a column of dot-grouped integers.
 
     Such a column ("1.234" for one thousand two hundred and thirty-four) would otherwise be read
-    as 1.234 without a word. Raises InputError naming the column and ``thousands = "."``.
+    as 1.234 without a word. Exports group only numbers of 1,000 or more, so a column counts when
+    some value is dot-grouped and every value is a whole number, grouped or not ("836" beside
+    "1.167": break-it trial 2026-12-07 released half the sizes 1,000 times too small). Raises
+    InputError naming the column and ``thousands = "."``.
     """
     raw = pd.read_csv(path, sep=opts.sep, encoding=opts.encoding, dtype=str)
     for column in raw.columns:
         if column == id_column:
             continue  # ids are labels, not numbers
         values = raw[column].dropna().str.strip()
-        if len(values) and bool(values.str.fullmatch(_DOT_GROUPED).all()):
+        grouped = values.str.fullmatch(_DOT_GROUPED)
+        if bool(grouped.any()) and bool((grouped | values.str.fullmatch(_PLAIN_INTEGER)).all()):
             raise InputError(
                 f"column `{column}` of {path.name} holds numbers written like 1.234 (thousands "
                 'grouped with ".") while `decimal` is ",": they would be read as 1.234; set '
