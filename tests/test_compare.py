@@ -120,6 +120,8 @@ def test_paper_design_pattern(paper_comparison):
     mi = r.spatial["morans_i"].set_index("model")
     for m in ("unrestricted", "restricted", "suppressed"):
         assert mi.loc[m, "q05"] - 0.05 < mi.loc[m, "confidential"] < mi.loc[m, "q95"] + 0.05
+    # the comparison prints no pMSE, so its release skips the general utility (3 s of 15)
+    assert r.release.general_utility is None and "general_utility" not in r.release.seconds
 
 
 def test_write_comparison_is_atomic_and_refuses_existing(paper_comparison, tmp_path):

@@ -554,7 +554,7 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
                 previous: str | os.PathLike | None = None, ledger=None,
                 reuse_fits: dict | None = None,
                 plan: SynthesiserState | None = None, land_checked=None,
-                records_digest: str | None = None):
+                records_digest: str | None = None, general_utility: bool = True):
     """Fit both models, synthesise, score risk and utility (writes nothing): every release.
 
     One route: data → locations → per response (fit unrestricted, at-risk set, fit
@@ -608,6 +608,11 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
         ``synthgeo draw``: the SHA-256 the stored synthesiser holds of the records it was
         fitted to (:func:`synthgeo.inference.stored.records_sha256` of y and X); other records
         are refused after reading, before anything is fitted.
+    general_utility : bool, default=True
+        Whether to compute one gaussian response's pMSE (``result.general_utility``;
+        :func:`with_general_utility`). ``synthgeo compare`` prints no pMSE and passes False
+        (the figures it prints are the same either way); a release writes one, so
+        :func:`synthgeo.api.synthesize` and ``synthgeo run`` keep the default.
 
     Returns
     -------
@@ -646,10 +651,12 @@ def run_release(spec: ReleaseSpec | str | os.PathLike, *,
 
             return seek_targets(spec, partial(_release, inputs=inputs, general=False),
                                 high_leverage=high_leverage_count(inputs.data.X),
-                                finish=partial(with_general_utility, say=say),
+                                finish=(partial(with_general_utility, say=say)
+                                        if general_utility else (lambda result: result)),
                                 progress=progress, progressbar=progressbar, fitter=fitter)
         return _release(spec, inputs=inputs, progress=progress, progressbar=progressbar,
-                        fitter=fitter, reuse_fits=reuse_fits, plan=plan)
+                        fitter=fitter, reuse_fits=reuse_fits, plan=plan,
+                        general=general_utility)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -246,7 +246,9 @@ def compare_models(spec: ReleaseSpec | str | os.PathLike, *, points=None, fitter
     """
     say, spec = progress or log.info, as_spec(spec)
     t0 = time.perf_counter()
-    release = run_release(spec, points=points, progress=say, fitter=fitter)
+    # the comparison prints no pMSE: the release's general utility is not computed
+    release = run_release(spec, points=points, progress=say, fitter=fitter,
+                          general_utility=False)
     seconds = {"release": time.perf_counter() - t0}
     data = release.data
     kept = ~np.asarray(release.at_risk.at_risk, bool)
