@@ -278,6 +278,19 @@ def test_overwrite_with_bad_data_leaves_the_old_output(capsys, case, rows):
     assert [p.name for p in out.iterdir()] == ["release.json"]
 
 
+def test_overwrite_refuses_a_release_holding_the_analysts_budget(capsys, case):
+    """New-user trial 2026-12-07: a rerun with --overwrite erased verify's budget store."""
+    paths = case()
+    out = paths["out"]
+    (out / "confidential").mkdir(parents=True)
+    (out / "release.json").write_text('{"synthgeo_release_record": 1}', encoding="utf-8")
+    (out / "confidential" / "verification.sqlite").write_bytes(b"spent")
+    rc, _, err = cli(capsys, "run", paths["spec"], "--out", out, "--overwrite")
+    assert_one_error(rc, err, r"holds confidential/verification\.sqlite.*privacy budget.*"
+                              r"verify --store")
+    assert (out / "confidential" / "verification.sqlite").read_bytes() == b"spent"
+
+
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_out_at_the_data_folder_is_refused(capsys, case, overwrite):
     paths = case()

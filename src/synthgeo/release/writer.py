@@ -19,6 +19,7 @@ import geopandas
 import numpy as np
 import pandas as pd
 
+from synthgeo._errors import SpecError
 from synthgeo._seed import run_seed, seed_sha256, write_seed
 from synthgeo.inference.stored import SYNTHESISER_FILE, save_synthesiser
 from synthgeo.io.atomic import check_output_dir as _check_output_dir
@@ -35,7 +36,8 @@ from synthgeo.release.records import ID_MAP_FILE, ReleasedRecords, released_reco
 from synthgeo.release.schema import validate_release_record
 from synthgeo.risk.verdict import RiskVerdict
 
-__all__ = ["check_output_dir", "id_map_sha256", "input_paths", "write_release", "release_frames",
+__all__ = ["VERIFICATION_STORE", "check_output_dir", "id_map_sha256", "input_paths",
+           "write_release", "release_frames",
            "release_record", "sequential_record", "write_result", "signing_text",
            "EMPTY_REVIEW"]
 
@@ -52,17 +54,32 @@ EMPTY_REVIEW = {"reviewer": None, "decision": None, "date": None, "conditions": 
 CLASSIFICATION = ("confidential: the review board's record of this release (aggregates of the "
                   "confidential data); not for publication: publish release/ only")
 
+#: The analysts' privacy budget store and audit log of ``synthgeo verify``, inside a release
+#: folder by default (:mod:`synthgeo.verification`): an ``--overwrite`` must not erase it.
+VERIFICATION_STORE = "confidential/verification.sqlite"
+
+
 def check_output_dir(out: Path, *, overwrite: bool, inputs: list[Path]) -> None:
     """Refuse an existing output folder without ``overwrite``, or one that holds an input.
+
+    An earlier release whose ``confidential/verification.sqlite`` (the analysts' privacy budget
+    store, :data:`VERIFICATION_STORE`) exists is refused too: replacing
+    the folder would erase the ε they have spent on the same confidential records (new-user
+    trial 2026-12-07: a rerun reset "spent ε = 1 of 3").
 
     Raises
     ------
     SpecError
-        With the fix (``--overwrite`` or another ``--out``); see
+        With the fix (``--overwrite`` or another ``--out``; moving the budget store out); see
         :func:`synthgeo.io.atomic.check_output_dir`.
     """
-    _check_output_dir(out, marker="release.json", overwrite=overwrite, inputs=inputs,
-                      what="an earlier synthgeo output")
+    out = _check_output_dir(out, marker="release.json", overwrite=overwrite, inputs=inputs,
+                            what="an earlier synthgeo output")
+    if (out / VERIFICATION_STORE).exists():
+        raise SpecError(f"output folder {str(out)!r} holds {VERIFICATION_STORE}, the "
+                        "analysts' spent privacy budget (ε) on these records: `--overwrite` "
+                        "would erase it; move it out of the folder (and give `synthgeo verify "
+                        "--store` its new path) or choose another `--out`")
 
 
 def input_paths(spec) -> list[Path]:

@@ -28,6 +28,7 @@ from synthgeo.config import spec_from_dict
 from synthgeo.io.provenance import file_sha256
 from synthgeo.pipeline.data import prepare_data
 from synthgeo.pipeline.previous import IMPLICATES, check_release_files
+from synthgeo.release.writer import VERIFICATION_STORE
 from synthgeo.verification.analysis import (
     Analysis,
     check_analysis,
@@ -47,7 +48,7 @@ from synthgeo.verification.privacy import partition, release_means
 __all__ = ["VerifyResult", "verify", "default_subsets", "DEFAULT_STORE"]
 
 #: The store's default place, under the release's confidential folder.
-DEFAULT_STORE = "confidential/verification.sqlite"
+DEFAULT_STORE = VERIFICATION_STORE
 #: Records per coefficient a subset should hold at least (the default M).
 RECORDS_PER_COEF = 10
 #: Records a subset should hold at least (the default M).
