@@ -59,7 +59,14 @@ def test_points_commands_read_shipped_data(command, capsys):
             "EPSG:27700", "--coord-unit-m", "1000", "--id-col", "id", "--k", "5"]
     extra = ["--radius-m", "100"] if command == "kanon" else ["--r-max-m", "2000"]
     assert main([command, *args, *extra]) == 0
-    assert "chorley_ribble_cancer.csv: 1,036 records" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "chorley_ribble_cancer.csv: 1,036 records" in out
+    if command == "kanon":  # worst offenders: x/y as in the file (km), not metres
+        import re
+
+        rows = out.split("worst offenders")[1].splitlines()[2:4]
+        xs = [float(re.split(r"\s+", r.strip())[5]) for r in rows]
+        assert all(300 < x < 400 for x in xs), rows
 
 
 # --- the last lines of a run, and --strict (issue 26 items 2 and 5) ---------------------------

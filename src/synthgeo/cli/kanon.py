@@ -87,9 +87,13 @@ def run(args: argparse.Namespace, say) -> int:
                 .to_string(index=False))
         src = gdf.attrs.get("source_crs")
         worst = res.worst_offenders(args.worst, crs=src)
+        scale = gdf.attrs["coordinate_unit"].get("scale_to_crs", 1.0)  # the input's unit
+        for c in ("x", "y"):  # the file's own values (e.g. km with --coord-unit-m 1000)
+            if c in worst:
+                worst[c] = worst[c] / scale
         if len(worst):
             say(f"\nworst offenders (lowest k, most isolated first; confidential: true "
-                f"locations; x/y in the input CRS, x_m/y_m in {gdf.crs.name}):")
+                f"locations; x/y as in the file, x_m/y_m in metres in {gdf.crs.name}):")
             fmt = {c: "{:.1f}".format for c in ("nearest_other_m", "x_m", "y_m")}
             fmt.update({c: "{:.6f}".format for c in ("x", "y") if c in worst})
             say(worst.to_string(index=False, formatters=fmt))
