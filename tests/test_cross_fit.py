@@ -160,6 +160,11 @@ def test_bundled_spec_with_cross_fit_end_to_end(cross_release, tmp_path):
     assert "id='detector-not-run'" in html
     assert "cross-fit-note" in html and "no restricted model is fitted" in html
     assert (out / "release" / "implicates.parquet").is_file()
+    # new-user trial 2026-12-07: no table or figure shows the unrestricted fit as "restricted"
+    assert "convergence, restricted" not in html and "restricted: E[D·w]" not in html
+    assert "D = 0 at γ = ∞" not in html and "engine, restricted" not in html
+    assert html.count("not fitted: the released implicates are cross-fitted") >= 2
+    assert "convergence, cross_fitted" in html
 
 
 def test_console_names_the_cross_fitted_implicates(cross_release, tmp_path, capsys):

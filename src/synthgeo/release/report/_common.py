@@ -41,3 +41,23 @@ def crs_name(crs: Any) -> str:
         return c.name + (f" (EPSG:{epsg})" if epsg else "")
     except Exception:  # noqa: BLE001 - a label only; show what we have
         return str(crs)[:80]
+
+
+#: What a cross-fitted release's report says in place of a restricted fit.
+NOT_FITTED = ("not fitted: the released implicates are cross-fitted, every record drawn from "
+              "the unrestricted fit's leave-out predictive")
+
+
+def fitted_models(result) -> dict:
+    """Return the fits a report shows, by model name.
+
+    A cross-fitted release (``[synthesis] predictive = "cross_fit"``) fits no restricted
+    model: its ``fits["restricted"]`` is the unrestricted fit, reused, and is left out here, so
+    that no table or figure shows the unrestricted posterior under the restricted's name
+    (new-user trial 2026-12-07).
+    """
+    fits = dict(result.fits)
+    if (result.spec.synthesis.predictive == "cross_fit"
+            and fits.get("restricted") is fits.get("unrestricted")):
+        fits.pop("restricted", None)
+    return fits

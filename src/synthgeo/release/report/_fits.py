@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from synthgeo.release.report import _figures as F
+from synthgeo.release.report._common import NOT_FITTED, fitted_models
 from synthgeo.release.report._html import Section, render
 from synthgeo.release.report._overview import summary_tables
 
@@ -27,12 +28,14 @@ def section_grid_diagnostics(result) -> Section | None:
     """Return the grid's own checks per fit (grid fits only; None otherwise)."""
     from synthgeo.inference.result import grid_diagnostics_table
 
-    grid = grid_diagnostics_table(result.fits)
-    if grid is None or len(grid) != len(result.fits):
+    fits = fitted_models(result)
+    grid = grid_diagnostics_table(fits)
+    if grid is None or len(grid) != len(fits):
         return None
-    failures = [(name, fit.convergence.problems) for name, fit in result.fits.items()
+    failures = [(name, fit.convergence.problems) for name, fit in fits.items()
                 if not fit.convergence.passed]
-    body = render("grid_checks.html.j2", grid=grid, failures=failures)
+    body = render("grid_checks.html.j2", grid=grid, failures=failures,
+                  not_fitted=NOT_FITTED if len(fits) < len(result.fits) else None)
     return Section("convergence", "Posterior checks (grid quadrature)", body)
 
 
@@ -43,12 +46,14 @@ def section_convergence(result) -> Section | None:
     grid = section_grid_diagnostics(result)
     if grid is not None:
         return grid
-    idatas = {name: fit.idata for name, fit in result.fits.items()}
+    fits = fitted_models(result)
+    idatas = {name: fit.idata for name, fit in fits.items()}
     var_names = [v for v in SAMPLED_PARAMETERS
                  if all(v in idata.posterior for idata in idatas.values())]
-    failures = [(name, fit.convergence.problems) for name, fit in result.fits.items()
+    failures = [(name, fit.convergence.problems) for name, fit in fits.items()
                 if not fit.convergence.passed]
     rank_uri = F.to_data_uri(F.plot_rank(idatas, var_names)) if var_names else None
     body = render("convergence.html.j2", failures=failures, rank_uri=rank_uri,
-                  convergence=summary_tables(result)["convergence"])
+                  convergence=summary_tables(result)["convergence"],
+                  not_fitted=NOT_FITTED if len(fits) < len(result.fits) else None)
     return Section("convergence", "Convergence (ArviZ)", body)

@@ -9,7 +9,12 @@ import pandas as pd
 
 from synthgeo._versions import package_versions
 from synthgeo.pipeline.released import released_label_of
-from synthgeo.release.report._common import crs_name, first_measure, measure_label
+from synthgeo.release.report._common import (
+    crs_name,
+    first_measure,
+    fitted_models,
+    measure_label,
+)
 from synthgeo.release.report._html import Section, render
 from synthgeo.risk.verdict import pair_text, paired_checks
 
@@ -58,7 +63,6 @@ def _seed_text(result) -> str:
     return f"{origin}, in confidential/{SEED_FILE} (sha256 {seed_sha256(seed)[:16]}…)"
 
 
-
 def summary_tables(result) -> dict[str, pd.DataFrame]:
     """Return the tables every review needs, as DataFrames (the CLI prints the same ones).
 
@@ -75,6 +79,7 @@ def summary_tables(result) -> dict[str, pd.DataFrame]:
     """
     data, spec = result.data, result.spec
     sens = result.at_risk_sensitivity
+    fits = fitted_models(result)
     hash_label, digest = input_rows(result)[1]
     overview = pd.DataFrame(
         [
@@ -90,15 +95,17 @@ def summary_tables(result) -> dict[str, pd.DataFrame]:
              f"{sens['phi_q95']['n_at_risk']} (M = {sens['phi_q95']['M_m']:,.0f} m)"),
             ("seed", _seed_text(result)),
             (hash_label, f"{digest[:16]}…"),
-            *((f"engine, {name}", fit.describe()) for name, fit in result.fits.items()),
+            *((f"engine, {name}", fit.describe()) for name, fit in fits.items()),
+            *((("engine, cross_fitted", f"{fits['unrestricted'].describe()} (the unrestricted "
+                "fit, reused: no restricted fit)"),) if len(fits) < len(result.fits) else ()),
         ],
         columns=["item", "value"],
     )
     conv = pd.concat(
-        {name: fit.convergence.table for name, fit in result.fits.items()}, names=["model"]
+        {name: fit.convergence.table for name, fit in fits.items()}, names=["model"]
     ).reset_index(names=["model", "parameter"])
     conv["divergences"] = conv["model"].map({k: f.convergence.n_divergent
-                                             for k, f in result.fits.items()})
+                                             for k, f in fits.items()})
     out = {"overview": overview, "risk": result.risk_summary.copy(),
            "utility": result.utility.copy(), "convergence": conv}
     scores = getattr(result, "risk_scores", None)
@@ -361,11 +368,15 @@ def key_figures(result) -> pd.DataFrame:
     if len(util):
         rows.append(("released model: smallest CI overlap / largest |std. difference|",
                      f"{util['ci_overlap'].min():.2f} / {util['std_diff'].abs().max():.2f}", ""))
-    for name, fit in result.fits.items():
+    fits = fitted_models(result)
+    for name, fit in fits.items():
         c = fit.convergence
         rows.append((f"convergence, {name}",
                      "passed" if c.passed else f"FAILED: {'; '.join(c.problems)}",
                      "ok" if c.passed else "warn"))
+    if "restricted" in result.fits and "restricted" not in fits:
+        rows.append(("convergence, cross_fitted", "the unrestricted fit's (reused: no "
+                     "restricted fit)", ""))
     return pd.DataFrame(rows, columns=["item", "value", "status"])
 
 

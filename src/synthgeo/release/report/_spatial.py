@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from synthgeo.release.report import _figures as F
-from synthgeo.release.report._common import coords_m
+from synthgeo.release.report._common import NOT_FITTED, coords_m, fitted_models
 from synthgeo.release.report._html import Section, render
 from synthgeo.release.report._reuse import AT_RISK_MAP
 from synthgeo.release.report._surface import grid_over, posterior_mean_surface
@@ -65,7 +65,7 @@ def _at_risk_effects(result, draws) -> pd.DataFrame | None:
     for s in np.unique(sites.site_index[result.at_risk.at_risk]):
         recs = result.data.record_id[sites.site_index == s]
         row = {"record id(s)": ", ".join(map(str, recs))}
-        for name, fit in result.fits.items():
+        for name, fit in fitted_models(result).items():
             w, _ = draws[name]
             d = float(np.asarray(fit.scale)[s]) if getattr(fit, "scale", None) is not None else 1.0
             row[f"{name}: E[D·w] at site"] = float(np.mean(w[:, s]) * d) + 0.0  # no "-0"
@@ -87,8 +87,9 @@ def section_surfaces(result, *, n_cells: int = 80, max_draws: int = 200) -> Sect
                       register_id=drawn.get("register_id"))
         return Section("surfaces", "Posterior mean surface of w: as in the release drawn from",
                        body)
+    fits = fitted_models(result)
     draws = {name: _w_draws(fit, result.spec.synthesis.n_implicates)
-             for name, fit in result.fits.items()}
+             for name, fit in fits.items()}
     if not draws or any(v is None for v in draws.values()):
         return None
     coords = coords_m(result)
@@ -99,6 +100,11 @@ def section_surfaces(result, *, n_cells: int = 80, max_draws: int = 200) -> Sect
         for name, (w, phi) in draws.items()
     }
     fig = F.plot_surfaces(xs, ys, surfaces, coords, result.at_risk.at_risk)
+    if len(fits) < len(result.fits):  # cross-fitted: the unrestricted surface only, no D
+        body = render("surfaces.html.j2", max_draws=max_draws, surfaces_uri=F.to_data_uri(fig),
+                      effects=None, not_fitted=NOT_FITTED)
+        return Section("surfaces", "Posterior mean surface of w: unrestricted (no restricted "
+                       "fit)", body)
     body = render("surfaces.html.j2", max_draws=max_draws, surfaces_uri=F.to_data_uri(fig),
-                  effects=_at_risk_effects(result, draws))
+                  effects=_at_risk_effects(result, draws), not_fitted=None)
     return Section("surfaces", "Posterior mean surface of w: unrestricted vs restricted", body)
