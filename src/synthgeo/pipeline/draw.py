@@ -252,7 +252,8 @@ def draw_release(release_dir: str | os.PathLike, n_implicates: int, *,
                                     drawn_from={**drawn_from, "refit": True})
         return dataclasses.replace(result, synthesiser=state)
     say(f"drawing {int(n_implicates)} implicates from {new.size} posterior draws no implicate "
-        f"used before ({stored.n_unused} of {stored.n_draws} unused; no refit)")
+        f"used before ({stored.n_unused} of {stored.n_draws} unused before this draw, "
+        f"{stored.n_unused - new.size} after; no refit)")
     plan = SynthesiserState(
         fit_seed=stored.fit_seed, used_draws=np.flatnonzero(stored.used.ravel()),
         new_draws=new, drawn_from={**drawn_from, "n_new_draws": int(new.size), "refit": False},
