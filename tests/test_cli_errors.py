@@ -386,6 +386,13 @@ def test_formula_cannot_run_code(capsys, case, tmp_path):
     paths = case(extra='[utility]\nformula = "log_price ~ os.system"\n')
     rc, _, err = cli(capsys, "validate", paths["spec"])
     assert_one_error(rc, err, r"names `os.system`")
+    # break-it 2026-12-07: full-width letters are exec/chr/len/str to Python (NFKC)
+    code = "+".join(f"ｃｈｒ({ord(c)})" for c in f"open({str(marker)!r},'w')")
+    paths = case(extra=f'[utility]\nformula = "log_price ~ I(sqft_living + '
+                       f'0*ｌｅｎ(ｓｔｒ(ｅｘｅｃ({code}))))"\n')
+    rc, _, err = cli(capsys, "validate", paths["spec"])
+    assert_one_error(rc, err, r"formula.*compatibility characters.*plain characters")
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize("key", ["id", "x"])

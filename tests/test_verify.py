@@ -107,6 +107,9 @@ def test_isolating_term_refused(release, store, formula):
     "log_price ~ os.system(1)",
     "log_price ~ sqft_living + log_price",  # the confidential response on the right side
     "log_price ~ price_usd",  # a column that is not released
+    # break-it 2026-12-07: full-width letters, which Python reads (NFKC) as exec, chr, len, str
+    "log_price ~ I(sqft_living + 0*ｌｅｎ(ｓｔｒ(ｅｘｅｃ("
+    + "+".join(f"ｃｈｒ({ord(c)})" for c in "open(chr(120),chr(119))") + "))))",
 ])
 def test_code_bearing_formula_refused(release, store, tmp_path, monkeypatch, formula):
     monkeypatch.chdir(tmp_path)

@@ -10,6 +10,7 @@ same model inputs for the same data.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 import geopandas
@@ -416,6 +417,12 @@ def check_formula_names(formula: str, columns: list[str], *,
 def formula_names(formula: str, *, key: str = "`[utility] formula`") -> list[str]:
     """Return the names a formula (or one side of it) uses, beyond the allowed transforms.
 
+    Names are found as Python reads them: any Unicode letter starts one, so a column named in
+    another script is a name like any other. A formula that Unicode's NFKC normalisation
+    changes is refused: Python normalises identifiers so (PEP 3131), and full-width ``ｅｘｅｃ``
+    would run as ``exec`` unseen by an ASCII-only check (break-it trial 2026-12-07: code ran
+    through ``synthgeo verify`` and ``validate``).
+
     Parameters
     ----------
     formula : str
@@ -431,17 +438,26 @@ def formula_names(formula: str, *, key: str = "`[utility] formula`") -> list[str
     Raises
     ------
     SpecError
-        For characters a formula does not need (quotes, brackets, ``__``): code, not columns.
+        For characters a formula does not need (quotes, brackets, ``__``): code, not columns;
+        for compatibility characters (full-width letters, ligatures) that Python reads as other
+        names.
 
     Examples
     --------
     >>> formula_names("log(price) ~ sqft + I(sqft ** 2) + sqft")
     ['price', 'sqft']
+    >>> formula_names("y ~ surface_m² ")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    synthgeo._errors.SpecError: ...
     """
+    if unicodedata.normalize("NFKC", formula) != formula:
+        raise SpecError(f"{key} holds compatibility characters (full-width letters, "
+                        "superscripts, ligatures) that Python reads as other names; write the "
+                        "formula, and rename such columns, in plain characters")
     if "__" in formula or re.search(r"[\"'`;\[\]{}]", formula):
         raise SpecError(f"{key} {formula!r} holds characters a model formula "
                         "does not need (quotes, brackets, `__`); name columns and transforms only")
-    names = re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", formula)
+    names = re.findall(r"[^\W\d][\w.]*", formula)
     return list(dict.fromkeys(n for n in names if n not in FORMULA_FUNCTIONS))
 
 
