@@ -33,6 +33,8 @@ _FILE = {
     "fix_thousands": 'they look like thousands separators ("1,200" for 1200): remove the '
                      "separators from the file (setting `decimal` to \",\" would read 1,200 as "
                      "1.2: only right for decimal commas)",
+    "fix_spaced": "they look like numbers with thousands grouped by {chars}: set `thousands` "
+                  "([data] thousands, or --thousands) to it",
     "fix_geometry": "drop them or fix the file",
     "fix_record": 'set `id_column = "record"` if it is the record id, or rename it',
     "duplicates_kept": "kept; set `drop_duplicates = true` to drop them",
@@ -55,6 +57,8 @@ _MEMORY = {
     "fix_thousands": 'they look like thousands separators ("1,200" for 1200): remove them '
                      '(e.g. `s.str.replace(",", "").astype(float)`); decimal commas would '
                      "make it 1.2",
+    "fix_spaced": "they look like numbers with thousands grouped by {chars}: remove it "
+                  "(e.g. `s.str.replace(\"\\u00a0\", \"\")`) and convert the column to numbers",
     "fix_geometry": "drop them first",
     "fix_record": 'pass `id="record"` if it is the record id, or rename it',
     "duplicates_kept": "kept; drop them first if they are not real records",
