@@ -48,7 +48,7 @@ from synthgeo.register.schema import (
 from synthgeo.register.signing import ReleaseKey, verify_record
 
 __all__ = ["REGISTER_ENV", "FILES_ENV", "BUSY_TIMEOUT_S", "SQLITE_SUFFIXES", "Register",
-           "RegisteredRelease", "NewRelease", "open_register", "value_fingerprints"]
+           "RegisteredRelease", "NewRelease", "open_register", "sqlite_path", "value_fingerprints"]
 
 #: Environment variable naming the register (a SQLite path or a SQLAlchemy URL).
 REGISTER_ENV = "SYNTHGEO_REGISTER"
@@ -732,7 +732,7 @@ def open_register(location: str | os.PathLike, *,
                              "(a folder in the agency's confidential store)")
         shown = engine.url.render_as_string(hide_password=True)
     else:
-        path = _sqlite_path(text_loc)
+        path = sqlite_path(text_loc)
         if path.suffix.lower() not in SQLITE_SUFFIXES:
             raise InputError(f"--register {text_loc!r}: a register is a SQLite file named "
                              f"{' or '.join(f'*{x}' for x in SQLITE_SUFFIXES)}, or a SQLAlchemy "
@@ -751,9 +751,21 @@ def open_register(location: str | os.PathLike, *,
     return Register(engine, Path(files), shown, new=new)
 
 
-def _sqlite_path(given: str) -> Path:
+def sqlite_path(given: str) -> Path:
     """Return the absolute path of a SQLite register given as `given`, refusing what is no file.
 
+    Parameters
+    ----------
+    given : str
+        ``--register`` as given (a path; ``~`` expanded).
+
+    Returns
+    -------
+    pathlib.Path
+        The resolved path (it need not exist: a register is created by its first release).
+
+    Notes
+    -----
     A symbolic link is refused (a register is an audit ledger: a link can be re-pointed at
     another file, and the register's files folder sits beside the real one), as is a folder,
     with or without a register's suffix, and a path that cannot be resolved (a link loop in
@@ -763,6 +775,17 @@ def _sqlite_path(given: str) -> Path:
     ------
     synthgeo.InputError
         One line naming `given` and the fix.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> sqlite_path(f"{folder}/register.sqlite").name
+    'register.sqlite'
+    >>> sqlite_path(folder)
+    Traceback (most recent call last):
+    ...
+    synthgeo._errors.InputError: --register '...' is a folder; give a file name such as ...
     """
     if not given.strip():
         raise InputError("--register is empty; give a file name such as register.sqlite")
