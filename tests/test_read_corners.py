@@ -11,6 +11,7 @@ import re
 import warnings
 from pathlib import Path
 
+import geopandas
 import numpy as np
 import pandas as pd
 import pytest
@@ -41,7 +42,7 @@ def _one_error_line(capsys) -> str:
 
 
 def _grouped_csv(tmp_path: Path, sep_char: str) -> tuple[Path, pd.DataFrame]:
-    """A French-style export: ``;``, decimal commas, prices grouped by `sep_char`."""
+    """Write a French-style export: ``;``, decimal commas, prices grouped by `sep_char`."""
     frame = _sales()
     rows = "".join(
         f"{r.id};{str(r.lon).replace('.', ',')};{str(r.lat).replace('.', ',')};"
@@ -126,9 +127,8 @@ def test_a_column_name_with_spaces_is_named_as_the_near_match(tmp_path, capsys):
 def test_the_location_tools_name_the_near_match_too():
     from synthgeo.locations._inputs import check_columns
 
-    gdf = load_points.__globals__["geopandas"].GeoDataFrame(
-        {" beds": [1, 2]}, geometry=load_points.__globals__["geopandas"].points_from_xy(
-            [0.0, 1.0], [0.0, 1.0]), crs="EPSG:32610")
+    gdf = geopandas.GeoDataFrame({" beds": [1, 2]}, crs="EPSG:32610",
+                                 geometry=geopandas.points_from_xy([0.0, 1.0], [0.0, 1.0]))
     with pytest.raises(InputError, match=r"group_by column\(s\) \['beds'\] not found; it has "
                                          r"' beds' \(with leading space\(s\)\)"):
         check_columns(gdf, ["beds"], "group_by")
