@@ -14,11 +14,13 @@ from pathlib import Path
 import geopandas
 import numpy as np
 import pandas as pd
+import pyproj
 import pytest
 
 from synthgeo._errors import InputError
 from synthgeo.cli.main import main
 from synthgeo.io.points import load_points
+from synthgeo.io.read import check_points_frame
 from synthgeo.register.store import open_register
 
 N = 30
@@ -36,6 +38,76 @@ def _one_error_line(capsys) -> str:
     lines = [ln for ln in err.strip().splitlines() if not ln.startswith("synthgeo: warning")]
     assert len(lines) == 1 and lines[0].startswith("synthgeo: error:"), err
     return lines[0]
+
+
+# --- item 1: a wrong projected CRS ----------------------------------------------------------
+
+
+def _amsterdam_utm(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray]:
+    """Write 60 points near Amsterdam in UTM zone 31N metres; return the file and lon/lat."""
+    rng = np.random.default_rng(0)
+    lon, lat = 4.85 + rng.uniform(0, 0.15, 60), 52.33 + rng.uniform(0, 0.08, 60)
+    x, y = pyproj.Transformer.from_crs(4326, 32631, always_xy=True).transform(lon, lat)
+    path = tmp_path / "ams.csv"
+    pd.DataFrame({"id": np.arange(60), "x": x, "y": y}).to_csv(path, index=False)
+    return path, lon, lat
+
+
+@pytest.mark.parametrize("crs", ["EPSG:3857", "EPSG:3395", "EPSG:4087"])
+def test_utm_metres_labelled_with_a_world_wide_crs_are_refused(tmp_path, capsys, crs):
+    """Break-it: UTM 31N labelled EPSG:3857 was read, every distance at 0.69 of its length."""
+    path, _, _ = _amsterdam_utm(tmp_path)
+    with pytest.raises(InputError, match=r"^all 60 points have x within 160–840 km and y within "
+                                         r"0–10,000 km, the ranges of UTM eastings .*area of use "
+                                         r"is the world .*reads at about 0.[78] of its length; "
+                                         r"if they are UTM, set `crs` .*`study_area`") as err:
+        load_points(path, x="x", y="y", crs=crs, id_column="id")
+    assert "\n" not in str(err.value) and "52." not in str(err.value)
+    frame = pd.read_csv(path)
+    gdf = geopandas.GeoDataFrame(frame, crs=crs,
+                                 geometry=geopandas.points_from_xy(frame.x, frame.y))
+    with pytest.raises(InputError, match=r"gdf.set_crs\(\"EPSG:326ZZ\".*`study_area="):
+        check_points_frame(gdf, id_column="id")
+    out = tmp_path / "out"
+    assert main(["kanon", str(path), "--x", "x", "--y", "y", "--crs", crs, "--id", "id",
+                 "--radius-m", "100", "--out", str(out)]) == 1
+    assert "ranges of UTM eastings" in _one_error_line(capsys) and not out.exists()
+    # the right CRS reads them
+    assert len(load_points(path, x="x", y="y", crs="EPSG:32631", id_column="id")) == 60
+
+
+def test_a_declared_study_area_decides_for_utm_shaped_web_mercator(tmp_path):
+    """Web Mercator near Paris is UTM-shaped too: a declared study area lets it through."""
+    rng = np.random.default_rng(1)
+    lon, lat = 2.30 + rng.uniform(0, 0.1, 60), 48.82 + rng.uniform(0, 0.06, 60)
+    x, y = pyproj.Transformer.from_crs(4326, 3857, always_xy=True).transform(lon, lat)
+    path = tmp_path / "paris.csv"
+    pd.DataFrame({"id": np.arange(60), "x": x, "y": y}).to_csv(path, index=False)
+    with pytest.raises(InputError, match="ranges of UTM eastings"):
+        load_points(path, x="x", y="y", crs="EPSG:3857", id_column="id")
+    gdf = load_points(path, x="x", y="y", crs="EPSG:3857", id_column="id",
+                      study_area=[2.2, 48.7, 2.5, 49.0])
+    back = gdf.geometry.to_crs(4326)
+    assert np.allclose(back.x, lon) and np.allclose(back.y, lat)
+    # the Amsterdam UTM file labelled 3857 lands 6° south of Amsterdam: the area refuses it
+    ams, _, _ = _amsterdam_utm(tmp_path)
+    with pytest.raises(InputError, match="study"):
+        load_points(ams, x="x", y="y", crs="EPSG:3857", id_column="id",
+                    study_area=[4.7, 52.2, 5.2, 52.5])
+    # Web Mercator elsewhere (Sacramento) is not UTM-shaped: read as before
+    sx, sy = pyproj.Transformer.from_crs(4326, 3857, always_xy=True).transform(
+        -121.5 + lon - 2.3, 38.5 + lat - 48.82)
+    sac = tmp_path / "sac.csv"
+    pd.DataFrame({"id": np.arange(60), "x": sx, "y": sy}).to_csv(sac, index=False)
+    assert load_points(sac, x="x", y="y", crs="EPSG:3857", id_column="id").crs.to_epsg() == 32610
+
+
+@pytest.mark.parametrize("crs", ["EPSG:2154", "EPSG:27700", "EPSG:28992", "EPSG:3035"])
+def test_utm_metres_labelled_with_a_national_grid_are_refused(tmp_path, crs):
+    """A CRS with a bounded area of use refuses them already (projected bounds, area of use)."""
+    path, _, _ = _amsterdam_utm(tmp_path)
+    with pytest.raises(InputError, match=r"outside the (projected bounds|area of use)"):
+        load_points(path, x="x", y="y", crs=crs, id_column="id")
 
 
 # --- item 2: a non-ASCII thousands separator -----------------------------------------------

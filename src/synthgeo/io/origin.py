@@ -41,6 +41,10 @@ _FILE = {
     "fix_degrees": 'give `crs = "EPSG:4326"` (or the geographic CRS of the file) for degrees',
     "fix_lengths": "give the projected CRS the coordinates are in",
     "fix_offshore": "set `accept_offshore = true` ([data] accept_offshore, or --accept-offshore)",
+    "fix_utm": "if they are UTM, set `crs` ([data] crs, or --crs) to the zone's CRS (EPSG:326ZZ "
+               "north, EPSG:327ZZ south of the equator, ZZ the zone); if the CRS is right, "
+               "declare where they lie with `study_area` ([data] study_area, or --study-area "
+               "W,S,E,N) and they are checked against it instead",
 }
 _MEMORY = {
     "rows": "rows {rows} (0-based positions)",
@@ -67,6 +71,9 @@ _MEMORY = {
     "fix_lengths": "set the projected CRS the geometry is in "
                    "(`gdf.set_crs(..., allow_override=True)`)",
     "fix_offshore": "pass `accept_offshore=True` (or [data] accept_offshore = true)",
+    "fix_utm": "if they are UTM, set the zone's CRS (`gdf.set_crs(\"EPSG:326ZZ\", "
+               "allow_override=True)`, 327ZZ south of the equator, ZZ the zone); if the CRS is "
+               "right, pass `study_area=[W, S, E, N]` and they are checked against it instead",
 }
 
 
