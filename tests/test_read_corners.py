@@ -68,6 +68,11 @@ def test_utm_metres_labelled_with_a_world_wide_crs_are_refused(tmp_path, capsys,
                                  geometry=geopandas.points_from_xy(frame.x, frame.y))
     with pytest.raises(InputError, match=r"gdf.set_crs\(\"EPSG:326ZZ\".*`study_area="):
         check_points_frame(gdf, id_column="id")
+    from synthgeo.locations import measure_spatial_k
+
+    if crs == "EPSG:3857":  # the diagnostics check (and project) a frame not in metres too
+        with pytest.raises(InputError, match="ranges of UTM eastings"):
+            measure_spatial_k(gdf, 100.0)
     out = tmp_path / "out"
     assert main(["kanon", str(path), "--x", "x", "--y", "y", "--crs", crs, "--id", "id",
                  "--radius-m", "100", "--out", str(out)]) == 1
@@ -100,6 +105,26 @@ def test_a_declared_study_area_decides_for_utm_shaped_web_mercator(tmp_path):
     sac = tmp_path / "sac.csv"
     pd.DataFrame({"id": np.arange(60), "x": sx, "y": sy}).to_csv(sac, index=False)
     assert load_points(sac, x="x", y="y", crs="EPSG:3857", id_column="id").crs.to_epsg() == 32610
+
+
+def test_world_mercator_is_never_the_distance_crs(tmp_path):
+    """World Mercator (EPSG:3395) reads a distance d as d / cos φ, as Web Mercator does: under
+    ``target_crs = "local"`` (kanon's and outliers' default) it was kept and measured in."""
+    rng = np.random.default_rng(0)
+    lon, lat = 13.3 + rng.uniform(0, 0.1, 60), 52.45 + rng.uniform(0, 0.06, 60)  # Berlin
+    x, y = pyproj.Transformer.from_crs(4326, 3395, always_xy=True).transform(lon, lat)
+    path = tmp_path / "wm.csv"
+    pd.DataFrame({"x": x, "y": y}).to_csv(path, index=False)
+    for target in ("utm", "local"):
+        gdf = load_points(path, x="x", y="y", crs="EPSG:3395", target_crs=target)
+        assert gdf.crs.to_epsg() == 32633
+    with pytest.raises(InputError, match=r"`target_crs` = 'EPSG:3395' is a Mercator projection"):
+        load_points(path, x="x", y="y", crs="EPSG:3395", target_crs="EPSG:3395")
+    frame = geopandas.GeoDataFrame(geometry=geopandas.points_from_xy(x, y), crs=3395)
+    from synthgeo.locations import measure_spatial_k
+
+    got = measure_spatial_k(frame, 100.0, k=5, k_max=None)
+    assert pyproj.CRS(got.crs_wkt).to_epsg() == 32633  # projected first, not measured in 3395
 
 
 @pytest.mark.parametrize("crs", ["EPSG:2154", "EPSG:27700", "EPSG:28992", "EPSG:3035"])

@@ -73,7 +73,9 @@ _MEMORY = {
     "fix_offshore": "pass `accept_offshore=True` (or [data] accept_offshore = true)",
     "fix_utm": "if they are UTM, set the zone's CRS (`gdf.set_crs(\"EPSG:326ZZ\", "
                "allow_override=True)`, 327ZZ south of the equator, ZZ the zone); if the CRS is "
-               "right, pass `study_area=[W, S, E, N]` and they are checked against it instead",
+               "right, pass `study_area=[W, S, E, N]` (sg.synthesize, or "
+               "synthgeo.io.read.check_points_frame before a diagnostic) and they are checked "
+               "against it instead",
 }
 
 
