@@ -89,8 +89,9 @@ def test_duplicates_share_one_draw_and_are_counted():
 
 
 def test_the_report_and_release_json_say_how_many_share_a_draw(tmp_path):
-    """The bundled sales hold one exact duplicate pair: 2 records share a draw, and the
-    report's noise paragraph and release.json say so."""
+    """The bundled sales hold one exact duplicate pair (ids 341/342) and one near pair (35/193:
+    one site and size, log prices 0.028 apart, within 0.1 κ = 0.03): 4 records share a draw,
+    and the report's noise paragraph and release.json say so."""
     import json
 
     from synthgeo.config import bundled_spec_path, load_spec
@@ -108,9 +109,114 @@ def test_the_report_and_release_json_say_how_many_share_a_draw(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = fake_release_result(spec, n_draws=100, n_implicates=4)
-        assert res.implicates["restricted"].attrs["input_noise"]["n_records_sharing_a_draw"] == 2
+        assert res.implicates["restricted"].attrs["input_noise"]["n_records_sharing_a_draw"] == 4
         body = section_risk(res).body
-        assert "against its target. 2 records are exact duplicates of another" in body
+        assert "against its target. 4 records are exact or near duplicates of another" in body
         write_release(res, tmp_path / "out")
     record = json.loads((tmp_path / "out" / "release.json").read_text())
-    assert record["synthesis"]["input_noise"]["n_records_sharing_a_draw"] == 2
+    assert record["synthesis"]["input_noise"]["n_records_sharing_a_draw"] == 4
+
+
+def test_near_duplicates_share_a_draw_within_the_tolerance():
+    """Break-it (inputs8): a sale keyed twice, its price a last digit apart, got two draws."""
+    site = np.zeros(5, int)
+    X = np.ones((5, 1))
+    y = np.array([5.0, 5.00001, 5.05, 5.2, 5.0])
+    assert duplicate_draws(site, X, y).tolist() == [0, 1, 2, 3, 0]  # exact only
+    assert duplicate_draws(site, X, y, tolerance=0.04).tolist() == [0, 0, 2, 3, 0]
+    # every member within the tolerance of its cluster's smallest value: no chaining
+    chain = np.array([0.0, 0.03, 0.06, 0.09])
+    assert duplicate_draws(np.zeros(4, int), np.ones((4, 1)), chain,
+                           tolerance=0.04).tolist() == [0, 0, 2, 2]
+    # another site or covariate never shares
+    assert duplicate_draws(np.array([0, 1]), np.ones((2, 1)), np.array([1.0, 1.0]),
+                           tolerance=1.0).tolist() == [0, 1]
+    with pytest.raises(ValueError, match="`tolerance`"):
+        duplicate_draws(site, X, y, tolerance=-1.0)
+
+
+def _with_near_copy(record: int = 7):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pts = sg.read_points("synthgeo:sacramento_home_sales.csv", x="lon", y="lat",
+                             crs="EPSG:4326", id="id", query="beds == 2")
+    pts = pts.reset_index(drop=True)
+    copy = pts.iloc[[record]].copy()
+    copy["id"] = "near"
+    copy["price_usd"] += 1  # the last digit
+    copy["log_price"] = np.log(copy["price_usd"])
+    return pts, pd.concat([pts, copy], ignore_index=True).set_geometry("geometry", crs=pts.crs)
+
+
+@pytest.mark.parametrize("loo_unit", [None, "record"])
+def test_a_near_duplicate_shares_its_draw_unless_records_are_left_out_alone(loo_unit):
+    """Where both lie in one leave-out block (the site) the release reads only their sum, so a
+    shared draw is safe; left out one by one (loo_unit = "record") each one's implicates read
+    the other's y*, and a shared draw would give their difference: independent draws there."""
+    original, pts = _with_near_copy()
+    spec = ReleaseSpec(
+        data=DataConfig(responses=[{"name": "log_price"}], covariates=["sqft_living"],
+                        id="id"),
+        model=ModelConfig(gp="exact"), sampling=SamplingConfig(seed=11),
+        anonymity=AnonymityConfig(on_location_failure="warn"))
+    spec = fake_spec(spec, n_draws=150, n_implicates=4).replace(
+        "synthesis", predictive="cross_fit", input_noise=0.4)
+    if loo_unit:
+        spec = spec.replace("risk", loo_unit=loo_unit)
+    base, seen = fake_fitter(n_draws=150), []
+
+    def capturing(y, X, sites, **kw):
+        if kw.get("label") == "unrestricted (y*)":
+            seen.append(np.asarray(y, float).copy())
+        return base(y, X, sites, **kw)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = run_release(spec, points=pts, fitter=capturing)
+    ids = [str(i) for i in res.data.record_id]
+    i, j = ids.index(str(original["id"][7])), ids.index("near")
+    e = seen[0] - res.data.y
+    assert res.data.y[j] - res.data.y[i] == pytest.approx(np.log1p(1 / original["price_usd"][7]))
+    sharing = res.implicates["restricted"].attrs["input_noise"]["n_records_sharing_a_draw"]
+    if loo_unit is None:
+        # the pair, the file's exact pair (ids 341/342) and its near one (35/193: one site and
+        # size, log prices 0.028 apart, within 0.1 κ = 0.04)
+        assert e[j] == e[i] and sharing == 6
+    else:
+        assert e[j] != e[i] and sharing == 2
+
+
+@pytest.mark.slow
+def test_the_release_reads_a_same_site_pair_only_through_its_noise_sum(monkeypatch):
+    """Why a shared draw is safe for near-duplicates: with both in one leave-out block (the
+    site), swapping the two records' independent noise moves no released value (the release
+    reads their y* through y*_i + y*_j), while swapping one of them with a record elsewhere
+    does."""
+    from synthgeo.pipeline import synthesis_noise
+
+    original, pts = _with_near_copy()
+    spec = ReleaseSpec(
+        data=DataConfig(responses=[{"name": "log_price"}], covariates=["sqft_living"],
+                        id="id"),
+        model=ModelConfig(gp="exact"), sampling=SamplingConfig(seed=11),
+        anonymity=AnonymityConfig(on_location_failure="warn"))
+    spec = fake_spec(spec, n_draws=150, n_implicates=4).replace(
+        "synthesis", predictive="cross_fit", input_noise=0.4)
+    i, j = 7, len(pts) - 1  # the record and its near copy (appended last)
+
+    def released(other: int | None):
+        def independent(noisy, y, first):  # every record its own draw, then a swap
+            e = share_duplicate_draws(noisy, y, np.arange(y.size)) - y
+            if other is not None:
+                e[[i, other]] = e[[other, i]]
+            return y + e
+
+        monkeypatch.setattr(synthesis_noise, "share_duplicate_draws", independent)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = run_release(spec, points=pts, fitter=fake_fitter(n_draws=150))
+        return res.implicates["restricted"]["y_synthetic"].values
+
+    base = released(None)
+    assert np.abs(released(j) - base).max() < 1e-5  # within the pair: the sum is unchanged
+    assert np.abs(released(50) - base).max() > 0.05  # with a record elsewhere: it moves

@@ -33,17 +33,17 @@ def add_parser(sub, common) -> None:
 def run(args: argparse.Namespace, say) -> int:
     """Carry out the command; return the exit code."""
     import os
-    from pathlib import Path
 
     import pandas as pd
 
     from synthgeo._errors import InputError
     from synthgeo.register import REGISTER_ENV, load_key, open_register
+    from synthgeo.register.store import sqlite_path
 
     where = args.register or os.environ.get(REGISTER_ENV)
     if not where:
         raise InputError(f"give --register PATH (or set {REGISTER_ENV}): the register to list")
-    if "://" not in where and not Path(where).is_file():
+    if "://" not in where and not sqlite_path(where).is_file():  # a link, a folder: refused
         raise InputError(f"--register {where!r}: no register there (a register is created by "
                          "the first `synthgeo run --register`)")
     key = load_key(args.key_file)  # before the register: a bad key file is refused first

@@ -8,7 +8,8 @@ check it; each step's checks live in one module, and the first refusal stops the
 1. **file and arguments** (:mod:`~synthgeo.io.points`): option types, ``coord_unit_m``, the
    target CRS, CSV options (:class:`~synthgeo.io.files.CsvOptions`), the file exists;
 2. **format, header and CRS given** (:mod:`~synthgeo.io.files`): suffix, x/y and CRS for a CSV
-   or a layer's own CRS, encoding, separator, repeated names, rows longer than the header; then
+   or a layer's own CRS, encoding (UTF-16/32 named), separator, repeated names, rows longer
+   than the header; then
    ``query`` selects rows (:mod:`~synthgeo.io.points`);
 3. **columns** (:mod:`~synthgeo.io.columns`): present and named once, ids unique and not
    missing, numbers that are numbers (no text, NaN or inf);
@@ -17,8 +18,9 @@ check it; each step's checks live in one module, and the first refusal stops the
 5. **units** (:mod:`~synthgeo.io.units`): the unit in effect, column names that state another,
    x and y swapped;
 6. **plausible for the CRS** (:mod:`~synthgeo.io.plausibility`): lon/lat range, 0°/0°,
-   projected bounds, area of use, every point next to an off-area CRS origin; then the
-   declared study area (:mod:`~synthgeo.io.where`, optional: any point outside it refused);
+   projected bounds, area of use, every point next to an off-area CRS origin, UTM values
+   under a world-wide CRS (unless a study area is declared); then the declared study area
+   (:mod:`~synthgeo.io.where`, optional: any point outside it refused);
 7. **duplicates and count** (:mod:`~synthgeo.io.columns`): exact duplicate rows reported
    (dropped if asked), then ``min_records``;
 8. **projection to metres** (:mod:`~synthgeo.io.crs`): UTM, local or the target CRS;

@@ -21,7 +21,12 @@ from synthgeo.io.columns import check_records, coordinates, duplicate_rows, wher
 from synthgeo.io.crs import coordinates_m, describe, metric_problem, note_zone_span, project
 from synthgeo.io.notices import note
 from synthgeo.io.origin import Origin
-from synthgeo.io.plausibility import check_extent, check_origin, check_ranges
+from synthgeo.io.plausibility import (
+    check_extent,
+    check_origin,
+    check_ranges,
+    check_utm_shaped,
+)
 from synthgeo.io.units import settle_unit
 from synthgeo.io.where import LandChecked, StudyArea, check_land, check_study_area
 
@@ -180,6 +185,7 @@ def check_points(
                  notes=notes)
     check_origin(xy, source_crs, unit_words=unit_words,
                  accept_small_extent=accept_small_extent, origin=origin, notes=notes)
+    check_utm_shaped(xy, source_crs, declared=study_area is not None, origin=origin)
     check_study_area(xy, source_crs, study_area, origin=origin)
     # 7. exact duplicate rows (columns.py), then the number of records
     duplicated = _duplicates(frame, xy, id_column=id_column, drop_duplicates=drop_duplicates,

@@ -18,12 +18,16 @@ import pandas as pd
 from synthgeo._errors import InputError
 from synthgeo.io.origin import Origin
 
-__all__ = ["where", "check_columns", "as_numbers", "check_ids", "check_records", "coordinates",
-           "duplicate_rows", "N_SHOW"]
+__all__ = ["where", "check_columns", "near_names", "as_numbers", "check_ids", "check_records",
+           "coordinates", "duplicate_rows", "N_SHOW"]
 
 N_SHOW = 5  # how many offending ids an error message lists
 _DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d+,\d+\s*$")
 _THOUSANDS = re.compile(r"^\s*[-+]?\d{1,3}(,\d{3})+\s*$")  # "1,200": or 1.2 with a decimal comma
+#: Digits grouped by a space, a no-break space (U+00A0) or a narrow one (U+202F): "1 234,5".
+_SPACES = {" ": "a space", "\u00a0": 'a no-break space (U+00A0, thousands = "\\u00a0")',
+           "\u202f": 'a narrow no-break space (U+202F, thousands = "\\u202f")'}
+_SPACED = re.compile(r"^\s*[-+]?\d{1,3}([ \u00a0\u202f]\d{3})+([.,]\d+)?\s*$")
 
 
 def where(frame: pd.DataFrame, mask: Any, id_column: str | None, origin: Origin) -> str:
@@ -43,8 +47,61 @@ def check_columns(frame: pd.DataFrame, columns: list[str], origin: Origin) -> No
                          "so that each column has one name")
     missing = [c for c in dict.fromkeys(columns) if c not in frame.columns]
     if missing:
-        raise InputError(f"column(s) {missing} not found in {origin.name}; available columns: "
+        raise InputError(f"column(s) {missing} not found in {origin.name}"
+                         f"{near_names(missing, frame.columns)}; available columns: "
                          f"{[str(c) for c in frame.columns]} (names are case-sensitive)")
+
+
+def _how_near(given: str, found: str) -> str:
+    """How column name `found` differs from the `given` one: spaces, case, or spelling."""
+    if found.strip() == given.strip():
+        ends = [side for side, a, b in (("leading", found, found.lstrip()),
+                                        ("trailing", found, found.rstrip())) if a != b]
+        return f"with {' and '.join(ends)} space(s)"
+    if found.strip().casefold() == given.strip().casefold():
+        return "in other case" + (" and with spaces" if found != found.strip() else "")
+    return "spelled nearly so"
+
+
+def near_names(missing: Sequence[str], available: Sequence[Any]) -> str:
+    """Name the columns that nearly match the `missing` names, for a "not found" message.
+
+    A name differing only in leading/trailing spaces or case (``"price "`` for ``price``, from
+    a header written ``id, price``), else a close spelling (:func:`difflib.get_close_matches`).
+
+    Parameters
+    ----------
+    missing : sequence of str
+        Column names asked for and not found.
+    available : sequence
+        The table's column names.
+
+    Returns
+    -------
+    str
+        ``"; it has 'price ' (with trailing space(s)) for `price`: ..."``, or ``""``
+        when nothing is near.
+
+    Examples
+    --------
+    >>> near_names(["price"], ["id", "price "]).split(":")[0]
+    "; it has 'price ' (with trailing space(s)) for `price`"
+    >>> near_names(["beds"], ["id", "price"])
+    ''
+    """
+    import difflib
+
+    names = [str(c) for c in available]
+    found = []
+    for m in missing:
+        key = str(m).strip().casefold()
+        near = [c for c in names if c.strip().casefold() == key] or \
+            difflib.get_close_matches(str(m), names, n=1, cutoff=0.8)
+        found += [f"{c!r} ({_how_near(str(m), c)}) for `{m}`" for c in near[:1]]
+    if not found:
+        return ""
+    return (f"; it has {', '.join(found)}: give the name exactly as written (quotes included "
+            "in a spec), or rename the column")
 
 
 def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: str,
@@ -64,6 +121,9 @@ def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: st
             hint = origin.text("fix_thousands")
         elif all(_DECIMAL_COMMA.match(str(v)) for v in shown):
             hint = origin.text("fix_decimal")
+        elif all(_SPACED.match(str(v)) for v in shown):
+            used = [name for c, name in _SPACES.items() if any(c in str(v) for v in shown)]
+            hint = origin.text("fix_spaced").format(chars=" and ".join(used))
         else:
             hint = origin.text("fix_text")
         raise InputError(f"{what} column `{column}` holds text that is not a number in "

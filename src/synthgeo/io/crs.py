@@ -1,7 +1,8 @@
 """CRS checks and projection to a local metric CRS (docs/locations.md, "Distances and CRS").
 
-A layer without a CRS is refused (EPSG:4326 is never assumed) and Web Mercator is never used for
-distances: at latitude φ it reads a true distance d as d / cos φ. Geographic coordinates are
+A layer without a CRS is refused (EPSG:4326 is never assumed) and Web Mercator (or any other
+Mercator projection, World Mercator EPSG:3395 among them) is never used for distances: at
+latitude φ it reads a true distance d as d / cos φ. Geographic coordinates are
 projected to the UTM zone of the data, or to an azimuthal equidistant projection centred on the
 data when it spans several zones.
 """
@@ -36,6 +37,8 @@ def metric_problem(crs: pyproj.CRS) -> str | None:
     True
     >>> metric_problem(pyproj.CRS("EPSG:4326"))
     'is geographic (degrees); distances need a projected CRS in metres'
+    >>> metric_problem(pyproj.CRS("EPSG:3395"))[:31]  # World Mercator: 1/cos φ as Web Mercator
+    'is a Mercator projection, whose'
     >>> metric_problem(pyproj.CRS("EPSG:2226"))  # California zone 2, US survey feet
     "has axis unit 'US survey foot' (1 unit = 1200/3937 = 0.3048006 m), not metre"
     """
@@ -44,6 +47,10 @@ def metric_problem(crs: pyproj.CRS) -> str | None:
     if "pseudo mercator" in text or crs.to_epsg() in _WEB_MERCATOR_EPSG:
         return ("is Web Mercator, whose unit is a metre only at the equator: at latitude φ a "
                 "true distance d reads as d / cos φ (x1.29 at 39°N), so radii and k are wrong")
+    if op is not None and op.method_name.lower().startswith("mercator"):  # not Transverse
+        return ("is a Mercator projection, whose scale grows as 1/cos φ away from its standard "
+                "parallel (World Mercator, EPSG:3395, reads a true distance d as d / cos φ: "
+                "x1.64 at 52.5°N), so radii and k are wrong")
     if crs.is_geographic:
         return "is geographic (degrees); distances need a projected CRS in metres"
     if not crs.is_projected:

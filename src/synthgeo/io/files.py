@@ -7,6 +7,7 @@ another likely one names it; bytes that are not in the encoding name the `encodi
 
 from __future__ import annotations
 
+import codecs
 import csv
 import re
 from dataclasses import dataclass
@@ -81,6 +82,47 @@ class CsvOptions:
             ",", ".", "utf-8", None)
 
 
+#: Byte-order marks of the wide Unicode encodings, UTF-32 first (its LE mark starts as UTF-16's).
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+
+
+def _wide_encoding(head: bytes) -> str | None:
+    r"""Name the UTF-16/32 encoding the file's first bytes show, or None.
+
+    A byte-order mark names "utf-16" or "utf-32"; without one, a NUL byte in the first line
+    (ASCII written two bytes a character) names "utf-16-le" or "utf-16-be" by where it falls.
+
+    Examples
+    --------
+    >>> _wide_encoding("x,y\n".encode("utf-16")), _wide_encoding("x,y\n".encode("utf-16-be"))
+    ('utf-16', 'utf-16-be')
+    >>> _wide_encoding(b"x,y\n") is None
+    True
+    """
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return name
+    if b"\x00" not in head.split(b"\n", 1)[0]:
+        return None
+    return "utf-16-be" if head[:1] == b"\x00" else "utf-16-le"
+
+
+def _check_wide(path: Path, opts: CsvOptions) -> None:
+    """Refuse a UTF-16/32 file read with another `encoding`, naming its encoding and the fix."""
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    wide = _wide_encoding(head)
+    if wide is None or codecs.lookup(wide).name == codecs.lookup(opts.encoding).name:
+        return
+    how = ("starts with a UTF-16 byte-order mark" if wide == "utf-16" else
+           "starts with a UTF-32 byte-order mark" if wide == "utf-32" else
+           "has NUL bytes between its characters")
+    raise InputError(f"the CSV {path.name} is {wide.upper()} text (it {how}), not "
+                     f"{opts.encoding}: set `encoding` ([data] encoding, or --encoding) to "
+                     f'"{wide}", or re-save the file as UTF-8')
+
+
 def _encoding_error(path: Path, opts: CsvOptions, exc: UnicodeDecodeError) -> InputError:
     return InputError(
         f"the CSV {path.name} is not {opts.encoding} text (byte {exc.object[exc.start]:#04x} at "
@@ -90,6 +132,7 @@ def _encoding_error(path: Path, opts: CsvOptions, exc: UnicodeDecodeError) -> In
 
 def _header(path: Path, opts: CsvOptions) -> list[str]:
     """Column names as written in the first line (duplicates kept), or raise naming the fix."""
+    _check_wide(path, opts)
     enc = "utf-8-sig" if opts.encoding.lower().replace("_", "-") in ("utf-8", "utf8") \
         else opts.encoding
     try:
@@ -182,9 +225,13 @@ def _refuse_dot_grouped(path: Path, opts: CsvOptions, id_column: str | None) -> 
 def _read_csv(path: Path, opts: CsvOptions, id_column: str | None = None) -> pd.DataFrame:
     _header(path, opts)
     dtype = None if id_column is None else {id_column: str}
+    # pandas' C parser ignores a non-ASCII decimal mark or thousands separator without a word
+    # (the no-break spaces U+00A0 and U+202F of French exports): its Python parser honours them
+    wide = any(c is not None and not c.isascii() for c in (opts.decimal, opts.thousands))
     try:
         frame = pd.read_csv(path, sep=opts.sep, decimal=opts.decimal, encoding=opts.encoding,
-                            thousands=opts.thousands, dtype=dtype)
+                            thousands=opts.thousands, dtype=dtype,
+                            engine="python" if wide else "c")
         if not isinstance(frame.index, pd.RangeIndex):  # pandas made the surplus an index
             raise InputError(
                 f"rows of {path.name} have more fields than its header ({frame.shape[1]} "

@@ -33,12 +33,18 @@ _FILE = {
     "fix_thousands": 'they look like thousands separators ("1,200" for 1200): remove the '
                      "separators from the file (setting `decimal` to \",\" would read 1,200 as "
                      "1.2: only right for decimal commas)",
+    "fix_spaced": "they look like numbers with thousands grouped by {chars}: set `thousands` "
+                  "([data] thousands, or --thousands) to it",
     "fix_geometry": "drop them or fix the file",
     "fix_record": 'set `id_column = "record"` if it is the record id, or rename it',
     "duplicates_kept": "kept; set `drop_duplicates = true` to drop them",
     "fix_degrees": 'give `crs = "EPSG:4326"` (or the geographic CRS of the file) for degrees',
     "fix_lengths": "give the projected CRS the coordinates are in",
     "fix_offshore": "set `accept_offshore = true` ([data] accept_offshore, or --accept-offshore)",
+    "fix_utm": "if they are UTM, set `crs` ([data] crs, or --crs) to the zone's CRS (EPSG:326ZZ "
+               "north, EPSG:327ZZ south of the equator, ZZ the zone); if the CRS is right, "
+               "declare where they lie with `study_area` ([data] study_area, or --study-area "
+               "W,S,E,N) and they are checked against it instead",
 }
 _MEMORY = {
     "rows": "rows {rows} (0-based positions)",
@@ -55,6 +61,8 @@ _MEMORY = {
     "fix_thousands": 'they look like thousands separators ("1,200" for 1200): remove them '
                      '(e.g. `s.str.replace(",", "").astype(float)`); decimal commas would '
                      "make it 1.2",
+    "fix_spaced": "they look like numbers with thousands grouped by {chars}: remove it "
+                  "(e.g. `s.str.replace(\"\\u00a0\", \"\")`) and convert the column to numbers",
     "fix_geometry": "drop them first",
     "fix_record": 'pass `id="record"` if it is the record id, or rename it',
     "duplicates_kept": "kept; drop them first if they are not real records",
@@ -63,6 +71,11 @@ _MEMORY = {
     "fix_lengths": "set the projected CRS the geometry is in "
                    "(`gdf.set_crs(..., allow_override=True)`)",
     "fix_offshore": "pass `accept_offshore=True` (or [data] accept_offshore = true)",
+    "fix_utm": "if they are UTM, set the zone's CRS (`gdf.set_crs(\"EPSG:326ZZ\", "
+               "allow_override=True)`, 327ZZ south of the equator, ZZ the zone); if the CRS is "
+               "right, pass `study_area=[W, S, E, N]` (sg.synthesize, or "
+               "synthgeo.io.read.check_points_frame before a diagnostic) and they are checked "
+               "against it instead",
 }
 
 

@@ -18,6 +18,13 @@ docs/locations.md, "Units and plausibility". Checked on every load:
   the Scilly Isles), the signature of kilometres or units of 100 m read as metres whatever the
   number of points or the size of the region, unless ``accept_small_extent``.
 
+- not UTM-shaped values under a world-wide projected CRS (Web Mercator, World Mercator, World
+  Equidistant Cylindrical, ...), unless a ``study_area`` is declared: every x within 160–840 km
+  and every y within 0–10,000 km are UTM eastings and northings (false easting 500 km), and a
+  world-wide CRS's area of use cannot refuse them, since read in it they fall on a 6° strip at
+  1.4–7.5°E, inside the world (UTM zone 31N metres labelled EPSG:3857 read every distance at
+  0.69 of its length; break-it trial, 2026-12-07).
+
 Checks that cannot refuse (fewer points) leave coded warnings (:mod:`synthgeo.io.notices`).
 Messages name the fix in the words of the records' origin (a file's options, or what to change
 in a GeoDataFrame: :class:`synthgeo.io.origin.Origin`).
@@ -32,11 +39,12 @@ from scipy.spatial import cKDTree
 
 from synthgeo._errors import InputError
 from synthgeo.io.columns import where
-from synthgeo.io.crs import describe
+from synthgeo.io.crs import describe, unit_m
 from synthgeo.io.notices import note
 from synthgeo.io.origin import Origin
 
-__all__ = ["check_ranges", "check_extent", "check_origin", "min_diagonal_m", "BUFFER_DEG",
+__all__ = ["check_ranges", "check_extent", "check_origin", "check_utm_shaped", "min_diagonal_m",
+           "BUFFER_DEG", "UTM_EASTING_M", "UTM_NORTHING_M",
            "MIN_DISTINCT", "FEW_DIAGONAL_M", "FULL_DISTINCT", "MIN_DIAGONAL_M",
            "MIN_MEDIAN_SPACING_M", "ORIGIN_RADIUS_M", "ORIGIN_EDGE_DEG"]
 
@@ -49,6 +57,10 @@ MIN_MEDIAN_SPACING_M = 1.0  # ... or a median nearest-distinct-location distance
 ORIGIN_RADIUS_M = 10_000.0  # every |x|, |y| below this (CRS unit read as metres): near (0, 0)
 ORIGIN_EDGE_DEG = 0.5  # an origin this close to the area of use's edge counts as off the area
 ORIGIN_MIN_SHARE = 0.5  # ... refused when at least this share of the points lie near it
+#: UTM eastings: the false easting 500 km ± a zone's half-width at the equator (334 km), widened
+UTM_EASTING_M = (160_000.0, 840_000.0)
+#: UTM northings, metres (the southern hemisphere's false northing is 10,000 km)
+UTM_NORTHING_M = (0.0, 10_000_000.0)
 
 
 def _lonlat_range(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, labels: tuple[str, str],
@@ -185,6 +197,81 @@ def check_ranges(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, *,
              f"the {len(xy)} coordinates in {describe(crs)} all lie within ±180/±90: are they "
              "lon/lat degrees labelled with a projected CRS? Distances (and every k) would be "
              "wrong")
+
+
+def _world_wide(crs: pyproj.CRS) -> bool:
+    """Whether a projected CRS's area of use spans every longitude (it can refuse no place)."""
+    aou = crs.area_of_use
+    return (not crs.is_geographic and aou is not None
+            and aou.east - aou.west >= 360.0 - BUFFER_DEG)
+
+
+def _distance_factor(crs: pyproj.CRS, lon: float, lat: float) -> float | None:
+    """Return 1/k, k the CRS's linear scale at (lon, lat): how it reads true metres."""
+    try:
+        factors = pyproj.Proj(crs).get_factors(lon, lat)
+        k = float(np.sqrt(factors.areal_scale))
+    except (pyproj.exceptions.ProjError, RuntimeError, ValueError):
+        return None
+    return 1.0 / k if np.isfinite(k) and k > 0 else None
+
+
+def check_utm_shaped(xy: np.ndarray, crs: pyproj.CRS, *, declared: bool,
+                     origin: Origin) -> None:
+    """Refuse UTM-shaped values under a world-wide projected CRS (UTM labelled EPSG:3857).
+
+    Parameters
+    ----------
+    xy : ndarray of shape (n_records, 2)
+        Coordinates in the CRS's own unit (after ``coord_unit_m``).
+    crs : pyproj.CRS
+        The coordinates' CRS.
+    declared : bool
+        A study area is declared (``study_area``): the points are checked against it instead.
+    origin : Origin
+
+    Raises
+    ------
+    InputError
+        `crs` is projected with a world-wide area of use (Web Mercator, EPSG:3395, EPSG:4087,
+        ...), no study area is declared, and every x lies within :data:`UTM_EASTING_M` and every
+        y within :data:`UTM_NORTHING_M` (in metres): UTM eastings and northings, which read in
+        `crs` fall on a 6° strip near 4.5°E. The message names the distance factor the reading
+        would give (1/k, k the CRS's scale there: cos φ for Web Mercator).
+
+    Examples
+    --------
+    >>> import numpy as np, pyproj
+    >>> from synthgeo.io.origin import Origin
+    >>> utm = np.array([[628_000.0, 5_800_000.0], [631_000.0, 5_803_000.0]])  # Amsterdam
+    >>> check_utm_shaped(utm, pyproj.CRS("EPSG:32631"), declared=False, origin=Origin.memory())
+    >>> check_utm_shaped(utm, pyproj.CRS("EPSG:3857"), declared=False, origin=Origin.memory())
+    Traceback (most recent call last):
+    ...
+    synthgeo._errors.InputError: all 2 points have x within 160–840 km and y within 0–10,000 km,...
+    """
+    if declared or not len(xy) or not _world_wide(crs):
+        return
+    m = xy * (unit_m(crs) or 1.0)
+    (e_lo, e_hi), (n_lo, n_hi) = UTM_EASTING_M, UTM_NORTHING_M
+    if not (np.all((m[:, 0] >= e_lo) & (m[:, 0] <= e_hi))
+            and np.all((m[:, 1] >= n_lo) & (m[:, 1] <= n_hi))):
+        return
+    to_deg = pyproj.Transformer.from_crs(crs, crs.geodetic_crs, always_xy=True)
+    lon, lat = (np.asarray(v, float) for v in to_deg.transform(xy[:, 0], xy[:, 1],
+                                                              errcheck=False))
+    west, east = (float(v) for v in to_deg.transform(np.array([e_lo, e_hi]) / (unit_m(crs) or 1.0),
+                                                     np.zeros(2), errcheck=False)[0])
+    factor = _distance_factor(crs, float(np.median(lon)), float(np.median(lat)))
+    reads = ("" if factor is None else
+             f"; if they are UTM metres, every distance reads at about {factor:.1f} of its "
+             "length")
+    raise InputError(
+        f"all {len(xy):,} points have x within {e_lo / 1000:,.0f}–{e_hi / 1000:,.0f} km and y "
+        f"within {n_lo / 1000:,.0f}–{n_hi / 1000:,.0f} km, the ranges of UTM eastings and "
+        f"northings (false easting 500,000 m), under {describe(crs)}, whose area of use is the "
+        f"world and so cannot refuse them (read in it, such values lie at {west:.1f}° to "
+        f"{east:.1f}°E){reads}; {origin.text('fix_utm')}")
 
 
 def min_diagonal_m(n_distinct: int) -> float:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from synthgeo._errors import InputError, SpecError
+from synthgeo.io.columns import near_names
 from synthgeo.io.points import coordinates_m
 
 MISSING_LABEL = "<missing>"
@@ -45,7 +46,8 @@ def check_columns(points: geopandas.GeoDataFrame, columns: Sequence[str], role: 
     missing = [c for c in columns if c not in points.columns]
     if missing:
         shown = [str(c) for c in points.columns if c != points.geometry.name]
-        raise InputError(f"{role} column(s) {missing} not found; available columns: {shown} "
+        raise InputError(f"{role} column(s) {missing} not found"
+                         f"{near_names(missing, shown)}; available columns: {shown} "
                          "(names are case-sensitive)")
 
 

@@ -41,6 +41,7 @@ from synthgeo.synthesis.cross_fit import calibrate_covariates, draw_cross_fitted
 from synthgeo.synthesis.input_noise import (
     INPUT_NOISE_KEY,
     INPUT_NOISE_OLS_KEY,
+    NEAR_DUPLICATE_SHARE,
     choose_kappa,
     duplicate_draws,
     noisy_response,
@@ -200,7 +201,9 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
     :data:`FLOOR` s² kept), so that over the noise implicate ℓ of record i is N(m_iℓ(0), s²_iℓ):
     the calibrated cross-fit of y itself (docs/risk-and-utility.md, "Input noise: luck or leak").
     Exact duplicate records (same coordinates, covariates and value) share one draw of e (and
-    of e_β): ``attrs["input_noise"]["n_records_sharing_a_draw"]`` counts them.
+    of e_β), and so do near-duplicates (values within :data:`NEAR_DUPLICATE_SHARE` κ) unless
+    ``[risk] loo_unit = "record"``: ``attrs["input_noise"]["n_records_sharing_a_draw"]`` counts
+    them.
 
     Several responses (docs/risk-and-utility.md, "Input noise for several responses"): each
     response draws its own e from its own seed and κ; a later response's synthesis uses
@@ -237,8 +240,10 @@ def draw_input_noise(spec, data, fit, sources, seed, *, design: np.ndarray | Non
     kappa = float(kappa)
     noise_seed, ols_seed = keyed_seeds(seed, [INPUT_NOISE_KEY, INPUT_NOISE_OLS_KEY])
     # exact duplicates (site, covariates, value) share one draw: independent draws would let
-    # an attacker average them (variance κ²/m)
-    first = duplicate_draws(data.sites.site_index, X, data.y)
+    # an attacker average them (variance κ²/m); near-duplicates (values within a tenth of κ)
+    # too, where the pair lies in one leave-out block (the release then reads only their sum)
+    near = NEAR_DUPLICATE_SHARE * kappa if spec.loo_unit != "record" else 0.0
+    first = duplicate_draws(data.sites.site_index, X, data.y, tolerance=near)
     sharing = int(np.sum(np.bincount(first, minlength=first.size)[first] > 1))
     ystar = share_duplicate_draws(noisy_response(data.y, kappa, noise_seed), data.y, first)
     ols_sd = ols_noise_sd(kappa, h) if separate else None

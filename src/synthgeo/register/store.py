@@ -48,7 +48,7 @@ from synthgeo.register.schema import (
 from synthgeo.register.signing import ReleaseKey, verify_record
 
 __all__ = ["REGISTER_ENV", "FILES_ENV", "BUSY_TIMEOUT_S", "SQLITE_SUFFIXES", "Register",
-           "RegisteredRelease", "NewRelease", "open_register", "value_fingerprints"]
+           "RegisteredRelease", "NewRelease", "open_register", "sqlite_path", "value_fingerprints"]
 
 #: Environment variable naming the register (a SQLite path or a SQLAlchemy URL).
 REGISTER_ENV = "SYNTHGEO_REGISTER"
@@ -732,7 +732,7 @@ def open_register(location: str | os.PathLike, *,
                              "(a folder in the agency's confidential store)")
         shown = engine.url.render_as_string(hide_password=True)
     else:
-        path = Path(text_loc).expanduser().resolve()
+        path = sqlite_path(text_loc)
         if path.suffix.lower() not in SQLITE_SUFFIXES:
             raise InputError(f"--register {text_loc!r}: a register is a SQLite file named "
                              f"{' or '.join(f'*{x}' for x in SQLITE_SUFFIXES)}, or a SQLAlchemy "
@@ -740,9 +740,6 @@ def open_register(location: str | os.PathLike, *,
         if not path.parent.is_dir():
             raise InputError(f"--register {text_loc!r}: folder {str(path.parent)!r} does not "
                              "exist; create it (in the agency's confidential store) first")
-        if path.is_dir():
-            raise InputError(f"--register {text_loc!r} is a folder; give a file name such as "
-                             "register.sqlite inside it")
         if path.exists():  # read only: a file that is not a register is never written to
             _check_register_file(path, text_loc)
         engine = _sqlite_engine(path)
@@ -752,6 +749,60 @@ def open_register(location: str | os.PathLike, *,
     if not new:
         _create_schema(engine, shown)
     return Register(engine, Path(files), shown, new=new)
+
+
+def sqlite_path(given: str) -> Path:
+    """Return the absolute path of a SQLite register given as `given`, refusing what is no file.
+
+    Parameters
+    ----------
+    given : str
+        ``--register`` as given (a path; ``~`` expanded).
+
+    Returns
+    -------
+    pathlib.Path
+        The resolved path (it need not exist: a register is created by its first release).
+
+    Notes
+    -----
+    A symbolic link is refused (a register is an audit ledger: a link can be re-pointed at
+    another file, and the register's files folder sits beside the real one), as is a folder,
+    with or without a register's suffix, and a path that cannot be resolved (a link loop in
+    a folder above).
+
+    Raises
+    ------
+    synthgeo.InputError
+        One line naming `given` and the fix.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> sqlite_path(f"{folder}/register.sqlite").name
+    'register.sqlite'
+    >>> sqlite_path(folder)
+    Traceback (most recent call last):
+    ...
+    synthgeo._errors.InputError: --register '...' is a folder; give a file name such as ...
+    """
+    if not given.strip():
+        raise InputError("--register is empty; give a file name such as register.sqlite")
+    raw = Path(given).expanduser()
+    if raw.is_symlink():
+        raise InputError(f"--register {given!r} is a symbolic link; give the path of the "
+                         "register file itself (a link can be re-pointed, and the register's "
+                         "files folder sits beside the real file)")
+    if raw.is_dir():
+        raise InputError(f"--register {given!r} is a folder; give a file name such as "
+                         "register.sqlite inside it")
+    try:
+        return raw.resolve()
+    except (RuntimeError, OSError) as exc:  # a symlink loop in a folder above (3.11: Runtime)
+        raise InputError(f"--register {given!r} cannot be resolved ({type(exc).__name__}: a "
+                         "symbolic link loop in its folders?); give the path of the register "
+                         "file itself") from None
 
 
 def _sqlite_tables(path: Path) -> set[str] | None:

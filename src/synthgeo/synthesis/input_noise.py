@@ -48,11 +48,17 @@ import numpy as np
 
 __all__ = ["INPUT_NOISE_KEY", "INPUT_NOISE_OLS_KEY", "OLS_INFORMATION_SHARE", "noisy_response",
            "ols_noise_sd", "separate_target", "choose_kappa", "smallest_sd", "duplicate_draws",
-           "share_duplicate_draws"]
+           "share_duplicate_draws", "NEAR_DUPLICATE_SHARE"]
 
 #: The key of the input noise's seed among the release seed's children
 #: (:func:`synthgeo._seed.keyed_seeds`), apart from the implicates' 0 … L − 1.
 INPUT_NOISE_KEY = 1_000_000_007
+
+#: Records at one site with the same covariates whose values differ by at most this share of
+#: κ are near-duplicates and share one noise draw, as exact duplicates do (one sale keyed twice a
+#: last digit apart; break-it trial, 2026-12-07): averaging their independent y* read the value
+#: with variance κ²/2 + δ²/4 (docs/risk-and-utility.md, "Exact duplicates share one draw").
+NEAR_DUPLICATE_SHARE = 0.1
 
 #: The key of the calibration target's own noise e_β (``input_noise_ols = "separate"``).
 INPUT_NOISE_OLS_KEY = 1_000_000_011
@@ -163,14 +169,20 @@ def noisy_response(y: np.ndarray, kappa: float, seed) -> np.ndarray:
     return y + float(kappa) * np.random.default_rng(seed).standard_normal(y.size)
 
 
-def duplicate_draws(site_index: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Return, per record, the first record that is an exact duplicate of it (itself if none).
+def duplicate_draws(site_index: np.ndarray, X: np.ndarray, y: np.ndarray, *,
+                    tolerance: float = 0.0) -> np.ndarray:
+    """Return, per record, the first record it shares a noise draw with (itself if none).
 
     Exact duplicates (same site, i.e. the same coordinates, the same covariates and the same
     response value) share one noise draw: with independent draws an attacker who knows the
     method averages their m noisy values y* and reads y with variance κ²/m instead of κ²
     (break-it review, 2026-12-07). One draw per distinct record keeps what y* tells about a
-    value at 1/κ² however often the value is repeated.
+    value at 1/κ² however often the value is repeated. With `tolerance` > 0, records at one
+    site with the same covariates whose values lie within `tolerance` of the smallest value of
+    their cluster share one draw too (near-duplicates: :data:`NEAR_DUPLICATE_SHARE` κ), since
+    averaging two values δ apart reads either with variance κ²/2 + δ²/4. Where both records lie
+    in one leave-out block (their site), every released value depends on the pair's y* only
+    through their sum, so a shared draw tells no more than one record's y* to any attacker.
 
     Parameters
     ----------
@@ -180,35 +192,53 @@ def duplicate_draws(site_index: np.ndarray, X: np.ndarray, y: np.ndarray) -> np.
         The design the synthesis uses (covariates; a later response's earlier y*).
     y : ndarray of shape (n,)
         The response, model scale.
+    tolerance : float, default=0.0
+        Largest difference of values (model scale) that still shares a draw; 0: exact
+        duplicates only.
 
     Returns
     -------
     ndarray of int, shape (n,)
-        Index of the first record (in data order) with the same site, covariates and response.
+        Index of the first record (in data order) of the record's cluster: the same site and
+        covariates, and a value within `tolerance` of the cluster's smallest.
 
     Raises
     ------
     ValueError
-        If the three inputs do not have n rows each.
+        If the three inputs do not have n rows each, or `tolerance` is negative or not finite.
 
     Examples
     --------
     >>> duplicate_draws(np.array([0, 1, 0]), np.ones((3, 1)), np.array([2.0, 2.0, 2.0])).tolist()
     [0, 1, 0]
+    >>> duplicate_draws(np.zeros(3, int), np.ones((3, 1)), np.array([2.0, 2.01, 2.5]),
+    ...                 tolerance=0.04).tolist()
+    [0, 0, 2]
     """
     site_index = np.asarray(site_index).reshape(-1)
     X = np.asarray(X, float)
-    y = np.asarray(y, float).reshape(-1)
+    y = np.asarray(y, float).reshape(-1) + 0.0  # -0.0 and 0.0 are one value
     n = y.size
     if site_index.size != n or X.shape[0] != n:
         raise ValueError(f"`site_index`, `X` and `y` must have the same number of rows, got "
                          f"{site_index.size}, {X.shape[0]} and {n}")
+    if not (np.isfinite(tolerance) and tolerance >= 0):
+        raise ValueError(f"`tolerance` must be a finite number >= 0, got {tolerance!r}")
     if n == 0:
         return np.zeros(0, int)
-    key = np.column_stack([site_index.astype(float), X.reshape(n, -1), y])
-    key = key + 0.0  # -0.0 and 0.0 are one value
-    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    return first[inverse.reshape(-1)]
+    key = np.column_stack([site_index.astype(float), X.reshape(n, -1)]) + 0.0
+    group = np.unique(key, axis=0, return_inverse=True)[1].reshape(-1)
+    order = np.lexsort((np.arange(n), y, group))  # by group, then value, then data order
+    g, v = group[order], y[order]
+    cluster = np.empty(n, int)
+    c, anchor = -1, 0.0
+    for k in range(n):  # a new cluster where the group changes or the value leaves tolerance
+        if k == 0 or g[k] != g[k - 1] or v[k] - anchor > tolerance:
+            c, anchor = c + 1, v[k]
+        cluster[order[k]] = c
+    first = np.full(c + 1, n)
+    np.minimum.at(first, cluster, np.arange(n))
+    return first[cluster]
 
 
 def share_duplicate_draws(noisy: np.ndarray, y: np.ndarray, first: np.ndarray) -> np.ndarray:

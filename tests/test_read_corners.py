@@ -1,0 +1,258 @@
+"""Input checks left over from the break-it trial (2026-12-07): reading a points file.
+
+A wrong projected CRS, non-ASCII thousands separators, UTF-16 files, header names with spaces,
+and a register path that is a link or a folder. Each refusal is one line naming the option that
+fixes it, and shows no confidential value.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+
+import geopandas
+import numpy as np
+import pandas as pd
+import pyproj
+import pytest
+
+from synthgeo._errors import InputError
+from synthgeo.cli.main import main
+from synthgeo.io.points import load_points
+from synthgeo.io.read import check_points_frame
+from synthgeo.register.store import open_register
+
+N = 30
+
+
+def _sales(seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"id": np.arange(N), "lon": -121.5 + rng.uniform(0, 0.2, N),
+                         "lat": 38.5 + rng.uniform(0, 0.2, N),
+                         "price": rng.integers(100_000, 900_000, N)})
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.strip().splitlines() if not ln.startswith("synthgeo: warning")]
+    assert len(lines) == 1 and lines[0].startswith("synthgeo: error:"), err
+    return lines[0]
+
+
+# --- item 1: a wrong projected CRS ----------------------------------------------------------
+
+
+def _amsterdam_utm(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray]:
+    """Write 60 points near Amsterdam in UTM zone 31N metres; return the file and lon/lat."""
+    rng = np.random.default_rng(0)
+    lon, lat = 4.85 + rng.uniform(0, 0.15, 60), 52.33 + rng.uniform(0, 0.08, 60)
+    x, y = pyproj.Transformer.from_crs(4326, 32631, always_xy=True).transform(lon, lat)
+    path = tmp_path / "ams.csv"
+    pd.DataFrame({"id": np.arange(60), "x": x, "y": y}).to_csv(path, index=False)
+    return path, lon, lat
+
+
+@pytest.mark.parametrize("crs", ["EPSG:3857", "EPSG:3395", "EPSG:4087"])
+def test_utm_metres_labelled_with_a_world_wide_crs_are_refused(tmp_path, capsys, crs):
+    """Break-it: UTM 31N labelled EPSG:3857 was read, every distance at 0.69 of its length."""
+    path, _, _ = _amsterdam_utm(tmp_path)
+    with pytest.raises(InputError, match=r"^all 60 points have x within 160–840 km and y within "
+                                         r"0–10,000 km, the ranges of UTM eastings .*area of use "
+                                         r"is the world .*reads at about 0.[78] of its length; "
+                                         r"if they are UTM, set `crs` .*`study_area`") as err:
+        load_points(path, x="x", y="y", crs=crs, id_column="id")
+    assert "\n" not in str(err.value) and "52." not in str(err.value)
+    frame = pd.read_csv(path)
+    gdf = geopandas.GeoDataFrame(frame, crs=crs,
+                                 geometry=geopandas.points_from_xy(frame.x, frame.y))
+    with pytest.raises(InputError, match=r"gdf.set_crs\(\"EPSG:326ZZ\".*`study_area="):
+        check_points_frame(gdf, id_column="id")
+    from synthgeo.locations import measure_spatial_k
+
+    if crs == "EPSG:3857":  # the diagnostics check (and project) a frame not in metres too
+        with pytest.raises(InputError, match="ranges of UTM eastings"):
+            measure_spatial_k(gdf, 100.0)
+    out = tmp_path / "out"
+    assert main(["kanon", str(path), "--x", "x", "--y", "y", "--crs", crs, "--id", "id",
+                 "--radius-m", "100", "--out", str(out)]) == 1
+    assert "ranges of UTM eastings" in _one_error_line(capsys) and not out.exists()
+    # the right CRS reads them
+    assert len(load_points(path, x="x", y="y", crs="EPSG:32631", id_column="id")) == 60
+
+
+def test_a_declared_study_area_decides_for_utm_shaped_web_mercator(tmp_path):
+    """Web Mercator near Paris is UTM-shaped too: a declared study area lets it through."""
+    rng = np.random.default_rng(1)
+    lon, lat = 2.30 + rng.uniform(0, 0.1, 60), 48.82 + rng.uniform(0, 0.06, 60)
+    x, y = pyproj.Transformer.from_crs(4326, 3857, always_xy=True).transform(lon, lat)
+    path = tmp_path / "paris.csv"
+    pd.DataFrame({"id": np.arange(60), "x": x, "y": y}).to_csv(path, index=False)
+    with pytest.raises(InputError, match="ranges of UTM eastings"):
+        load_points(path, x="x", y="y", crs="EPSG:3857", id_column="id")
+    gdf = load_points(path, x="x", y="y", crs="EPSG:3857", id_column="id",
+                      study_area=[2.2, 48.7, 2.5, 49.0])
+    back = gdf.geometry.to_crs(4326)
+    assert np.allclose(back.x, lon) and np.allclose(back.y, lat)
+    # the Amsterdam UTM file labelled 3857 lands 6° south of Amsterdam: the area refuses it
+    ams, _, _ = _amsterdam_utm(tmp_path)
+    with pytest.raises(InputError, match="study"):
+        load_points(ams, x="x", y="y", crs="EPSG:3857", id_column="id",
+                    study_area=[4.7, 52.2, 5.2, 52.5])
+    # Web Mercator elsewhere (Sacramento) is not UTM-shaped: read as before
+    sx, sy = pyproj.Transformer.from_crs(4326, 3857, always_xy=True).transform(
+        -121.5 + lon - 2.3, 38.5 + lat - 48.82)
+    sac = tmp_path / "sac.csv"
+    pd.DataFrame({"id": np.arange(60), "x": sx, "y": sy}).to_csv(sac, index=False)
+    assert load_points(sac, x="x", y="y", crs="EPSG:3857", id_column="id").crs.to_epsg() == 32610
+
+
+def test_world_mercator_is_never_the_distance_crs(tmp_path):
+    """World Mercator (EPSG:3395) reads a distance d as d / cos φ, as Web Mercator does: under
+    ``target_crs = "local"`` (kanon's and outliers' default) it was kept and measured in."""
+    rng = np.random.default_rng(0)
+    lon, lat = 13.3 + rng.uniform(0, 0.1, 60), 52.45 + rng.uniform(0, 0.06, 60)  # Berlin
+    x, y = pyproj.Transformer.from_crs(4326, 3395, always_xy=True).transform(lon, lat)
+    path = tmp_path / "wm.csv"
+    pd.DataFrame({"x": x, "y": y}).to_csv(path, index=False)
+    for target in ("utm", "local"):
+        gdf = load_points(path, x="x", y="y", crs="EPSG:3395", target_crs=target)
+        assert gdf.crs.to_epsg() == 32633
+    with pytest.raises(InputError, match=r"`target_crs` = 'EPSG:3395' is a Mercator projection"):
+        load_points(path, x="x", y="y", crs="EPSG:3395", target_crs="EPSG:3395")
+    frame = geopandas.GeoDataFrame(geometry=geopandas.points_from_xy(x, y), crs=3395)
+    from synthgeo.locations import measure_spatial_k
+
+    got = measure_spatial_k(frame, 100.0, k=5, k_max=None)
+    assert pyproj.CRS(got.crs_wkt).to_epsg() == 32633  # projected first, not measured in 3395
+
+
+@pytest.mark.parametrize("crs", ["EPSG:2154", "EPSG:27700", "EPSG:28992", "EPSG:3035"])
+def test_utm_metres_labelled_with_a_national_grid_are_refused(tmp_path, crs):
+    """A CRS with a bounded area of use refuses them already (projected bounds, area of use)."""
+    path, _, _ = _amsterdam_utm(tmp_path)
+    with pytest.raises(InputError, match=r"outside the (projected bounds|area of use)"):
+        load_points(path, x="x", y="y", crs=crs, id_column="id")
+
+
+# --- item 2: a non-ASCII thousands separator -----------------------------------------------
+
+
+def _grouped_csv(tmp_path: Path, sep_char: str) -> tuple[Path, pd.DataFrame]:
+    """Write a French-style export: ``;``, decimal commas, prices grouped by `sep_char`."""
+    frame = _sales()
+    rows = "".join(
+        f"{r.id};{str(r.lon).replace('.', ',')};{str(r.lat).replace('.', ',')};"
+        f"{r.price // 1000}{sep_char}{r.price % 1000:03d}\n" for r in frame.itertuples())
+    path = tmp_path / "fr.csv"
+    path.write_text("id;lon;lat;price\n" + rows, encoding="utf-8")
+    return path, frame
+
+
+@pytest.mark.parametrize("char", ["\u00a0", "\u202f"])
+def test_a_no_break_space_thousands_separator_is_honoured(tmp_path, char):
+    path, frame = _grouped_csv(tmp_path, char)
+    gdf = load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                      thousands=char, numeric_columns=["price"], id_column="id")
+    assert gdf["price"].tolist() == frame["price"].tolist()
+    assert np.allclose(gdf["lon"], frame["lon"])  # the decimal commas too
+
+
+@pytest.mark.parametrize(("char", "named"), [("\u00a0", "U+00A0"), ("\u202f", "U+202F")])
+def test_space_grouped_numbers_without_the_option_name_it(tmp_path, capsys, char, named):
+    path, _ = _grouped_csv(tmp_path, char)
+    for given in (None, " "):  # left out, or an ordinary space given for a no-break one
+        match = (rf"numeric column `price` holds text .* grouped by a .*no-break space "
+                 rf"\({re.escape(named)}.*set `thousands` \(\[data\] thousands, or --thousands\)")
+        with pytest.raises(InputError, match=match) as err:
+            load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                        thousands=given, numeric_columns=["price"], id_column="id")
+        assert "\n" not in str(err.value) and "000" not in str(err.value)
+    assert main(["kanon", str(path), "--x", "lon", "--y", "lat", "--crs", "EPSG:4326",
+                 "--sep", ";", "--decimal", ",", "--thousands", char, "--id", "id",
+                 "--radius-m", "100", "--out", str(tmp_path / "out")]) == 0
+    capsys.readouterr()
+
+
+# --- item 3: UTF-16 -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("written", "named", "how"), [
+    ("utf-16", "utf-16", "starts with a UTF-16 byte-order mark"),
+    ("utf-32", "utf-32", "starts with a UTF-32 byte-order mark"),
+    ("utf-16-le", "utf-16-le", "has NUL bytes between its characters"),
+])
+@pytest.mark.parametrize("given", ["utf-8", "latin-1"])
+def test_a_utf16_file_names_its_encoding(tmp_path, capsys, written, named, how, given):
+    path = tmp_path / "wide.csv"
+    _sales().to_csv(path, index=False, encoding=written)
+    with pytest.raises(InputError, match=rf"^the CSV wide.csv is {named.upper()} text \(it "
+                                         rf"{how}\), not {given}: set `encoding` \(\[data\] "
+                                         rf'encoding, or --encoding\) to "{named}", or re-save '
+                                         "the file as UTF-8$"):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", encoding=given)
+    gdf = load_points(path, x="lon", y="lat", crs="EPSG:4326", encoding=named, id_column="id")
+    assert gdf["price"].tolist() == _sales()["price"].tolist()
+    out = tmp_path / "out"
+    assert main(["kanon", str(path), "--x", "lon", "--y", "lat", "--crs", "EPSG:4326",
+                 "--encoding", given, "--radius-m", "100", "--out", str(out)]) == 1
+    assert 'to "' + named + '"' in _one_error_line(capsys) and not out.exists()
+
+
+# --- item 4: header names with spaces -----------------------------------------------------
+
+
+def test_a_column_name_with_spaces_is_named_as_the_near_match(tmp_path, capsys):
+    path = tmp_path / "spaced.csv"
+    frame = _sales().rename(columns={"price": "price "})
+    frame.to_csv(path, index=False)
+    with pytest.raises(InputError, match=r"column\(s\) \['price'\] not found in spaced.csv; it "
+                                         r"has 'price ' \(with trailing space\(s\)\) for "
+                                         r"`price`: give the name exactly as written"):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", numeric_columns=["price"])
+    with pytest.raises(InputError, match=r"'price ' \(in other case and with spaces\) for "
+                                         r"`Price`"):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", numeric_columns=["Price"])
+    with pytest.raises(InputError, match=r"\['beds'\] not found in spaced.csv; available"):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", numeric_columns=["beds"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gdf = load_points(path, x="lon", y="lat", crs="EPSG:4326", numeric_columns=["price "])
+    assert len(gdf) == N
+
+
+def test_the_location_tools_name_the_near_match_too():
+    from synthgeo.locations._inputs import check_columns
+
+    gdf = geopandas.GeoDataFrame({" beds": [1, 2]}, crs="EPSG:32610",
+                                 geometry=geopandas.points_from_xy([0.0, 1.0], [0.0, 1.0]))
+    with pytest.raises(InputError, match=r"group_by column\(s\) \['beds'\] not found; it has "
+                                         r"' beds' \(with leading space\(s\)\)"):
+        check_columns(gdf, ["beds"], "group_by")
+
+
+# --- item 5: --register at a link or a folder ---------------------------------------------
+
+
+def test_a_register_path_that_is_a_link_or_a_folder_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("SYNTHGEO_REGISTER", raising=False)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder.sqlite").mkdir()
+    (tmp_path / "x.csv").write_text("a,b\n")
+    (tmp_path / "link.sqlite").symlink_to(tmp_path / "x.csv")
+    (tmp_path / "dangling.sqlite").symlink_to(tmp_path / "nowhere.sqlite")
+    (tmp_path / "loop.sqlite").symlink_to(tmp_path / "loop.sqlite")
+    (tmp_path / "loopd").symlink_to(tmp_path / "loopd")
+    cases = {"folder": "is a folder", "folder.sqlite": "is a folder",
+             "link.sqlite": "is a symbolic link", "dangling.sqlite": "is a symbolic link",
+             "loop.sqlite": "is a symbolic link", "loopd/r.sqlite": "cannot be resolved",
+             "x.csv": "a register is a SQLite file named"}
+    for name, says in cases.items():
+        given = str(tmp_path / name)
+        with pytest.raises(InputError, match=rf"^--register '{given}':? {says}"):
+            open_register(given)
+        assert main(["releases", "--register", given]) == 1
+        assert says in _one_error_line(capsys)
+    assert not (tmp_path / "nowhere.sqlite").exists()  # nothing written through the link
+    with pytest.raises(InputError, match="^--register is empty"):
+        open_register("")
