@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["resolve_seed", "seed_sha256", "run_seed", "write_seed", "read_seed", "keyed_seeds",
-           "confidential_words", "confidential_seed", "guessable_seed_warning", "GUESSABLE_SEED",
-           "SEED_FILE"]
+           "confidential_words", "confidential_seed", "keyed_permutation", "guessable_seed_warning",
+           "GUESSABLE_SEED", "SEED_FILE"]
 
 #: Seeds below this can be searched (2^64): break-it trial 2026-12-07 tried a seed and a
 #: candidate value together in 0.023 ms against the released row order.
@@ -177,6 +177,53 @@ def confidential_seed(seed, y: np.ndarray) -> np.random.SeedSequence:
     entropy = [*(first if isinstance(first, (list, tuple)) else [int(first)]),
                *confidential_words(y)]
     return np.random.SeedSequence(entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size)
+
+
+def keyed_permutation(n: int, seed, values: np.ndarray, spawn_key: int) -> np.ndarray:
+    """Return a permutation of ``range(n)`` keyed by a seed and confidential values.
+
+    The row order of a release (and its pseudonyms 1..n in that order): the stream with spawn
+    key ``(spawn_key,)`` under ``seed``, with the SHA-256 of `values` mixed into its entropy
+    (:func:`confidential_seed`). The same seed and values give the same permutation, so the
+    same inputs give byte-identical files; no one without the confidential values can
+    recompute it, even from a seed small enough to guess (docs/release.md, "Released ids";
+    docs/locations.md, "Donut geomasking and choosing k").
+
+    Parameters
+    ----------
+    n : int
+        Records released.
+    seed : int or numpy.random.SeedSequence
+        The key (a run's or a mask's seed); a SeedSequence contributes its entropy only.
+    values : ndarray
+        Confidential values never released (a run's response; a mask's displacements), any
+        shape, read as float64.
+    spawn_key : int
+        Keeps the permutation's stream apart from the other streams of `seed`.
+
+    Returns
+    -------
+    ndarray of int, shape (n,)
+
+    Raises
+    ------
+    ValueError
+        `seed` is None.
+
+    Examples
+    --------
+    >>> p = keyed_permutation(5, 7, np.array([1.0, 2.0]), spawn_key=3)
+    >>> sorted(p.tolist())
+    [0, 1, 2, 3, 4]
+    >>> bool((p == keyed_permutation(5, 7, np.array([1.0, 2.5]), spawn_key=3)).all())
+    False
+    """
+    if seed is None:
+        raise ValueError("a keyed permutation needs a seed (got None)")
+    first = seed.entropy if isinstance(seed, np.random.SeedSequence) else int(seed)
+    stream = confidential_seed(
+        np.random.SeedSequence(int(first), spawn_key=(int(spawn_key),)), values)
+    return np.random.default_rng(stream).permutation(int(n))
 
 
 def guessable_seed_warning(seed: int | None) -> str | None:

@@ -50,6 +50,13 @@ def add_parser(sub, common) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="replace an earlier mask in --out (only if it was never released: two "
                         "independent masks of the same cases can be averaged; default: refuse)")
+    p.add_argument("--release-ids", choices=["pseudonymous", "original"],
+                   default="pseudonymous",
+                   help="what the published id column holds: pseudonymous, 1..n in a random row "
+                        "order, the map to the case ids kept beside mask.json (confidential); "
+                        "original: the case ids as given, only for ids that are already public "
+                        "pseudonyms (a warning is recorded in mask.json); rows are published in "
+                        "a random order either way (default: pseudonymous)")
     p.add_argument("--reuse", metavar="DIR",
                    help="earlier mask folder: cases whose id is in it keep their earlier masked "
                         "point; only new cases are masked (default: none)")
@@ -82,7 +89,13 @@ def run(args: argparse.Namespace, say) -> int:
     )
     from synthgeo.masking._validate import resolve_seed
     from synthgeo.masking.sites import shared_locations
-    from synthgeo.masking.store import MASK_SIDECAR, check_output_dir, inputs_key
+    from synthgeo.masking.store import (
+        MASK_ID_MAP,
+        MASK_SIDECAR,
+        ORIGINAL_IDS_WARNING,
+        check_output_dir,
+        inputs_key,
+    )
 
     attacker = NearestHouseholdAttacker(known_share=args.known_share)
     inputs = load_inputs(args)
@@ -117,6 +130,8 @@ def run(args: argparse.Namespace, say) -> int:
         warn(f"--seed {args.seed} is short: the seed is the key of the mask and a "
                       "short one can be guessed and the displacements undone; omit --seed to "
                       "draw a long random one")
+    if args.release_ids == "original":
+        warn(ORIGINAL_IDS_WARNING)
     seed = resolve_seed(args.seed)
     mask = mask_to_k(inputs.cases, inputs.households, k=args.k, weights=inputs.weights,
                      region=inputs.region, random_seed=seed, verify=args.verify,
@@ -141,11 +156,15 @@ def run(args: argparse.Namespace, say) -> int:
             [inputs.households.geometry.x, inputs.households.geometry.y])),
     }
     written = write_mask(mask, out, record=record, file_format=args.format,
-                         overwrite=args.overwrite, inputs=input_files(args))
+                         overwrite=args.overwrite, inputs=input_files(args),
+                         release_ids=args.release_ids)
     side = json.loads((written / MASK_SIDECAR).read_text(encoding="utf-8"))
     _summary(say, side)
     print(f"masked points: {written / side['layer']}")
     print(f"record (confidential: holds the seed): {written / MASK_SIDECAR}")
+    if (written / MASK_ID_MAP).is_file():
+        print(f"id map (confidential: links the published ids to the cases): "
+              f"{written / MASK_ID_MAP}")
     return 0
 
 
@@ -160,6 +179,12 @@ def _same_mask_written(out: Path, key: str, args: argparse.Namespace, say) -> bo
         return False
     old = json.loads(side_path.read_text(encoding="utf-8"))
     if old.get("inputs_key") == key and args.seed in (None, old.get("random_seed")):
+        was = old.get("release_ids", "original")  # masks written before 2026-12-07: case ids
+        if was != args.release_ids:
+            raise SpecError(
+                f"{out} holds this mask published with --release-ids {was}, not "
+                f"{args.release_ids}; pass --release-ids {was} to reuse it as it stands, or "
+                f"mask into another `--out` with `--reuse {out}` to publish its points again")
         _, side = read_mask(out)  # checks the files are unchanged
         say(f"reusing the mask in {out} (same inputs and k, seed from its mask.json); "
             "nothing re-masked or rewritten")

@@ -22,16 +22,38 @@ import pandas as pd
 import pyproj
 
 from synthgeo._errors import InputError, SpecError
+from synthgeo._seed import keyed_permutation
 from synthgeo.io.atomic import check_output_dir, write_folder
+from synthgeo.io.files import keep_id_text
 from synthgeo.io.jsonable import dumps
 from synthgeo.io.provenance import file_sha256
 from synthgeo.masking.donut import DonutMask
 from synthgeo.masking.sweep import ChooseKResult
 
-__all__ = ["MASK_SIDECAR", "CHOOSE_K_RECORD", "inputs_key", "write_mask", "read_mask",
-           "reuse_previous_mask", "write_choose_k", "check_output_dir"]
+__all__ = ["MASK_SIDECAR", "CHOOSE_K_RECORD", "MASK_ID_MAP", "RELEASE_IDS", "inputs_key",
+           "released_layer", "write_mask", "read_mask", "reuse_previous_mask", "write_choose_k",
+           "check_output_dir"]
 
 MASK_SIDECAR = "mask.json"
+#: The map release id -> case id, beside mask.json (confidential), under "pseudonymous".
+MASK_ID_MAP = "release_ids.csv"
+#: What the published id column holds: release pseudonyms 1..n (default) or the case ids.
+RELEASE_IDS = ("pseudonymous", "original")
+#: Spawn key of the published row order's stream under the mask's seed (its other streams:
+#: the displacements, ``default_rng(seed)``, and the evaluation, ``default_rng([seed, 2])``).
+MASK_IDS_SPAWN_KEY = 0x3A5
+#: What masking.json says of the published ids, per `release_ids`.
+_IDS_TEXT = {
+    "pseudonymous": "release pseudonyms 1..n in a random row order, not the case ids; the map "
+                    "to the case ids is kept with the confidential record",
+    "original": "the case ids as given (release_ids = original), in a random row order",
+}
+#: mask.json's warning when the case ids are published.
+ORIGINAL_IDS_WARNING = (
+    "the published layer carries the case ids as given (--release-ids original): publish it "
+    "only if those ids are already public pseudonyms, since ids numbered in file order, by "
+    "date or by area rank the cases and raise the attacker's success above the figures in "
+    "this record (break-it trial 2026-12-07)")
 CHOOSE_K_RECORD = "choose_k.json"
 _LAYER = {"parquet": "masked.parquet", "gpkg": "masked.gpkg"}
 #: How masking.json describes each method (public: the method is assumed known).
@@ -92,9 +114,75 @@ def _write_gpkg(gdf: geopandas.GeoDataFrame, path: Path) -> None:
         pyogrio.set_gdal_config_options({"OGR_CURRENT_DATE": old})
 
 
+def released_layer(mask: DonutMask, release_ids: str = "pseudonymous"
+                   ) -> tuple[geopandas.GeoDataFrame, pd.DataFrame | None]:
+    """Return the masked layer as published (ids, row order) and the map to the case ids.
+
+    Parameters
+    ----------
+    mask : DonutMask
+        The mask; its layer is in case order under the case ids.
+    release_ids : {"pseudonymous", "original"}, default="pseudonymous"
+        ``"pseudonymous"``: the id column holds 1..n in the published row order;
+        ``"original"``: it keeps the case ids (only for ids that are public pseudonyms).
+
+    Returns
+    -------
+    layer : geopandas.GeoDataFrame
+        Shape (n_cases, 2): the id column and the masked Point, rows in a random order.
+    id_map : pandas.DataFrame or None
+        ``release_id`` and the case id column (``confidential_id`` when that is named
+        ``release_id``), one row per published point in published order, for the confidential
+        side; None under ``"original"``.
+
+    Raises
+    ------
+    SpecError
+        `release_ids` not one of :data:`RELEASE_IDS`.
+
+    Notes
+    -----
+    A case file's order is rarely neutral (sorted by easting, date or area): break-it trial
+    2026-12-07, a Chorley cases file sorted by easting published in file order raised the
+    attacker over all households from 0.207 to 0.262 (k = 20, mean over 5 masks). The row order
+    is a permutation keyed by the mask's seed and the SHA-256 of its displacements
+    (:func:`synthgeo._seed.keyed_permutation`): the same inputs and seed give the same files,
+    and no one without the true locations can recompute it, even from a short seed.
+
+    Examples
+    --------
+    >>> import geopandas, numpy as np
+    >>> grid = np.arange(10) * 100.0
+    >>> hh = geopandas.GeoSeries(geopandas.points_from_xy(*map(np.ravel, np.meshgrid(grid, grid))),
+    ...                          crs="EPSG:27700")
+    >>> cases = geopandas.GeoDataFrame({"id": [7, 8, 9]}, crs="EPSG:27700",
+    ...     geometry=geopandas.points_from_xy([250.0, 450.0, 650.0], [450.0] * 3))
+    >>> cases.attrs["id_column"] = "id"
+    >>> from synthgeo.masking import mask_to_k
+    >>> layer, id_map = released_layer(mask_to_k(cases, hh, k=4, random_seed=2**40 + 1))
+    >>> layer["id"].tolist(), sorted(id_map["id"].tolist())
+    ([1, 2, 3], [7, 8, 9])
+    """
+    if release_ids not in RELEASE_IDS:
+        raise SpecError(f"`release_ids` = {release_ids!r}; choose one of {list(RELEASE_IDS)}")
+    order = keyed_permutation(len(mask.masked), mask.random_seed, mask.displacement_m,
+                              MASK_IDS_SPAWN_KEY)
+    layer = mask.masked.iloc[order].reset_index(drop=True)
+    layer.attrs = dict(mask.masked.attrs)
+    if release_ids == "original":
+        return layer, None
+    col = mask.id_column
+    case_ids = layer[col].to_numpy()
+    layer[col] = np.arange(1, len(layer) + 1)
+    id_map = pd.DataFrame({"release_id": layer[col].to_numpy(),
+                           "confidential_id" if col == "release_id" else col: case_ids})
+    return layer, id_map
+
+
 def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any] | None = None,
                file_format: str = "parquet", overwrite: bool = False,
-               inputs: Iterable[str | os.PathLike] = ()) -> Path:
+               inputs: Iterable[str | os.PathLike] = (),
+               release_ids: str = "pseudonymous") -> Path:
     """Write a masked layer (publishable) and its confidential sidecar, atomically.
 
     Parameters
@@ -113,18 +201,24 @@ def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any
         Replace an earlier masking output folder.
     inputs : iterable of path
         Input files the folder must not contain.
+    release_ids : {"pseudonymous", "original"}, default="pseudonymous"
+        What the published id column holds (see :func:`released_layer`); the rows are
+        published in a random order either way.
 
     Returns
     -------
     Path
         The output folder. ``release/`` (publishable) holds the layer, ``masked.csv`` (id,
         ``x_m``, ``y_m`` in the layer's CRS) and ``masking.json`` (method, k, CRS: what a data
-        user needs). ``mask.json`` (confidential) holds the seed and everything else.
+        user needs). ``mask.json`` (confidential) holds the seed and everything else, and
+        ``release_ids.csv`` (confidential, ``"pseudonymous"`` only) the map from the published
+        ids to the case ids.
 
     Raises
     ------
     SpecError
-        Bad `file_format` or output folder (see :func:`synthgeo.io.atomic.write_folder`).
+        Bad `file_format`, `release_ids` or output folder (see
+        :func:`synthgeo.io.atomic.write_folder`).
 
     Notes
     -----
@@ -135,7 +229,7 @@ def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any
     """
     if file_format not in _LAYER:
         raise SpecError(f"`file_format` = {file_format!r}; choose one of {sorted(_LAYER)}")
-    layer = mask.masked
+    layer, id_map = released_layer(mask, release_ids)
     crs = pyproj.CRS.from_user_input(layer.crs)
 
     def write(tmp: Path) -> None:
@@ -150,10 +244,13 @@ def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any
                               "x_m": layer.geometry.x.to_numpy(),
                               "y_m": layer.geometry.y.to_numpy()})
         table.to_csv(rel / "masked.csv", index=False, float_format="%.3f")
+        if id_map is not None:  # confidential: beside mask.json, never in release/
+            id_map.to_csv(tmp / MASK_ID_MAP, index=False)
         public = {
             "synthgeo_masked_points": 1,
             "method": METHOD_TEXT[mask.method],
             "k": mask.k, "n_points": len(layer), "id_column": mask.id_column,
+            "ids": _IDS_TEXT[release_ids],
             **({"verified": "each point redrawn until at least k households (counted within "
                             "cos(pi/64) of the distance) are as close to it as the true "
                             "location (verified k >= k); an annulus widened after repeated "
@@ -179,9 +276,13 @@ def write_mask(mask: DonutMask, out: str | os.PathLike, *, record: dict[str, Any
             "largest_site": mask.largest_site,
             "verification": mask.verification, "composition": COMPOSITION_TEXT,
             "id_column": mask.id_column, "crs": crs.name, "crs_wkt": crs.to_wkt(),
+            "release_ids": release_ids,
+            **({"release_ids_warning": ORIGINAL_IDS_WARNING} if id_map is None else {}),
             "layer": f"release/{name}",
-            "files": {f"release/{f}": file_sha256(rel / f)
-                      for f in (name, "masked.csv", "masking.json")},
+            "files": {**{f"release/{f}": file_sha256(rel / f)
+                         for f in (name, "masked.csv", "masking.json")},
+                      **({MASK_ID_MAP: file_sha256(tmp / MASK_ID_MAP)}
+                         if id_map is not None else {})},
         }
         (tmp / MASK_SIDECAR).write_text(dumps(side) + "\n", encoding="utf-8")
 
@@ -199,14 +300,17 @@ def read_mask(folder: str | os.PathLike) -> tuple[geopandas.GeoDataFrame, dict[s
     Returns
     -------
     layer : geopandas.GeoDataFrame
-        The masked layer (``attrs["id_column"]`` set).
+        The masked layer in its published row order, its id column holding the case ids
+        (release pseudonyms mapped back through ``release_ids.csv``; ``attrs["id_column"]``
+        and ``attrs["release_ids"]`` set). Confidential when the ids were pseudonymous.
     sidecar : dict
         The parameters it was written with (``k``, ``random_seed``, ``inputs_key``, ...).
 
     Raises
     ------
     InputError
-        No sidecar, a listed file missing or changed since it was written (sha256 differs).
+        No sidecar, a listed file missing or changed since it was written (sha256 differs),
+        or an id map that does not match the published ids.
     """
     folder = Path(folder)
     side_path = folder / MASK_SIDECAR
@@ -227,8 +331,27 @@ def read_mask(folder: str | os.PathLike) -> tuple[geopandas.GeoDataFrame, dict[s
     path = folder / layer_name
     layer = (geopandas.read_parquet(path) if path.suffix == ".parquet"
              else geopandas.read_file(path, layer="masked"))
-    layer.attrs["id_column"] = id_column
+    kind = side.get("release_ids", "original")  # masks written before 2026-12-07: case ids
+    if kind == "pseudonymous":
+        layer[id_column] = _case_ids(folder, files, layer[id_column], id_column)
+    layer.attrs.update(id_column=id_column, release_ids=kind)
     return layer, side
+
+
+def _case_ids(folder: Path, files: dict[str, str], published: pd.Series,
+              id_column: str) -> np.ndarray:
+    """Map a mask's published pseudonyms back to the case ids (its ``release_ids.csv``)."""
+    if MASK_ID_MAP not in files:
+        raise InputError(f"{folder / MASK_SIDECAR} says the ids are release pseudonyms but lists "
+                         f"no {MASK_ID_MAP}: restore the mask folder as it was written")
+    column = "confidential_id" if id_column == "release_id" else id_column
+    id_map = keep_id_text(pd.read_csv(folder / MASK_ID_MAP, dtype={column: str}), column)
+    lookup = dict(zip(id_map["release_id"], id_map[column]))
+    if len(lookup) != len(id_map) or set(lookup) != set(published) \
+            or id_map[column].duplicated().any():
+        raise InputError(f"{folder / MASK_ID_MAP} does not match the published ids: restore the "
+                         "mask folder as it was written")
+    return published.map(lookup).to_numpy()
 
 
 def reuse_previous_mask(mask: DonutMask, previous: geopandas.GeoDataFrame,

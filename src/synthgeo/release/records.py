@@ -24,7 +24,7 @@ import geopandas
 import numpy as np
 import pandas as pd
 
-from synthgeo._seed import confidential_seed
+from synthgeo._seed import keyed_permutation
 from synthgeo.pipeline.previous import ID_MAP_FILE  # the layout --previous reads back
 
 __all__ = ["ReleasedRecords", "released_records", "ID_MAP_FILE", "RELEASE_IDS_SPAWN_KEY"]
@@ -70,14 +70,11 @@ def _permutation(n: int, seed, y: np.ndarray) -> np.ndarray:
     (e.g. the autocorrelation of their per-id means in candidate order) finds it in seconds.
     Mixing in the SHA-256 of the confidential response, which is in no released file, keeps
     the same spec, data and seed giving the same files while no one without the confidential
-    data can try seeds.
+    data can try seeds (:func:`synthgeo._seed.keyed_permutation`).
     """
     if seed is None:
         raise ValueError("pseudonymous release ids need the run's seed (got None)")
-    first = seed.entropy if isinstance(seed, np.random.SeedSequence) else int(seed)
-    stream = confidential_seed(
-        np.random.SeedSequence(int(first), spawn_key=(RELEASE_IDS_SPAWN_KEY,)), y)
-    return np.random.default_rng(stream).permutation(n)
+    return keyed_permutation(n, seed, y, RELEASE_IDS_SPAWN_KEY)
 
 
 def released_records(spec, data, locations, seed) -> ReleasedRecords:
