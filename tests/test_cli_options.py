@@ -135,3 +135,22 @@ def test_a_stopped_run_says_the_folder_holds_an_earlier_release(tmp_path, capsys
     # no earlier release: no note
     code = main(["run", str(spec), "--out", str(tmp_path / "new"), "--progress", "never"])
     assert code == 1 and "earlier run's release" not in capsys.readouterr().err
+
+
+def test_closing_count_is_the_records_released_under_treatment_apply(monkeypatch, tmp_path):
+    """Break-it: 140 read, 80 withheld printed "140 released, 80 withheld" (60 were released)."""
+    from types import SimpleNamespace
+
+    import synthgeo.pipeline.released as released
+    from synthgeo.cli.run import closing_lines
+
+    monkeypatch.setattr(released, "released_label_of", lambda result: "restricted")
+    totals = {"n_records": 140, "n_released": 60, "n_withheld": 80}
+    result = SimpleNamespace(
+        data=SimpleNamespace(n_records=140, missing={"n_dropped": 10}),
+        locations=SimpleNamespace(treatment=SimpleNamespace(totals=totals)))
+    rel = SimpleNamespace(verdicts={"location": "PASS", "risk": "PASS"}, result=result)
+    line = next(x for x in closing_lines(rel, tmp_path) if x.startswith("records:"))
+    assert line == ('records: 60 released, 10 dropped for a missing value ([data] missing = '
+                    '"drop"; 6.7% of 150), 80 withheld by the outlier policy ([anonymity] '
+                    'treatment = "apply")')

@@ -295,8 +295,9 @@ def closing_lines(rel, out: Path) -> list[str]:
     -------
     list of str
         Whether release.json is signed and where it is registered; ``verdicts: location X,
-        risk Y``; the records read, dropped by ``[data] missing = "drop"`` and released; then
-        the release and report paths. No record-level value.
+        risk Y``; the records released (read, less those dropped by ``[data] missing =
+        "drop"`` and those withheld by ``[anonymity] treatment = "apply"``), dropped and
+        withheld; then the release and report paths. No record-level value.
     """
     v = rel.verdicts
     lines = [f"verdicts: location {v['location']}, risk {v['risk']}"
@@ -304,13 +305,13 @@ def closing_lines(rel, out: Path) -> list[str]:
                 "users' README say so)" if "FAIL" in v.values() else "")]
     data = rel.result.data
     dropped = (data.missing or {}).get("n_dropped", 0)
-    n = int(data.n_records)
-    line = f"records: {n} released"
+    n = int(data.n_records)  # read and kept: the records synthesised
+    treatment = getattr(getattr(rel.result, "locations", None), "treatment", None)
+    withheld = int((treatment.totals or {}).get("n_withheld", 0)) if treatment else 0
+    line = f"records: {n - withheld} released"  # withheld ones are not in release/
     if dropped:
         line += (f", {dropped} dropped for a missing value ([data] missing = \"drop\"; "
                  f"{dropped / (n + dropped):.1%} of {n + dropped})")
-    treatment = getattr(getattr(rel.result, "locations", None), "treatment", None)
-    withheld = int((treatment.totals or {}).get("n_withheld", 0)) if treatment else 0
     if withheld:
         line += f", {withheld} withheld by the outlier policy ([anonymity] treatment = \"apply\")"
     lines.append(line)
