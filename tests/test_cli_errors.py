@@ -36,6 +36,8 @@ chains = 2
 draws = 10
 tune = 10
 {extra}
+[synthesis]
+n_implicates = 10
 """
 
 

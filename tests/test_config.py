@@ -411,3 +411,62 @@ def test_relative_tolerance_of_one_or_more_is_refused():
     with pytest.raises(SpecError, match=r"\[risk\] p.*below 1"):
         RiskConfig(p=[1.5])
     assert RiskConfig(p=[0.5]).p == [0.5]
+
+
+# --- more implicates than retained posterior draws: refused by the spec (break-it) -----------
+
+
+def test_more_implicates_than_posterior_draws_is_refused_by_the_spec(bundled, tmp_path,
+                                                                    capsys):
+    """Break-it: validate said OK to n_implicates = 5000 beside 2 x 1000 draws; run refused."""
+    from synthgeo.cli.main import main
+
+    with pytest.raises(SpecError, match=r"`\[synthesis\] n_implicates` = 2001 needs as many "
+                                        r"posterior draws .* = 2 × 1000 = 2000 are retained; "
+                                        r"raise `draws` to at least 1001 or lower n_implicates "
+                                        r"to at most 2000"):
+        bundled.replace("synthesis", n_implicates=2001)
+    assert bundled.replace("synthesis", n_implicates=2000).synthesis.n_implicates == 2000
+    text = bundled_spec_path().read_text(encoding="utf-8").replace(
+        "n_implicates = 100", "n_implicates = 5000")  # its data path is synthgeo:...
+    spec = tmp_path / "s.toml"
+    spec.write_text(text, encoding="utf-8")
+    assert main(["validate", str(spec)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "n_implicates` = 5000 needs as many" in err
+
+
+def test_command_line_overrides_are_checked_together(capsys):
+    """`--draws 20 --implicates 10` is valid though `--draws 20` beside the spec's L is not."""
+    import argparse
+
+    from synthgeo.cli._spec import OVERRIDES, spec_from_args
+
+    def args(**given):
+        ns = argparse.Namespace(spec=None, **{o: None for opts in OVERRIDES.values()
+                                              for o, _ in opts})
+        return argparse.Namespace(**{**vars(ns), **given})
+
+    spec = spec_from_args(args(draws=20, implicates=10))
+    assert (spec.sampling.draws, spec.synthesis.n_implicates) == (20, 10)
+    with pytest.raises(SpecError, match=r"^`--draws 20` is invalid: `\[synthesis\] "
+                                        r"n_implicates` = 100 needs as many"):
+        spec_from_args(args(draws=20))
+    with pytest.raises(SpecError, match=r"^`--chains 0` is invalid"):
+        spec_from_args(args(chains=0, implicates=10))
+
+
+def test_risk_rule_needs_twice_the_implicates_in_posterior_draws(bundled):
+    """at_risk = "risk" | "both" selects on L draws and judges on L others: 2L retained."""
+    targets = [{"measure": "rel:0.1", "record_threshold": 0.05}]
+    spec = bundled.replace("risk", targets=targets)
+    for rule in ("risk", "both"):
+        ok = spec.replace("synthesis", n_implicates=1000).replace("model", at_risk=rule)
+        assert ok.model.at_risk == rule
+        with pytest.raises(SpecError, match=rf'`\[model\] at_risk = "{rule}"` selects records '
+                                            r"on 1001 posterior draws and judges the release on "
+                                            r"1001 others .*2002 are needed .* 2000 are "
+                                            r"retained; raise `draws` to at least 1001 or lower "
+                                            r"n_implicates to at most 1000"):
+            ok.replace("synthesis", n_implicates=1001)
+    assert spec.replace("synthesis", n_implicates=1001).model.at_risk == "spatial"

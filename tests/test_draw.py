@@ -268,6 +268,10 @@ def test_releases_a_draw_cannot_extend_are_refused_by_their_spec():
     ok = _draw_spec({"spec": json.loads(json.dumps(spec.to_dict(), default=str))}, Path("x"),
                     7, 5)
     assert ok.synthesis.n_implicates == 7 and ok.sampling.seed == 5
+    with pytest.raises(SpecError, match=r"2001 implicates are more than the 2 × 1000 = 2000 "
+                                        r"posterior draws its spec retains"):
+        _draw_spec({"spec": json.loads(json.dumps(spec.to_dict(), default=str))}, Path("x"),
+                   2001, 5)
 
 
 def test_other_records_than_the_releases_are_refused(first, tmp_path):

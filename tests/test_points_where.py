@@ -271,7 +271,7 @@ def _spec(files, tmp_path, case, extra=""):
     spec = tmp_path / "spec.toml"
     spec.write_text(f'[data]\npath = "{files[case]}"\nx = "x"\ny = "y"\ncrs = "{crs}"\n'
                     f'id = "id"\nresponse = "id"\n{unit}{extra}\n[sampling]\nchains = 2\n'
-                    'draws = 10\ntune = 10\n', encoding="utf-8")
+                    'draws = 10\ntune = 10\n[synthesis]\nn_implicates = 10\n', encoding="utf-8")
     return spec
 
 

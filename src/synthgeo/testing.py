@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from scipy.spatial.distance import cdist
 
@@ -186,9 +188,10 @@ def fake_spec(spec, *, n_draws: int = 300, n_implicates: int = 20):
     >>> spec.sampling.draws, spec.sampling.on_convergence_failure, spec.synthesis.n_implicates
     (100, 'warn', 5)
     """
-    spec = spec.replace("sampling", chains=2, draws=n_draws, tune=10,
-                        on_convergence_failure="warn")
-    return spec.replace("synthesis", n_implicates=n_implicates)
+    sampling = dataclasses.replace(spec.sampling, chains=2, draws=n_draws, tune=10,
+                                   on_convergence_failure="warn")
+    synthesis = dataclasses.replace(spec.synthesis, n_implicates=n_implicates)
+    return dataclasses.replace(spec, sampling=sampling, synthesis=synthesis)  # checked together
 
 
 def clustered_points(

@@ -8,6 +8,7 @@ its ``[section] key``); :func:`add_output_arguments` registers ``--out``/``--ove
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from synthgeo._errors import SpecError
@@ -116,16 +117,29 @@ def spec_from_args(args: argparse.Namespace):
     from synthgeo.config import bundled_spec_path, load_spec
 
     spec = load_spec(Path(args.spec) if args.spec else bundled_spec_path())
+    sections, typed = {}, {}
     for section, options in OVERRIDES.items():
         given = {key: (option, getattr(args, option)) for option, key in options
                  if getattr(args, option, None) is not None}
         if not given:
             continue
+        typed.update(given)
         try:  # one section at a time: its keys are checked together (chains vs stop/warn)
-            spec = spec.replace(section, **{key: value for key, (_, value) in given.items()})
+            sections[section] = dataclasses.replace(
+                getattr(spec, section), **{key: value for key, (_, value) in given.items()})
         except SpecError as exc:
-            # name the option(s) the user typed whose key the message names
-            named = [v for k, v in given.items() if f"] {k}`" in str(exc)] or list(given.values())
-            flags = ", ".join(f"`--{o.replace('_', '-')} {v}`" for o, v in named)
-            raise SpecError(f"{flags} is invalid: {exc}") from exc
+            raise _invalid(given, exc) from exc
+    if sections:
+        try:  # then the sections together (draws vs n_implicates), on the final values only
+            spec = dataclasses.replace(spec, **sections)
+        except SpecError as exc:
+            raise _invalid(typed, exc) from exc
     return spec
+
+
+def _invalid(given: dict, exc: SpecError) -> SpecError:
+    """Name the option(s) the user typed whose key the message names (else all typed)."""
+    text = str(exc)
+    named = [v for k, v in given.items() if f"] {k}`" in text or f"`{k}`" in text]
+    flags = ", ".join(f"`--{o.replace('_', '-')} {v}`" for o, v in named or given.values())
+    return SpecError(f"{flags} is invalid: {exc}")

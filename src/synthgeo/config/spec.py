@@ -154,12 +154,38 @@ class ReleaseSpec:
                 "posterior's baseline a cross-fitted round's attributable risk is 0 by "
                 'construction, so its PASS would prove nothing; remove loo_posterior (default '
                 '"reweighted")')
+        self._check_draws()
         if self.model.gp == "nngp" and self.sampling.sampler != "grid":
             raise SpecError(
                 'spec `[model] gp = "nngp"` needs `[sampling] sampler = "grid"`: NUTS over the '
                 "NNGP likelihood needs thousands of gradient evaluations (~0.1 s each at 25,000 "
                 "records), the grid a few hundred evaluations without gradients"
             )
+
+    def _check_draws(self) -> None:
+        """Refuse more implicates than the posterior draws the spec retains.
+
+        Each implicate is drawn at its own retained posterior draw (``chains`` × ``draws``;
+        :func:`synthgeo.synthesis.implicates.implicate_draw_index`), and ``at_risk = "risk"`` or
+        ``"both"`` selects records on L draws disjoint from the implicates' L (fresh draws for
+        judgement, :func:`~synthgeo.synthesis.implicates.selection_draw_index`): 2L in all.
+        Refused here so that ``synthgeo validate`` says so, not ``run`` after the first fit
+        (break-it trial 2026-12-07).
+        """
+        s, n = self.sampling, self.synthesis.n_implicates
+        retained = s.chains * s.draws
+        where = f"`[sampling] chains` × `draws` = {s.chains} × {s.draws} = {retained}"
+        if n > retained:
+            raise SpecError(
+                f"`[synthesis] n_implicates` = {n} needs as many posterior draws (one per "
+                f"implicate) and {where} are retained; raise `draws` to at least "
+                f"{-(-n // s.chains)} or lower n_implicates to at most {retained}")
+        if self.model.at_risk != "spatial" and 2 * n > retained:
+            raise SpecError(
+                f'`[model] at_risk = "{self.model.at_risk}"` selects records on {n} posterior '
+                f"draws and judges the release on {n} others (`[synthesis] n_implicates` = "
+                f"{n}): {2 * n} are needed and {where} are retained; raise `draws` to at least "
+                f"{-(-2 * n // s.chains)} or lower n_implicates to at most {retained // 2}")
 
     def _check_discrete_responses(self) -> None:
         """Refuse the keys that have no meaning for a yes/no or count response (statistical).

@@ -138,6 +138,12 @@ def _draw_spec(record: dict, folder: Path, n_implicates: int, seed: int | None) 
         raise SpecError(f"draw {str(folder)!r}: `[model] at_risk = \"{spec.model.at_risk}\"` "
                         "selects records on fresh posterior draws of its own, which a draw "
                         "would have to repeat; run `synthgeo run --previous` for more")
+    s = spec.sampling
+    if int(n_implicates) > s.chains * s.draws:  # refit or not: one posterior draw each
+        raise SpecError(f"draw {str(folder)!r}: {int(n_implicates)} implicates are more than "
+                        f"the {s.chains} × {s.draws} = {s.chains * s.draws} posterior draws its "
+                        "spec retains (one per implicate), refit or not; ask for fewer, or run "
+                        "`synthgeo run --previous` with more `[sampling] draws`")
     spec = spec.replace("synthesis", n_implicates=int(n_implicates))
     return spec.replace("sampling", seed=seed)
 
