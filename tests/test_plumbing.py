@@ -154,3 +154,25 @@ def test_provenance_blocks(tiny, tmp_path):
     assert masks["inputs"] == {"cases": {"sha256": "0" * 64}} and "input" not in masks
     memory = input_record(tiny)
     assert memory["path"] is None and memory["sha256"] is None
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux /proc")
+def test_an_out_where_no_folder_can_be_made_is_refused_before_any_work(tmp_path, capsys):
+    """Break-it: `run --out /proc/x` ran the pipeline, then failed with a raw [Errno 2]."""
+    from synthgeo.cli.main import main
+    from synthgeo.io.atomic import check_output_dir
+
+    for out in ("/proc/x", "/proc/a/b"):
+        with pytest.raises(SpecError, match=r"^`--out` '/proc/[ab/x]+': a folder cannot be "
+                                            r"created in '/proc' \(.+\); choose another"):
+            check_output_dir(out, marker="r.json", overwrite=False)
+    (tmp_path / "f").write_text("a file")
+    with pytest.raises(SpecError, match=r"'.*/f' is not a folder; choose another `--out`"):
+        check_output_dir(tmp_path / "f" / "a" / "out", marker="r.json", overwrite=False)
+    # the probe is removed; a new nested --out is still fine (its parents are made on writing)
+    assert check_output_dir(tmp_path / "n" / "out", marker="r.json", overwrite=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f"]
+    assert main(["run", "--out", "/proc/x", "--progress", "never"]) == 1
+    err = capsys.readouterr()
+    assert err.err.count("\n") == 1 and "a folder cannot be created in '/proc'" in err.err
+    assert "fitting" not in err.out + err.err and "Errno" not in err.err

@@ -56,8 +56,9 @@ def check_output_dir(
     ------
     SpecError
         A folder holding an input, a folder inside a synthgeo release folder, a file in the
-        way, an existing folder without `overwrite`, a foreign folder, or an unwritable parent;
-        each names the fix.
+        way, an existing folder without `overwrite`, a foreign folder, or a parent in which no
+        folder can be created (tried: a temporary folder is made and removed); each names the
+        fix.
     """
     out = Path(out).resolve()
     for p in inputs:
@@ -89,11 +90,29 @@ def check_output_dir(
         raise SpecError(f"output folder {str(out)!r} holds a {marker} that is not a synthgeo "
                         f"record, so it is not {what}; `--overwrite` only replaces those: "
                         "choose another `--out`")
-    parent = next((p for p in [out, *out.parents] if p.exists()), out.parent)
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise SpecError(f"`--out` {str(out)!r}: folder {str(parent)!r} is not writable; "
-                        "choose another `--out`")
+    _check_writable(out)
     return out
+
+
+def _check_writable(out: Path) -> None:
+    """Create and remove a temporary folder where :func:`atomic_folder` will make its own.
+
+    Beside `out` (in its nearest existing ancestor when its parent does not exist yet). Access
+    bits alone do not tell: root passes ``os.access`` on ``/proc``, a read-only mount or a full
+    disk refuse only the write (break-it trial 2026-12-07: ``--out /proc/x`` ran the whole
+    pipeline, then failed with a raw ``[Errno 2]`` naming the temporary folder).
+    """
+    parent = next(p for p in out.parents if p.exists())  # the root exists
+    if not parent.is_dir():
+        raise SpecError(f"`--out` {str(out)!r}: {str(parent)!r} is not a folder; choose "
+                        "another `--out`")
+    try:
+        probe = tempfile.mkdtemp(prefix=f".{out.name}.probe-", dir=parent)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise SpecError(f"`--out` {str(out)!r}: a folder cannot be created in {str(parent)!r} "
+                        f"({why}); choose another `--out`") from None
+    os.rmdir(probe)
 
 
 def _is_record(path: Path, marker: str) -> bool:
