@@ -161,6 +161,16 @@ DATA_CASES = {
     "missing data file": (
         dict(spec_text=SPEC.format(extra="", data_extra="").replace("points.csv", "nope.csv")),
         r"input file .*nope\.csv does not exist"),
+    # break-it: a folder and /dev/zero were both said not to exist
+    "data path is a folder": (
+        dict(spec_text=SPEC.format(extra="", data_extra="").replace('"data/points.csv"',
+                                                                     '"data"')),
+        r"input file .*data is a folder; give the data file itself"),
+    "data path is a device": (
+        dict(spec_text=SPEC.format(extra="", data_extra="").replace('"data/points.csv"',
+                                                                     '"/dev/zero"')),
+        r"input file /dev/zero is not a regular file \(a device, pipe or socket\); give the "
+        r"data file itself"),
     "missing response column": (
         dict(spec_text=SPEC.format(extra="", data_extra="").replace(
             'response = "log_price"', 'response = "log_prize"')),

@@ -106,6 +106,28 @@ def test_missing_file(tmp_path):
         load_points(tmp_path / "nope.csv", **LONLAT)
 
 
+def test_a_folder_or_a_device_is_named_as_such(tmp_path):
+    """Break-it: a data path that is a folder, or /dev/zero, was said not to exist."""
+    from synthgeo._errors import SpecError
+    from synthgeo.config import load_spec
+    from synthgeo.io.where import study_area
+    from synthgeo.masking.inputs import read_region
+
+    with pytest.raises(InputError, match=r"input file .* is a folder; give the data file"):
+        load_points(tmp_path, **LONLAT)
+    dev = Path("/dev/zero")
+    if dev.exists():
+        with pytest.raises(InputError, match=r"input file /dev/zero is not a regular file "
+                                             r"\(a device, pipe or socket\)"):
+            load_points(dev, **LONLAT)
+        with pytest.raises(SpecError, match=r"spec file '/dev/zero' is not a regular file"):
+            load_spec(dev)
+    with pytest.raises(InputError, match=r"`study_area` file .* is a folder"):
+        study_area(str(tmp_path))
+    with pytest.raises(InputError, match=r"region file .* is a folder"):
+        read_region(tmp_path, crs="EPSG:27700")
+
+
 def test_missing_column_lists_available(tmp_path, load):
     path = _csv(tmp_path, _frame())
     with pytest.raises(InputError, match=r"\['sqft'\] not found.*available columns.*'price'"):

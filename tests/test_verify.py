@@ -146,6 +146,8 @@ def test_changed_confidential_file_refused(release, store, tmp_path):
         f.write("\n")
     with pytest.raises(InputError, match="SHA-256 differs"):
         sg.verify(release, SPEC_MODEL, analyst="ana", budget=5.0, store=store, data=changed)
+    with pytest.raises(InputError, match=r"confidential file .* is a folder: .*--data PATH"):
+        sg.verify(release, SPEC_MODEL, analyst="ana", budget=5.0, store=store, data=tmp_path)
     same = tmp_path / "same.csv"
     shutil.copy(src, same)  # the same bytes elsewhere: accepted
     assert sg.verify(release, SPEC_MODEL, analyst="ana", store=store, data=same, seed=1)

@@ -20,7 +20,7 @@ from synthgeo.config.model import (
     SynthesisConfig,
 )
 from synthgeo.config.risk import RiskConfig, UtilityConfig
-from synthgeo.io.paths import resolve_input
+from synthgeo.io.paths import not_a_file, resolve_input
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -340,10 +340,9 @@ def load_spec(path: str | Path) -> ReleaseSpec:
         message names the key and the valid values).
     """
     path = Path(path)
-    if path.is_dir():
-        raise SpecError(f"spec file {str(path)!r} is a folder; give the TOML file itself")
-    if not path.is_file():
-        raise SpecError(f"spec file {str(path)!r} does not exist")
+    if (why := not_a_file(path)) is not None:
+        raise SpecError(f"spec file {str(path)!r} {why}"
+                        + ("" if why == "does not exist" else "; give the TOML file itself"))
     try:  # utf-8-sig: a byte-order mark (Windows editors) is not part of the TOML
         text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:

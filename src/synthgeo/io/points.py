@@ -26,6 +26,7 @@ from synthgeo.io.checks import check_points
 from synthgeo.io.crs import check_projected, coordinates_m, metric_problem, parse_target
 from synthgeo.io.files import CsvOptions, read_table
 from synthgeo.io.origin import Origin
+from synthgeo.io.paths import not_a_file
 from synthgeo.io.provenance import file_sha256
 from synthgeo.io.units import check_coord_unit_m
 
@@ -197,8 +198,8 @@ def load_points(
     options = CsvOptions(sep=sep, decimal=decimal, encoding=encoding, thousands=thousands)
     area = where.study_area(study_area)
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"input file {path!s} does not exist")
+    if (why := not_a_file(path)) is not None:
+        raise InputError(f"input file {path!s} {why}; give the data file itself")
     digest = file_sha256(path)
     origin = Origin.file(path)
     frame, source_crs = read_table(path, x=x, y=y, crs=crs, csv_options=options,

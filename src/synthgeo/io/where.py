@@ -33,6 +33,7 @@ import shapely
 from synthgeo._errors import InputError
 from synthgeo.io.notices import note
 from synthgeo.io.origin import Origin
+from synthgeo.io.paths import not_a_file
 
 __all__ = ["StudyArea", "LandChecked", "study_area", "lonlat", "check_study_area", "check_land",
            "release_land_mask", "MAX_SEA_SHARE"]
@@ -98,12 +99,12 @@ def _box(values) -> StudyArea:
 
 
 def _polygon_file(path: Path) -> StudyArea:
-    if not path.is_file():
-        if re.fullmatch(r"[A-Za-z]{2,3}", path.name):
+    if (why := not_a_file(path)) is not None:
+        if why == "does not exist" and re.fullmatch(r"[A-Za-z]{2,3}", path.name):
             raise InputError(f"`study_area` = {path.name!r}: country codes are not supported "
                              "(no country outlines ship with the installed libraries); give a "
                              "box [west, south, east, north] in degrees or a polygon file")
-        raise InputError(f"`study_area` file {path!s} does not exist")
+        raise InputError(f"`study_area` file {path!s} {why}; give the polygon file itself")
     try:
         layer = geopandas.read_file(path)
     except Exception as exc:  # pyogrio raises its own types for unreadable files

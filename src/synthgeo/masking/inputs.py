@@ -23,6 +23,7 @@ import shapely
 from shapely.geometry.base import BaseGeometry
 
 from synthgeo._errors import InputError
+from synthgeo.io.paths import not_a_file
 from synthgeo.io.points import load_points, metric_problem
 from synthgeo.io.provenance import file_sha256
 from synthgeo.io.units import coordinate_unit
@@ -152,8 +153,8 @@ def read_region(path: str | os.PathLike, *, crs: pyproj.CRS, x: str | None = Non
         another CRS than `crs` on a layer; an invalid or empty polygon.
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"region file {path!s} does not exist")
+    if (why := not_a_file(path)) is not None:
+        raise InputError(f"region file {path!s} {why}; give the polygon file itself")
     if path.suffix.lower() == ".csv":
         try:
             frame = pd.read_csv(path, sep=sep, decimal=decimal, encoding=encoding,

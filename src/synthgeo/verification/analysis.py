@@ -19,6 +19,7 @@ import pandas as pd
 from patsy import EvalEnvironment, dmatrix
 
 from synthgeo._errors import InputError, SpecError
+from synthgeo.io.paths import not_a_file
 from synthgeo.model.transform import FORMULA_NAMESPACE
 from synthgeo.pipeline.data import check_formula_names, formula_names
 
@@ -85,8 +86,8 @@ def load_analysis(path: str | os.PathLike) -> Analysis:
     'gaussian'
     """
     path = Path(path)
-    if not path.is_file():
-        raise SpecError(f"analysis file {str(path)!r} does not exist; give a TOML file with "
+    if (why := not_a_file(path)) is not None:
+        raise SpecError(f"analysis file {str(path)!r} {why}; give a TOML file with "
                         "`formula` (and `family`), or use --formula")
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))

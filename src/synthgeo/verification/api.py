@@ -25,6 +25,7 @@ import pandas as pd
 
 from synthgeo._errors import InputError, SpecError
 from synthgeo.config import spec_from_dict
+from synthgeo.io.paths import not_a_file
 from synthgeo.io.provenance import file_sha256
 from synthgeo.pipeline.data import prepare_data
 from synthgeo.pipeline.previous import IMPLICATES, check_release_files
@@ -255,7 +256,11 @@ def _verify(release_dir: Path, analysis: Analysis, *, analyst, eps, store: Budge
     if conf_path is None or want is None:
         raise InputError("this release was made from records handed over in memory: "
                          "verification needs the confidential file it was released from")
-    if not conf_path.is_file() or file_sha256(conf_path) != want:
+    if (why := not_a_file(conf_path)) is not None:
+        raise InputError(f"the confidential file {str(conf_path)!r} {why}: the agency verifies "
+                         "against the data the release was made from; give that file (--data "
+                         "PATH)")
+    if file_sha256(conf_path) != want:
         raise InputError("the confidential file's SHA-256 differs from the one in release.json: "
                          "the agency verifies against the data the release was made from; "
                          "give that file (--data PATH)")
