@@ -303,6 +303,53 @@ def test_overwrite_refuses_a_release_holding_the_analysts_budget(capsys, case):
     assert (out / "confidential" / "verification.sqlite").read_bytes() == b"spent"
 
 
+@pytest.mark.parametrize("kept", ["reg.sqlite", "sub/agency.db", "reg.sqlite.files/",
+                                  "confidential/r.sqlite3"])
+def test_overwrite_refuses_a_release_holding_a_register(capsys, case, kept):
+    """Break-it: `run --out o --overwrite` deleted o/reg.sqlite and its .files/ folder."""
+    paths = case()
+    out = paths["out"]
+    out.mkdir()
+    (out / "release.json").write_text('{"synthgeo_release_record": 1}', encoding="utf-8")
+    target = out / kept.rstrip("/")
+    if kept.endswith("/"):
+        (target / "predictive").mkdir(parents=True)
+        (target / "predictive" / "u.parquet").write_bytes(b"summaries")
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(b"ledger")
+    before = sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+    rc, _, err = cli(capsys, "run", paths["spec"], "--out", out, "--overwrite")
+    assert_one_error(rc, err, rf"holds {re.escape(kept)}, a register's .* that synthgeo's "
+                              r"release writer did not write: `--overwrite` would erase it; "
+                              r"move it out")
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == before
+
+
+def test_a_register_inside_out_is_refused(capsys, case, monkeypatch):
+    """--register (or SYNTHGEO_REGISTER) inside --out: refused before any work."""
+    paths = case()
+    out = paths["out"]
+    out.mkdir()
+    rc, _, err = cli(capsys, "run", paths["spec"], "--out", out, "--overwrite",
+                     "--register", out / "new.sqlite", "--allow-unsigned")
+    assert_one_error(rc, err, r"the register '.*new\.sqlite' lies inside `--out` .*move the "
+                              r"register out")
+    monkeypatch.setenv("SYNTHGEO_REGISTER", str(out / "deeper" / "reg.db"))
+    rc, _, err = cli(capsys, "run", paths["spec"], "--out", out, "--overwrite",
+                     "--allow-unsigned")
+    assert_one_error(rc, err, r"the register '.*reg\.db' lies inside `--out`")
+    assert list(out.iterdir()) == []
+    # the API (Release.write / write_release) checks the ledger's register the same way
+    from synthgeo import SpecError
+    from synthgeo.register import open_register
+    from synthgeo.release.writer import check_output_dir
+
+    with pytest.raises(SpecError, match=r"the register .*api\.sqlite.* lies inside"):
+        check_output_dir(out, overwrite=True, inputs=[],
+                         register=open_register(out / "api.sqlite"))
+
+
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_out_at_the_data_folder_is_refused(capsys, case, overwrite):
     paths = case()

@@ -65,7 +65,7 @@ def run(args: argparse.Namespace, say) -> int:
     t0 = time.perf_counter()
     folder = check_draw_request(args.release_dir, args.implicates)
     out = Path(args.out) if args.out else folder.with_name(folder.name + "-draw")
-    check_output_dir(out, overwrite=args.overwrite, inputs=[folder])
+    check_output_dir(out, overwrite=args.overwrite, inputs=[folder], register=args.register)
     say(f"synthgeo {__version__}: draw {args.implicates} implicates from {folder}")
     rel = sg.draw(folder, args.implicates, seed=args.seed, register=args.register,
                   key_file=args.key_file, allow_unsigned=args.allow_unsigned,

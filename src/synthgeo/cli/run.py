@@ -67,7 +67,8 @@ def run(args: argparse.Namespace, say) -> int:
     out = Path(args.out)
     previous = getattr(args, "previous", None)
     inputs = input_paths(spec) + ([Path(previous)] if previous else [])
-    check_output_dir(out, overwrite=args.overwrite, inputs=inputs)
+    check_output_dir(out, overwrite=args.overwrite, inputs=inputs,
+                     register=getattr(args, "register", None))
     if spec.compute.scheduler is not None:  # refuse an unreachable cluster before the fits
         from synthgeo.compute import check_scheduler_reachable
 

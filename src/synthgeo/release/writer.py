@@ -59,27 +59,93 @@ CLASSIFICATION = ("confidential: the review board's record of this release (aggr
 VERIFICATION_STORE = "confidential/verification.sqlite"
 
 
-def check_output_dir(out: Path, *, overwrite: bool, inputs: list[Path]) -> None:
+def check_output_dir(out: Path, *, overwrite: bool, inputs: list[Path],
+                     register=None) -> None:
     """Refuse an existing output folder without ``overwrite``, or one that holds an input.
 
     An earlier release whose ``confidential/verification.sqlite`` (the analysts' privacy budget
     store, :data:`VERIFICATION_STORE`) exists is refused too: replacing
     the folder would erase the ε they have spent on the same confidential records (new-user
-    trial 2026-12-07: a rerun reset "spent ε = 1 of 3").
+    trial 2026-12-07: a rerun reset "spent ε = 1 of 3"). So is one holding any other SQLite
+    file (a register's suffix, :data:`~synthgeo.register.store.SQLITE_SUFFIXES`) or a folder
+    named ``*.files`` (a register's files), which the release writer never writes, and a
+    `register` that lies inside `out` (break-it trial 2026-12-07: ``run --out o --overwrite``
+    deleted ``o/reg.sqlite`` and its ``.files/``).
+
+    Parameters
+    ----------
+    out : Path
+        The output folder.
+    overwrite : bool
+        ``--overwrite`` was given.
+    inputs : list of Path
+        Files the folder must not contain (see :func:`input_paths`).
+    register : str, os.PathLike or synthgeo.register.Register, optional
+        The release register (``--register``, else :data:`~synthgeo.register.REGISTER_ENV`
+        when set): its SQLite file and files folder must lie outside `out`.
 
     Raises
     ------
     SpecError
-        With the fix (``--overwrite`` or another ``--out``; moving the budget store out); see
-        :func:`synthgeo.io.atomic.check_output_dir`.
+        With the fix (``--overwrite`` or another ``--out``; moving the budget store or the
+        register out); see :func:`synthgeo.io.atomic.check_output_dir`.
     """
     out = _check_output_dir(out, marker="release.json", overwrite=overwrite, inputs=inputs,
                             what="an earlier synthgeo output")
+    for kept in _register_paths(register):
+        if kept == out or out in kept.parents:
+            raise SpecError(f"the register {str(kept)!r} lies inside `--out` {str(out)!r}: "
+                            "writing the release there would replace it (the audit ledger of "
+                            "every release); move the register out of the folder (and give "
+                            "--register its new path) or choose another `--out`")
+    if not out.is_dir():
+        return
     if (out / VERIFICATION_STORE).exists():
         raise SpecError(f"output folder {str(out)!r} holds {VERIFICATION_STORE}, the "
                         "analysts' spent privacy budget (ε) on these records: `--overwrite` "
                         "would erase it; move it out of the folder (and give `synthgeo verify "
                         "--store` its new path) or choose another `--out`")
+    foreign = _foreign_store(out)
+    if foreign is not None:
+        raise SpecError(f"output folder {str(out)!r} holds {foreign}, a register's "
+                        f"{'files folder' if foreign.endswith('/') else 'SQLite file'} that "
+                        "synthgeo's release writer did not write: `--overwrite` would erase it; "
+                        "move it out of the folder (and give --register its new path) or "
+                        "choose another `--out`")
+
+
+def _register_paths(register) -> list[Path]:
+    """Return the SQLite file and files folder of a register, resolved (a server: its files)."""
+    from synthgeo.register.store import FILES_ENV, REGISTER_ENV, Register, files_dir_of
+
+    if register is None:
+        register = os.environ.get(REGISTER_ENV) or None
+    if register is None:
+        return []
+    if isinstance(register, Register):
+        files = [Path(register.files_dir).resolve()]
+        return files + ([Path(register.location).resolve()] if register.is_sqlite else [])
+    text = os.fspath(register)
+    if "://" in text:  # a server: only its files folder is a path here
+        return [Path(os.environ[FILES_ENV]).resolve()] if os.environ.get(FILES_ENV) else []
+    path = Path(text).expanduser().resolve()
+    return [path, files_dir_of(path)]
+
+
+def _foreign_store(out: Path) -> str | None:
+    """Return the first SQLite file or ``*.files`` folder under `out` (relative), else None.
+
+    The release writer writes neither (:func:`write_release`), so either is someone else's: a
+    register, its files, a budget store.
+    """
+    from synthgeo.register.store import SQLITE_SUFFIXES
+
+    for p in sorted(out.rglob("*")):
+        if p.is_dir() and p.name.endswith(".files"):
+            return p.relative_to(out).as_posix() + "/"
+        if p.suffix.lower() in SQLITE_SUFFIXES and not p.is_dir():
+            return p.relative_to(out).as_posix()
+    return None
 
 
 def input_paths(spec) -> list[Path]:
@@ -509,6 +575,8 @@ def write_release(
     inputs = input_paths(result.spec)
     if ledger.register is not None:  # the register (and its files beside it) is never replaced
         inputs.append(ledger.register.files_dir)
+    check_output_dir(Path(out), overwrite=overwrite, inputs=inputs,
+                     register=ledger.register)  # a register or budget store inside: refused
     return write_folder(out, write, marker="release.json", overwrite=overwrite,
                         inputs=inputs, what="an earlier synthgeo output")
 
