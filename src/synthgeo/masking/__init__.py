@@ -6,7 +6,8 @@ and k over replicate masks, scoring the naive and the method-aware attacker
 (:class:`NearestHouseholdAttacker`, :class:`MethodAwareAttacker`) and a utility test
 (:class:`ExcessNearSource`, or your own), and picks the method and smallest k meeting both
 targets against the stronger attacker; :func:`plot_choose_k` draws the two curves;
-:func:`write_mask`/:func:`read_mask` store a mask once for reuse.
+:func:`write_mask`/:func:`read_mask` store a mask once for reuse, published under release
+pseudonyms in a random row order (:func:`released_layer`).
 """
 
 from synthgeo.masking.areal import AreaPartition, household_partition
@@ -17,7 +18,13 @@ from synthgeo.masking.donut import INNER_RATIO, DonutMask, kth_household_distanc
 from synthgeo.masking.evaluate import MaskEvaluation, evaluate_mask
 from synthgeo.masking.plot import plot_choose_k
 from synthgeo.masking.sites import DEFAULT_MAX_SITE_RECORDS
-from synthgeo.masking.store import read_mask, reuse_previous_mask, write_choose_k, write_mask
+from synthgeo.masking.store import (
+    read_mask,
+    released_layer,
+    reuse_previous_mask,
+    write_choose_k,
+    write_mask,
+)
 from synthgeo.masking.sweep import (
     ALTERNATIVES,
     DEFAULT_K_GRID,
@@ -35,5 +42,5 @@ __all__ = [
     "DonutMask", "kth_household_distance", "mask_to_k",
     "ChooseKResult", "choose_k", "smallest_k_meeting", "plot_choose_k",
     "MaskEvaluation", "evaluate_mask",
-    "write_mask", "read_mask", "reuse_previous_mask", "write_choose_k",
+    "write_mask", "read_mask", "released_layer", "reuse_previous_mask", "write_choose_k",
 ]
