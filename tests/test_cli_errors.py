@@ -516,3 +516,15 @@ def test_a_bad_seed_is_one_line_naming_seed_and_its_range(capsys, tmp_path, comm
     assert rc == 2
     assert_one_error(rc, err, r"argument --seed: .*a seed is an integer >= 0")
     assert "Traceback" not in err and not any(tmp_path.iterdir())
+
+
+def test_formula_columns_in_other_scripts_and_with_spaces():
+    """Break-it 2026-12-07: `log_prïce` was read as `log_pr`; a spaced covariate was unusable
+    without a word why."""
+    from synthgeo._errors import SpecError
+    from synthgeo.pipeline.data import check_formula_names, formula_names
+
+    assert formula_names("log_prïce ~ 面积 + sqft") == ["log_prïce", "面积", "sqft"]
+    check_formula_names("log_prïce ~ 面积", ["log_prïce", "面积"])
+    with pytest.raises(SpecError, match=r"column `surface m2` cannot be named.*`surface_m2`"):
+        check_formula_names("price ~ surface m2", ["price", "surface m2"])

@@ -7,11 +7,19 @@ import pytest
 
 from synthgeo._errors import SpecError
 from synthgeo.config import bundled_spec_path, load_spec
+from synthgeo.config.measure import Measure
 from synthgeo.config.risk import RiskTarget
 from synthgeo.pipeline import synthesis_noise
+from synthgeo.pipeline.release_attack import attributable_function
 from synthgeo.pipeline.run import run_release
+from synthgeo.risk.predictive import Predictive
 from synthgeo.synthesis.cross_fit import leverage
-from synthgeo.synthesis.input_noise import OLS_INFORMATION_SHARE, ols_noise_sd
+from synthgeo.synthesis.input_noise import (
+    OLS_INFORMATION_SHARE,
+    choose_kappa,
+    ols_noise_sd,
+    separate_target,
+)
 
 TARGET = RiskTarget(measure="rel:0.1", max_attributable_record=0.10, record_threshold=0.10,
                     max_share_above=0.01)
@@ -48,6 +56,48 @@ def test_ols_noise_bounds_the_calibration_channel():
     assert (info <= OLS_INFORMATION_SHARE / 0.4 ** 2 + 1e-12).all()
     with pytest.raises(ValueError, match="share"):
         ols_noise_sd(0.4, h, share=0.0)
+
+
+def test_the_calibration_reads_no_value_more_precisely_than_y_star():
+    """Share 1 (decided 2026-12-07): each record's reading through the calibration,
+    y_i + (He_β)_i/h_ii, has sd κ_β/√h_ii ≥ κ, with equality at the largest leverage."""
+    X = np.column_stack([np.ones(80), np.random.default_rng(1).exponential(size=(80, 2))])
+    h = leverage(X)
+    reading_sd = ols_noise_sd(0.4, h) / np.sqrt(h)
+    assert reading_sd.min() == pytest.approx(0.4)
+    assert (reading_sd >= 0.4 - 1e-12).all()
+
+
+def test_auto_keeps_the_separate_target_to_small_leverage():
+    """The "auto" rule stays max h ≤ 1/16 whatever the share: a design with max h = 0.1
+    (separate at share 1 would have κ_β ≈ κ/3) keeps the shared target."""
+    h = np.array([0.1, 0.01, 0.01])
+    assert not separate_target("auto", "covariates", h)
+    assert separate_target("auto", "covariates", np.array([1 / 16, 0.01]))
+    assert separate_target("separate", "covariates", h)
+
+
+def test_a_larger_share_moves_noise_from_the_regression_to_y_star():
+    """"auto" bounds the two channels together: at share 1 κ is larger and κ_β smaller than at
+    0.25, and every record's bound (y*'s 1/κ² plus h_ii/κ_β²) stays within the target."""
+    rng = np.random.default_rng(3)
+    n = 200
+    X = np.column_stack([np.ones(n), rng.exponential(size=n) ** 2])  # a few large leverages
+    h = leverage(X)
+    y = rng.normal(12.0, 0.5, n)
+    loo = Predictive(mean=(y + rng.normal(0, 0.3, n))[None, :], sd=np.full((1, n), 0.3))
+    _, at = attributable_function(loo, y, Measure.parse("rel:0.1"), "share", "exp")
+    unlimited = np.full(n, np.inf)
+    chosen = {}
+    for share in (0.25, 1.0):
+        def bound(k, share=share):
+            return at(unlimited, noise_sd=k, ols=h / ols_noise_sd(k, h, share=share) ** 2)
+        k = choose_kappa(bound, 0.10)
+        assert bound(k).max() <= 0.10
+        chosen[share] = (k, ols_noise_sd(k, h, share=share))
+    assert chosen[1.0][0] > chosen[0.25][0]  # more noise on y*
+    assert chosen[1.0][1] < chosen[0.25][1]  # less on the regression
+    assert OLS_INFORMATION_SHARE == 1.0
 
 
 @pytest.fixture(scope="module")
@@ -122,8 +172,8 @@ def test_own_values_reading_expected_is_judged_and_realised_is_beside_it(noisy):
 
 def test_release_attacker_counts_the_calibration_channel(noisy):
     """The any-L bound with the calibration's channel is above the one without it."""
-    from synthgeo.pipeline.release_attack import attributable_function
     from synthgeo.config.measure import Measure
+    from synthgeo.pipeline.release_attack import attributable_function
     attack = noisy.release_attack
     kappa = attack.kappa
     h = leverage(noisy.data.X)

@@ -54,14 +54,14 @@ def test_pairs_follow_the_verdict_and_each_line_names_both():
         ("max_attributable_record", 0.30, True), ("max_share_above", 0.9, True)]
     line = pair_text(*pairs[0])
     assert line.startswith("rel:0.1 share max_attributable_record (limit 0.1 on the upper bound)"
-                           ": own values 0.01 [0, 0.04] PASS; release attacker 0.3 (exact) FAIL")
+                           ": own values 0.01 [0, 0.04] PASS; release attacker 0.3 (no Monte Carlo error) FAIL")
     assert line.endswith("→ FAIL, decided by the release attacker")
     # reported, not judged: the figure beside, the status the own values'
     reported = [_attacker(own, 0.30, "FAIL")]
     (pair,) = paired_checks([own], reported)
     assert pair[2] is False
     text = pair_text(*pair)
-    assert "release attacker 0.3 (exact) reported, not judged" in text
+    assert "release attacker 0.3 (no Monte Carlo error) reported, not judged" in text
     assert text.endswith("→ PASS, decided by own values (the release attacker is reported, "
                          "not judged)")
 

@@ -262,13 +262,12 @@ class SynthesisConfig:
 
     ``input_noise_ols`` {"auto", "separate", "shared"}, default "auto": under ``input_noise``
     the covariate calibration's target. "separate": the OLS of t = y + e_β with noise of its
-    own, e_β ~ N(0, κ_β²), κ_β = κ (max_i h_ii / 0.25)^½ (h the covariates' leverage): that
-    channel tells at most a quarter of what y* tells about any record, and moves the released
-    regression by κ_β/κ as little as y*'s would (needs ``cross_fit_calibration =
-    "covariates"`` or "none"); "shared": the OLS of y* itself; "auto": "separate" where it
-    moves the regression by at most half as much (max h ≤ 1/16) and the calibration allows
-    it, else "shared" (:mod:`synthgeo.synthesis.input_noise`; docs/risk-and-utility.md,
-    "Input noise").
+    own, e_β ~ N(0, κ_β²), κ_β = κ (max_i h_ii)^½ (h the covariates' leverage): that
+    channel tells no record more than y* tells it, and moves the released regression by
+    κ_β/κ as little as y*'s would (needs ``cross_fit_calibration = "covariates"`` or
+    "none"); "shared": the OLS of y* itself; "auto": "separate" where max h ≤ 1/16
+    (κ_β ≤ κ/4) and the calibration allows it, else "shared"
+    (:mod:`synthgeo.synthesis.input_noise`; docs/risk-and-utility.md, "Input noise").
 
     ``input_noise_draws`` {"y", "y_star"}, default "y": under ``input_noise`` what each
     implicate is, over the noise. "y": y's leave-out predictive (the implicate variance is the

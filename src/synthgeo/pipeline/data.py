@@ -406,6 +406,12 @@ def check_formula_names(formula: str, columns: list[str], *,
     ...
     synthgeo._errors.SpecError: `[utility] formula` 'price ~ age' names `age`, ...
     """
+    for col in columns:  # a column a formula cannot name as written (break-it 2026-12-07)
+        if col in formula and not re.fullmatch(r"[^\W\d][\w.]*", col):
+            plain = re.sub(r"^(?=\d)|\W", "_", col)
+            raise SpecError(f"column `{col}` cannot be named in {key} (a formula name is "
+                            "letters, digits, `_` and `.`, not starting with a digit); rename "
+                            f"the column in the file, e.g. `{plain}`")
     for name in formula_names(formula, key=key):
         if name not in columns:
             raise SpecError(

@@ -392,7 +392,7 @@ def decided_by(own: TargetCheck, other: TargetCheck | None, judged: bool) -> str
 def _figure(c: TargetCheck) -> str:
     """One attacker's figure on a criterion: point, bounds (own values) or exact, counts."""
     if c.attacker == "release_attacker":
-        text = f"{c.value:.3g} (exact)"
+        text = f"{c.value:.3g} (no Monte Carlo error)"  # under noise: its mean over the noise
         return text + ("" if c.n_above is None else f" ({c.n_above} above)")
     return (f"{c.value:.3g} [{c.lower:.3g}, {c.upper:.3g}]"
             + ("" if c.n_possible is None
@@ -415,8 +415,8 @@ def pair_text(own: TargetCheck, other: TargetCheck | None, judged: bool) -> str:
     -------
     str
         E.g. ``"rel:0.1 share max_attributable_record (limit 0.1 on the upper bound): own
-        values 0.0122 [-0.0001, 0.0378] PASS; release attacker 0.301 (exact) FAIL → FAIL,
-        decided by the release attacker"``. Aggregates only.
+        values 0.0122 [-0.0001, 0.0378] PASS; release attacker 0.301 (no Monte Carlo error)
+        FAIL → FAIL, decided by the release attacker"``. Aggregates only.
     """
     head = (f"{own.measure} {own.attack} {own.criterion}"
             + ("" if own.limit is None else f" (limit {own.limit:.3g} on the upper bound)"))

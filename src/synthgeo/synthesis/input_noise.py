@@ -29,9 +29,13 @@ independently (:func:`ols_noise_sd`): Ht is all the calibration publishes of t, 
 tells about y_i, even to an attacker who pools unlimited implicates and knows every other
 record, is h_ii/κ_β² (h_ii the leverage: y_i enters Ht through column i of H, and the noise
 He_β has covariance κ_β²H). With κ_β = κ (max h / s)^½ that is at most s/κ² (s =
-:data:`OLS_INFORMATION_SHARE`), so the release's information about y_i is at most
+:data:`OLS_INFORMATION_SHARE`, 1: the calibration reads no record's value, y_i + (He_β)_i/h_ii,
+with less noise than y*_i carries, κ), so the release's information about y_i is at most
 (1 + s)/κ², and the released regression moves by κ_β²(XᵀX)⁻¹: for 25,000 records with
-max h = 0.006, 0.15 κ instead of κ.
+max h = 0.006, 0.077 κ instead of κ. "auto" chooses κ against both channels together, so the
+share moves no record's bound, only where the noise goes: a larger share is a smaller κ_β
+(the regression) for a larger κ (every other released value); the share was 0.25 until
+2026-12-07 (docs/risk-and-utility.md, "The calibration's share of the information").
 
 **Choosing κ ("auto").** With unlimited implicates the attacker's posterior for y_i combines
 its leave-one-out predictive N(μ_i, s_i²) with y*_i ~ N(y_i, κ²)
@@ -64,12 +68,17 @@ NEAR_DUPLICATE_SHARE = 0.1
 INPUT_NOISE_OLS_KEY = 1_000_000_011
 
 #: Under ``input_noise_ols = "separate"``: the most the calibration's channel may tell about
-#: any record, as a share of what y* tells (1/κ²).
-OLS_INFORMATION_SHARE = 0.25
+#: any record, as a share of what y* tells (1/κ²). 1: no record's value is read through the
+#: calibration more precisely than through y* (decided 2026-12-07; 0.25 before).
+OLS_INFORMATION_SHARE = 1.0
 
 
-#: ``input_noise_ols = "auto"`` takes the separate target where κ_β ≤ κ/2, i.e. max h ≤ this.
-SEPARATE_MAX_LEVERAGE = OLS_INFORMATION_SHARE / 4
+#: ``input_noise_ols = "auto"`` takes the separate target where max h ≤ this: κ_β ≤ κ/4, and
+#: with κ at most √2 times the shared target's (the channel at most doubles a record's
+#: information) the regression moves by at most √2/4 of what y*'s OLS would move it. Fixed at
+#: 1/16 (its value under the former share, 0.25, where it meant κ_β ≤ κ/2) so that the bundled
+#: 140 sales (max h = 0.235) keep the shared target.
+SEPARATE_MAX_LEVERAGE = 1.0 / 16
 
 
 def separate_target(choice: str, calibration: str, leverage: np.ndarray) -> bool:
@@ -87,7 +96,7 @@ def separate_target(choice: str, calibration: str, leverage: np.ndarray) -> bool
     Returns
     -------
     bool
-        "auto": True where κ_β ≤ κ/2 (max h ≤ :data:`SEPARATE_MAX_LEVERAGE`) and the
+        "auto": True where max h ≤ :data:`SEPARATE_MAX_LEVERAGE` (κ_β ≤ κ/4) and the
         calibration is "covariates" (the leave-own-out shift would publish the target).
 
     Examples
@@ -133,6 +142,8 @@ def ols_noise_sd(kappa: float, leverage: np.ndarray,
     Examples
     --------
     >>> round(ols_noise_sd(0.4, np.array([0.01, 0.0025])), 6)
+    0.04
+    >>> round(ols_noise_sd(0.4, np.array([0.01, 0.0025]), share=0.25), 6)
     0.08
     """
     if not 0.0 < share <= 1.0:
