@@ -29,7 +29,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["factor_rows", "whitened_gram", "row_statistics", "PrecisionPattern"]
+__all__ = ["factor_rows", "whitened_gram", "row_statistics", "i_minus_b_csr",
+           "PrecisionPattern"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -43,7 +44,18 @@ def _cholesky_in_place(A, k):  # pragma: no cover - compiled
             return False
         s = np.sqrt(s)
         A[c, c] = s
-        for r in range(c + 1, k):
+        r = c + 1
+        while r + 3 < k:  # four rows at once: four independent chains of subtractions
+            v0, v1, v2, v3 = A[r, c], A[r + 1, c], A[r + 2, c], A[r + 3, c]
+            for t in range(c):
+                f = A[c, t]
+                v0 -= A[r, t] * f
+                v1 -= A[r + 1, t] * f
+                v2 -= A[r + 2, t] * f
+                v3 -= A[r + 3, t] * f
+            A[r, c], A[r + 1, c], A[r + 2, c], A[r + 3, c] = v0 / s, v1 / s, v2 / s, v3 / s
+            r += 4
+        for r in range(r, k):
             v = A[r, c]
             for t in range(c):
                 v -= A[r, t] * A[c, t]
@@ -55,10 +67,12 @@ def _cholesky_in_place(A, k):  # pragma: no cover - compiled
 def _cholesky_solve(A, rhs, x, k):  # pragma: no cover - compiled
     """x[:k] = (L Lᵀ)⁻¹ rhs[:k] with L in A's lower triangle: L y = c, then Lᵀ x = y."""
     for a in range(k):
-        v = rhs[a]
-        for t in range(a):
-            v -= A[a, t] * x[t]
-        x[a] = v / A[a, a]
+        x[a] = rhs[a]
+    for t in range(k):  # by columns of L: x[a] still receives its terms in the order t = 0, 1, …
+        xt = x[t] / A[t, t]
+        x[t] = xt
+        for a in range(t + 1, k):
+            x[a] -= A[a, t] * xt
     for a in range(k - 1, -1, -1):
         v = x[a]
         for t in range(a + 1, k):
@@ -345,6 +359,68 @@ def row_statistics(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndar
                     np.ascontiguousarray(alphas, dtype=float), float(phi),
                     np.ascontiguousarray(v, dtype=float), logdet, G)
     return (logdet, G) if ok else None
+
+
+@numba.njit(cache=True, nogil=True)
+def _csr_rows(b, nbr, data, indices, indptr):  # pragma: no cover - compiled
+    n, m = nbr.shape
+    at = 0
+    for i in range(n):
+        start = at
+        for a in range(-1, m):  # the point itself (1), then its neighbours (−b)
+            col = i if a < 0 else nbr[i, a]
+            if col < 0:
+                continue
+            val = 1.0 if a < 0 else -b[i, a]
+            t = at  # insertion sort: a row holds at most m + 1 entries
+            while t > start and indices[t - 1] > col:
+                indices[t] = indices[t - 1]
+                data[t] = data[t - 1]
+                t -= 1
+            indices[t] = col
+            data[t] = val
+            at += 1
+        indptr[i + 1] = at
+
+
+def i_minus_b_csr(b: np.ndarray, neighbours: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the CSR arrays (data, indices, indptr) of I − B, indices sorted in each row.
+
+    Row i holds 1 at column i and −b_ia at each neighbour column ``neighbours[i, a]`` ≥ 0
+    (padding, -1, skipped): what ``scipy.sparse.csr_matrix((vals, (rows, cols)))`` makes
+    of the same triplets (its duplicate summing sorts every row's indices), built in one
+    pass. Indices are int32 while they fit, as SciPy's.
+
+    Parameters
+    ----------
+    b : ndarray of shape (n, m)
+        Conditional-mean weights.
+    neighbours : ndarray of int, shape (n, m)
+        Column of each weight; -1 pads. Columns of a row must be distinct and differ from i.
+
+    Returns
+    -------
+    data : ndarray of shape (nnz,)
+    indices : ndarray of int32 (int64 from 2³¹ entries), shape (nnz,)
+    indptr : ndarray of the same int type, shape (n + 1,)
+
+    Examples
+    --------
+    >>> data, indices, indptr = i_minus_b_csr(np.array([[0.0, 0.0], [0.5, 0.0], [0.25, 0.5]]),
+    ...                                       np.array([[-1, -1], [0, -1], [1, 0]]))
+    >>> data.tolist(), indices.tolist(), indptr.tolist()
+    ([1.0, -0.5, 1.0, -0.5, -0.25, 1.0], [0, 0, 1, 0, 1, 2], [0, 1, 3, 6])
+    """
+    nbr = np.ascontiguousarray(neighbours, dtype=np.int64)
+    n = nbr.shape[0]
+    nnz = n + int(np.count_nonzero(nbr >= 0))
+    idx_type = np.int32 if max(nnz, n) < 2**31 - 1 else np.int64
+    data = np.empty(nnz)
+    indices = np.empty(nnz, idx_type)
+    indptr = np.zeros(n + 1, idx_type)
+    _csr_rows(np.ascontiguousarray(b, dtype=float), nbr, data, indices, indptr)
+    return data, indices, indptr
 
 
 @numba.njit(cache=True)
