@@ -247,13 +247,17 @@ def _row_stats(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet, G): 
     n, m = nbr.shape
     n_a = alphas.shape[0]
     k = v.shape[1]
+    shared = D.shape[0] == 1  # one d for every α: the scaled block is built once per point
     R = np.empty((m, m))
+    S = np.empty((m, m))
     A = np.empty((m, m))
     r = np.empty(m)
     rhs = np.empty(m)
     x = np.empty(m)
     u = np.empty(k)
     d_nb = np.empty(m)
+    om_nb = np.empty(m)
+    v_nb = np.empty((m, k))
     pos = np.empty(m, np.int64)
     for i in range(n):
         cnt = 0
@@ -261,23 +265,41 @@ def _row_stats(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet, G): 
             if nbr[i, a] >= 0:
                 pos[cnt] = a
                 cnt += 1
-        for a in range(cnt):  # the correlations, once for every α
+        for a in range(cnt):  # the correlations and the neighbours' values, once for every α
             pa = pos[a]
             for c in range(a + 1):
                 R[a, c] = np.exp(-phi * dist_nn[i, pa, pos[c]])
             r[a] = np.exp(-phi * dist_in[i, pa])
-        for q in range(n_a):
-            nug = alphas[q]
-            di = D[q, i]
-            own = nug * om[i]
+            ja = nbr[i, pa]
+            om_nb[a] = om[ja]
+            for c in range(k):
+                v_nb[a, c] = v[ja, c]
+        if shared:
+            di = D[0, i]
             for a in range(cnt):
-                ja = nbr[i, pos[a]]
-                da = D[q, ja]
+                da = D[0, nbr[i, pos[a]]]
                 d_nb[a] = da
                 for c in range(a):
-                    A[a, c] = R[a, c] * (da * d_nb[c])
-                A[a, a] = R[a, a] * (da * da) + nug * om[ja]
+                    S[a, c] = R[a, c] * (da * d_nb[c])
+                S[a, a] = R[a, a] * (da * da)
                 rhs[a] = r[a] * da * di
+        for q in range(n_a):
+            nug = alphas[q]
+            if shared:
+                for a in range(cnt):
+                    for c in range(a):
+                        A[a, c] = S[a, c]
+                    A[a, a] = S[a, a] + nug * om_nb[a]
+            else:
+                di = D[q, i]
+                for a in range(cnt):
+                    da = D[q, nbr[i, pos[a]]]
+                    d_nb[a] = da
+                    for c in range(a):
+                        A[a, c] = R[a, c] * (da * d_nb[c])
+                    A[a, a] = R[a, a] * (da * da) + nug * om_nb[a]
+                    rhs[a] = r[a] * da * di
+            own = nug * om[i]
             if not _cholesky_in_place(A, cnt):  # lower triangle in place
                 return False
             _cholesky_solve(A, rhs, x, cnt)
@@ -289,9 +311,8 @@ def _row_stats(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet, G): 
             for c in range(k):
                 u[c] = v[i, c]
             for a in range(cnt):
-                j = nbr[i, pos[a]]
                 for c in range(k):
-                    u[c] -= x[a] * v[j, c]
+                    u[c] -= x[a] * v_nb[a, c]
             for c in range(k):
                 for e in range(c + 1):
                     G[q, c, e] += u[c] * u[e] / F
@@ -351,6 +372,9 @@ def row_statistics(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndar
     n_a, k = len(alphas), v.shape[1]
     logdet = np.zeros(n_a)
     G = np.zeros((n_a, k, k))
+    D = np.asarray(D, dtype=float)
+    if D.shape[0] > 1 and np.array_equal(D, np.broadcast_to(D[:1], D.shape)):
+        D = D[:1]  # d does not depend on α: the kernel scales each block once (same bits)
     ok = _row_stats(np.ascontiguousarray(dist_nn, dtype=float),
                     np.ascontiguousarray(dist_in, dtype=float),
                     np.ascontiguousarray(neighbours, dtype=np.int64),
