@@ -486,3 +486,25 @@ def test_i_minus_b_is_the_matrix_the_coo_triplets_give():
     assert got.has_sorted_indices and got.indices.dtype == want.indices.dtype
     for name in ("indptr", "indices", "data"):
         assert np.array_equal(getattr(got, name), getattr(want, name))
+
+
+@pytest.mark.parametrize("eligible_share", [1.0, 0.8])
+def test_compiled_neighbour_distances_are_numpys_norm_and_einsum(eligible_share):
+    """The graph's distances, compiled: the doubles NumPy's norm and einsum gave."""
+    from synthgeo.model.vecchia_kernel import neighbour_distances
+
+    rng = np.random.default_rng(9)
+    xy = rng.uniform(0, 30, (700, 2))
+    xy[3] = xy[4]
+    eligible = rng.uniform(size=700) < eligible_share
+    g = ordered_neighbours(xy, 12, eligible=eligible)
+    pts, nbr = xy[g.order], g.neighbours
+    valid = nbr >= 0
+    nb_pts = pts[np.where(valid, nbr, 0)]
+    want_in = np.where(valid, np.linalg.norm(nb_pts - pts[:, None, :], axis=-1), 0.0)
+    diff = nb_pts[:, :, None, :] - nb_pts[:, None, :, :]
+    want_nn = np.sqrt(np.einsum("nijk,nijk->nij", diff, diff))
+    want_nn *= valid[:, :, None] & valid[:, None, :]
+    got_nn, got_in = neighbour_distances(pts, nbr)
+    assert np.array_equal(got_nn, want_nn) and np.array_equal(got_in, want_in)
+    assert np.array_equal(g.dist_nn, want_nn) and np.array_equal(g.dist_in, want_in)

@@ -197,12 +197,9 @@ def ordered_neighbours(
             nbr[rows[rr], pos[rr, cc]] = r[rr, cc]
             todo = todo[~done]
             k = min(cand.size, 2 * k)
-    valid = nbr >= 0
-    nb_pts = pts[np.where(valid, nbr, 0)]  # (n, m, 2)
-    dist_in = np.where(valid, np.linalg.norm(nb_pts - pts[:, None, :], axis=-1), 0.0)
-    diff = nb_pts[:, :, None, :] - nb_pts[:, None, :, :]
-    dist_nn = np.sqrt(np.einsum("nijk,nijk->nij", diff, diff))
-    dist_nn *= valid[:, :, None] & valid[:, None, :]
+    from synthgeo.model.vecchia_kernel import neighbour_distances  # numba: on first use
+
+    dist_nn, dist_in = neighbour_distances(pts, nbr)
     return NeighbourGraph(order=order, neighbours=nbr, dist_nn=dist_nn, dist_in=dist_in)
 
 
