@@ -605,11 +605,26 @@ def _null_aucs(F: np.ndarray, y: np.ndarray, folds: int, rng: np.random.Generato
 
         ctx = (mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None)
         if n_workers > 1 and ctx is not None and y.size * n_permutations >= PARALLEL_MIN_WORK:
-            with ctx.Pool(n_workers) as pool:
-                return np.array(pool.map(_null_auc, tasks, chunksize=1))
+            pool = ctx.Pool(n_workers, initializer=_worker_signals)
+            try:
+                null = np.array(pool.map(_null_auc, tasks, chunksize=1))
+            except BaseException:
+                pool.terminate()
+                pool.join()
+                raise
+            pool.close()  # the workers finish their queue and exit
+            pool.join()
+            return null
         return np.array([_null_auc(t) for t in tasks])
     finally:
         _NULL_STATE.clear()
+
+
+def _worker_signals() -> None:
+    """Give a forked worker SIGTERM's default action (the CLI's handler is the parent's)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @dataclass(repr=False)
