@@ -391,3 +391,120 @@ def test_compiled_grid_row_equals_the_two_step_route(case, monkeypatch):
     monkeypatch.setattr("synthgeo.model.vecchia_kernel.row_statistics", lambda *a, **k: None)
     for g, w in zip(nn.stats_row(2.5, alphas), want):
         assert g.logdet == w.logdet and g.ytKy == w.ytKy
+
+
+def _cholesky_row_by_row(C):
+    """The block Cholesky and solve as the kernel did them before its reordering (reference)."""
+    k = C.shape[0]
+    A = C.copy()
+    for c in range(k):
+        s = A[c, c]
+        for t in range(c):
+            s -= A[c, t] * A[c, t]
+        s = np.sqrt(s)
+        A[c, c] = s
+        for r in range(c + 1, k):
+            v = A[r, c]
+            for t in range(c):
+                v -= A[r, t] * A[c, t]
+            A[r, c] = v / s
+    return A
+
+
+def _solve_row_by_row(A, rhs):
+    k = A.shape[0]
+    x = np.empty(k)
+    for a in range(k):
+        v = rhs[a]
+        for t in range(a):
+            v -= A[a, t] * x[t]
+        x[a] = v / A[a, a]
+    for a in range(k - 1, -1, -1):
+        v = x[a]
+        for t in range(a + 1, k):
+            v -= A[t, a] * x[t]
+        x[a] = v / A[a, a]
+    return x
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 7, 8, 15, 30])
+def test_reordered_block_cholesky_is_bit_identical_to_the_row_by_row_loop(k):
+    """Four rows at a time and the forward sweep by columns: the same operations per entry."""
+    from synthgeo.model.vecchia_kernel import _cholesky_in_place, _cholesky_solve
+
+    rng = np.random.default_rng(k)
+    xy = rng.uniform(0, 1, (k, 2))
+    C = np.exp(-2.0 * cdist(xy, xy)) + 0.05 * np.eye(k)
+    rhs = rng.normal(size=k)
+    A = np.zeros((k + 2, k + 2))  # the kernels' buffers are m x m with k <= m
+    A[:k, :k] = C
+    assert _cholesky_in_place(A, k)
+    want = _cholesky_row_by_row(C)
+    assert np.array_equal(np.tril(A[:k, :k]), np.tril(want))
+    x = np.empty(k + 2)
+    _cholesky_solve(A, np.r_[rhs, 0.0, 0.0], x, k)
+    assert np.array_equal(x[:k], _solve_row_by_row(want, rhs))
+
+
+def test_grid_row_with_one_d_for_every_alpha_is_bit_identical_to_d_per_alpha():
+    """A d shared by every α is scaled into the block once per point: the same bits."""
+    from synthgeo.model.vecchia_kernel import _row_stats
+
+    rng = np.random.default_rng(5)
+    n = 300
+    g = ordered_neighbours(rng.uniform(0, 5, (n, 2)), 8)
+    d = rng.uniform(0.5, 1.5, n)
+    d[rng.choice(n, 20, replace=False)] = 0.0
+    alphas = np.array([0.01, 0.3, 2.0])
+    v = rng.normal(size=(n, 3))
+    om, extra = rng.uniform(1, 2, n), np.zeros(n)
+    out = []
+    for D in (np.tile(d, (3, 1)), d[None, :]):  # per α (the general path), shared
+        logdet, G = np.zeros(3), np.zeros((3, 3, 3))
+        assert _row_stats(g.dist_nn, g.dist_in, g.neighbours, D, om, extra, alphas, 0.9, v,
+                          logdet, G)
+        out.append((logdet, G))
+    assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])
+
+
+def test_i_minus_b_is_the_matrix_the_coo_triplets_give():
+    """I − B filled row by row: SciPy's COO conversion's matrix, entry for entry."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(6)
+    n = 500
+    eligible = rng.uniform(size=n) > 0.1
+    g = ordered_neighbours(rng.uniform(0, 5, (n, 2)), 10, eligible=eligible)
+    f = vecchia_factors(g, 0.7, 0.2)
+    m = f.b.shape[1]
+    valid = g.neighbours >= 0
+    rows = np.concatenate([np.arange(n), np.repeat(np.arange(n), m)[valid.ravel()]])
+    cols = np.concatenate([np.arange(n), g.neighbours[valid]])
+    vals = np.concatenate([np.ones(n), -f.b[valid]])
+    want = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    got = f.i_minus_b()
+    assert got.has_sorted_indices and got.indices.dtype == want.indices.dtype
+    for name in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(got, name), getattr(want, name))
+
+
+@pytest.mark.parametrize("eligible_share", [1.0, 0.8])
+def test_compiled_neighbour_distances_are_numpys_norm_and_einsum(eligible_share):
+    """The graph's distances, compiled: the doubles NumPy's norm and einsum gave."""
+    from synthgeo.model.vecchia_kernel import neighbour_distances
+
+    rng = np.random.default_rng(9)
+    xy = rng.uniform(0, 30, (700, 2))
+    xy[3] = xy[4]
+    eligible = rng.uniform(size=700) < eligible_share
+    g = ordered_neighbours(xy, 12, eligible=eligible)
+    pts, nbr = xy[g.order], g.neighbours
+    valid = nbr >= 0
+    nb_pts = pts[np.where(valid, nbr, 0)]
+    want_in = np.where(valid, np.linalg.norm(nb_pts - pts[:, None, :], axis=-1), 0.0)
+    diff = nb_pts[:, :, None, :] - nb_pts[:, None, :, :]
+    want_nn = np.sqrt(np.einsum("nijk,nijk->nij", diff, diff))
+    want_nn *= valid[:, :, None] & valid[:, None, :]
+    got_nn, got_in = neighbour_distances(pts, nbr)
+    assert np.array_equal(got_nn, want_nn) and np.array_equal(got_in, want_in)
+    assert np.array_equal(g.dist_nn, want_nn) and np.array_equal(g.dist_in, want_in)

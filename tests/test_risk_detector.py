@@ -359,3 +359,26 @@ def test_negative_control_over_ten_labellings(controls):
         covered += res.ci[0] <= 0.5 <= res.ci[1]
     assert abs(np.mean(aucs) - 0.5) < 0.03, aucs
     assert covered >= 8, aucs
+
+
+def test_permutation_null_is_the_same_in_worker_processes_and_as_the_sequential_loop(
+        monkeypatch):
+    """The permutations are drawn first, in the loop's order: forked workers change nothing."""
+    import synthgeo.risk.detector as det
+
+    Y, X, xy = _toy(n=200, n_prot=40, effect=0.9, seed=4)
+    monkeypatch.setattr(det, "PARALLEL_MIN_WORK", 0)  # workers even at this size
+    one = detect_protected(Y, X, xy, np.arange(40), k=5, n_permutations=6, n_workers=1)
+    two = detect_protected(Y, X, xy, np.arange(40), k=5, n_permutations=6, n_workers=2)
+    assert (one.null_sd, one.p_value, one.auc) == (two.null_sd, two.p_value, two.auc)
+    # the loop before the workers: permutation b, then its folds, from one generator
+    feats = detector_features(Y, X, xy, k=5)
+    F = np.column_stack([feats[name] for name in FEATURES])
+    y = np.arange(200) < 40
+    rng = np.random.default_rng([0, 1])
+    null = []
+    for _ in range(6):
+        y_b = rng.permutation(y)
+        s_b, f_b, _, _ = cross_fitted_scores(F, y_b, folds=5, seed=rng)
+        null.append(cross_validated_auc(s_b, y_b, f_b)[0])
+    assert one.null_sd == float(np.std(null, ddof=1))

@@ -78,3 +78,26 @@ def test_predictive_validation():
     with pytest.raises(ValueError, match=r"`truth` must have shape \(n_records,\) = \(2,\)"):
         rb_risk(Predictive(mean=np.zeros((1, 2)), sd=np.ones((1, 2))), np.zeros(3),
                 Measure.parse("rel:0.1"))
+
+
+def test_interval_probability_in_row_blocks_equals_both_branches_evaluated():
+    """One Φ pair per element, in blocks of rows: the values of the two-branch formula."""
+    from scipy.special import ndtr
+
+    from synthgeo.risk.rao_blackwell import normal_interval_probability
+
+    rng = np.random.default_rng(2)
+    mean = rng.normal(0, 3, (21, 50))
+    sd = np.abs(rng.normal(0, 1, (21, 50)))
+    sd[0, :3] = 0.0
+    lo = rng.normal(0, 3, 50)
+    hi = lo + np.abs(rng.normal(0, 1, 50))
+    lo[4] = -np.inf
+    with np.errstate(divide="ignore", invalid="ignore"):
+        zl, zh = (lo - mean) / sd, (hi - mean) / sd
+        p = np.where(zl > 0, ndtr(-zl) - ndtr(-zh), ndtr(zh) - ndtr(zl))
+    want = np.clip(np.where(sd > 0, p, ((lo <= mean) & (mean <= hi)).astype(float)), 0, 1)
+    assert np.array_equal(normal_interval_probability(mean, sd, lo[None, :], hi[None, :]), want)
+    assert np.array_equal(normal_interval_probability(mean, sd, lo, hi), want)
+    assert np.array_equal(normal_interval_probability(mean[:, 7], sd[:, 7], lo[7], hi[7]),
+                          want[:, 7])

@@ -245,3 +245,15 @@ def test_posterior_summary_reports_gamma_auto(small_gp):
     want = np.maximum(0, (post["sigma2"] / post["nugget"]).values.ravel() - 1).mean()
     assert tab.loc["gamma_auto", "mean"] == pytest.approx(want)
     assert "gamma_auto" not in posterior_summary({"u": _fit(small_gp, None)})["parameter"].values
+
+
+def test_krige_by_nearest_sources_is_the_same_in_threads():
+    """Distinct φ values kriged in 2 threads: the same array as one after another."""
+    from synthgeo.model.kriging import krige
+
+    rng = np.random.default_rng(11)
+    src, tgt = rng.uniform(0, 5, (200, 2)), rng.uniform(0, 5, (80, 2))
+    values = rng.normal(size=(7, 200))
+    phi = np.array([0.5, 0.9, 0.5, 1.3, 2.0, 0.9, 3.1])
+    one = krige(src, values, phi, tgt, n_neighbors=12)
+    assert np.array_equal(krige(src, values, phi, tgt, n_neighbors=12, n_threads=2), one)

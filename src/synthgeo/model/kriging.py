@@ -16,6 +16,8 @@ Two callers:
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.spatial import cKDTree
@@ -36,6 +38,7 @@ def krige(
     target: np.ndarray,
     *,
     n_neighbors: int | None = None,
+    n_threads: int = 1,
 ) -> np.ndarray:
     """Simple-kriging mean R_TS R_SS⁻¹ w_S at the targets, for each draw.
 
@@ -52,6 +55,10 @@ def krige(
         Prediction points.
     n_neighbors : int, optional
         Krige each target from its m nearest sources only; ``None`` uses all sources.
+    n_threads : int, default=1
+        With ``n_neighbors``, distinct φ values kriged concurrently (the compiled block
+        solves release the GIL; each φ writes only its own draws' rows, so the result does
+        not depend on it).
 
     Returns
     -------
@@ -90,7 +97,8 @@ def krige(
     d_nn = np.linalg.norm(nb[:, :, None, :] - nb[:, None, :, :], axis=-1)
     diag = np.arange(k)
     ones_t, ones_s = np.ones(target.shape[0]), np.ones(source.shape[0])
-    for ph in np.unique(phi):
+
+    def one_phi(ph: float) -> None:
         rows = np.flatnonzero(phi == ph)
         # each target's block C b = c: Cholesky in compiled code (model.vecchia_kernel)
         b, _, failed = factor_rows(d_nn, dist, j, ones_t, ones_t, KRIGING_JITTER, ph,
@@ -101,6 +109,14 @@ def krige(
             b[failed] = np.linalg.solve(
                 C, exponential_correlation(dist[failed], ph)[:, :, None])[:, :, 0]
         out[rows] = np.einsum("tk,rtk->rt", b, values[rows][:, j])  # (T, k) weights
+
+    distinct = np.unique(phi)
+    if n_threads > 1 and distinct.size > 1:
+        with ThreadPoolExecutor(max_workers=n_threads) as ex:
+            list(ex.map(one_phi, distinct))
+    else:
+        for ph in distinct:
+            one_phi(ph)
     return out
 
 

@@ -197,12 +197,9 @@ def ordered_neighbours(
             nbr[rows[rr], pos[rr, cc]] = r[rr, cc]
             todo = todo[~done]
             k = min(cand.size, 2 * k)
-    valid = nbr >= 0
-    nb_pts = pts[np.where(valid, nbr, 0)]  # (n, m, 2)
-    dist_in = np.where(valid, np.linalg.norm(nb_pts - pts[:, None, :], axis=-1), 0.0)
-    diff = nb_pts[:, :, None, :] - nb_pts[:, None, :, :]
-    dist_nn = np.sqrt(np.einsum("nijk,nijk->nij", diff, diff))
-    dist_nn *= valid[:, :, None] & valid[:, None, :]
+    from synthgeo.model.vecchia_kernel import neighbour_distances  # numba: on first use
+
+    dist_nn, dist_in = neighbour_distances(pts, nbr)
     return NeighbourGraph(order=order, neighbours=nbr, dist_nn=dist_nn, dist_in=dist_in)
 
 
@@ -258,14 +255,17 @@ class VecchiaFactors:
         return whitened_gram(self.b, self.F, self.graph.neighbours, v)
 
     def i_minus_b(self) -> sp.csr_matrix:
-        """Return the sparse matrix I − B (n x n, ordered space)."""
-        n, m = self.b.shape
-        nbr = self.graph.neighbours
-        valid = nbr >= 0
-        rows = np.concatenate([np.arange(n), np.repeat(np.arange(n), m)[valid.ravel()]])
-        cols = np.concatenate([np.arange(n), nbr[valid]])
-        vals = np.concatenate([np.ones(n), -self.b[valid]])
-        return sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+        """Return the sparse matrix I − B (n x n, ordered space), CSR with sorted indices.
+
+        Filled row by row in compiled code (:func:`synthgeo.model.vecchia_kernel.
+        i_minus_b_csr`) instead of through a COO matrix, its conversion and a sort of every
+        row: the same matrix, entry for entry.
+        """
+        from synthgeo.model.vecchia_kernel import i_minus_b_csr
+
+        n = self.b.shape[0]
+        data, indices, indptr = i_minus_b_csr(self.b, self.graph.neighbours)
+        return sp.csr_matrix((data, indices, indptr), shape=(n, n))
 
     def precision(self) -> sp.csr_matrix:
         """C̃⁻¹ = (I − B)ᵀ F⁻¹ (I − B) as a sparse matrix (ordered space, units of 1/σ²)."""

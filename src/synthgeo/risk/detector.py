@@ -545,6 +545,13 @@ def cross_fitted_scores(features: np.ndarray, labels: np.ndarray, *, folds: int 
                          f"{MIN_PROTECTED_HARD * folds} records of each class, got {n1} "
                          f"protected and {n0} others; lower `folds` or protect more records")
     fold = _stratified_folds(y, folds, seed)
+    scores, coefs, penalised = _cross_fit(F, y, fold, folds)
+    return scores, fold, coefs, penalised
+
+
+def _cross_fit(F: np.ndarray, y: np.ndarray, fold: np.ndarray, folds: int
+               ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Scores, mean slopes and penalised folds of :func:`cross_fitted_scores` given the folds."""
     scores = np.empty(y.size)
     coefs = np.zeros((folds, F.shape[1]))
     penalised = 0
@@ -557,7 +564,67 @@ def cross_fitted_scores(features: np.ndarray, labels: np.ndarray, *, folds: int 
         penalised += pen
         scores[test] = params[0] + Z[test] @ params[1:]
         coefs[f, use] = params[1:]
-    return scores, fold, coefs.mean(axis=0), penalised
+    return scores, coefs.mean(axis=0), penalised
+
+
+#: From this many records × permutations the permutations run in worker processes
+#: (:func:`_null_aucs`); below it a process start costs more than it saves.
+PARALLEL_MIN_WORK = 2_000_000
+_NULL_STATE: dict = {}
+
+
+def _null_auc(task: tuple) -> float:
+    """Return the cross-fitted AUC of one permutation (labels, folds).
+
+    The features are in ``_NULL_STATE``, set before the workers fork.
+    """
+    y_b, f_b = task
+    F, folds = _NULL_STATE["F"], _NULL_STATE["folds"]
+    f_b = f_b.astype(np.int64)
+    scores = _cross_fit(F, y_b, f_b, folds)[0]
+    return cross_validated_auc(scores, y_b, f_b)[0]
+
+
+def _null_aucs(F: np.ndarray, y: np.ndarray, folds: int, rng: np.random.Generator,
+               n_permutations: int, n_workers: int) -> np.ndarray:
+    """AUC under each of ``n_permutations`` label permutations, the same with any workers.
+
+    The permutations and their folds are drawn first, in the order of the sequential loop
+    (permutation b, then its folds, from the one generator), so the null is identical
+    whether the fits then run here or in ``n_workers`` forked processes (each fit is
+    deterministic; processes, not threads, because the Logit fit's warning capture is
+    process-global state).
+    """
+    tasks = []
+    for _ in range(n_permutations):
+        y_b = rng.permutation(y)
+        tasks.append((y_b, _stratified_folds(y_b, folds, rng).astype(np.int8)))
+    _NULL_STATE.update(F=F, folds=folds)
+    try:
+        import multiprocessing as mp
+
+        ctx = (mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None)
+        if n_workers > 1 and ctx is not None and y.size * n_permutations >= PARALLEL_MIN_WORK:
+            pool = ctx.Pool(n_workers, initializer=_worker_signals)
+            try:
+                null = np.array(pool.map(_null_auc, tasks, chunksize=1))
+            except BaseException:
+                pool.terminate()
+                pool.join()
+                raise
+            pool.close()  # the workers finish their queue and exit
+            pool.join()
+            return null
+        return np.array([_null_auc(t) for t in tasks])
+    finally:
+        _NULL_STATE.clear()
+
+
+def _worker_signals() -> None:
+    """Give a forked worker SIGTERM's default action (the CLI's handler is the parent's)."""
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 @dataclass(repr=False)
@@ -649,7 +716,7 @@ def detect_protected(implicates: np.ndarray, X: np.ndarray, coords_m: np.ndarray
                      protected: np.ndarray, *, k: int = 15, folds: int = 5,
                      seed: int | None = 0, features: tuple[str, ...] | None = None,
                      level: float = 0.95, min_protected: int = MIN_PROTECTED,
-                     n_permutations: int = 100) -> DetectorResult:
+                     n_permutations: int = 100, n_workers: int = 2) -> DetectorResult:
     """How well an attacker who sees only release/ tells protected records from the rest.
 
     Features (:func:`detector_features`) → cross-fitted Logit scores
@@ -690,6 +757,10 @@ def detect_protected(implicates: np.ndarray, X: np.ndarray, coords_m: np.ndarray
         SE of 0.028, 82 % coverage of 0.5; benchmarks/bench_detector.py), so the interval
         uses the larger of the two. Each permutation costs one
         cross-fit (about 0.01-0.05 s at 1,000 records); 0 skips them (DeLong only).
+    n_workers : int, default=2
+        Processes the permutations' fits run in (forked, where the platform forks) from
+        :data:`PARALLEL_MIN_WORK` records × permutations; the result is the same for any
+        value (the permutations are drawn first, in order).
 
     Returns
     -------
@@ -737,11 +808,7 @@ def detect_protected(implicates: np.ndarray, X: np.ndarray, coords_m: np.ndarray
     null_sd = p_value = None
     if n_permutations > 0:
         rng = np.random.default_rng(None if seed is None else [int(seed), 1])
-        null = np.empty(n_permutations)
-        for b in range(n_permutations):
-            y_b = rng.permutation(y)
-            s_b, f_b, _, _ = cross_fitted_scores(F, y_b, folds=folds, seed=rng)
-            null[b] = cross_validated_auc(s_b, y_b, f_b)[0]
+        null = _null_aucs(F, y, folds, rng, n_permutations, n_workers)
         null_sd = float(null.std(ddof=1)) if n_permutations > 1 else None
         p_value = float((1 + np.sum(null >= auc)) / (1 + n_permutations))
     se = max(se_delong, null_sd or 0.0)

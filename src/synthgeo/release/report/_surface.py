@@ -149,4 +149,4 @@ def posterior_mean_surface(
     # more than 10x slower on 2 shared cores (as in synthgeo.inference.nuts)
     m = None if sites.shape[0] <= MAX_SITES_EXACT else min(n_neighbors, sites.shape[0])
     with threadpool_limits(limits=1):
-        return krige(sites, w[take], phi[take], grid, n_neighbors=m).mean(axis=0)
+        return krige(sites, w[take], phi[take], grid, n_neighbors=m, n_threads=2).mean(axis=0)
