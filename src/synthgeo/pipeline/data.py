@@ -377,6 +377,12 @@ FORMULA_FUNCTIONS = frozenset({"I", "C", "log", "exp", "sqrt", "np", "np.log", "
                                "cr", "Q"})
 
 
+#: A name in a formula as Python reads it: a Unicode letter or `_`, then word characters or
+#: dots (``np.log``); :func:`formula_names` finds them, :func:`check_formula_names` checks
+#: that every column the formula names is one.
+_FORMULA_NAME = re.compile(r"[^\W\d][\w.]*")
+
+
 def check_formula_names(formula: str, columns: list[str], *,
                         key: str = "`[utility] formula`") -> None:
     """Refuse a formula naming anything but the given columns and a few transforms.
@@ -407,7 +413,7 @@ def check_formula_names(formula: str, columns: list[str], *,
     synthgeo._errors.SpecError: `[utility] formula` 'price ~ age' names `age`, ...
     """
     for col in columns:  # a column a formula cannot name as written (break-it 2026-12-07)
-        if col in formula and not re.fullmatch(r"[^\W\d][\w.]*", col):
+        if col in formula and not _FORMULA_NAME.fullmatch(col):
             plain = re.sub(r"^(?=\d)|\W", "_", col)
             raise SpecError(f"column `{col}` cannot be named in {key} (a formula name is "
                             "letters, digits, `_` and `.`, not starting with a digit); rename "
@@ -463,7 +469,7 @@ def formula_names(formula: str, *, key: str = "`[utility] formula`") -> list[str
     if "__" in formula or re.search(r"[\"'`;\[\]{}]", formula):
         raise SpecError(f"{key} {formula!r} holds characters a model formula "
                         "does not need (quotes, brackets, `__`); name columns and transforms only")
-    names = re.findall(r"[^\W\d][\w.]*", formula)
+    names = _FORMULA_NAME.findall(formula)
     return list(dict.fromkeys(n for n in names if n not in FORMULA_FUNCTIONS))
 
 
