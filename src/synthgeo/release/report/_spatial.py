@@ -65,8 +65,8 @@ def _at_risk_effects(result, draws) -> pd.DataFrame | None:
     for s in np.unique(sites.site_index[result.at_risk.at_risk]):
         recs = result.data.record_id[sites.site_index == s]
         row = {"record id(s)": ", ".join(map(str, recs))}
-        for name, fit in fitted_models(result).items():
-            w, _ = draws[name]
+        for name, (w, _) in draws.items():  # the fits shown (section_surfaces)
+            fit = result.fits[name]
             d = float(np.asarray(fit.scale)[s]) if getattr(fit, "scale", None) is not None else 1.0
             row[f"{name}: E[D·w] at site"] = float(np.mean(w[:, s]) * d) + 0.0  # no "-0"
         rows.append(row)
