@@ -111,8 +111,7 @@ def run(args: argparse.Namespace, say) -> int:
             "spatial_k.parquet": lambda p: layer.to_parquet(p, index=False),
             "distribution.csv": lambda p: hist.to_csv(p, index=False),
             "by_group.csv": lambda p: res.by_group().to_csv(p, index=False),
-            "worst_offenders.csv": lambda p: res.worst_offenders(
-                args.worst, crs=gdf.attrs.get("source_crs")).to_csv(p, index=False),
+            "worst_offenders.csv": lambda p: worst.to_csv(p, index=False),  # as printed
             MARKER: record,
         }
         out = write_folder(args.out, files, marker=MARKER, overwrite=args.overwrite,
