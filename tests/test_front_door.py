@@ -399,6 +399,7 @@ _DATA_VALUES = {
     "max_dropped_share": 0.2, "on_drop_failure": "warn",
     "release_ids": "original", "study_area": [-122.0, 38.0, -121.0, 39.0],
     "accept_offshore": True,
+    "accept_repeated_records": True,
 }
 
 

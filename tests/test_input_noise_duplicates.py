@@ -54,7 +54,7 @@ def test_duplicates_share_one_draw_and_are_counted():
     pts = _points()
     spec = ReleaseSpec(
         data=DataConfig(responses=[{"name": "log_price"}], covariates=["sqft_living"],
-                        id="id"),
+                        id="id", accept_repeated_records=True),  # 4 of 143 repeat one
         model=ModelConfig(gp="exact"), sampling=SamplingConfig(seed=11),
         anonymity=AnonymityConfig(on_location_failure="warn"))
     spec = fake_spec(spec, n_draws=150, n_implicates=4).replace(

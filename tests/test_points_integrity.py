@@ -456,6 +456,7 @@ id = "id"
 response = "dist_incinerator_km"
 back_transform = "identity"
 covariates = []
+accept_repeated_records = true  # Chorley: 296 of 1,036 cases repeat another (100 m grid)
 {extra}
 """
 

@@ -44,11 +44,14 @@ def columns(text: str | None) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()]
 
 
-def load(args: argparse.Namespace, required: list[str]):
-    """Load and project POINTS as the options say (see :func:`synthgeo.io.points.load_points`)."""
+def load(args: argparse.Namespace, required: list[str], **options):
+    """Load and project POINTS as the options say (see :func:`synthgeo.io.points.load_points`).
+
+    `options`: further keywords of ``load_points`` (e.g. ``drop_duplicates``).
+    """
     from synthgeo.io.points import load_points
 
     cols = [c for c in dict.fromkeys([*required, args.subject_col]) if c]
     return load_points(args.points, id_column=args.id_col, query=args.query,
                        required_columns=cols, target_crs=args.target_crs, min_records=1,
-                       **reading_kwargs(args))
+                       **reading_kwargs(args), **options)

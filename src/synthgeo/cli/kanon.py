@@ -40,6 +40,17 @@ def add_parser(sub, common) -> None:
                         "K (default: 100)")
     p.add_argument("--worst", type=int, default=10, metavar="N",
                    help="worst offenders to print (default: 10)")
+    dup = p.add_mutually_exclusive_group()
+    dup.add_argument("--drop-duplicates", action="store_true",
+                     help="drop records that repeat an earlier one in location and every "
+                          "column but the id, as `synthgeo run` does under [data] "
+                          "drop_duplicates = true (default: keep them; more than 1%% of the "
+                          "records so is refused)")
+    dup.add_argument("--accept-repeated-records", action="store_true",
+                     help="count such repeats as distinct records (each adds to spatial k) "
+                          "however many there are, with a warning in kanon.json, as [data] "
+                          "accept_repeated_records = true does for run (default: refuse "
+                          "above 1%% of the records)")
 
 
 def run(args: argparse.Namespace, say) -> int:
@@ -47,6 +58,7 @@ def run(args: argparse.Namespace, say) -> int:
     import pandas as pd
 
     from synthgeo.io.atomic import check_output_dir, write_folder
+    from synthgeo.io.checks import check_repeated_records
     from synthgeo.io.provenance import provenance
     from synthgeo.locations.spatial_k import measure_spatial_k
 
@@ -55,7 +67,10 @@ def run(args: argparse.Namespace, say) -> int:
     if args.out:
         check_output_dir(args.out, marker=MARKER, overwrite=args.overwrite,
                          inputs=(Path(args.points),))
-    gdf = load(args, group_by)
+    gdf = load(args, group_by, drop_duplicates=args.drop_duplicates)
+    check_repeated_records(gdf, accept=args.accept_repeated_records, fix=(
+        "pass --drop-duplicates to drop them, or --accept-repeated-records if they are "
+        "distinct records (each adds to spatial k)"))
     t_load = time.perf_counter() - t0
     t = time.perf_counter()
     res = measure_spatial_k(gdf, args.radius_m, k=args.k, group_by=group_by,

@@ -103,7 +103,11 @@ class DataConfig:
     degrees or a polygon file (GeoJSON, GeoPackage, shapefile with its CRS) relative to the
     spec; any point outside it refuses the file (default: none); ``accept_offshore``: go on
     (with a warning) when more than half of the points lie over the sea, otherwise refused as a
-    likely unit factor or axis error (docs/locations.md, "Where the points are").
+    likely unit factor or axis error (docs/locations.md, "Where the points are");
+    ``accept_repeated_records``: go on (with the coded warning ``repeated_records_accepted`` in
+    release.json and the report) when more than one record, and more than 1 % of them, repeat
+    another in location and every column but the id, otherwise refused as a file appended to
+    itself or joined twice (docs/release.md, "Inputs"; ``drop_duplicates`` drops them instead).
     """
 
     response: str | None = None
@@ -132,6 +136,7 @@ class DataConfig:
     release_ids: Literal["pseudonymous", "original"] = "pseudonymous"
     study_area: list[float] | str | None = None
     accept_offshore: bool = False
+    accept_repeated_records: bool = False
 
     def __post_init__(self) -> None:
         """Refuse impossible values with a :class:`SpecError` naming the key."""
@@ -187,7 +192,8 @@ class DataConfig:
                     and all(_is_number(v) for v in self.study_area))):
             raise _err("data", "study_area", self.study_area,
                        "[west, south, east, north] in degrees or a polygon file path")
-        for key in ("drop_duplicates", "accept_small_extent", "accept_offshore"):
+        for key in ("drop_duplicates", "accept_small_extent", "accept_offshore",
+                    "accept_repeated_records"):
             if not isinstance(getattr(self, key), bool):
                 raise _err("data", key, getattr(self, key), "true or false")
         if self.coord_unit_m is not None and not (_is_number(self.coord_unit_m)

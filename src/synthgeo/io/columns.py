@@ -153,7 +153,19 @@ def check_ids(frame: pd.DataFrame, id_column: str | None, origin: Origin) -> Non
                          f"{origin.text('fix_missing')}")
     if (repeated := ids.duplicated(keep=False)).any():
         shown = ids[repeated].unique()[:N_SHOW].tolist()
-        raise InputError(f"id column `{id_column}` is not unique: {shown} appear twice or more")
+        same = _repeated_rows(frame)
+        twice = (f"; {same} of them repeat an earlier row in every column, id included (the "
+                 "same record read twice?): remove the repeated rows" if same else "")
+        raise InputError(f"id column `{id_column}` is not unique: {shown} appear twice or "
+                         f"more{twice}")
+
+
+def _repeated_rows(frame: pd.DataFrame) -> int:
+    """Count rows equal to an earlier one in every column (geometry included)."""
+    try:
+        return int(frame.duplicated(keep="first").sum())
+    except TypeError:  # unhashable cells (lists, geometries): compare their text
+        return int(frame.astype(str).duplicated(keep="first").sum())
 
 
 def check_records(frame: pd.DataFrame, origin: Origin, *, columns: Sequence[str | None],

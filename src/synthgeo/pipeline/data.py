@@ -21,6 +21,7 @@ import scipy.stats
 from synthgeo._errors import InputError, SpecError
 from synthgeo._repr import confidential_repr
 from synthgeo.config import ReleaseSpec
+from synthgeo.io.checks import check_repeated_records
 from synthgeo.io.points import coordinates_m
 from synthgeo.io.read import check_points_frame, read_points
 from synthgeo.io.where import release_land_mask
@@ -104,9 +105,11 @@ def prepare_data(spec: ReleaseSpec, points: geopandas.GeoDataFrame | None = None
     Raises
     ------
     synthgeo.InputError
-        For any problem with the points (see :func:`synthgeo.io.points.load_points`), a
-        constant or overflowing response, a constant covariate, or a released column that
-        determines the response.
+        For any problem with the points (see :func:`synthgeo.io.points.load_points`), more
+        than one and more than 1 % of the records repeating another in every column but the
+        id (unless ``[data] accept_repeated_records``;
+        :func:`synthgeo.io.checks.check_repeated_records`), a constant or overflowing
+        response, a constant covariate, or a released column that determines the response.
     synthgeo.SpecError
         For a formula that names other columns or cannot be fitted.
     """
@@ -121,6 +124,7 @@ def prepare_data(spec: ReleaseSpec, points: geopandas.GeoDataFrame | None = None
     numeric = [] if d.missing == "drop" else [
         c for c in (*d.response_names, *exposures) if c not in text_ok]
     required = list(dict.fromkeys([*required, *d.response_names, *exposures, *d.covariates]))
+    from_memory = points is not None
     if points is None:
         points = read_points(spec.data_path(), x=d.x, y=d.y, crs=d.crs, id=d.id, query=d.query,
                              target_crs=d.target_crs, drop_duplicates=d.drop_duplicates,
@@ -134,6 +138,10 @@ def prepare_data(spec: ReleaseSpec, points: geopandas.GeoDataFrame | None = None
                              id_column=d.id, target_crs=d.target_crs, x=d.x, y=d.y,
                              accept_small_extent=d.accept_small_extent,
                              study_area=spec.study_area(), accept_offshore=d.accept_offshore)
+    check_repeated_records(gdf, accept=d.accept_repeated_records, fix=(
+        "drop them first, or set `[data] accept_repeated_records = true` if they are distinct "
+        "records" if from_memory else "set `[data] drop_duplicates = true` to drop them, or "
+        "`[data] accept_repeated_records = true` if they are distinct records"))
     release_land_mask()  # checked: ~0.4 GB need not stay resident through the fits
     missing = None
     if d.missing == "drop":
