@@ -44,7 +44,7 @@ from synthgeo.io.notices import note
 from synthgeo.io.origin import Origin
 
 __all__ = ["check_ranges", "check_extent", "check_origin", "check_utm_shaped", "min_diagonal_m",
-           "BUFFER_DEG", "UTM_EASTING_M", "UTM_NORTHING_M",
+           "BUFFER_DEG", "UTM_EASTING_M", "UTM_NORTHING_M", "UTM_SHAPED_SHARE",
            "MIN_DISTINCT", "FEW_DIAGONAL_M", "FULL_DISTINCT", "MIN_DIAGONAL_M",
            "MIN_MEDIAN_SPACING_M", "ORIGIN_RADIUS_M", "ORIGIN_EDGE_DEG"]
 
@@ -61,6 +61,9 @@ ORIGIN_MIN_SHARE = 0.5  # ... refused when at least this share of the points lie
 UTM_EASTING_M = (160_000.0, 840_000.0)
 #: UTM northings, metres (the southern hemisphere's false northing is 10,000 km)
 UTM_NORTHING_M = (0.0, 10_000_000.0)
+#: ... refused when at least this share of the points is UTM-shaped: one mistyped easting
+#: must not let the rest through (break-it trial 2026-12-07)
+UTM_SHAPED_SHARE = 0.95
 
 
 def _lonlat_range(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, labels: tuple[str, str],
@@ -234,10 +237,12 @@ def check_utm_shaped(xy: np.ndarray, crs: pyproj.CRS, *, declared: bool,
     ------
     InputError
         `crs` is projected with a world-wide area of use (Web Mercator, EPSG:3395, EPSG:4087,
-        ...), no study area is declared, and every x lies within :data:`UTM_EASTING_M` and every
-        y within :data:`UTM_NORTHING_M` (in metres): UTM eastings and northings, which read in
-        `crs` fall on a 6° strip near 4.5°E. The message names the distance factor the reading
-        would give (1/k, k the CRS's scale there: cos φ for Web Mercator).
+        ...), no study area is declared, and at least :data:`UTM_SHAPED_SHARE` (95 %) of the
+        points have x within :data:`UTM_EASTING_M` and y within :data:`UTM_NORTHING_M` (in
+        metres): UTM eastings and northings, which read in `crs` fall on a 6° strip near
+        4.5°E. The message names how many points are not so shaped (no value is shown) and
+        the distance factor the reading would give (1/k, k the CRS's scale there: cos φ for
+        Web Mercator).
 
     Examples
     --------
@@ -254,11 +259,12 @@ def check_utm_shaped(xy: np.ndarray, crs: pyproj.CRS, *, declared: bool,
         return
     m = xy * (unit_m(crs) or 1.0)
     (e_lo, e_hi), (n_lo, n_hi) = UTM_EASTING_M, UTM_NORTHING_M
-    if not (np.all((m[:, 0] >= e_lo) & (m[:, 0] <= e_hi))
-            and np.all((m[:, 1] >= n_lo) & (m[:, 1] <= n_hi))):
+    shaped = ((m[:, 0] >= e_lo) & (m[:, 0] <= e_hi) & (m[:, 1] >= n_lo) & (m[:, 1] <= n_hi))
+    n_shaped = int(shaped.sum())
+    if n_shaped < UTM_SHAPED_SHARE * len(xy):
         return
     to_deg = pyproj.Transformer.from_crs(crs, crs.geodetic_crs, always_xy=True)
-    lon, lat = (np.asarray(v, float) for v in to_deg.transform(xy[:, 0], xy[:, 1],
+    lon, lat = (np.asarray(v, float) for v in to_deg.transform(xy[shaped, 0], xy[shaped, 1],
                                                               errcheck=False))
     west, east = (float(v) for v in to_deg.transform(np.array([e_lo, e_hi]) / (unit_m(crs) or 1.0),
                                                      np.zeros(2), errcheck=False)[0])
@@ -266,8 +272,12 @@ def check_utm_shaped(xy: np.ndarray, crs: pyproj.CRS, *, declared: bool,
     reads = ("" if factor is None else
              f"; if they are UTM metres, every distance reads at about {factor:.1f} of its "
              "length")
+    n_other = len(xy) - n_shaped
+    which = (f"all {len(xy):,} points have" if not n_other else
+             f"{n_shaped:,} of {len(xy):,} points (at least {UTM_SHAPED_SHARE:.0%}; {n_other:,} "
+             "not, a mistyped value or two?) have")
     raise InputError(
-        f"all {len(xy):,} points have x within {e_lo / 1000:,.0f}–{e_hi / 1000:,.0f} km and y "
+        f"{which} x within {e_lo / 1000:,.0f}–{e_hi / 1000:,.0f} km and y "
         f"within {n_lo / 1000:,.0f}–{n_hi / 1000:,.0f} km, the ranges of UTM eastings and "
         f"northings (false easting 500,000 m), under {describe(crs)}, whose area of use is the "
         f"world and so cannot refuse them (read in it, such values lie at {west:.1f}° to "
