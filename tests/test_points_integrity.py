@@ -529,9 +529,33 @@ def test_the_extent_refusal_names_the_rule_that_fired():
     pairs = np.repeat(np.c_[np.arange(30) * 20_000.0, np.zeros(30)], 2, axis=0) + 400_000.0
     pairs[1::2, 0] += 0.5
     with pytest.raises(InputError, match=r"implausibly close for 60 locations \(a median under "
-                                         r"1 m from the nearest other\)"):
+                                         r"1 m from the nearest other, the smallest spacing"):
         check_extent(pairs, unit_words="metre", accept_small_extent=False,
                      origin=Origin.memory())
+
+
+def test_close_points_are_not_called_a_small_extent(tmp_path):
+    """Break-it 2026-12-07: pairs 0.11 m apart across 580 km were refused as a "small extent".
+    The refusal stands (most locations with a twin under 1 m: copies shifted a little, or a
+    scale error), but says what it measured: the extent that passed, the spacing, the bound,
+    and the options for a scale error or for real locations."""
+    pairs = np.repeat(np.c_[np.arange(30) * 20_000.0, np.zeros(30)], 2, axis=0) + 400_000.0
+    pairs[1::2, 0] += 0.11
+    with pytest.raises(InputError) as info:
+        check_extent(pairs, unit_words="metre units", accept_small_extent=False,
+                     origin=Origin.file("pts.csv"))
+    msg = str(info.value)
+    assert "span 580,000 m (bounding-box diagonal, at least the 1,000 m the check accepts)" in msg
+    assert "median spacing 0.11 m from the nearest other distinct location" in msg
+    assert "span only" not in msg and "e+" not in msg
+    assert "`coord_unit_m`" in msg and "`accept_small_extent = true`" in msg
+    # a small extent still says the extent and the smallest accepted
+    grid = 10.0 * np.stack(np.meshgrid(np.arange(8), np.arange(8)), -1).reshape(-1, 2)
+    with pytest.raises(InputError, match=r"span only 99 m .*under 1,000 m across, the smallest "
+                                         r"diagonal the check accepts\)\. Is the unit right\? "
+                                         r"Kilometres need `coord_unit_m = 1000`"):
+        check_extent(grid, unit_words="metre units", accept_small_extent=False,
+                     origin=Origin.file("pts.csv"))
 
 
 def test_rows_longer_than_the_header_are_refused(tmp_path):

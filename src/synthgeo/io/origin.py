@@ -26,6 +26,9 @@ _FILE = {
     "fix_extent": "Is the unit right? Kilometres need `coord_unit_m = 1000`, lon/lat degrees a "
                   "geographic `crs`. If the extent is real, set `accept_small_extent = true` "
                   "(or --accept-small-extent)",
+    "fix_spacing": "If they are scaled wrongly, set `coord_unit_m` ([data] coord_unit_m, or "
+                   "--coord-unit-m); if so many close locations are real, set "
+                   "`accept_small_extent = true` (or --accept-small-extent)",
     "fix_missing": "fix them, or drop via `query`",
     "fix_text": "clean these values in the input file",
     "fix_decimal": 'they look like decimal commas: set `decimal` ([data] decimal, or '
@@ -54,6 +57,9 @@ _MEMORY = {
     "fix_extent": "Is the unit right? Kilometres need the geometry built in metres (x 1000), "
                   "lon/lat degrees a geographic CRS (`gdf.set_crs`). If the extent is real, "
                   "pass `accept_small_extent=True` (or [data] accept_small_extent = true)",
+    "fix_spacing": "If they are scaled wrongly, build the geometry in metres; if so many "
+                   "close locations are real, pass `accept_small_extent=True` (or [data] "
+                   "accept_small_extent = true)",
     "fix_missing": "fix them, or drop those records first",
     "fix_text": "convert the column to numbers first",
     "fix_decimal": "they look like decimal commas: convert the column to numbers first "

@@ -378,6 +378,13 @@ def check_origin(xy: np.ndarray, crs: pyproj.CRS, *, unit_words: str,
     note(notes, "near_crs_origin", text + "; accepted by `accept_small_extent`")
 
 
+def _metres(value: float) -> str:
+    """Format a distance in metres: "554,000 m", "99 m", "0.11 m" (never 5.54e+05)."""
+    if not np.isfinite(value):
+        return "n/a"
+    return f"{value:,.0f} m" if value >= 100 else f"{value:.3g} m"
+
+
 def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool,
                  origin: Origin,
                  notes: list[dict[str, str]] | None = None) -> dict[str, float | int]:
@@ -406,7 +413,9 @@ def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool
     ------
     InputError
         ≥ 10 distinct locations with a diagonal under :func:`min_diagonal_m` (100 m; 1 km from
-        50 locations on) or a median spacing < 1 m, unless `accept_small_extent`.
+        50 locations on), or a wide enough diagonal but a median spacing < 1 m (a refusal of
+        its own, naming both measures: close locations, not a small extent), unless
+        `accept_small_extent`.
 
     Examples
     --------
@@ -430,15 +439,27 @@ def check_extent(xy_m: np.ndarray, *, unit_words: str, accept_small_extent: bool
         spacing = float(np.median(cKDTree(distinct).query(distinct, k=2)[0][:, 1]))
     out = {"n_distinct": n, "diagonal_m": diag, "median_spacing_m": spacing}
     bound = min_diagonal_m(n)
-    small = n >= MIN_DISTINCT and (diag < bound or spacing < MIN_MEDIAN_SPACING_M)
-    text = (f"the {len(xy_m):,} points ({n:,} distinct locations) span only {diag:,.3g} m "
-            f"(bounding-box diagonal; median spacing {spacing:,.3g} m) read in {unit_words}")
+    narrow = n >= MIN_DISTINCT and diag < bound
+    close = n >= MIN_DISTINCT and not narrow and spacing < MIN_MEDIAN_SPACING_M
+    small = narrow or close
+    if close:  # spacing, not extent: a scale error shrinks both, so the extent would be small
+        text = (f"the {len(xy_m):,} points ({n:,} distinct locations) span {_metres(diag)} "
+                f"(bounding-box diagonal, at least the {_metres(bound)} the check accepts) but "
+                f"lie a median spacing {_metres(spacing)} from the nearest other distinct "
+                f"location, read in {unit_words}")
+    else:
+        text = (f"the {len(xy_m):,} points ({n:,} distinct locations) span only {_metres(diag)} "
+                f"(bounding-box diagonal; median spacing {_metres(spacing)}) read in "
+                f"{unit_words}")
     if small and not accept_small_extent:
-        why = (f"implausibly small for {n:,} locations (under {bound:,.0f} m across)"
-               if diag < bound else
+        why = (f"implausibly small for {n:,} locations (under {bound:,.0f} m across, the "
+               "smallest diagonal the check accepts)" if narrow else
                f"implausibly close for {n:,} locations (a median under "
-               f"{MIN_MEDIAN_SPACING_M:g} m from the nearest other)")
-        raise InputError(f"{text}: {why}. {origin.text('fix_extent')}")
+               f"{MIN_MEDIAN_SPACING_M:g} m from the nearest other, the smallest spacing the "
+               "check accepts): most locations have a twin under 1 m away, like records "
+               "copied with a small shift, or a scale error")
+        raise InputError(f"{text}: {why}. "
+                         f"{origin.text('fix_extent' if narrow else 'fix_spacing')}")
     if small or (1 < n < MIN_DISTINCT and diag < MIN_MEDIAN_SPACING_M):
         note(notes, "small_extent", text + ("; accepted by `accept_small_extent`" if small
                                            else "; check the CRS given for the coordinates"))
