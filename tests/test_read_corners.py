@@ -174,6 +174,27 @@ def test_space_grouped_numbers_without_the_option_name_it(tmp_path, capsys, char
     capsys.readouterr()
 
 
+@pytest.mark.parametrize(("char", "named", "escaped"), [
+    (" ", "a space", '" "'), ("\u00a0", "U+00A0", '"\\u00a0"'),
+    ("\u202f", "U+202F", '"\\u202f"')])
+def test_the_thousands_hint_names_the_separator_found(tmp_path, char, named, escaped):
+    """Break-it 2026-12-07: the hint for a frame in memory always said to remove U+00A0."""
+    path, _ = _grouped_csv(tmp_path, char)
+    with pytest.raises(InputError) as err:  # a file: the option with the character found
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                    numeric_columns=["price"], id_column="id")
+    assert named in str(err.value) and f"`thousands = {escaped}`" in str(err.value)
+    frame = pd.read_csv(path, sep=";", decimal=",", dtype={"price": str})
+    gdf = geopandas.GeoDataFrame(frame, crs="EPSG:4326",
+                                 geometry=geopandas.points_from_xy(frame.lon, frame.lat))
+    with pytest.raises(InputError) as err:  # in memory: the replace of that character
+        check_points_frame(gdf, id_column="id", numeric_columns=["price"])
+    msg = str(err.value)
+    assert named in msg and f"s.str.replace({escaped}, \"\")" in msg
+    others = [c for c in ("\\u00a0", "\\u202f") if c not in escaped]
+    assert not any(o in msg for o in others), msg
+
+
 # --- item 3: UTF-16 -------------------------------------------------------------------------
 
 

@@ -25,8 +25,9 @@ N_SHOW = 5  # how many offending ids an error message lists
 _DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d+,\d+\s*$")
 _THOUSANDS = re.compile(r"^\s*[-+]?\d{1,3}(,\d{3})+\s*$")  # "1,200": or 1.2 with a decimal comma
 #: Digits grouped by a space, a no-break space (U+00A0) or a narrow one (U+202F): "1 234,5".
-_SPACES = {" ": "a space", "\u00a0": 'a no-break space (U+00A0, thousands = "\\u00a0")',
-           "\u202f": 'a narrow no-break space (U+202F, thousands = "\\u202f")'}
+#: Each one's name and how a TOML string or Python literal writes it.
+_SPACES = {" ": ("a space", '" "'), "\u00a0": ("a no-break space (U+00A0)", '"\\u00a0"'),
+           "\u202f": ("a narrow no-break space (U+202F)", '"\\u202f"')}
 _SPACED = re.compile(r"^\s*[-+]?\d{1,3}([ \u00a0\u202f]\d{3})+([.,]\d+)?\s*$")
 
 
@@ -122,8 +123,7 @@ def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: st
         elif all(_DECIMAL_COMMA.match(str(v)) for v in shown):
             hint = origin.text("fix_decimal")
         elif all(_SPACED.match(str(v)) for v in shown):
-            used = [name for c, name in _SPACES.items() if any(c in str(v) for v in shown)]
-            hint = origin.text("fix_spaced").format(chars=" and ".join(used))
+            hint = _spaced_hint([str(v) for v in shown], origin)
         else:
             hint = origin.text("fix_text")
         raise InputError(f"{what} column `{column}` holds text that is not a number in "
@@ -137,6 +137,27 @@ def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: st
                              f"{where(frame, bad, id_column, origin)}; "
                              f"{origin.text('fix_missing')}")
     return array
+
+
+def _spaced_hint(shown: list[str], origin: Origin) -> str:
+    r"""Name the space(s) actually grouping the digits of `shown`, and the fix for each.
+
+    The hint once named U+00A0 whatever the separator was (break-it trial 2026-12-07).
+
+    Examples
+    --------
+    >>> _spaced_hint(["1\u202f234"], Origin.memory()).split(": ")[1]
+    'remove it (e.g. `s.str.replace("\\u202f", "")`) and convert the column to numbers'
+    """
+    used = [c for c in _SPACES if any(c in v for v in shown)]
+    chars = " and ".join(_SPACES[c][0] for c in used)
+    if origin.in_memory:
+        calls = "".join(f'.str.replace({_SPACES[c][1]}, "")' for c in used)
+        return origin.text("fix_spaced").format(chars=chars, fix=f"`s{calls}`")
+    options = " or ".join(f"`thousands = {_SPACES[c][1]}`" for c in used)
+    mixed = " (one of them: the file mixes separators, make them one first)" if len(used) > 1 \
+        else ""
+    return origin.text("fix_spaced").format(chars=chars, fix=options + mixed)
 
 
 def check_ids(frame: pd.DataFrame, id_column: str | None, origin: Origin) -> None:

@@ -37,7 +37,7 @@ _FILE = {
                      "separators from the file (setting `decimal` to \",\" would read 1,200 as "
                      "1.2: only right for decimal commas)",
     "fix_spaced": "they look like numbers with thousands grouped by {chars}: set `thousands` "
-                  "([data] thousands, or --thousands) to it",
+                  "([data] thousands, or --thousands): {fix}",
     "fix_geometry": "drop them or fix the file",
     "fix_record": 'set `id_column = "record"` if it is the record id, or rename it',
     "duplicates_kept": "kept; set `drop_duplicates = true` to drop them",
@@ -68,7 +68,7 @@ _MEMORY = {
                      '(e.g. `s.str.replace(",", "").astype(float)`); decimal commas would '
                      "make it 1.2",
     "fix_spaced": "they look like numbers with thousands grouped by {chars}: remove it "
-                  "(e.g. `s.str.replace(\"\\u00a0\", \"\")`) and convert the column to numbers",
+                  "(e.g. {fix}) and convert the column to numbers",
     "fix_geometry": "drop them first",
     "fix_record": 'pass `id="record"` if it is the record id, or rename it',
     "duplicates_kept": "kept; drop them first if they are not real records",
