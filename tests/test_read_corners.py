@@ -223,6 +223,45 @@ def test_a_utf16_file_names_its_encoding(tmp_path, capsys, written, named, how, 
 # --- item 4: header names with spaces -----------------------------------------------------
 
 
+@pytest.mark.parametrize(("written", "asked", "how"), [
+    ("proﬁt", "profit", "not by case"),          # a ligature: casefold reads it as "fi"
+    ("ｐｒｏｆｉｔ", "profit", "not by case"),     # full-width letters
+    ("Proﬁt", "profit", "and by case"),
+])
+def test_a_ligature_in_a_header_is_named_as_a_compatibility_form(tmp_path, written, asked, how):
+    """Break-it 2026-12-07: a header written with "ﬁ" was called "in other case"."""
+    path = tmp_path / "lig.csv"
+    _sales().rename(columns={"price": written}).to_csv(path, index=False, encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", numeric_columns=[asked])
+    msg = str(err.value)
+    assert (f"it has {written!r} (differs by Unicode compatibility form (NFKC: a ligature such "
+            f"as 'ﬁ', or a full-width or superscript character) {how}".replace(") not", "), not")
+            in msg), msg
+    assert "other case" not in msg
+
+
+def test_the_default_formula_is_not_called_the_utility_formula(tmp_path):
+    """Break-it 2026-12-07: with no `[utility] formula` written, a covariate named with a
+    ligature was refused as "`[utility] formula` holds compatibility characters"."""
+    from synthgeo import SpecError
+    from synthgeo.config import bundled_spec_path, load_spec
+    from synthgeo.pipeline import prepare_data
+
+    spec = load_spec(bundled_spec_path())
+    raw = pd.read_csv(spec.data_path()).rename(columns={"sqft_living": "surface_ﬁ"})
+    path = tmp_path / "lig.csv"
+    raw.to_csv(path, index=False, encoding="utf-8")
+    spec = spec.replace("data", path=str(path), covariates=["surface_ﬁ"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(SpecError, match=r"^the default formula \(response ~ covariates\) "
+                                            r"holds compatibility characters"):
+            prepare_data(spec.replace("utility", formula=None))
+        with pytest.raises(SpecError, match=r"^`\[utility\] formula` holds compatibility"):
+            prepare_data(spec.replace("utility", formula="log_price ~ surface_ﬁ"))
+
+
 def test_a_column_name_with_spaces_is_named_as_the_near_match(tmp_path, capsys):
     path = tmp_path / "spaced.csv"
     frame = _sales().rename(columns={"price": "price "})

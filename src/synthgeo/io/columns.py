@@ -8,6 +8,7 @@ the records' :class:`~synthgeo.io.origin.Origin` (a file, or a GeoDataFrame in m
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,14 +54,31 @@ def check_columns(frame: pd.DataFrame, columns: list[str], origin: Origin) -> No
                          f"{[str(c) for c in frame.columns]} (names are case-sensitive)")
 
 
+def _fold(name: str) -> str:
+    """Compare names as a reader does: NFKC (ligatures, full-width), no end spaces, any case."""
+    return unicodedata.normalize("NFKC", name).strip().casefold()
+
+
 def _how_near(given: str, found: str) -> str:
-    """How column name `found` differs from the `given` one: spaces, case, or spelling."""
+    """How column name `found` differs from `given`: spaces, compatibility form, case, spelling.
+
+    A ligature ("ﬁ") or full-width letter is a compatibility character: NFKC turns it into
+    the plain letters, and case folding does too, so it was called "in other case" (break-it
+    trial 2026-12-07); it is named as what it is.
+    """
+    spaces = " and with spaces" if found != found.strip() else ""
     if found.strip() == given.strip():
         ends = [side for side, a, b in (("leading", found, found.lstrip()),
                                         ("trailing", found, found.rstrip())) if a != b]
         return f"with {' and '.join(ends)} space(s)"
+    plain_f, plain_g = (unicodedata.normalize("NFKC", n.strip()) for n in (found, given))
+    compat = plain_f != found.strip() or plain_g != given.strip()
+    if plain_f == plain_g or (compat and plain_f.casefold() == plain_g.casefold()):
+        case = ", not by case" if plain_f == plain_g else " and by case"
+        return ("differs by Unicode compatibility form (NFKC: a ligature such as 'ﬁ', or a "
+                f"full-width or superscript character){case}{spaces}")
     if found.strip().casefold() == given.strip().casefold():
-        return "in other case" + (" and with spaces" if found != found.strip() else "")
+        return "in other case" + spaces
     return "spelled nearly so"
 
 
@@ -95,8 +113,8 @@ def near_names(missing: Sequence[str], available: Sequence[Any]) -> str:
     names = [str(c) for c in available]
     found = []
     for m in missing:
-        key = str(m).strip().casefold()
-        near = [c for c in names if c.strip().casefold() == key] or \
+        key = _fold(str(m))
+        near = [c for c in names if _fold(c) == key] or \
             difflib.get_close_matches(str(m), names, n=1, cutoff=0.8)
         found += [f"{c!r} ({_how_near(str(m), c)}) for `{m}`" for c in near[:1]]
     if not found:

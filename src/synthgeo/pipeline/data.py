@@ -30,6 +30,7 @@ from synthgeo.model.transform import ResponseScale
 from synthgeo.utility.reiter import fit_ols
 
 __all__ = ["PreparedData", "prepare_data", "response_scale", "check_formula_names", "formula_names",
+           "formula_key",
            "DISCLOSURE_CORRELATION",
            "FORMULA_FUNCTIONS"]
 
@@ -242,12 +243,13 @@ def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame, *,
         return PreparedData(gdf=gdf, y=y, X=X, coef_names=coef_names, sites=sites, frame=frame,
                             record_id=gdf[id_col].to_numpy(), id_column=id_col, levels=levels,
                             missing=missing)
-    check_formula_names(spec.formula, [d.response, *d.covariates])
+    key = formula_key(spec)
+    check_formula_names(spec.formula, [d.response, *d.covariates], key=key)
     try:
         fit_ols(spec.formula, frame)
     except Exception as exc:  # patsy/statsmodels raise many types for a bad formula
         raise SpecError(
-            f"`[utility] formula` {spec.formula!r} cannot be fitted to the response and the "
+            f"{key} {spec.formula!r} cannot be fitted to the response and the "
             f"spec's covariates {d.covariates}: {type(exc).__name__}: "
             f"{str(exc).splitlines()[0]}"
         ) from exc
@@ -376,6 +378,24 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray,
         raise InputError(f"covariates are collinear (design rank {rank} < {X.shape[1]} "
                          f"columns; involved: {involved}): β is not identified; remove one of "
                          "them from `[data] covariates`")
+
+
+def formula_key(spec: ReleaseSpec) -> str:
+    """How messages name the spec's formula: the key, or the default when none was written.
+
+    A message about ``[utility] formula`` confused a user who had written none (break-it trial
+    2026-12-07); the default is ``response ~ covariates`` (:attr:`ReleaseSpec.formula`).
+
+    Examples
+    --------
+    >>> from synthgeo.config import bundled_spec_path, load_spec
+    >>> spec = load_spec(bundled_spec_path())
+    >>> formula_key(spec), formula_key(spec.replace("utility", formula=None))
+    ('`[utility] formula`', 'the default formula (response ~ covariates)')
+    """
+    if spec.utility.formula:
+        return "`[utility] formula`"
+    return "the default formula (response ~ covariates)"
 
 
 #: Names a `[utility] formula` may call besides the spec's columns (patsy evaluates the
