@@ -230,3 +230,26 @@ def test_mask_areal_reports_both_attackers_and_the_floor(tmp_path, capsys):
     public = json.loads((out / "release" / "masking.json").read_text())
     assert public["method"].startswith("areal mask to k households")
     assert "co_located_records" in public
+
+
+def test_mask_refuses_attacker_success_one_unless_accepted(tmp_path, capsys):
+    """Break-it 2026-12-07: three cases masked at k = 5 were written with attacker success
+    1.000 (naive, method-aware and over all households) under warnings only."""
+    frame = pd.read_csv(CHORLEY)
+    cases = tmp_path / "three.csv"
+    frame.query("cancer == 'larynx'").head(3).to_csv(cases, index=False)
+    args = ["mask", str(cases), "--households", CHORLEY, "--households-query",
+            "cancer == 'lung'", "--x", "x_km", "--y", "y_km", "--crs", "EPSG:27700",
+            "--coord-unit-m", "1000", "--id-col", "id", "--region",
+            "synthgeo:chorley_ribble_window.csv", "--k", "5", "--seed", SEED]
+    out = tmp_path / "m"
+    assert main([*args, "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "attacker success on this mask reads 1.000" in err
+    assert "--accept-attacker-success-one" in err and "nothing was written" in err
+    assert not out.exists()
+    assert main([*args, "--out", str(out), "--accept-attacker-success-one"]) == 0
+    assert "written under --accept-attacker-success-one" in capsys.readouterr().out
+    side = json.loads((out / "mask.json").read_text())
+    assert side["accepted"]["attacker_success_one"]["attacker_success"] == 1.0
+    assert side["evaluation"]["attacker_success"] == 1.0

@@ -68,6 +68,11 @@ def add_parser(sub, common) -> None:
                         "within its area of a partition of the household layer into areas of "
                         ">= k households, which a method-aware attacker cannot narrow below "
                         "1/k (default: donut)")
+    p.add_argument("--accept-attacker-success-one", action="store_true",
+                   help="write the mask even when the attacker success on it (the stronger "
+                        "attacker, method-aware included) reads 1.000: every attacked case "
+                        "linked to its true location; recorded in mask.json (default: "
+                        "refuse, nothing written)")
     p.add_argument("--n-attacks", type=int, default=200, metavar="N",
                    help="random choices of the attacker's known cases averaged over when "
                         "scoring the written mask (default: 200)")
@@ -149,9 +154,11 @@ def run(args: argparse.Namespace, say) -> int:
                                random_seed=np.random.default_rng([seed, 2]),
                                households=inputs.households, weights=inputs.weights,
                                region=inputs.region)
+    accepted = _refuse_certain_attack(evaluation, accept=args.accept_attacker_success_one)
     record = {
         **provenance("mask", inputs=prov, timestamp=False), "inputs_key": key, "parameters": params,
         "reused_from": reused, "evaluation": evaluation.to_dict(),
+        **({"accepted": accepted} if accepted else {}),
         "household_layer": shared_locations(np.column_stack(
             [inputs.households.geometry.x, inputs.households.geometry.y])),
     }
@@ -202,6 +209,43 @@ def _same_mask_written(out: Path, key: str, args: argparse.Namespace, say) -> bo
 
 #: choose-k's default target on attacker success (``--max-attacker-success``).
 DEFAULT_MAX_SUCCESS = 0.05
+#: An attacker success that prints as 1.000 (three decimals) is refused without
+#: ``--accept-attacker-success-one`` (break-it trial 2026-12-07: three cases masked at k = 5
+#: were written with 1.000 under warnings only).
+CERTAIN_SUCCESS = 0.9995
+
+
+def _refuse_certain_attack(evaluation, *, accept: bool) -> dict | None:
+    """Refuse a mask whose stronger attacker links every attacked case; the accept record.
+
+    The stronger of the naive and the method-aware (Kerckhoffs) attackers, as mask.json's
+    ``evaluation.attacker_success`` records it (:func:`synthgeo.masking.evaluate_mask`).
+
+    Raises
+    ------
+    SpecError
+        When that success reads 1.000 and `accept` is False; nothing is written.
+    """
+    from synthgeo._errors import SpecError
+
+    success = float(evaluation.attacker_success)
+    if not success >= CERTAIN_SUCCESS:
+        return None
+    both = evaluation.attackers or {}
+    who = (f"the {both['stronger'].replace('_', ' ')} attacker, method-aware attackers "
+           "included," if both else "the attacker")
+    n_known = (evaluation.attacker or {}).get("n_known")
+    knows = f" knowing {n_known} case(s)" if n_known is not None else ""
+    if not accept:
+        raise SpecError(
+            f"attacker success on this mask reads {success:.3f} ({who}{knows}): every attacked "
+            "case is linked to its true location, so the mask protects none; nothing was "
+            "written. Mask more cases together or at a larger k (see `synthgeo choose-k`), or "
+            "pass --accept-attacker-success-one to write it anyway (recorded in mask.json)")
+    return {"attacker_success_one": {
+        "option": "--accept-attacker-success-one", "attacker_success": success,
+        "note": "written although the attacker success on this mask reads 1.000: every "
+                "attacked case linked to its true location"}}
 
 
 def _summary(say, side: dict) -> None:
@@ -265,3 +309,6 @@ def _summary(say, side: dict) -> None:
                 f"{'passes' if u['passes'] else 'fails'}{obs}")
     if side.get("composition"):
         say(f"warning: {side['composition']}")
+    if (side.get("accepted") or {}).get("attacker_success_one"):
+        say("warning: written under --accept-attacker-success-one: attacker success 1.000, "
+            "every attacked case linked to its true location (recorded in mask.json)")
