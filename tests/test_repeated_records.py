@@ -74,7 +74,8 @@ def test_rows_identical_id_included_are_named_so(tmp_path):
         _prepare(spec.replace("data", path=str(path)))
 
 
-def test_acceptance_reaches_release_json(tmp_path):
+def test_acceptance_reaches_release_json_and_the_report(tmp_path):
+    from synthgeo.release.report import render_report
     from synthgeo.release.writer import write_release
     from synthgeo.testing import fake_release_result
 
@@ -82,7 +83,9 @@ def test_acceptance_reaches_release_json(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = fake_release_result(spec, n_draws=60, n_implicates=3)
+        html = render_report(res)
         write_release(res, tmp_path / "out")
+    assert "repeated_records_accepted" in html and "8 of 147 records repeat another" in html
     record = json.loads((tmp_path / "out" / "release.json").read_text())
     assert record["spec"]["data"]["accept_repeated_records"] is True
     hits = [w for w in record["warnings"] if w["code"] == "repeated_records_accepted"]
