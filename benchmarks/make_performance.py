@@ -50,6 +50,10 @@ SECTIONS = {
                                          "data, one after the other (run with "
                                          "`.venv-gpboost/bin/python`)",
     ("bench_gpboost", "n1000000"): "Side by side with GPBoost at 10⁶ records (as above)",
+    ("bench_large_n_grid", "n10000-n100000-n300000"): "The large-N grid fit: tilted "
+                                                      "(Hessian-standardised) first grid "
+                                                      "against the axis-aligned box "
+                                                      "(`bench_large_n_grid.py`)",
     ("bench_scale", "default"): "Whole pipeline by size and engine (Lucas subsets, L = 100)",
     ("bench_pmse", "n100000-L100"): "General utility: pMSE of every implicate against the "
                                     "paired null at 10⁵ records, L = 100 (`bench_pmse.py`)",
