@@ -41,6 +41,8 @@ SECTIONS = {
     ("bench_memory", "compare-2930"): "`compare` on 2,930 Lucas County records, L = 100",
     ("bench_memory", "run-1e5"): "`synthgeo run` on 10⁵ records of the simulated paper-style "
                                  "design (NNGP, L = 100)",
+    ("bench_memory", "run-3e5"): "`synthgeo run` on 3 × 10⁵ records of the same design: the "
+                                 "stages that grow faster than N on the way to 10⁶",
     ("bench_workers", "default"): "Grid fit and implicate stream against dask.distributed "
                                   "workers",
     ("bench_gpboost", "n10000-n100000"): "Side by side with GPBoost (issue 28, item 3): "
