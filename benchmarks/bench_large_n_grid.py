@@ -134,7 +134,12 @@ def main() -> None:
             for variant in VARIANTS:
                 r = row[variant]
                 rec.figure(f"n = {n:,}: {variant} fit", round(r["fit_s"], 1), "s")
-                rec.figure(f"n = {n:,}: {variant} cells evaluated", r["evaluations"], "")
+                rec.figure(f"n = {n:,}: {variant} cells evaluated (mode search)",
+                           f"{r['evaluations']} ({r['mode_search_evaluations']})", "")
+                rec.figure(f"n = {n:,}: {variant} grids, largest cell",
+                           f"{r['grids']}, {r['max_cell_mass']:.3f}", "")
+            rec.figure(f"n = {n:,}: Laplace correlation of log range and logit nugget share",
+                       round(float(t["correlation"]), 3), "")
             rec.figure(f"n = {n:,}: largest quantile difference (tilted − axis-aligned)",
                        round(float(np.max(np.abs(row["diff_sd"]["range"]
                                                  + row["diff_sd"]["nugget_share"]))), 3),
