@@ -196,6 +196,12 @@ def test_restricted_grid_fit_starts_on_the_unrestricted_final_box():
                                        [np.log(0.2 / 0.8), 0.0]], atol=1e-12)
     assert _warm_start(spec, lambda *a, **k: None, fit) == {}  # a custom fitter: nothing
     assert _warm_start(spec.replace("sampling", sampler="nutpie"), None, fit) == {}
+    # large N (a Laplace start): its own Laplace start, the search begun at the fit's mode
+    fit.engine["grid_laplace_start"] = {"mode": [7.5, -4.1], "sd": [0.03, 0.03],
+                                        "evaluations": 60}
+    out = _warm_start(spec, None, fit)
+    assert set(out) == {"mode_start"}
+    np.testing.assert_allclose(out["mode_start"], [7.5, -4.1])
 
 
 def test_restricted_fit_reuses_the_unrestricted_posterior_when_no_site_is_at_risk():
