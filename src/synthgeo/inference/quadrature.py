@@ -897,23 +897,46 @@ _LAPLACE_N_SD = 5.0
 _FRAME_Z_LIMIT = 60.0
 
 
+class _FramedMap:
+    """``map_batches`` for a grid in a :class:`Frame`: z batches evaluated as θ batches.
+
+    The points are moved to the axes here, in the calling process, and ``log_density`` itself
+    is what ``inner`` maps (on a cluster: the function already scattered for the mode search,
+    with its data, not a second closure carrying another copy); points outside the prior box
+    get −∞.
+    """
+
+    def __init__(self, inner: MapBatches | None, log_density: LogDensity, frame: Frame,
+                 prior: np.ndarray):
+        self.inner = inner or thread_map()
+        self.log_density, self.frame, self.prior = log_density, frame, prior
+        self.n_threads = getattr(self.inner, "n_threads", None)
+
+    def __call__(self, fn, batches):
+        """Evaluate each z batch at its θ points (``fn`` is the z density's placeholder)."""
+        thetas = [self.frame.to_axes(b) for b in batches]
+        oks = [np.all((t > self.prior[:, 0]) & (t < self.prior[:, 1]), axis=1) for t in thetas]
+        todo = [i for i, ok in enumerate(oks) if ok.any()]
+        done = self.inner(self.log_density, [thetas[i][oks[i]] for i in todo]) if todo else []
+        out = [np.full(t.shape[0], -np.inf) for t in thetas]
+        for i, v in zip(todo, done):
+            out[i][oks[i]] = np.asarray(v, float).ravel()
+        return out
+
+
 def _integrate_in_frame(log_density, axes, prior, frame: Frame, s: QuadratureSettings,
                         map_batches, laplace: dict, n_eval: int) -> Quadrature:
     """:func:`integrate` of the density of z = C⁻¹(θ − mode), starting on z ∈ [−5, 5]^d."""
     d = len(axes)
+    framed = _FramedMap(map_batches, log_density, frame, prior)
 
-    def in_z(z):
-        theta = frame.to_axes(z)
-        out = np.full(theta.shape[0], -np.inf)
-        ok = np.all((theta > prior[:, 0]) & (theta < prior[:, 1]), axis=1)
-        if ok.any():
-            out[ok] = np.asarray(log_density(theta[ok]), float).ravel()
-        return out
+    def in_z(z):  # what ``framed`` computes, for a direct call
+        return framed(None, [np.atleast_2d(z)])[0]
 
     z_axes = [Axis(name=a.name, lower=-_FRAME_Z_LIMIT, upper=_FRAME_Z_LIMIT) for a in axes]
     inner = integrate(in_z, z_axes, settings=s,
                       start=np.array([[-_LAPLACE_N_SD, _LAPLACE_N_SD]] * d, float),
-                      map_batches=map_batches)
+                      map_batches=framed)
     stages = [{**st, "box": frame.bounding_box(np.asarray(st["box"], float)).tolist(),
                "box_z": st["box"]} for st in inner.stages]
     return Quadrature(axes=tuple(axes), box=inner.box, nodes=inner.nodes,
@@ -922,6 +945,7 @@ def _integrate_in_frame(log_density, axes, prior, frame: Frame, s: QuadratureSet
                       log_integral=inner.log_integral + frame.log_det, stages=stages,
                       problems=inner.problems, n_evaluations=n_eval + inner.n_evaluations,
                       rule=inner.rule, laplace=laplace, frame=frame)
+
 
 # ---- the θ lattice of the Laplace families (docs/inference.md) ----
 
