@@ -24,7 +24,9 @@ Cases (data and specs are made in a temporary folder; nothing under the reposito
   ``/work/shared/data/lucas_oh_house_sales.csv``; the issue's 2,930-record file is not in
   the repository), L = 100;
 - ``run-1e5``: ``run`` on 10⁵ records of the simulated paper-style design
-  (``benchmarks/simulate_design.py``).
+  (``benchmarks/simulate_design.py``);
+- ``run-3e5``: the same at 3 × 10⁵ records (issue 28: which stages grow faster than N on the
+  way to 10⁶).
 
 Usage::
 
@@ -224,8 +226,9 @@ def case_argv(case: str, folder: Path, L: int) -> list[str]:
         return ["--quiet", "compare", str(_lucas_spec(folder, 2930, L)), *out]
     if case == "paper-compare":
         return ["--quiet", "compare", str(ROOT / "models" / "paper_simulation.toml"), *out]
-    if case == "run-1e5":
-        subprocess.run([sys.executable, str(HERE / "simulate_design.py"), "--n", "100000",
+    if case in ("run-1e5", "run-3e5"):
+        n = {"run-1e5": 100_000, "run-3e5": 300_000}[case]
+        subprocess.run([sys.executable, str(HERE / "simulate_design.py"), "--n", str(n),
                         "--out", str(folder)], check=True)
         return ["--quiet", "run", str(folder / "spec.toml"), *out]
     raise SystemExit(f"unknown case {case!r}")
@@ -235,7 +238,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("case", nargs="?", help="bundled, lucas, paper-compare, compare-2930, "
-                                            "run-1e5 (or give a synthgeo command after --)")
+                                            "run-1e5, run-3e5 (or give a synthgeo command "
+                                            "after --)")
     ap.add_argument("--implicates", type=int, default=100, help="L (default 100)")
     ap.add_argument("--tracemalloc", type=int, default=0, metavar="N",
                     help="print the N largest allocation sites at the traced peak")

@@ -41,6 +41,8 @@ SECTIONS = {
     ("bench_memory", "compare-2930"): "`compare` on 2,930 Lucas County records, L = 100",
     ("bench_memory", "run-1e5"): "`synthgeo run` on 10⁵ records of the simulated paper-style "
                                  "design (NNGP, L = 100)",
+    ("bench_memory", "run-3e5"): "`synthgeo run` on 3 × 10⁵ records of the same design: the "
+                                 "stages that grow faster than N on the way to 10⁶",
     ("bench_workers", "default"): "Grid fit and implicate stream against dask.distributed "
                                   "workers",
     ("bench_gpboost", "n10000-n100000"): "Side by side with GPBoost (issue 28, item 3): "
@@ -50,6 +52,10 @@ SECTIONS = {
                                          "data, one after the other (run with "
                                          "`.venv-gpboost/bin/python`)",
     ("bench_gpboost", "n1000000"): "Side by side with GPBoost at 10⁶ records (as above)",
+    ("bench_large_n_grid", "n10000-n100000-n300000"): "The large-N grid fit: tilted "
+                                                      "(Hessian-standardised) first grid "
+                                                      "against the axis-aligned box "
+                                                      "(`bench_large_n_grid.py`)",
     ("bench_scale", "default"): "Whole pipeline by size and engine (Lucas subsets, L = 100)",
     ("bench_pmse", "n100000-L100"): "General utility: pMSE of every implicate against the "
                                     "paired null at 10⁵ records, L = 100 (`bench_pmse.py`)",

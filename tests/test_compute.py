@@ -197,3 +197,17 @@ def test_grid_cells_on_a_cluster_give_the_local_posterior(cluster):
                                       remote.idata.posterior[v].values, err_msg=v)
     assert local.engine["grid_cells"] == remote.engine["grid_cells"]
     np.testing.assert_array_equal(local.effects([0, 7]), remote.effects([0, 7]))
+    # the large-N route (Laplace start, grid in Hessian-standardised coordinates), threshold
+    # lowered: the same draws on the cluster, and the model's data scattered once (the mode
+    # search's log density; the tilted grid's points are moved to the axes before mapping)
+    from synthgeo.inference.grid_posterior import GridSettings
+
+    kw["settings"] = GridSettings(laplace_start_min_records=50)
+    local = fit_gp_grid(sim["y"], sim["X"], sites, **kw)
+    mapper = batch_mapper(cluster.scheduler_address)
+    remote = fit_gp_grid(sim["y"], sim["X"], sites, map_batches=mapper, **kw)
+    assert local.grid.quadrature.frame is not None and local.engine["grid_laplace_start"]
+    for v in ("sigma2", "nugget", "range", "beta"):
+        np.testing.assert_array_equal(local.idata.posterior[v].values,
+                                      remote.idata.posterior[v].values, err_msg=v)
+    assert len(mapper._scattered) == 2  # log target (search and grid), cells (the draws)

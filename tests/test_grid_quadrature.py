@@ -196,6 +196,12 @@ def test_restricted_grid_fit_starts_on_the_unrestricted_final_box():
                                        [np.log(0.2 / 0.8), 0.0]], atol=1e-12)
     assert _warm_start(spec, lambda *a, **k: None, fit) == {}  # a custom fitter: nothing
     assert _warm_start(spec.replace("sampling", sampler="nutpie"), None, fit) == {}
+    # large N (a Laplace start): its own Laplace start, the search begun at the fit's mode
+    fit.engine["grid_laplace_start"] = {"mode": [7.5, -4.1], "sd": [0.03, 0.03],
+                                        "evaluations": 60}
+    out = _warm_start(spec, None, fit)
+    assert set(out) == {"mode_start"}
+    np.testing.assert_allclose(out["mode_start"], [7.5, -4.1])
 
 
 def test_restricted_fit_reuses_the_unrestricted_posterior_when_no_site_is_at_risk():
@@ -372,3 +378,56 @@ def test_a_grid_fit_does_not_import_arviz_until_its_inferencedata_is_asked_for()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split("\n")
     assert out[:3] == ["False", "InferenceData True", "True"]
+
+
+def test_laplace_start_on_a_tilted_ridge_is_one_grid_in_hessian_coordinates():
+    """A correlated Gaussian (ρ = −0.95): one 14 × 14 grid in z, exact quantiles, log ∫."""
+    from scipy import stats
+
+    mean, sd, rho = np.array([7.5, -4.0]), np.array([0.03, 0.04]), -0.95
+    cov = np.array([[sd[0] ** 2, rho * sd[0] * sd[1]], [rho * sd[0] * sd[1], sd[1] ** 2]])
+    P = np.linalg.inv(cov)
+
+    def f(p):
+        r = p - mean
+        return -0.5 * np.einsum("ni,ij,nj->n", r, P, r)
+
+    axes = [Axis(name="u", lower=3.0, upper=11.0), Axis(name="v", lower=-9.0, upper=7.0)]
+    q = integrate(f, axes, start="laplace")
+    assert q.frame is not None and len(q.stages) == 1 and not q.problems
+    assert q.n_evaluations == q.laplace["evaluations"] + QuadratureSettings().n_laplace ** 2
+    assert q.laplace["correlation"] == pytest.approx(rho, abs=1e-3)
+    assert q.laplace["evaluations"] < 60  # Newton on a quadratic: a couple of steps
+    # the stage's box is the θ box holding the tilted one
+    box = np.asarray(q.stages[0]["box"])
+    assert np.all(box[:, 0] < mean) and np.all(box[:, 1] > mean)
+    probs = [0.025, 0.5, 0.975]
+    for j in range(2):
+        want = stats.norm.ppf(probs, mean[j], sd[j])
+        np.testing.assert_allclose(q.quantile(j, probs), want, atol=0.01 * sd[j])
+    # log ∫ exp(f) dθ = log(2π √det Σ) on the axes' measure (|det C| added back)
+    want = np.log(2 * np.pi * np.sqrt(np.linalg.det(cov)))
+    assert q.log_integral == pytest.approx(want, abs=1e-3)
+    # proposals: points on the axes, with a log density matching the normalised target
+    pts, log_q = q.propose(4000, np.random.default_rng(0))
+    assert np.all(np.abs(pts.mean(axis=0) - mean) < 0.1 * sd)
+    np.testing.assert_allclose(np.corrcoef(pts.T)[0, 1], rho, atol=0.02)
+    assert np.median(np.abs(log_q - (f(pts) - want))) < 0.05
+    # the old layout stays available to the benchmark, and is worse on this ridge
+    old = integrate(f, axes, start="laplace", settings=QuadratureSettings(laplace_frame=False))
+    assert old.frame is None and old.stages[0]["max_cell_mass"] > q.stages[0]["max_cell_mass"]
+
+
+def test_newton_mode_starts_where_it_is_told_and_refuses_nothing_on_a_flat_edge():
+    """The search from a given start; a density increasing to the box edge ends on the edge."""
+    from synthgeo.inference.quadrature import newton_mode
+
+    box = np.array([[-5.0, 5.0], [-5.0, 5.0]])
+    f = lambda p: -0.5 * (((p - [1.0, -1.0]) / [0.1, 0.3]) ** 2).sum(axis=1)  # noqa: E731
+    mode, f0, H = newton_mode(f, box, start=np.array([0.9, -0.8]))
+    np.testing.assert_allclose(mode, [1.0, -1.0], atol=1e-3)
+    assert f0 == pytest.approx(0.0, abs=1e-4)
+    ramp = lambda p: p[:, 0] - 0.5 * p[:, 1] ** 2  # noqa: E731
+    mode, _, H = newton_mode(ramp, box)
+    assert mode[0] > 4.9 and abs(mode[1]) < 1e-3
+    assert np.linalg.eigvalsh(H).min() <= 1e-6  # no curvature along the ramp: not a mode

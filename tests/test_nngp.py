@@ -508,3 +508,28 @@ def test_compiled_neighbour_distances_are_numpys_norm_and_einsum(eligible_share)
     got_nn, got_in = neighbour_distances(pts, nbr)
     assert np.array_equal(got_nn, want_nn) and np.array_equal(got_in, want_in)
     assert np.array_equal(g.dist_nn, want_nn) and np.array_equal(g.dist_in, want_in)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_row_statistics_lanes_kernel_gives_the_same_bits_as_one_alpha_at_a_time(shared):
+    """α side by side (a grid row) and one α at a time: the same operations, the same bits."""
+    from synthgeo.model import vecchia_kernel as vk
+
+    y, X, sites = _data(300, 4)
+    g = NNGPCovariance(y, X, sites, None, n_neighbors=8).graph
+    rng = np.random.default_rng(5)
+    alphas = np.geomspace(0.005, 2.0, vk.LANES_MIN_ALPHAS + 3)
+    D = (np.ones((1, g.n)) if shared else rng.uniform(0.3, 1.0, (alphas.size, g.n)))
+    om, extra = rng.uniform(0.5, 2.0, g.n), np.where(rng.random(g.n) < 0.1, 0.05, 0.0)
+    v = np.ascontiguousarray(rng.standard_normal((g.n, 3)))
+    out = []
+    for kernel in (vk._row_stats, vk._row_stats_lanes):
+        logdet, G = np.zeros(alphas.size), np.zeros((alphas.size, 3, 3))
+        assert kernel(g.dist_nn, g.dist_in, g.neighbours.astype(np.int64), D, om, extra,
+                      alphas, 2.5, v, logdet, G)
+        out.append((logdet, G))
+    assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])
+    # the public entry point takes the lanes kernel for a grid row and gives these bits
+    logdet, G = vk.row_statistics(g.dist_nn, g.dist_in, g.neighbours, D, om, extra, alphas,
+                                  2.5, v)
+    assert np.array_equal(logdet, out[1][0]) and np.array_equal(G, out[1][1])

@@ -180,6 +180,7 @@ def fit_gp_grid(
     effect_solver: str = "cg",
     settings: GridSettings | None = None,
     start: np.ndarray | None = None,
+    mode_start: np.ndarray | None = None,
     posterior: GridPosterior | None = None,
     map_batches: MapBatches | None = None,
     random_seed: int | None = None,
@@ -224,6 +225,9 @@ def fit_gp_grid(
     start : ndarray of shape (2, 2), optional
         First grid box in (log range m, logit nugget share); default the prior box (the Laplace
         box at large N, :class:`~synthgeo.inference.grid_posterior.GridSettings`).
+    mode_start : ndarray of shape (2,), optional
+        At large N (the Laplace start), where the mode search begins: the restricted fit
+        begins at the unrestricted fit's mode.
     posterior : GridPosterior, optional
         The grid posterior of the *same* model (data, engine, D and priors: e.g. the
         unrestricted fit's when no record is at risk, so that D = I): its quadrature is used
@@ -274,7 +278,8 @@ def fit_gp_grid(
                           else np.asarray(smoothing.likelihood_weight, float),
                           known_nugget=float(known_nugget))
         t1 = time.perf_counter()
-        post = (grid_posterior(model, settings=s, start=start, map_batches=map_batches)
+        post = (grid_posterior(model, settings=s, start=start, map_batches=map_batches,
+                               mode_start=mode_start)
                 if posterior is None else
                 GridPosterior(model=model, quadrature=posterior.quadrature, settings=s))
         t2 = time.perf_counter()

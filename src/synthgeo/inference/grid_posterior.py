@@ -420,6 +420,7 @@ def grid_posterior(
     settings: GridSettings | None = None,
     start: np.ndarray | None = None,
     map_batches: MapBatches | None = None,
+    mode_start: np.ndarray | None = None,
 ) -> GridPosterior:
     """Integrate the posterior of (log range, logit nugget share) on a refined grid.
 
@@ -432,6 +433,9 @@ def grid_posterior(
         Laplace box from ``settings.laplace_start_min_records`` records, else the prior box.
     map_batches : callable, optional
         How batches of cells are evaluated (default: 2 threads).
+    mode_start : ndarray of shape (2,), optional
+        Where the Laplace start's mode search begins (the restricted fit: the unrestricted
+        fit's mode); used only with the Laplace start.
 
     Returns
     -------
@@ -442,5 +446,6 @@ def grid_posterior(
             and model.n >= s.laplace_start_min_records):
         start = "laplace"
     quad = integrate(_Bound(log_target, model), model.axes(), settings=s, start=start,
-                     map_batches=map_batches)
+                     map_batches=map_batches,
+                     mode_start=mode_start if isinstance(start, str) else None)
     return GridPosterior(model=model, quadrature=quad, settings=s)

@@ -199,6 +199,10 @@ def _warm_start(spec: ReleaseSpec, fitter: Fitter | None, fit: GPFit,
     ``posterior``, the unrestricted grid posterior, is reused as it is; with the one seed both
     fits take (common random numbers) its draws, effects and implicates are then bit-identical
     to the unrestricted fit's, and every difference between the two models is exactly 0.
+    At large N, where the unrestricted fit began on a Laplace box, the restricted fit takes a
+    Laplace start of its own (its posterior is not the unrestricted one's: its box, laid on
+    the unrestricted posterior, left 42 % of the mass on an edge at 10⁵ records and cost
+    1,274 evaluations), with its mode search begun at the unrestricted mode (``mode_start``).
     Other engines: nothing.
     """
     if fitter is not None or spec.sampling.sampler != "grid":
@@ -209,6 +213,9 @@ def _warm_start(spec: ReleaseSpec, fitter: Fitter | None, fit: GPFit,
             and (smoothing.likelihood_weight is None
                  or np.all(smoothing.likelihood_weight == 1.0))):
         return {"posterior": fit.grid}
+    laplace = fit.engine.get("grid_laplace_start") or {}
+    if laplace.get("sd"):  # large N: its own Laplace start, its search from the fit's mode
+        return {"mode_start": np.asarray(laplace["mode"], float)}
     stages = fit.engine.get("grid_stages") or []
     if not stages:
         return {}
