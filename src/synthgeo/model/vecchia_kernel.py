@@ -246,6 +246,33 @@ def factor_rows(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndarray
 
 
 @numba.njit(cache=True, nogil=True)
+def _gather_block(dist_nn, dist_in, nbr, om, v, phi, i, pos, R, r, om_nb,
+                  v_nb):  # pragma: no cover - compiled
+    """Point i's neighbour block, once for every α: positions, correlations, ω and values.
+
+    Fills ``pos`` (the real neighbours' columns), R's lower triangle exp(−φ H), r = exp(−φ h),
+    the neighbours' ω and rows of v; returns how many neighbours i has.
+    """
+    m = nbr.shape[1]
+    k = v.shape[1]
+    cnt = 0
+    for a in range(m):
+        if nbr[i, a] >= 0:
+            pos[cnt] = a
+            cnt += 1
+    for a in range(cnt):
+        pa = pos[a]
+        for c in range(a + 1):
+            R[a, c] = np.exp(-phi * dist_nn[i, pa, pos[c]])
+        r[a] = np.exp(-phi * dist_in[i, pa])
+        ja = nbr[i, pa]
+        om_nb[a] = om[ja]
+        for c in range(k):
+            v_nb[a, c] = v[ja, c]
+    return cnt
+
+
+@numba.njit(cache=True, nogil=True)
 def _row_stats(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet, G):  # pragma: no cover
     n, m = nbr.shape
     n_a = alphas.shape[0]
@@ -263,20 +290,7 @@ def _row_stats(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet, G): 
     v_nb = np.empty((m, k))
     pos = np.empty(m, np.int64)
     for i in range(n):
-        cnt = 0
-        for a in range(m):
-            if nbr[i, a] >= 0:
-                pos[cnt] = a
-                cnt += 1
-        for a in range(cnt):  # the correlations and the neighbours' values, once for every α
-            pa = pos[a]
-            for c in range(a + 1):
-                R[a, c] = np.exp(-phi * dist_nn[i, pa, pos[c]])
-            r[a] = np.exp(-phi * dist_in[i, pa])
-            ja = nbr[i, pa]
-            om_nb[a] = om[ja]
-            for c in range(k):
-                v_nb[a, c] = v[ja, c]
+        cnt = _gather_block(dist_nn, dist_in, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb)
         if shared:
             di = D[0, i]
             for a in range(cnt):
@@ -349,20 +363,7 @@ def _row_stats_lanes(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet
     v_nb = np.empty((m, k))
     pos = np.empty(m, np.int64)
     for i in range(n):
-        cnt = 0
-        for a in range(m):
-            if nbr[i, a] >= 0:
-                pos[cnt] = a
-                cnt += 1
-        for a in range(cnt):  # the correlations and the neighbours' values, once for every α
-            pa = pos[a]
-            for c in range(a + 1):
-                R[a, c] = np.exp(-phi * dist_nn[i, pa, pos[c]])
-            r[a] = np.exp(-phi * dist_in[i, pa])
-            ja = nbr[i, pa]
-            om_nb[a] = om[ja]
-            for c in range(k):
-                v_nb[a, c] = v[ja, c]
+        cnt = _gather_block(dist_nn, dist_in, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb)
         if shared:
             di = D[0, i]
             for a in range(cnt):
