@@ -4,8 +4,9 @@
     python benchmarks/bench_nngp.py solvers     # w draws at 25,357 Lucas sites: sparse LU vs CG
     python benchmarks/bench_nngp.py accuracy    # NNGP − exact on the paper design and Lucas 1,000
     python benchmarks/bench_nngp.py factors     # one (φ, α) at 10⁵ points: compiled vs NumPy
+    python benchmarks/bench_nngp.py cg_scaling  # CG iterations per w draw at 10⁵ and 3 × 10⁵
 
-``factors`` writes a record in ``benchmarks/results/`` (``_record.py``).
+``factors`` and ``cg_scaling`` write a record in ``benchmarks/results/`` (``_record.py``).
 
 The grid route evaluates ~500–850 cells per fit, so seconds per cell x ~700 is the fit's cost.
 """
@@ -160,6 +161,50 @@ def factors(n: int = 100_000, m: int = 15, reps: int = 3) -> None:
     rec.figure("compiled vs LU: largest |Δb|", float(f"{diff_b:.2g}"), "")
     rec.figure("compiled vs LU: largest relative ΔF", float(f"{diff_F:.2g}"), "")
     rec.finish(detail={"first_call_s": round(first, 2), "phi_per_km": phi, "alpha": alpha})
+
+
+def cg_scaling(sizes=(100_000, 300_000), n_draws: int = 4) -> None:
+    """CG iterations and seconds per w draw on the simulated design at each size (issue 28).
+
+    The design of ``simulate_design.py`` (fixed 30 km area: more records are denser records),
+    its unrestricted grid fit as ``synthgeo run`` makes it, then ``n_draws`` posterior draws of
+    w at every site with the default solver (Jacobi-preconditioned CG, relative tolerance
+    1e-8): does the iteration count grow with N?
+    """
+    import subprocess
+    import tempfile
+
+    from _record import Record
+
+    from synthgeo.config import load_spec
+    from synthgeo.pipeline.data import prepare_data
+    from synthgeo.pipeline.run import make_fitter
+
+    rec = Record.start("bench_nngp", case="cg_scaling-" + "-".join(f"n{n}" for n in sizes))
+    rows = []
+    for n in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run([sys.executable, str(HERE / "simulate_design.py"), "--n", str(n),
+                            "--out", tmp], check=True, capture_output=True)
+            spec = load_spec(Path(tmp) / "spec.toml")
+            data = prepare_data(spec)
+        post = make_fitter(spec, data)(random_seed=1, label="unrestricted").posterior
+        sig = post["sigma2"].values.ravel()[:n_draws]
+        draws = {"sigma2": sig, "alpha": post["nugget"].values.ravel()[:n_draws] / sig,
+                 "phi_km": post["phi"].values.ravel()[:n_draws] * 1000.0,
+                 "beta": post["beta"].values.reshape(-1, post["beta"].shape[-1])[:n_draws],
+                 "cell": np.arange(n_draws)}
+        eff = NNGPEffects(data.y, data.X, data.sites, None, n_neighbors=15, solver="cg")
+        t = time.perf_counter()
+        eff.draw(draws, 1)
+        per_draw = (time.perf_counter() - t) / n_draws
+        its = float(np.median(eff.cg_iterations))
+        print(f"n = {n:,}: CG iterations per draw {eff.cg_iterations} (median {its:.0f}), "
+              f"{per_draw:.2f} s per draw", flush=True)
+        rec.figure(f"n = {n:,}: CG iterations per w draw, median", its, "")
+        rec.figure(f"n = {n:,}: seconds per w draw", round(per_draw, 2), "s")
+        rows.append({"n": n, "iterations": eff.cg_iterations, "s_per_draw": per_draw})
+    rec.finish(detail={"rows": rows, "n_draws": n_draws, "cg_rtol": 1e-8})
 
 
 if __name__ == "__main__":
