@@ -202,11 +202,15 @@ def test_grid_cells_on_a_cluster_give_the_local_posterior(cluster):
     # search's log density; the tilted grid's points are moved to the axes before mapping)
     from synthgeo.inference.grid_posterior import GridSettings
 
-    kw["settings"] = GridSettings(laplace_start_min_records=50)
+    sim = simulate_gp(n=300, random_seed=4)
+    sites = make_sites(sim["coords_m"])
+    kw.update(priors=default_priors(sim["y"], sim["X"], sites), gp="nngp",
+              settings=GridSettings(laplace_start_min_records=50))
     local = fit_gp_grid(sim["y"], sim["X"], sites, **kw)
     mapper = batch_mapper(cluster.scheduler_address)
     remote = fit_gp_grid(sim["y"], sim["X"], sites, map_batches=mapper, **kw)
-    assert local.grid.quadrature.frame is not None and local.engine["grid_laplace_start"]
+    assert local.grid.quadrature.frame is not None
+    assert local.engine["grid_laplace_start"]["grid"] == "tilted"
     for v in ("sigma2", "nugget", "range", "beta"):
         np.testing.assert_array_equal(local.idata.posterior[v].values,
                                       remote.idata.posterior[v].values, err_msg=v)

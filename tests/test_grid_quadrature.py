@@ -431,3 +431,31 @@ def test_newton_mode_starts_where_it_is_told_and_refuses_nothing_on_a_flat_edge(
     mode, _, H = newton_mode(ramp, box)
     assert mode[0] > 4.9 and abs(mode[1]) < 1e-3
     assert np.linalg.eigvalsh(H).min() <= 1e-6  # no curvature along the ramp: not a mode
+
+
+def test_a_tilted_grid_that_reaches_a_prior_bound_falls_back_to_the_axis_aligned_box():
+    """600 NNGP records (threshold lowered): the nugget share's mass reaches its prior bound.
+
+    The widened tilted box crossed the bound (59 of 196 cells at −∞, which the spline cannot
+    follow: importance ESS 1 of 100 before the fallback); the axis-aligned Laplace box, whose
+    edges can be prior bounds, resolves it.
+    """
+    from synthgeo.config import SamplingConfig
+    from synthgeo.inference.grid import fit_gp_grid
+    from synthgeo.inference.grid_posterior import GridSettings
+    from synthgeo.model.kernels import make_sites
+    from synthgeo.model.restricted_gp import default_priors
+    from synthgeo.testing import simulate_gp
+
+    sim = simulate_gp(n=600, random_seed=4)
+    sites = make_sites(sim["coords_m"])
+    fit = fit_gp_grid(sim["y"], sim["X"], sites, coef_names=["a", "b"], gp="nngp",
+                      priors=default_priors(sim["y"], sim["X"], sites),
+                      config=SamplingConfig(draws=100, seed=2),
+                      settings=GridSettings(laplace_start_min_records=50))
+    q = fit.grid.quadrature
+    assert fit.engine["grid_laplace_start"]["grid"].startswith("axis-aligned: the tilted grid "
+                                                               "reached a prior bound")
+    assert q.frame is None and np.all(np.isfinite(q.log_density)) and not q.problems
+    assert fit.engine["importance_ess"] > 90 and not fit.engine["grid_problems"]
+    assert fit.engine["grid_evaluations"] > fit.engine["grid_laplace_start"]["evaluations"] + 196

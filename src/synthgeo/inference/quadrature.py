@@ -838,8 +838,18 @@ def integrate(
                  if start is not None and s.laplace_frame else None)
         laplace.pop("H", None)
         if frame is not None:
-            return _integrate_in_frame(log_density, axes, prior, frame, s, map_batches,
-                                       laplace, n_eval)
+            tilted = _integrate_in_frame(log_density, axes, prior, frame, s, map_batches,
+                                         laplace, n_eval)
+            if np.all(np.isfinite(tilted.log_density)) and not tilted.problems:
+                laplace["grid"] = "tilted"
+                return tilted
+            # the mass reached a prior bound (the widened tilted box crossed it: cells at −∞,
+            # which the spline cannot follow) or the checks failed: the axis-aligned Laplace
+            # box, whose edges can be prior bounds; the tilted grid's cells count too
+            laplace["grid"] = ("axis-aligned: the tilted grid reached a prior bound"
+                               if not np.all(np.isfinite(tilted.log_density)) else
+                               "axis-aligned: the tilted grid failed its checks")
+            n_eval = tilted.n_evaluations
     box = prior.copy() if start is None else np.asarray(start, float).reshape(d, 2).copy()
     given = box.copy()
     box[:, 0] = np.maximum(box[:, 0], prior[:, 0])  # a start box is clipped to the prior's
