@@ -247,6 +247,8 @@ def test_mask_refuses_attacker_success_one_unless_accepted(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "attacker success on this mask reads 1.000" in err
     assert "--accept-attacker-success-one" in err and "nothing was written" in err
+    # three cases: the attacker knows one, so a larger k cannot help (second break-it trial)
+    assert "guessing floor is 1.000 whatever k" in err and "larger k" not in err
     assert not out.exists()
     assert main([*args, "--out", str(out), "--accept-attacker-success-one"]) == 0
     assert "written under --accept-attacker-success-one" in capsys.readouterr().out

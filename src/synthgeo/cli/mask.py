@@ -237,11 +237,18 @@ def _refuse_certain_attack(evaluation, *, accept: bool) -> dict | None:
     n_known = (evaluation.attacker or {}).get("n_known")
     knows = f" knowing {n_known} case(s)" if n_known is not None else ""
     if not accept:
+        # with one known case, even a random guess among the known cases is right: a larger
+        # k cannot help (second break-it trial), only more cases can
+        floor = 1.0 if n_known is not None and int(n_known) <= 1 else None
+        advice = ("the attacker knows only one case, so even a random guess links it (the "
+                  "guessing floor is 1.000 whatever k): mask more cases together"
+                  if floor else
+                  "mask more cases together or at a larger k (see `synthgeo choose-k`)")
         raise SpecError(
             f"attacker success on this mask reads {success:.3f} ({who}{knows}): every attacked "
-            "case is linked to its true location, so the mask protects none; nothing was "
-            "written. Mask more cases together or at a larger k (see `synthgeo choose-k`), or "
-            "pass --accept-attacker-success-one to write it anyway (recorded in mask.json)")
+            f"case is linked to its true location, so the mask protects none; nothing was "
+            f"written. {advice[0].upper() + advice[1:]}, or pass "
+            "--accept-attacker-success-one to write it anyway (recorded in mask.json)")
     return {"attacker_success_one": {
         "option": "--accept-attacker-success-one", "attacker_success": success,
         "note": "written although the attacker success on this mask reads 1.000: every "
