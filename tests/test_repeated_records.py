@@ -108,6 +108,10 @@ def test_kanon_refuses_the_same_way_and_offers_both_options(tmp_path, capsys):
     assert main([*args, "--accept-repeated-records", "--out", str(out)]) == 0
     record = json.loads((out / "kanon.json").read_text())
     assert [w["code"] for w in record["warnings"]].count("repeated_records_accepted") == 1
+    text = next(w for w in record["warnings"] if w["code"] == "repeated_records_accepted")
+    # kanon fits and releases nothing, and its option is a flag (second break-it trial)
+    assert "--accept-repeated-records: counted as distinct records in spatial k" in str(text)
+    assert "released" not in str(text)
 
 
 def test_a_column_the_release_does_not_use_does_not_hide_the_repeats(tmp_path):

@@ -70,7 +70,8 @@ def run(args: argparse.Namespace, say) -> int:
     gdf = load(args, group_by, drop_duplicates=args.drop_duplicates)
     check_repeated_records(gdf, accept=args.accept_repeated_records, fix=(
         "pass --drop-duplicates to drop them, or --accept-repeated-records if they are "
-        "distinct records (each adds to spatial k)"))
+        "distinct records (each adds to spatial k)"), accepted=(
+        "accepted by --accept-repeated-records: counted as distinct records in spatial k"))
     t_load = time.perf_counter() - t0
     t = time.perf_counter()
     res = measure_spatial_k(gdf, args.radius_m, k=args.k, group_by=group_by,

@@ -70,7 +70,9 @@ def _duplicates(frame: pd.DataFrame, xy: np.ndarray, *, id_column: str | None,
 
 
 def check_repeated_records(gdf: geopandas.GeoDataFrame, *, accept: bool, fix: str,
-                           notes: list | None = None, columns=None) -> int:
+                           notes: list | None = None, columns=None,
+                           accepted: str = "accepted by `[data] accept_repeated_records`: "
+                                           "fitted and released as distinct records") -> int:
     """Refuse records repeating another in location and every column but the id.
 
     More than one record and more than :data:`MAX_REPEATED_SHARE` of the records doing so is
@@ -95,6 +97,9 @@ def check_repeated_records(gdf: geopandas.GeoDataFrame, *, accept: bool, fix: st
         Compare only these columns besides the location (the columns the release uses:
         responses, exposures, covariates); default every column but the id. A column the
         release does not use (a row number, an export timestamp) must not hide a repeat.
+    accepted : str
+        What the coded warning says of the acceptance (the option that gave it and what
+        follows: kanon counts the repeats in spatial k, it fits and releases nothing).
 
     Returns
     -------
@@ -143,9 +148,7 @@ def check_repeated_records(gdf: geopandas.GeoDataFrame, *, accept: bool, fix: st
                          f"are kept; {fix}")
     if notes is None:
         gdf.attrs["warnings"] = notes = list(gdf.attrs.get("warnings") or [])
-    note(notes, "repeated_records_accepted",
-         f"{text}; accepted by `accept_repeated_records`: fitted and released as distinct "
-         "records")
+    note(notes, "repeated_records_accepted", f"{text}; {accepted}")
     return n_repeated
 
 
