@@ -237,6 +237,15 @@ def _model_data(spec: ReleaseSpec, gdf: geopandas.GeoDataFrame, *,
             "needs at least 3; records at one location are real data, but there is no spatial "
             "variation to fit"
         )
+    if sites.n_sites < FEW_SITES:
+        from synthgeo.io.notices import note
+
+        gdf.attrs["warnings"] = list(gdf.attrs.get("warnings") or [])
+        note(gdf.attrs["warnings"], "few_sites",
+             f"only {sites.n_sites} distinct locations among {len(y)} records: the spatial "
+             "effect's range is barely informed by so few locations (its posterior is mostly "
+             "its prior, and the at-risk rule's M with it); read the report's posterior "
+             "checks before relying on the spatial fit")
     frame = pd.DataFrame(gdf.drop(columns="geometry"))[d.covariates].reset_index(drop=True)
     frame[d.response] = raw  # the analyst's column, on its released scale
     if d.sequential:  # each response's formula is checked by the sequential route
@@ -266,6 +275,11 @@ def _required_columns(spec: ReleaseSpec) -> list[str]:
     cols = [spec.data.subject, *a.group_by, a.unit, a.time]
     return list(dict.fromkeys(c for c in cols if c))
 
+
+#: Fewer distinct locations than this leave the range to its prior: a coded warning in
+#: release.json and the report (break-it trial 2026-12-07: 10,000 records at 3 sites were
+#: accepted with an info line; the range's posterior was its uniform prior, M = 3,620 m).
+FEW_SITES = 10
 
 #: A released column whose |correlation| with the response, or with its back-transform,
 #: exceeds this is taken to disclose it.
