@@ -70,7 +70,7 @@ def _duplicates(frame: pd.DataFrame, xy: np.ndarray, *, id_column: str | None,
 
 
 def check_repeated_records(gdf: geopandas.GeoDataFrame, *, accept: bool, fix: str,
-                           notes: list | None = None, columns=None,
+                           notes: list | None = None,
                            accepted: str = "accepted by `[data] accept_repeated_records`: "
                                            "fitted and released as distinct records") -> int:
     """Refuse records repeating another in location and every column but the id.
@@ -93,10 +93,6 @@ def check_repeated_records(gdf: geopandas.GeoDataFrame, *, accept: bool, fix: st
         The refusal's last words: the options that drop or accept them.
     notes : list, optional
         Where the coded warning is kept (default: ``gdf.attrs["warnings"]``).
-    columns : sequence of str, optional
-        Compare only these columns besides the location (the columns the release uses:
-        responses, exposures, covariates); default every column but the id. A column the
-        release does not use (a row number, an export timestamp) must not hide a repeat.
     accepted : str
         What the coded warning says of the acceptance (the option that gave it and what
         follows: kanon counts the repeats in spatial k, it fits and releases nothing).
@@ -127,18 +123,12 @@ def check_repeated_records(gdf: geopandas.GeoDataFrame, *, accept: bool, fix: st
     synthgeo._errors.InputError: 2 of 4 records repeat another ...
     """
     xy = np.column_stack([gdf.geometry.x.to_numpy(float), gdf.geometry.y.to_numpy(float)])
-    key = gdf
-    if columns is not None:
-        keep = [gdf.attrs.get("id_column"), *columns, gdf.geometry.name]
-        key = gdf[[c for c in dict.fromkeys(keep) if c is not None and c in gdf.columns]]
-    n_repeated = int(duplicate_rows(key, xy, gdf.attrs.get("id_column")).sum())
+    n_repeated = int(duplicate_rows(gdf, xy, gdf.attrs.get("id_column")).sum())
     n = len(gdf)
     refused = n_repeated > max(1.0, MAX_REPEATED_SHARE * n)
     if n_repeated == 0 or not (refused or accept):
         return n_repeated
-    which = ("every column but the id" if columns is None else
-             "every column the release uses")
-    text = (f"{n_repeated} of {n} records repeat another in location and {which} "
+    text = (f"{n_repeated} of {n} records repeat another in location and every column but the id "
             f"({n_repeated / n:.1%}; more than one and above {MAX_REPEATED_SHARE:.0%} is "
             "refused)")
     if refused and not accept:

@@ -139,7 +139,7 @@ def prepare_data(spec: ReleaseSpec, points: geopandas.GeoDataFrame | None = None
                              id_column=d.id, target_crs=d.target_crs, x=d.x, y=d.y,
                              accept_small_extent=d.accept_small_extent,
                              study_area=spec.study_area(), accept_offshore=d.accept_offshore)
-    check_repeated_records(gdf, accept=d.accept_repeated_records, columns=required, fix=(
+    check_repeated_records(gdf, accept=d.accept_repeated_records, fix=(
         "drop them first, or set `[data] accept_repeated_records = true` if they are distinct "
         "records" if from_memory else "set `[data] drop_duplicates = true` to drop them, or "
         "`[data] accept_repeated_records = true` if they are distinct records"))
