@@ -594,7 +594,12 @@ class Quadrature:
         return self.frame.to_axes(pts), log_q - self.frame.log_det
 
 
-def laplace_box(log_density: LogDensity, prior: np.ndarray, *, n_sd: float = 5.0,
+#: Half-width of the Laplace start's box in marginal sds (z units in a :class:`Frame`).
+_LAPLACE_N_SD = 5.0
+
+
+def laplace_box(log_density: LogDensity, prior: np.ndarray, *,
+                n_sd: float = _LAPLACE_N_SD,
                 fd_step: float = 0.05, map_batches: MapBatches | None = None,
                 start: np.ndarray | None = None,
                 newton: bool = True) -> tuple[np.ndarray | None, dict]:
@@ -899,9 +904,6 @@ def integrate(
                       laplace=laplace)
 
 
-
-#: Half-width of the Laplace start's box in marginal sds (z units in a :class:`Frame`).
-_LAPLACE_N_SD = 5.0
 #: Half-width of the z "prior" box of a frame: its edges are never prior bounds (the θ prior
 #: bounds are kept by the log density, −∞ beyond them).
 _FRAME_Z_LIMIT = 60.0
