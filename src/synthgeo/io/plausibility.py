@@ -276,7 +276,7 @@ def check_utm_shaped(xy: np.ndarray, crs: pyproj.CRS, *, declared: bool,
     n_other = len(xy) - n_shaped
     which = (f"all {len(xy):,} points have" if not n_other else
              f"{n_shaped:,} of {len(xy):,} points (at least {UTM_SHAPED_SHARE:.0%}; {n_other:,} "
-             "not, a mistyped value or two?) have")
+             f"not, {'a mistyped value or two' if n_other <= 2 else 'mistyped values'}?) have")
     raise InputError(
         f"{which} x within {e_lo / 1000:,.0f}–{e_hi / 1000:,.0f} km and y "
         f"within {n_lo / 1000:,.0f}–{n_hi / 1000:,.0f} km, the ranges of UTM eastings and "
