@@ -22,7 +22,7 @@ import xarray as xr
 from synthgeo.inference.quadrature import thread_map
 from synthgeo.pipeline.loo_cache import cached_map
 from synthgeo.risk.measure import Measure
-from synthgeo.risk.predictive import Predictive
+from synthgeo.risk.predictive import Predictive, record_slices
 from synthgeo.risk.rao_blackwell import rb_risk
 from synthgeo.risk.release_attacker import (
     attacker_predictive,
@@ -334,16 +334,27 @@ def attributable_function(baseline: Predictive, y: np.ndarray, measure: Measure,
     (0.0, True)
     """
     point = attack == "average"
-    prior = Predictive(mean=baseline.mean, sd=np.zeros_like(baseline.sd)) if point else baseline
-    base = rb_risk(prior, y, measure, g)
+    y = np.asarray(y, float)
+    blocks = record_slices(baseline.n_records)  # per record: (L, block) temporaries
+    base = np.empty(baseline.n_records)
+    for c in blocks:
+        part = baseline.columns(c)
+        prior = Predictive(mean=part.mean, sd=np.zeros_like(part.sd)) if point else part
+        base[c] = rb_risk(prior, y[c], measure, g)
 
     def attributable_at(info: np.ndarray, *, noise_sd: float | None = None,
                         ols=None) -> np.ndarray:
         k = kappa if noise_sd is None else noise_sd
         extra = ols_information if ols is None else ols
-        guess = attacker_predictive(baseline, y, info, kappa=k, point=point,
-                                    ols_information=extra)
-        return rb_risk(guess, y, measure, g) - base
+        info = np.broadcast_to(np.asarray(info, float), base.shape)
+        extra = np.broadcast_to(np.asarray(extra, float), base.shape)
+        out = np.empty(base.shape)
+        for c in blocks:
+            guess = attacker_predictive(baseline.columns(c), y[c], info[c], kappa=k,
+                                        point=point, ols_information=extra[c])
+            out[c] = rb_risk(guess, y[c], measure, g)
+        out -= base
+        return out
 
     return base, attributable_at
 
@@ -379,7 +390,10 @@ def implicate_variance(released: xr.Dataset, shift: np.ndarray | None = None) ->
         Model scale², ddof 1.
     """
     y = released["y_synthetic"].transpose("implicate", "record").values
-    return (y if shift is None else y - shift).var(axis=0, ddof=1)
+    out = np.empty(y.shape[1])
+    for c in record_slices(y.shape[1]):  # (L, block) temporaries, the same values
+        out[c] = (y[:, c] if shift is None else y[:, c] - shift[:, c]).var(axis=0, ddof=1)
+    return out
 
 
 def later_response_information(spec, data, fit, released: xr.Dataset, design: np.ndarray,

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -272,21 +273,27 @@ def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
     """
     d = posterior_draws(fit, ds)
 
-    def compute(todo: dict[str, np.ndarray]) -> dict[str, dict]:
+    def compute(todo: dict[str, np.ndarray], weights: bool) -> dict[str, dict]:
         spent: dict[str, float] = {}
-        weight: dict[str, np.ndarray] = {}
+        weight: dict[str, np.ndarray] | None = {} if weights else None
         density: dict[str, np.ndarray] = {}
         preds = baseline_loo_sets(data.y, data.X, beta=d["beta"], sigma2=d["sigma2"],
                                   phi=d["phi"], alpha=d["nugget"] / d["sigma2"],
                                   precision_of=precision_function(spec, data, fit),
                                   block_sets=todo, seconds=spent, own_weight=weight,
                                   log_density=density)
-        return {u: {"predictive": preds[u], "own_weight": weight[u],
+        return {u: {"predictive": preds[u], "own_weight": None if weight is None else weight[u],
                     "log_density": density[u], "seconds": spent.get(u, 0.0)} for u in todo}
 
-    # the same predictive serves the synthesis, the risk stage and every round of a run
+    # the same predictive serves the synthesis, the risk stage and every round of a run; the
+    # own-value weights (an (L, n) array per unit) only when asked for (a calibrated cross-fit)
+    wanted = own_weight is not None
     entries = cached_loo(fit, data, (ds["source_chain"].values, ds["source_draw"].values),
-                         blocks, compute)
+                         blocks, lambda todo: compute(todo, wanted))
+    lacking = {u: blocks[u] for u, e in entries.items() if wanted and e["own_weight"] is None}
+    if lacking:  # kept without them by an earlier caller: the same arrays, now with weights
+        for u, e in compute(lacking, True).items():
+            entries[u]["own_weight"] = e["own_weight"]
     loos = {u: e["predictive"] for u, e in entries.items()}
     for u, e in entries.items():
         if seconds is not None:
@@ -560,8 +567,9 @@ def compare_loo_units(spec: ReleaseSpec, data, implicates: dict[str, xr.Dataset]
         The unit run's (its ``all`` group gives the unit run's figures).
     measures : tuple of Measure
     g : {"exp", "identity"}
-    loos : dict of str to Predictive
-        Leave-one-out baseline by unit, for every unit whose blocks differ.
+    loos : mapping of str to Predictive
+        Leave-one-out baseline by unit, for every unit whose blocks differ (each read once, so
+        a mapping that makes it on demand holds one unit's at a time).
     differs : dict of str to ndarray of bool
         :func:`other_loo_units`.
     solve_seconds : dict of str to float, optional
@@ -581,14 +589,38 @@ def compare_loo_units(spec: ReleaseSpec, data, implicates: dict[str, xr.Dataset]
             others.append(dataclasses.replace(as_run, unit=other, same_blocks=True))
             continue
         t0 = time.perf_counter()
-        records = {m: score_model(public, implicates[m], loos[other], measures, g,
+        loo = loos[other]  # read once: it may be made on demand (_OnDemand)
+        records = {m: score_model(public, implicates[m], loo, measures, g,
                                   (realised or {}).get(m)) for m in _MODELS}
+        del loo
         spent = time.perf_counter() - t0 + (solve_seconds or {}).get(other, 0.0)
         others.append(unit_figures(other, attributable_summary(records), _MODELS, keys,
                                    differs=diff, seconds=spent))
     return LooUnitComparison(unit=unit, source="default" if spec.risk.loo_unit is None
                              else "spec", as_run=as_run, others=tuple(others),
                              subject=bool(spec.data.subject))
+
+
+class _OnDemand(Mapping):
+    """unit → Predictive: ``kept``'s own for the units in ``ready``, the others ``make(unit)``.
+
+    Nothing made is kept: the caller holds a unit's baseline only while it uses it.
+    """
+
+    def __init__(self, kept: dict[str, Predictive], ready: set[str], make) -> None:
+        self._kept, self._ready, self._make = kept, ready, make
+
+    def __getitem__(self, unit: str) -> Predictive:
+        """Return ``unit``'s baseline (made now unless it is ready)."""
+        return self._kept[unit] if unit in self._ready else self._make(unit)
+
+    def __iter__(self):
+        """Iterate over the units."""
+        return iter(self._kept)
+
+    def __len__(self) -> int:
+        """Return the number of units."""
+        return len(self._kept)
 
 
 def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
@@ -667,14 +699,22 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                                blocks, own_X=None if paired and reweight else own_X,
                                seconds=solve_seconds, log_density=density)
     loo_posterior = None
-    if reweight:  # the baseline's θ fitted without the record (risk.loo_posterior)
-        moved = {u: reweight_leave_out(p, density[u]) for u, p in loos.items()}
-        loos = {u: m.predictive for u, m in moved.items()}
-        if paired:  # implicate ℓ's earlier released values, with row ℓ's resampled draw
-            beta = posterior_draws(fits["unrestricted"], implicates["unrestricted"])["beta"]
-            loos = {u: attacker_shift(p, beta, own_X, data.X, rows=moved[u].rows)
-                    for u, p in loos.items()}
-        loo_posterior = moved[spec.loo_unit].summary()
+    full = loos  # at the full posterior's draws
+
+    def leave_out_posterior(u: str) -> Predictive:
+        """Return unit ``u``'s baseline at the leave-out posterior (risk.loo_posterior)."""
+        nonlocal loo_posterior
+        moved = reweight_leave_out(full[u], density[u])
+        if u == spec.loo_unit:
+            loo_posterior = moved.summary()
+        if not paired:
+            return moved.predictive
+        # implicate ℓ's earlier released values, with row ℓ's resampled draw
+        beta = posterior_draws(fits["unrestricted"], implicates["unrestricted"])["beta"]
+        return attacker_shift(moved.predictive, beta, own_X, data.X, rows=moved.rows)
+
+    if reweight:  # the baseline's θ fitted without the record; the other units' when scored
+        loos = {**loos, spec.loo_unit: leave_out_posterior(spec.loo_unit)}
     loo = loos[spec.loo_unit]
     public = data if own_X is None else dataclasses.replace(data, X=public_X(own_X))
     mask = np.asarray(at_risk, bool)
@@ -711,6 +751,8 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                  f'"report"): {above} records are above the target\'s threshold against it '
                  f"(largest attributable {attack.summary()['largest_attributable']:.3g}); the "
                  'verdict does not cover it; set release_attacker = "judge"')
+    if reweight:  # each other unit's leave-out posterior is made, and held, while it is scored
+        loos = _OnDemand(loos, {spec.loo_unit}, leave_out_posterior)
     units = (compare_loo_units(spec, data, implicates, summary, measures, g, loos=loos,
                                differs=differs, solve_seconds=solve_seconds, own_X=own_X,
                                realised=realised) if compare_units else None)

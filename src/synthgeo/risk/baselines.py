@@ -26,12 +26,15 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from synthgeo.risk.predictive import Predictive
+from synthgeo.risk.predictive import Predictive, record_slices
 
 __all__ = ["baseline_public", "point_guesses", "synthetic_point_guesses", "FORMS"]
 
 #: The two point guesses of the average attack.
 FORMS = ("geometric", "arithmetic")
+
+#: Implicates per block of the public regression's residual sums of squares.
+_ROWS = 8
 
 
 def baseline_public(synthetic: np.ndarray, X: np.ndarray) -> Predictive:
@@ -76,7 +79,12 @@ def baseline_public(synthetic: np.ndarray, X: np.ndarray) -> Predictive:
                          "identified; drop a covariate.")
     coef = np.linalg.solve(r, q.T @ Y.T)  # (p, L)
     mean = (X @ coef).T  # (L, n)
-    s2 = ((Y - mean) ** 2).sum(axis=1) / (n - p)  # (L,)
+    s2 = np.empty(Y.shape[0])
+    for a in range(0, Y.shape[0], _ROWS):  # blocks of implicates: each row summed as a whole
+        resid = Y[a:a + _ROWS] - mean[a:a + _ROWS]
+        np.square(resid, out=resid)
+        s2[a:a + _ROWS] = resid.sum(axis=1)
+    s2 /= n - p  # (L,)
     h = (q**2).sum(axis=1)  # leverages (n,)
     sd = np.sqrt(s2[:, None] * (1.0 + h[None, :]))
     return Predictive(mean=mean, sd=sd, name="baseline_public")
@@ -105,7 +113,11 @@ def point_guesses(pred: Predictive, g: str = "exp") -> dict[str, np.ndarray]:
     geo = pred.mean.mean(axis=0)
     if g == "identity":
         return {"geometric": geo, "arithmetic": geo.copy()}
-    arith = logsumexp(pred.mean + 0.5 * pred.sd**2, axis=0) - np.log(pred.n_implicates)
+    arith = np.empty(pred.n_records)
+    for cols in record_slices(pred.n_records):  # (L, block) temporaries, the same values
+        m, s = pred.mean[:, cols], pred.sd[:, cols]
+        arith[cols] = logsumexp(m + 0.5 * s**2, axis=0)
+    arith -= np.log(pred.n_implicates)
     return {"geometric": geo, "arithmetic": arith}
 
 
@@ -134,4 +146,8 @@ def synthetic_point_guesses(synthetic: np.ndarray, g: str = "exp") -> dict[str, 
     geo = Y.mean(axis=0)
     if g == "identity":
         return {"geometric": geo, "arithmetic": geo.copy()}
-    return {"geometric": geo, "arithmetic": logsumexp(Y, axis=0) - np.log(Y.shape[0])}
+    arith = np.empty(Y.shape[1])
+    for cols in record_slices(Y.shape[1]):  # (L, block) temporaries, the same values
+        arith[cols] = logsumexp(Y[:, cols], axis=0)
+    arith -= np.log(Y.shape[0])
+    return {"geometric": geo, "arithmetic": arith}

@@ -606,7 +606,7 @@ def baseline_loo_sets(
             f"beta {beta.shape}, sigma2 {sigma2.shape}, phi {phi.shape}, alpha {alpha.shape}."
         )
     mu = beta @ X.T  # (L, n)
-    resid = np.asarray(y, float)[None, :] - mu
+    y = np.asarray(y, float)[None, :]
     out = {k: (np.empty_like(mu), np.empty_like(mu)) for k in block_sets}
     weights = {k: np.empty_like(mu) for k in block_sets} if own_weight is not None else None
     dens = {k: np.empty_like(mu) for k in block_sets} if log_density is not None else None
@@ -616,17 +616,17 @@ def baseline_loo_sets(
     def one_cell(c: int) -> None:
         rows = np.flatnonzero(cell.ravel() == c)
         Q = precision_of(*cells[c])
+        resid = (y - mu[rows]).T  # (n, draws of the cell): no (L, n) residual array
         for name, blocks in block_sets.items():
             t0 = time.perf_counter()
-            cond, var = loo_conditional(resid[rows].T, Q, blocks)
+            cond, var = loo_conditional(resid, Q, blocks)
             mean, sd = out[name]
             mean[rows] = mu[rows] + cond.T
             sd[rows] = np.sqrt(sigma2[rows, None] * var[None, :])
             if weights is not None:
                 weights[name][rows] = calibration_own_weight(X, Q, blocks)[None, :]
             if dens is not None:
-                dens[name][rows] = block_log_density(resid[rows].T, Q, blocks,
-                                                     scale=sigma2[rows]).T
+                dens[name][rows] = block_log_density(resid, Q, blocks, scale=sigma2[rows]).T
             spent[name].append(time.perf_counter() - t0)  # list.append: thread-safe
 
     with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=max(1, n_threads)) as ex:

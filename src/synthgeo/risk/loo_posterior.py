@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from synthgeo.risk.predictive import Predictive
+from synthgeo.risk.predictive import Predictive, record_slices
 from synthgeo.risk.psis import psislw_rows
 
 __all__ = ["LeaveOutPosterior", "reweight_leave_out", "resample_rows", "PARETO_K_LIMIT"]
@@ -180,22 +180,34 @@ def reweight_leave_out(loo: Predictive, log_density: np.ndarray, *,
     if lp.shape != loo.mean.shape:
         raise ValueError(f"`log_density` must have the baseline's shape {loo.mean.shape}, got "
                          f"{lp.shape}.")
-    if not np.isfinite(lp).all():
-        raise ValueError(f"`log_density` holds {int((~np.isfinite(lp)).sum())} non-finite "
-                         "values; the leave-out posterior's weights need finite densities.")
     L, n = lp.shape
-    raw = -lp
-    if np.ptp(raw, axis=0).max(initial=0.0) == 0.0:  # flat weights (PSIS would not fit a tail)
-        lw, k = np.full((n, L), -np.log(L)), np.full(n, -np.inf)  # -inf: flat, not a tail
-    else:
-        with warnings.catch_warnings():  # k̂ is reported (summary), not warned per record
-            warnings.simplefilter("ignore")
-            lw, k = psislw_rows(raw.T, reff=reff)  # ArviZ's psislw, all records at once
-        lw, k = np.asarray(lw), np.asarray(k, dtype=float)
-    w = np.exp(lw - lw.max(axis=1, keepdims=True))
-    w /= w.sum(axis=1, keepdims=True)
-    ess = 1.0 / (w ** 2).sum(axis=1)
-    rows = resample_rows(lw.T)  # (L, n)
-    cols = np.broadcast_to(np.arange(n), (L, n))
-    pred = Predictive(mean=loo.mean[rows, cols], sd=loo.sd[rows, cols], name="baseline_loo")
+    blocks = record_slices(n)
+    n_bad = sum(int(np.count_nonzero(~np.isfinite(lp[:, c]))) for c in blocks)
+    if n_bad:
+        raise ValueError(f"`log_density` holds {n_bad} non-finite values; the leave-out "
+                         "posterior's weights need finite densities.")
+    # flat weights everywhere: PSIS would not fit a tail
+    flat = max(float(np.ptp(lp[:, c], axis=0).max(initial=0.0)) for c in blocks) == 0.0
+    k, ess = np.empty(n), np.empty(n)
+    rows = np.empty((L, n), dtype=np.int64)
+    mean, sd = np.empty((L, n)), np.empty((L, n))
+    for c in blocks:  # each record on its own: blocks of records, (L, block) temporaries
+        if flat:
+            lw, k[c] = np.full((c.stop - c.start, L), -np.log(L)), -np.inf  # -inf: no tail
+        else:
+            with warnings.catch_warnings():  # k̂ is reported (summary), not warned per record
+                warnings.simplefilter("ignore")
+                lw, kc = psislw_rows((-lp[:, c]).T, reff=reff)  # ArviZ's psislw, by rows
+            lw, k[c] = np.asarray(lw), np.asarray(kc, dtype=float)
+        w = np.exp(lw - lw.max(axis=1, keepdims=True))
+        w /= w.sum(axis=1, keepdims=True)
+        ess[c] = 1.0 / (w ** 2).sum(axis=1)
+        del w
+        r = resample_rows(lw.T)  # (L, block)
+        del lw
+        rows[:, c] = r
+        cols = np.broadcast_to(np.arange(c.start, c.stop), r.shape)
+        mean[:, c] = loo.mean[r, cols]
+        sd[:, c] = loo.sd[r, cols]
+    pred = Predictive(mean=mean, sd=sd, name="baseline_loo")
     return LeaveOutPosterior(predictive=pred, pareto_k=k, ess=ess, rows=rows)

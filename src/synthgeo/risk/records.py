@@ -42,7 +42,7 @@ import xarray as xr
 from synthgeo.model.transform import BACK_TRANSFORMS, within_tolerance
 from synthgeo.risk.baselines import FORMS, point_guesses, synthetic_point_guesses
 from synthgeo.risk.measure import Measure
-from synthgeo.risk.predictive import Predictive
+from synthgeo.risk.predictive import Predictive, record_slices
 from synthgeo.risk.rao_blackwell import within_probability
 from synthgeo.risk.within_eps import RiskResult
 
@@ -143,15 +143,31 @@ class RecordRisk:
 
 
 def _var(p: np.ndarray) -> np.ndarray:
-    """Sample variance over implicates (ddof = 1); 0 with a single row (nothing to estimate)."""
-    return p.var(axis=0, ddof=1) if p.shape[0] > 1 else np.zeros(p.shape[1])
+    """Sample variance over implicates (ddof = 1); 0 with a single row (nothing to estimate).
+
+    By blocks of records (:func:`~synthgeo.risk.predictive.record_slices`): (L, block)
+    temporaries, the same values as ``p.var(axis=0, ddof=1)``.
+    """
+    out = np.zeros(p.shape[1])
+    if p.shape[0] > 1:
+        for cols in record_slices(p.shape[1]):
+            out[cols] = p[:, cols].var(axis=0, ddof=1)
+    return out
 
 
 def _cov(p: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Covariance over implicates paired by index (ddof = 1); 0 when the rows differ."""
+    """Covariance over implicates paired by index (ddof = 1); 0 when the rows differ.
+
+    By blocks of records, as :func:`_var`.
+    """
+    out = np.zeros(p.shape[1])
     if p.shape[0] != q.shape[0] or p.shape[0] < 2:
-        return np.zeros(p.shape[1])
-    return np.einsum("ln,ln->n", p - p.mean(axis=0), q - q.mean(axis=0)) / (p.shape[0] - 1)
+        return out
+    for cols in record_slices(p.shape[1]):
+        a, b = p[:, cols], q[:, cols]
+        out[cols] = np.einsum("ln,ln->n", a - a.mean(axis=0), b - b.mean(axis=0))
+    out /= p.shape[0] - 1
+    return out
 
 
 def check_groups(groups: Mapping[str, np.ndarray] | None, n: int) -> dict[str, np.ndarray]:
@@ -163,6 +179,14 @@ def check_groups(groups: Mapping[str, np.ndarray] | None, n: int) -> dict[str, n
             raise ValueError(f"group {name!r} must be a bool array of shape ({n},), got "
                              f"{arr.dtype} {arr.shape}.")
         out[str(name)] = arr
+    return out
+
+
+def _share(Y: np.ndarray, y: np.ndarray, m: Measure, g: str) -> np.ndarray:
+    """Realised share of implicates within ``m`` per record, by blocks of records."""
+    out = np.empty(Y.shape[1])
+    for cols in record_slices(Y.shape[1]):
+        out[cols] = within_tolerance(Y[:, cols], y[None, cols], m.kind, m.tol, g).mean(axis=0)
     return out
 
 
@@ -269,8 +293,7 @@ def score_records(
                "hit_public": point_guesses(baseline_public, g)}
     for m in measures:
         share = counted.get(m.key)
-        out["share"].append(within_tolerance(Y, y[None, :], m.kind, m.tol, g).mean(axis=0)
-                            if share is None else share)
+        out["share"].append(_share(Y, y, m, g) if share is None else share)
         p_rel = within_probability(release, y, m, g)
         keep_rows("release", m.key, p_rel)
         out["release"].append(p_rel.mean(axis=0))
