@@ -48,7 +48,7 @@ from synthgeo.io.points import coordinates_m
 from synthgeo.pipeline.data import response_scale
 from synthgeo.pipeline.loo_cache import cached_loo, cached_precision_function
 from synthgeo.risk.attributable import ATTACKS, AttributableSummary, attributable_summary
-from synthgeo.risk.baselines import baseline_public
+from synthgeo.risk.baselines import public_regression
 from synthgeo.risk.joint import JointCount, joint_count, unique_on
 from synthgeo.risk.loo import (
     baseline_loo_sets,
@@ -348,7 +348,7 @@ def score_model(data, ds: xr.Dataset, loo: Predictive, measures, g: str,
     """
     synthetic = ds["y_synthetic"].transpose("implicate", "record").values
     return score_records(data.y, synthetic=synthetic, release=own_value_predictive(ds),
-                         baseline_loo=loo, baseline_public=baseline_public(synthetic, data.X),
+                         baseline_loo=loo, baseline_public=public_regression(synthetic, data.X),
                          measures=measures, g=g, record=np.asarray(data.record_id),
                          realised=realised, id_column=data.id_column, groups=groups)
 

@@ -43,7 +43,7 @@ from synthgeo.model.transform import BACK_TRANSFORMS, within_tolerance
 from synthgeo.risk.baselines import FORMS, point_guesses, synthetic_point_guesses
 from synthgeo.risk.measure import Measure
 from synthgeo.risk.predictive import Predictive, record_slices
-from synthgeo.risk.rao_blackwell import within_probability
+from synthgeo.risk.rao_blackwell import _check_truth, within_probability
 from synthgeo.risk.within_eps import RiskResult
 
 __all__ = ["RecordRisk", "score_records", "PROBABILITIES", "HITS", "MOMENTS"]
@@ -182,6 +182,17 @@ def check_groups(groups: Mapping[str, np.ndarray] | None, n: int) -> dict[str, n
     return out
 
 
+def _probability(pred, y: np.ndarray, m: Measure, g: str) -> np.ndarray:
+    """:func:`~synthgeo.risk.rao_blackwell.within_probability` (L, n), by blocks of records.
+
+    ``pred``: a Predictive or anything with its ``columns`` (a PublicBaseline).
+    """
+    out = np.empty((pred.n_implicates, pred.n_records))
+    for cols in record_slices(pred.n_records):
+        out[:, cols] = within_probability(pred.columns(cols), y[cols], m, g)
+    return out
+
+
 def _share(Y: np.ndarray, y: np.ndarray, m: Measure, g: str) -> np.ndarray:
     """Realised share of implicates within ``m`` per record, by blocks of records."""
     out = np.empty(Y.shape[1])
@@ -214,7 +225,10 @@ def score_records(
         (:func:`~synthgeo.risk.predictive.release_predictive`), same L.
     baseline_loo, baseline_public : Predictive
         :func:`~synthgeo.risk.loo.baseline_loo` and
-        :func:`~synthgeo.risk.baselines.baseline_public` (any number of implicates).
+        :func:`~synthgeo.risk.baselines.baseline_public` (any number of implicates); the
+        public one may be a :class:`~synthgeo.risk.baselines.PublicBaseline`
+        (:func:`~synthgeo.risk.baselines.public_regression`), whose sd is made by blocks of
+        records.
     measures : sequence of Measure
     g : {"exp", "identity"}, default="exp"
         Map to the person's scale.
@@ -273,6 +287,7 @@ def score_records(
                                  realised.n_records) != (g, Y.shape[0], n):
         raise ValueError("`realised` must be the within-ε risk of these implicates under the "
                          f"same g ({g!r}, L = {Y.shape[0]}, {n} records).")
+    _check_truth(y, n)  # here, not per block of records: the count in the message is all
     counted = realised.shares() if realised is not None else {}
     masks = {name: m for name, m in check_groups(groups, n).items() if m.any()}
     # one (n, G) matrix of group weights: the row means of every group in one product, with
@@ -294,12 +309,12 @@ def score_records(
     for m in measures:
         share = counted.get(m.key)
         out["share"].append(_share(Y, y, m, g) if share is None else share)
-        p_rel = within_probability(release, y, m, g)
+        p_rel = _probability(release, y, m, g)
         keep_rows("release", m.key, p_rel)
         out["release"].append(p_rel.mean(axis=0))
         out["var_release"].append(_var(p_rel))
         for var, pred in (("loo", baseline_loo), ("public", baseline_public)):
-            p = within_probability(pred, y, m, g)
+            p = _probability(pred, y, m, g)
             keep_rows(var, m.key, p)
             out[var].append(p.mean(axis=0))
             out[f"var_{var}"].append(_var(p))
