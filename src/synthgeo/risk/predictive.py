@@ -21,7 +21,7 @@ __all__ = ["Predictive", "release_predictive", "pool_predictives", "pool_synthet
 RECORD_BLOCK = 4096
 
 
-def record_slices(n_records: int, size: int = RECORD_BLOCK) -> list[slice]:
+def record_slices(n_records: int, size: int | None = None) -> list[slice]:
     """Split ``range(n_records)`` into consecutive slices of about ``size`` records.
 
     Every record's implicates stay in one block, so a figure reduced over implicates per record
@@ -35,8 +35,8 @@ def record_slices(n_records: int, size: int = RECORD_BLOCK) -> list[slice]:
     ----------
     n_records : int
         n ≥ 0.
-    size : int, default=RECORD_BLOCK
-        Target records per block, ≥ 4.
+    size : int, optional
+        Target records per block, ≥ 4; default :data:`RECORD_BLOCK` (read at the call).
 
     Returns
     -------
@@ -55,6 +55,7 @@ def record_slices(n_records: int, size: int = RECORD_BLOCK) -> list[slice]:
     >>> record_slices(3, size=4)
     [slice(0, 3, None)]
     """
+    size = RECORD_BLOCK if size is None else int(size)
     if size < 4 or n_records < 0:
         raise ValueError(f"`size` must be at least 4 and `n_records` not negative, got size "
                          f"{size} and n_records {n_records}.")
