@@ -154,3 +154,32 @@ def test_risk_stage_figures_do_not_depend_on_the_block_size(bundled, monkeypatch
     sa.pop("seconds"), sb.pop("seconds")
     assert sa == sb
     assert _same(whole.release_attack.budget, blocked.release_attack.budget)
+
+
+def _csr_same(a, b) -> bool:
+    return (a.shape == b.shape and _same(a.indptr, b.indptr) and _same(a.indices, b.indices)
+            and _same(a.data, b.data) and _same(np.signbit(a.data), np.signbit(b.data)))
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1e-3, 0.37, 2.0])
+def test_posterior_map_in_place_equals_scipys_identity_minus_alpha_q(alpha):
+    import scipy.sparse as sp
+
+    from synthgeo.risk.release_attacker import mechanism_map
+
+    n = 60
+    A = sp.random(n, n, density=0.08, random_state=3, format="csr")
+    Q = (A @ A.T + sp.identity(n) * 2.0).tocsr()
+    Q.sort_indices()
+    zero = Q.copy()
+    off = np.flatnonzero(zero.indices != np.repeat(np.arange(n), np.diff(zero.indptr)))
+    zero.data[off[0]] = 0.0  # an explicit zero off the diagonal: SciPy drops it
+    one = Q.copy()
+    one.data[one.indptr[0]] = 1.0 / alpha if alpha else 1.0  # 1 − αq = 0 on the diagonal
+    for q in (Q, zero, one):
+        want = (sp.identity(n, format="csr") - alpha * q).tocsr()
+        given = q.copy()
+        got = mechanism_map(given, alpha, mechanism="posterior", consume=True)
+        assert _csr_same(got, want)
+        if q is Q and alpha > 0:  # written into Q's own values, no new matrix
+            assert np.shares_memory(got.data, given.data)

@@ -208,7 +208,7 @@ def released_map(spec, data, fit, released: xr.Dataset, mechanism: str, *,
     def part(c: int):
         phi_c, alpha_c = cells[c]
         return (mechanism_map(precision_of(phi_c, alpha_c), alpha_c, mechanism=mechanism,
-                              blocks=blocks), mass[c])
+                              blocks=blocks, consume=True), mass[c])  # Q: this cell's own
 
     run = thread_map(N_THREADS)
 

@@ -130,7 +130,8 @@ def block_inverse(Q, blocks: np.ndarray | None = None):
                          shape=(n, n))
 
 
-def mechanism_map(Q, alpha: float, *, mechanism: str, blocks: np.ndarray | None = None):
+def mechanism_map(Q, alpha: float, *, mechanism: str, blocks: np.ndarray | None = None,
+                  consume: bool = False):
     """M₀: the derivative of the released means in y at one (φ, α), before calibration.
 
     Parameters
@@ -143,6 +144,10 @@ def mechanism_map(Q, alpha: float, *, mechanism: str, blocks: np.ndarray | None 
     mechanism : {"cross_fit", "posterior"}
     blocks : ndarray of int, shape (n,), optional
         The cross-fit's leave-out blocks.
+    consume : bool, default=False
+        ``Q`` (a CSR matrix) is the caller's to give up: the posterior predictive's I − αQ is
+        then written into its value array (the same numbers and pattern, without two more
+        matrices of its size) where that is exact, and ``Q`` must not be used again.
 
     Returns
     -------
@@ -171,7 +176,45 @@ def mechanism_map(Q, alpha: float, *, mechanism: str, blocks: np.ndarray | None 
     Qs = Q.tocsr()
     if mechanism == "cross_fit":
         return (sp.identity(n, format="csr") - block_inverse(Qs, blocks) @ Qs).tocsr()
+    if consume and Qs is Q:
+        M = _smoother_in_place(Qs, float(alpha))
+        if M is not None:
+            return M
     return (sp.identity(n, format="csr") - float(alpha) * Qs).tocsr()
+
+
+#: Values checked at once by :func:`_smoother_in_place` (an 8 MB temporary).
+_CHUNK = 1 << 20
+
+
+def _smoother_in_place(Q: sp.csr_matrix, alpha: float) -> sp.csr_matrix | None:
+    """I − αQ in Q's own value array (Q is overwritten), or None where that cannot be exact.
+
+    The same numbers and stored positions as SciPy's ``identity − alpha * Q`` on a canonical
+    CSR matrix (sorted, no duplicates) with every diagonal entry stored: SciPy multiplies the
+    values by α, then stores 1 − αq on the diagonal and 0 − αq = −αq elsewhere, dropping the
+    entries that come out 0 — so where any does, or the pattern is not canonical, None (the
+    caller takes SciPy's route; Q is then left unchanged). No second and third matrix of Q's
+    size: the released map's largest temporaries (issue 28).
+    """
+    n = Q.shape[0]
+    if not Q.has_canonical_format:
+        return None
+    rows = np.repeat(np.arange(n, dtype=Q.indices.dtype), np.diff(Q.indptr))
+    diag = np.flatnonzero(rows == Q.indices)
+    del rows
+    if diag.size != n:  # a diagonal entry not stored: SciPy would insert it
+        return None
+    data = Q.data
+    scaled_diag = data[diag] * alpha
+    if np.count_nonzero(scaled_diag == 1.0) or any(  # an entry 0 after: SciPy drops it
+            np.count_nonzero(data[a:a + _CHUNK] * alpha) != data[a:a + _CHUNK].size
+            for a in range(0, data.size, _CHUNK)):
+        return None
+    data *= alpha
+    np.negative(data, out=data)
+    data[diag] = 1.0 - scaled_diag
+    return sp.csr_matrix((data, Q.indices, Q.indptr), shape=Q.shape)
 
 
 def release_information(M0, X: np.ndarray, weight: np.ndarray, *,
