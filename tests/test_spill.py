@@ -45,3 +45,44 @@ def test_grid_fit_effects_are_the_same_when_the_cache_spills(monkeypatch, gp):
     w_mem, _, held_mem = effects(2**40)  # nothing spills: the old route
     assert isinstance(held_mem, np.ndarray)
     assert w.tobytes() == w_mem.tobytes()
+
+
+def test_kept_predictive_reads_back_the_same_doubles(monkeypatch):
+    from synthgeo.risk.predictive import Predictive, kept_predictive
+
+    rng = np.random.default_rng(1)
+    pred = Predictive(mean=rng.standard_normal((4, 6)), sd=rng.uniform(1, 2, (4, 6)),
+                      name="baseline_loo")
+    assert kept_predictive(pred)() is pred  # small: kept as it is
+    monkeypatch.setattr(_spill, "SPILL_BYTES", 0)
+    load = kept_predictive(pred)
+    assert not any(c.cell_contents is pred for c in load.__closure__)  # the files, not pred
+    got = load()
+    assert got is not pred and got.name == "baseline_loo"
+    assert got.mean.tobytes() == pred.mean.tobytes() and got.sd.tobytes() == pred.sd.tobytes()
+
+
+@pytest.mark.slow
+def test_a_release_that_spills_writes_the_same_files(tmp_path, monkeypatch):
+    """Every spill on (threshold 0 bytes) against none: release/ and confidential/ identical."""
+    import hashlib
+    from pathlib import Path
+
+    from synthgeo.cli.main import main
+
+    root = Path(__file__).resolve().parents[1]
+    spec = (root / "models" / "sacramento_all.toml").read_text()
+    p = tmp_path / "s.toml"
+    p.write_text(spec.replace('gp = "auto"', 'gp = "nngp"'))
+
+    def files(threshold, name):
+        monkeypatch.setattr(_spill, "SPILL_BYTES", threshold)
+        out = tmp_path / name
+        assert main(["run", str(p), "--out", str(out), "--draws", "200", "--implicates", "20",
+                     "--quiet", "--progress", "never"]) == 0
+        return {str(f.relative_to(out)): hashlib.sha256(f.read_bytes()).hexdigest()
+                for d in ("release", "confidential") for f in sorted((out / d).rglob("*"))
+                if f.is_file()}
+
+    spilled, kept = files(0, "spilled"), files(2**40, "kept")
+    assert spilled and spilled == kept
