@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import weakref
 
 import numpy as np
 
@@ -39,6 +40,7 @@ class Spilled:
         self._file = tempfile.TemporaryFile(prefix="synthgeo-spill-")
         np.save(self._file, array, allow_pickle=False)
         self._lock = threading.Lock()
+        weakref.finalize(self, self._file.close)  # also at exit: no unclosed-file warning
 
     def load(self) -> np.ndarray:
         """Return a new in-memory copy of the array (writeable; the same bytes)."""
