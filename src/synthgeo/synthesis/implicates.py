@@ -258,7 +258,9 @@ class ImplicateDraws:
             800 MB at 10⁶ records and L = 100), with the same doubles.
         """
         effect = np.asarray(self.effect, float)
-        mean = np.asarray(self.beta, float) @ np.asarray(X, float).T + effect[:, site_index]
+        mean = np.asarray(self.beta, float) @ np.asarray(X, float).T
+        for lo in range(0, mean.shape[0], DEFAULT_CHUNK):  # in place: no second (L, N) array
+            mean[lo:lo + DEFAULT_CHUNK] += effect[lo:lo + DEFAULT_CHUNK][:, site_index]
         nugget = np.asarray(self.nugget, float)[:, None]
         if self.site_variance is None:
             return mean, np.broadcast_to(np.sqrt(nugget), mean.shape)
