@@ -343,3 +343,30 @@ def test_one_mistyped_easting_does_not_let_utm_values_through(tmp_path):
             load_points(path, x="x", y="y", crs="EPSG:3857", id_column="id")
         except InputError as other:  # another check may refuse them; not this one
             assert "ranges of UTM eastings" not in str(other)
+
+
+@pytest.mark.parametrize("crs", ["EPSG:3857", "EPSG:4087"])
+def test_values_beyond_the_world_are_refused_whatever_the_share(tmp_path, crs):
+    """Break-it 2026-12-07: UTM metres labelled EPSG:3857 with 60 % of the eastings mistyped
+    passed (40 % UTM-shaped is under the share); an easting with two digits too many (6,300 km
+    x 10) lies past the world's edge, where PROJ wraps the longitude: impossible, refused."""
+    path, _, _ = _amsterdam_utm(tmp_path)
+    frame = pd.read_csv(path)
+    frame.loc[:35, "x"] = frame.loc[:35, "x"] * 100  # 36 of 60 off: under half UTM-shaped
+    frame.to_csv(path, index=False)
+    with pytest.raises(InputError, match=r"^x \(column `x`\) of 36 of 60 points, at `id` "
+                                         r"\[0, 1, 2, 3, 4\], \.\.\., is beyond the world's "
+                                         r"extent in .*whatever share") as err:
+        load_points(path, x="x", y="y", crs=crs, id_column="id")
+    assert "\n" not in str(err.value) and str(int(frame.loc[0, "x"]))[:4] not in str(err.value)
+    gdf = geopandas.GeoDataFrame(frame, crs=crs,
+                                 geometry=geopandas.points_from_xy(frame.x, frame.y))
+    with pytest.raises(InputError, match=r"^x \(geometry\) of 36 of 60 .*beyond the world"):
+        check_points_frame(gdf, id_column="id")
+    # a single such value is as impossible; values inside the world still pass this check
+    one = frame.assign(x=frame.x.where(frame.index != 0, 2.5e7))
+    one.loc[1:, "x"] = -1.35e7 + 1e3 * np.arange(59)  # inside: Sacramento's longitudes
+    one.loc[1:, "y"] = 4.65e6 + 1e3 * np.arange(59)
+    one.to_csv(path, index=False)
+    with pytest.raises(InputError, match=r"^x \(column `x`\) of 1 of 60 points"):
+        load_points(path, x="x", y="y", crs=crs, id_column="id")
