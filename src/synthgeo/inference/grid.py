@@ -30,6 +30,7 @@ from threadpoolctl import threadpool_limits
 
 from synthgeo._seed import keyed_seeds
 from synthgeo._spill import Spilled, spill, unspill
+from synthgeo._warn import warn
 from synthgeo.config import ModelConfig, SamplingConfig
 from synthgeo.inference.conditionals import draw_effects_exact
 from synthgeo.inference.covariance import make_covariance
@@ -42,6 +43,7 @@ from synthgeo.inference.grid_posterior import (
     grid_posterior,
 )
 from synthgeo.inference.nngp_effects import NNGPEffects
+from synthgeo.inference.prior_bound import posterior_at_prior_bound
 from synthgeo.inference.quadrature import MapBatches
 from synthgeo.inference.result import GPFit, build_fit
 from synthgeo.model.kernels import METRES_PER_KM, Sites
@@ -256,7 +258,9 @@ def fit_gp_grid(
     GPFit
         ``posterior`` holds ``sigma2``, ``nugget``, ``range`` (m), ``phi`` (1/m), ``beta``;
         ``sample_stats`` the θ point of each draw; ``engine`` the grid's diagnostics, whose
-        failures are convergence problems; ``grid`` the :class:`GridPosterior`.
+        failures are convergence problems (and, only when the posterior piles against a prior
+        bound, ``posterior_at_prior_bound``: :mod:`synthgeo.inference.prior_bound`, also
+        warned); ``grid`` the :class:`GridPosterior`.
 
     Raises
     ------
@@ -316,6 +320,11 @@ def fit_gp_grid(
         engine["known_nugget"] = float(known_nugget)
     if posterior is not None:
         engine["grid_reused"] = True
+    at_bound = posterior_at_prior_bound(post.quadrature, label)
+    if at_bound:  # recorded only when it fires: release.json is otherwise unchanged
+        engine["posterior_at_prior_bound"] = at_bound
+        for item in at_bound:
+            warn(item["message"])
     return build_fit(
         _posterior(draws, shape, coef_names), y=y, sites=sites, scale=d_report, priors=priors,
         seconds=seconds, engine=engine,

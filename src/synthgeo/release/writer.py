@@ -505,8 +505,27 @@ def _location_verdict_and_warnings(result: ReleaseResult) -> dict[str, Any]:
     loc = getattr(result, "locations", None)
     verdict = getattr(loc, "verdict", None) or location_verdict(None, None)
     return {"warnings": collect(result.data.gdf.attrs.get("warnings"),
-                                getattr(loc, "warnings", None)),
+                                getattr(loc, "warnings", None), fit_warnings(result)),
             "verdicts": {"location": verdict.to_dict()}}
+
+
+def fit_warnings(result) -> list[dict[str, str]]:
+    """Coded warnings of the fits (``posterior_at_prior_bound``), every response's, in order.
+
+    A fit records them in its ``engine`` only when they fire
+    (:mod:`synthgeo.inference.prior_bound`); a several-response release names the response.
+    """
+    several = getattr(result, "responses", None)
+    groups = ([(r.name, r.fits) for r in several] if several is not None
+              else [(None, getattr(result, "fits", None) or {})])
+    out = []
+    for name, fits in groups:
+        for fit in fits.values():
+            for item in (getattr(fit, "engine", None) or {}).get("posterior_at_prior_bound", ()):
+                where = "" if name is None else f"response `{name}`, "
+                out.append({"code": "posterior_at_prior_bound",
+                            "message": where + item["message"]})
+    return out
 
 
 def write_release(
