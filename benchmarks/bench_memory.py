@@ -2,9 +2,9 @@
 
 The command runs in a child process (so the peak is its own) with a thread sampling the
 resident set size (RSS) every 20 ms; the pipeline's stage functions (load, locations, each
-fit and its grid and posterior draws, synthesis and its NNGP effect draws, risk and the
-leave-one-out baseline, utility, spatial utility, general utility, report, write) are
-wrapped so that every sample is charged to the innermost stage running. Printed per stage:
+fit and its grid and posterior draws, synthesis and its NNGP effect draws, the at-risk rule,
+risk and the leave-one-out baseline, the neighbour check, the detector, utility, spatial
+utility, general utility, report, write) are wrapped so that every sample is charged to the innermost stage running. Printed per stage:
 wall seconds, CPU seconds (all the process's threads, ``time.process_time``: the figure to
 read on a shared machine) and the peak RSS while it ran; for the whole process: wall seconds
 and the kernel's peak RSS (``ru_maxrss`` of the child, which includes imports and everything
@@ -77,6 +77,9 @@ STAGES = (
     ("synthgeo.pipeline.release_attack", "score_release_attacker", "  release attacker"),
     ("synthgeo.pipeline.risk_stage", "compare_loo_units", "  other leave-out units"),
     ("synthgeo.risk.within_eps", "within_eps_risk", "risk"),
+    ("synthgeo.pipeline.run", "_at_risk", "at-risk rule"),
+    ("synthgeo.pipeline.at_risk_rule", "run_neighbour_check", "neighbour check"),
+    ("synthgeo.pipeline.detector_stage", "detector_block", "detector"),
     ("synthgeo.utility.reiter", "compare_to_confidential", "utility"),
     ("synthgeo.utility.spatial", "spatial_utility_tables", "spatial utility"),
     ("synthgeo.utility.spatial", "semivariogram", "  semivariogram"),
@@ -148,7 +151,8 @@ def _install(prof: _Profile) -> None:
     for mod in ("synthgeo.cli.main", "synthgeo.pipeline.run", "synthgeo.pipeline.risk_stage",
                 "synthgeo.risk.loo", "synthgeo.release.writer", "synthgeo.inference.nngp_effects",
                 "synthgeo.inference.grid_posterior", "synthgeo.pipeline.general_utility",
-                "synthgeo.pipeline.release_attack",
+                "synthgeo.pipeline.release_attack", "synthgeo.pipeline.at_risk_rule",
+                "synthgeo.pipeline.detector_stage",
                 "synthgeo.release.report", "synthgeo.studies.compare",
                 "synthgeo.inference.grid", "synthgeo.inference.nuts"):
         importlib.import_module(mod)
