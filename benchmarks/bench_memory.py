@@ -4,7 +4,8 @@ The command runs in a child process (so the peak is its own) with a thread sampl
 resident set size (RSS) every 20 ms; the pipeline's stage functions (load, locations, each
 fit and its grid and posterior draws, synthesis and its NNGP effect draws, the at-risk rule,
 risk and the leave-one-out baseline, the neighbour check, the detector, utility, spatial
-utility, general utility, report, write) are wrapped so that every sample is charged to the innermost stage running. Printed per stage:
+utility, general utility, report, write) are wrapped so that every sample is charged to the
+innermost stage running. Printed per stage:
 wall seconds, CPU seconds (all the process's threads, ``time.process_time``: the figure to
 read on a shared machine) and the peak RSS while it ran; for the whole process: wall seconds
 and the kernel's peak RSS (``ru_maxrss`` of the child, which includes imports and everything
