@@ -20,9 +20,9 @@ import numpy as np
 
 __all__ = ["spill", "unspill", "Spilled", "SPILL_BYTES"]
 
-#: Arrays of at least this many bytes are spilled (256 MiB: from about 3×10⁵ records at L = 100;
-#: every smaller run keeps its arrays in memory exactly as before).
-SPILL_BYTES = 256 * 2**20
+#: Arrays of at least this many bytes are spilled (64 MiB: from about 10⁵ records at L = 100;
+#: smaller runs keep their arrays in memory; the values are the same either way).
+SPILL_BYTES = 64 * 2**20
 
 
 class Spilled:

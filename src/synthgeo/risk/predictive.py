@@ -188,7 +188,7 @@ def pool_synthetic(*parts: np.ndarray) -> np.ndarray:
 def kept_predictive(pred: Predictive) -> Callable[[], Predictive]:
     """Return a loader of ``pred`` for a later stage: itself when small, else from disk.
 
-    Large means and sds (:data:`synthgeo._spill.SPILL_BYTES` each, from about 3×10⁵ records at
+    Large means and sds (:data:`synthgeo._spill.SPILL_BYTES` each, from about 10⁵ records at
     L = 100) go to an unnamed temporary file (:func:`synthgeo._spill.spill`); each call then
     returns a fresh :class:`Predictive` with the same doubles, and between calls none of it is
     resident (the leave-one-out baseline kept for the cumulative risk and the release record).
