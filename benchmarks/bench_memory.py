@@ -2,9 +2,10 @@
 
 The command runs in a child process (so the peak is its own) with a thread sampling the
 resident set size (RSS) every 20 ms; the pipeline's stage functions (load, locations, each
-fit and its grid and posterior draws, synthesis and its NNGP effect draws, risk and the
-leave-one-out baseline, utility, spatial utility, general utility, report, write) are
-wrapped so that every sample is charged to the innermost stage running. Printed per stage:
+fit and its grid and posterior draws, synthesis and its NNGP effect draws, the at-risk rule,
+risk and the leave-one-out baseline, the neighbour check, the detector, utility, spatial
+utility, general utility, report, write) are wrapped so that every sample is charged to the
+innermost stage running. Printed per stage:
 wall seconds, CPU seconds (all the process's threads, ``time.process_time``: the figure to
 read on a shared machine) and the peak RSS while it ran; for the whole process: wall seconds
 and the kernel's peak RSS (``ru_maxrss`` of the child, which includes imports and everything
@@ -26,7 +27,8 @@ Cases (data and specs are made in a temporary folder; nothing under the reposito
 - ``run-1e5``: ``run`` on 10⁵ records of the simulated paper-style design
   (``benchmarks/simulate_design.py``);
 - ``run-3e5``: the same at 3 × 10⁵ records (issue 28: which stages grow faster than N on the
-  way to 10⁶).
+  way to 10⁶);
+- ``run-1e6``: the same at 10⁶ records (issue 28 item 1: ≤ 60 min and ≤ 8 GB whole).
 
 Usage::
 
@@ -54,7 +56,8 @@ from _record import Record  # noqa: E402
 
 #: the time goals (issue 22, "Done when"; run-1e5: issue 28 item 2, 5 min, stricter than issue
 #: 22's 15): case -> (wall seconds, peak RSS MiB)
-GOALS = {"lucas": (120, 2048), "run-1e5": (300, 4096), "compare-2930": (None, 2048)}
+GOALS = {"lucas": (120, 2048), "run-1e5": (300, 4096), "compare-2930": (None, 2048),
+         "run-1e6": (3600, 8192)}
 SHARED = ROOT.parent / "shared" / "data"
 if not SHARED.is_dir():
     SHARED = Path(os.environ.get("SYNTHGEO_SHARED_DATA", "/work/shared/data"))
@@ -75,6 +78,9 @@ STAGES = (
     ("synthgeo.pipeline.release_attack", "score_release_attacker", "  release attacker"),
     ("synthgeo.pipeline.risk_stage", "compare_loo_units", "  other leave-out units"),
     ("synthgeo.risk.within_eps", "within_eps_risk", "risk"),
+    ("synthgeo.pipeline.run", "_at_risk", "at-risk rule"),
+    ("synthgeo.pipeline.at_risk_rule", "run_neighbour_check", "neighbour check"),
+    ("synthgeo.pipeline.detector_stage", "detector_block", "detector"),
     ("synthgeo.utility.reiter", "compare_to_confidential", "utility"),
     ("synthgeo.utility.spatial", "spatial_utility_tables", "spatial utility"),
     ("synthgeo.utility.spatial", "semivariogram", "  semivariogram"),
@@ -146,7 +152,8 @@ def _install(prof: _Profile) -> None:
     for mod in ("synthgeo.cli.main", "synthgeo.pipeline.run", "synthgeo.pipeline.risk_stage",
                 "synthgeo.risk.loo", "synthgeo.release.writer", "synthgeo.inference.nngp_effects",
                 "synthgeo.inference.grid_posterior", "synthgeo.pipeline.general_utility",
-                "synthgeo.pipeline.release_attack",
+                "synthgeo.pipeline.release_attack", "synthgeo.pipeline.at_risk_rule",
+                "synthgeo.pipeline.detector_stage",
                 "synthgeo.release.report", "synthgeo.studies.compare",
                 "synthgeo.inference.grid", "synthgeo.inference.nuts"):
         importlib.import_module(mod)
@@ -226,8 +233,8 @@ def case_argv(case: str, folder: Path, L: int) -> list[str]:
         return ["--quiet", "compare", str(_lucas_spec(folder, 2930, L)), *out]
     if case == "paper-compare":
         return ["--quiet", "compare", str(ROOT / "models" / "paper_simulation.toml"), *out]
-    if case in ("run-1e5", "run-3e5"):
-        n = {"run-1e5": 100_000, "run-3e5": 300_000}[case]
+    if case in ("run-1e5", "run-3e5", "run-1e6"):
+        n = {"run-1e5": 100_000, "run-3e5": 300_000, "run-1e6": 1_000_000}[case]
         subprocess.run([sys.executable, str(HERE / "simulate_design.py"), "--n", str(n),
                         "--out", str(folder)], check=True)
         return ["--quiet", "run", str(folder / "spec.toml"), *out]
@@ -238,7 +245,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("case", nargs="?", help="bundled, lucas, paper-compare, compare-2930, "
-                                            "run-1e5, run-3e5 (or give a synthgeo command "
+                                            "run-1e5, run-3e5, run-1e6 (or give a synthgeo "
+                                            "command "
                                             "after --)")
     ap.add_argument("--implicates", type=int, default=100, help="L (default 100)")
     ap.add_argument("--tracemalloc", type=int, default=0, metavar="N",

@@ -43,6 +43,8 @@ SECTIONS = {
                                  "design (NNGP, L = 100)",
     ("bench_memory", "run-3e5"): "`synthgeo run` on 3 × 10⁵ records of the same design: the "
                                  "stages that grow faster than N on the way to 10⁶",
+    ("bench_memory", "run-1e6"): "`synthgeo run` on 10⁶ records of the same design (issue 28, "
+                                 "item 1)",
     ("bench_nngp", "cg_scaling-n100000-n300000"): "NNGP effect draws: CG iterations per w draw "
                                                   "as records get denser (`bench_nngp.py "
                                                   "cg_scaling`)",

@@ -343,3 +343,111 @@ def test_one_mistyped_easting_does_not_let_utm_values_through(tmp_path):
             load_points(path, x="x", y="y", crs="EPSG:3857", id_column="id")
         except InputError as other:  # another check may refuse them; not this one
             assert "ranges of UTM eastings" not in str(other)
+
+
+@pytest.mark.parametrize("crs", ["EPSG:3857", "EPSG:4087"])
+def test_values_beyond_the_world_are_refused_whatever_the_share(tmp_path, crs):
+    """Break-it 2026-12-07: UTM metres labelled EPSG:3857 with 60 % of the eastings mistyped
+    passed (40 % UTM-shaped is under the share); an easting with two digits too many (6,300 km
+    x 10) lies past the world's edge, where PROJ wraps the longitude: impossible, refused."""
+    path, _, _ = _amsterdam_utm(tmp_path)
+    frame = pd.read_csv(path)
+    frame.loc[:35, "x"] = frame.loc[:35, "x"] * 100  # 36 of 60 off: under half UTM-shaped
+    frame.to_csv(path, index=False)
+    with pytest.raises(InputError, match=r"^x \(column `x`\) of 36 of 60 points, at `id` "
+                                         r"\[0, 1, 2, 3, 4\], \.\.\., is beyond the world's "
+                                         r"extent in .*whatever share") as err:
+        load_points(path, x="x", y="y", crs=crs, id_column="id")
+    assert "\n" not in str(err.value) and str(int(frame.loc[0, "x"]))[:4] not in str(err.value)
+    gdf = geopandas.GeoDataFrame(frame, crs=crs,
+                                 geometry=geopandas.points_from_xy(frame.x, frame.y))
+    with pytest.raises(InputError, match=r"^x \(geometry\) of 36 of 60 .*beyond the world"):
+        check_points_frame(gdf, id_column="id")
+    # a single such value is as impossible; values inside the world still pass this check
+    one = frame.assign(x=frame.x.where(frame.index != 0, 2.5e7))
+    one.loc[1:, "x"] = -1.35e7 + 1e3 * np.arange(59)  # inside: Sacramento's longitudes
+    one.loc[1:, "y"] = 4.65e6 + 1e3 * np.arange(59)
+    one.to_csv(path, index=False)
+    with pytest.raises(InputError, match=r"^x \(column `x`\) of 1 of 60 points"):
+        load_points(path, x="x", y="y", crs=crs, id_column="id")
+
+
+# --- thousands grouped by "." or by an apostrophe (break-it trial 2026-12-07) ---------------
+
+SACRAMENTO = Path(__file__).resolve().parents[1] / "src" / "synthgeo" / "data" / \
+    "sacramento_home_sales.csv"
+
+
+def _sacramento_two_beds(tmp_path: Path, price) -> Path:
+    frame = pd.read_csv(SACRAMENTO).query("beds == 2").drop_duplicates(
+        subset=["lat", "lon", "price_usd"])
+    frame["price_usd"] = frame["price_usd"].map(price)
+    path = tmp_path / "sales.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _dots(v: int) -> str:
+    return f"{v:,}".replace(",", ".")
+
+
+def test_dot_grouped_prices_are_refused_not_read_as_decimals(tmp_path):
+    """"59.222" for 59,222 (German or Danish exports) was read as 59.222: 1,000 times small."""
+    path = _sacramento_two_beds(tmp_path, _dots)  # all prices between 1,000 and 999,999
+    assert pd.read_csv(path)["price_usd"].dtype.kind == "f"  # what pandas makes of them
+    kw = dict(x="lon", y="lat", crs="EPSG:4326", id_column="id",
+              numeric_columns=["price_usd", "sqft_living"])
+    with pytest.raises(InputError, match=r"^column `price_usd` of sales.csv holds numbers "
+                                         r"written like 1.234 .*thousands = \"\.\"` and "
+                                         r"`decimal = \",\"`") as err:
+        load_points(path, **kw)
+    frame = pd.read_csv(path, dtype=str)
+    assert "\n" not in str(err.value) and frame["price_usd"].iloc[0] not in str(err.value)
+    # a price under 1,000 is written whole: still refused; the real prices read as before
+    frame.loc[frame.index[0], "price_usd"] = "950"
+    frame.to_csv(path, index=False)
+    with pytest.raises(InputError, match="^column `price_usd`"):
+        load_points(path, **kw)
+    plain = _sacramento_two_beds(tmp_path, int)
+    assert load_points(plain, **kw)["price_usd"].min() > 1000
+
+
+def test_three_decimal_measurements_pass_or_have_a_way_on(tmp_path):
+    """Values that are decimals: a leading 0, other decimals, or a declared separator."""
+    kw = dict(x="lon", y="lat", crs="EPSG:4326", id_column="id", numeric_columns=["price_usd"])
+    rng = np.random.default_rng(0)
+    small = _sacramento_two_beds(tmp_path, lambda v: f"{rng.uniform(0, 3):.3f}")  # 0.250 too
+    assert load_points(small, **kw)["price_usd"].max() < 3.0
+    four = _sacramento_two_beds(tmp_path, lambda v: f"{v / 1000:.4f}")  # 59.2220: a decimal
+    assert load_points(four, **kw)["price_usd"].min() > 1.0
+    three = _sacramento_two_beds(tmp_path, lambda v: f"{v / 1000:.3f}")  # 59.222: ambiguous
+    with pytest.raises(InputError, match=r"if they are decimals with three places.*"
+                                         r"thousands = \" \""):
+        load_points(three, **kw)
+    assert load_points(three, **kw, thousands=" ")["price_usd"].min() > 1.0  # said so
+
+
+@pytest.mark.parametrize("sep,literal", [("'", "\"'\""), ("\u2019", '"\\u2019"')])
+def test_apostrophe_grouping_names_its_separator(tmp_path, sep, literal):
+    """Swiss exports write 59'222: the hint named only the comma reading's fix."""
+    path = _sacramento_two_beds(tmp_path, lambda v: f"{v:,}".replace(",", sep))
+    kw = dict(x="lon", y="lat", crs="EPSG:4326", id_column="id", numeric_columns=["price_usd"])
+    with pytest.raises(InputError, match=r"grouped by an? .*\(\"59'222\", Swiss exports\): "
+                                         rf"set `thousands = {re.escape(literal)}`"):
+        load_points(path, **kw)
+    got = load_points(path, **kw, thousands=sep)["price_usd"]
+    assert got.min() > 1000 and got.dtype.kind in "if"
+
+
+def test_several_dot_groups_name_the_thousands_option(tmp_path):
+    """"1.234.567" is text to the reader: the hint said only "clean these values"."""
+    path = _sacramento_two_beds(tmp_path, lambda v: _dots(v * 20))  # above a million, some
+    kw = dict(x="lon", y="lat", crs="EPSG:4326", id_column="id", numeric_columns=["price_usd"])
+    with pytest.raises(InputError, match=r"grouped by \"\.\" \(\"1\.234\.567\".*"
+                                         r"`thousands = \"\.\"` and `decimal = \",\"`"):
+        load_points(path, **kw)
+    frame = pd.read_csv(path, dtype={"price_usd": str})
+    gdf = geopandas.GeoDataFrame(frame, crs="EPSG:4326",
+                                 geometry=geopandas.points_from_xy(frame.lon, frame.lat))
+    with pytest.raises(InputError, match=r"grouped by \"\.\".*s\.str\.replace"):
+        check_points_frame(gdf, id_column="id", numeric_columns=["price_usd"])

@@ -29,6 +29,8 @@ from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
 from synthgeo._seed import keyed_seeds
+from synthgeo._spill import Spilled, spill, unspill
+from synthgeo._warn import warn
 from synthgeo.config import ModelConfig, SamplingConfig
 from synthgeo.inference.conditionals import draw_effects_exact
 from synthgeo.inference.covariance import make_covariance
@@ -41,6 +43,7 @@ from synthgeo.inference.grid_posterior import (
     grid_posterior,
 )
 from synthgeo.inference.nngp_effects import NNGPEffects
+from synthgeo.inference.prior_bound import posterior_at_prior_bound
 from synthgeo.inference.quadrature import MapBatches
 from synthgeo.inference.result import GPFit, build_fit
 from synthgeo.model.kernels import METRES_PER_KM, Sites
@@ -115,6 +118,9 @@ def _effect_sampler(draws: dict, y, X, sites, d_arg, gp, n_neighbors, effect_sol
                     seconds: dict, extra=None, nugget_weight=None):
     """``effect_sampler(flat_index) -> w`` drawing at each draw's own (φ, α), cached.
 
+    The cache holds large draws in a temporary file (:func:`synthgeo._spill.spill`): each call
+    then returns a fresh copy, and between calls they are not in memory.
+
     Draw d's normals come from ``keyed_seeds(seed, [d])``, keyed by its flattened (chain,
     draw) index: the same draw gets the same w whichever other draws are asked for with it,
     and two fits with one seed use the same normals at draw d (common random numbers).
@@ -122,23 +128,25 @@ def _effect_sampler(draws: dict, y, X, sites, d_arg, gp, n_neighbors, effect_sol
     nngp = (None if gp == "exact" else
             NNGPEffects(y, X, sites, d_arg, n_neighbors=n_neighbors, solver=effect_solver,
                         nugget_weight=nugget_weight))
-    cache: dict[tuple, np.ndarray] = {}
+    cache: dict[tuple, np.ndarray | Spilled] = {}
 
     def effect_sampler(flat_index: np.ndarray) -> np.ndarray:
         key = tuple(int(i) for i in flat_index)
-        if key not in cache:
-            t = time.perf_counter()
-            sel = {k: v[np.asarray(flat_index)] for k, v in draws.items()}
-            seeds = keyed_seeds(seed, key)  # per draw, by its index: common random numbers
-            with threadpool_limits(limits=1):
-                if nngp is None:
-                    cache[key] = draw_effects_exact(sel, y, X, sites, scale=d_arg,
-                                                   random_seed=seeds, extra=extra,
-                                                   nugget_weight=nugget_weight)
-                else:  # at-risk records (d = 0) carry no information on w: no `extra` needed
-                    cache[key] = nngp.draw(sel, seeds)
-            seconds["recover"] += time.perf_counter() - t
-        return cache[key]
+        if key in cache:
+            return unspill(cache[key])
+        t = time.perf_counter()
+        sel = {k: v[np.asarray(flat_index)] for k, v in draws.items()}
+        seeds = keyed_seeds(seed, key)  # per draw, by its index: common random numbers
+        with threadpool_limits(limits=1):
+            if nngp is None:
+                w = draw_effects_exact(sel, y, X, sites, scale=d_arg, random_seed=seeds,
+                                       extra=extra, nugget_weight=nugget_weight)
+            else:  # at-risk records (d = 0) carry no information on w: no `extra` needed
+                w = nngp.draw(sel, seeds)
+        # kept for the report's surfaces: on disk when large, out of the risk stage's peak
+        cache[key] = spill(w)
+        seconds["recover"] += time.perf_counter() - t
+        return w
 
     return effect_sampler
 
@@ -250,7 +258,9 @@ def fit_gp_grid(
     GPFit
         ``posterior`` holds ``sigma2``, ``nugget``, ``range`` (m), ``phi`` (1/m), ``beta``;
         ``sample_stats`` the θ point of each draw; ``engine`` the grid's diagnostics, whose
-        failures are convergence problems; ``grid`` the :class:`GridPosterior`.
+        failures are convergence problems (and, only when the posterior piles against a prior
+        bound, ``posterior_at_prior_bound``: :mod:`synthgeo.inference.prior_bound`, also
+        warned); ``grid`` the :class:`GridPosterior`.
 
     Raises
     ------
@@ -310,6 +320,11 @@ def fit_gp_grid(
         engine["known_nugget"] = float(known_nugget)
     if posterior is not None:
         engine["grid_reused"] = True
+    at_bound = posterior_at_prior_bound(post.quadrature, label)
+    if at_bound:  # recorded only when it fires: release.json is otherwise unchanged
+        engine["posterior_at_prior_bound"] = at_bound
+        for item in at_bound:
+            warn(item["message"])
     return build_fit(
         _posterior(draws, shape, coef_names), y=y, sites=sites, scale=d_report, priors=priors,
         seconds=seconds, engine=engine,

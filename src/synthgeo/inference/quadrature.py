@@ -538,12 +538,32 @@ class Quadrature:
         return self.frame.shift[j] + self.frame.C[j, j] * np.interp(q * cdf[-1], cdf,
                                                                       self.fine_edges[j])
 
-    def _rotated_quantile(self, j: int, q: np.ndarray) -> np.ndarray:
-        """Quantiles of θ_j = shift_j + Σ_k C_jk z_k under the piecewise-uniform z posterior.
+    def cdf(self, axis: int | str, x: float) -> float:
+        """Posterior probability that the axis (its own scale) is at most `x`.
 
-        Each fine cell is uniform in z, so θ_j is a sum of uniforms on it (a trapezoid for two
-        axes): its CDF is exact, and the quantiles are found by bisection (no Monte Carlo).
+        From the same continuous marginal as :meth:`quantile` (exact for a tilted frame).
+
+        Examples
+        --------
+        >>> q = integrate(lambda p: -p[:, 0], [Axis(name="x", lower=0.0, upper=2.0)])
+        >>> round(q.cdf("x", float(q.quantile("x", 0.25))), 3)
+        0.25
         """
+        j = self._axis(axis)
+        if self.frame is not None and np.count_nonzero(self.frame.C[j]) > 1:
+            lo, width, w, _, _ = self._rotated_cells(j)
+            return float(_sum_of_uniforms_cdf(np.array([float(x)]), lo, width)[0] @ w)
+        other = tuple(k for k in range(self.fine_mass.ndim) if k != j)
+        marg = self.fine_mass.sum(axis=other)
+        if self.rule == "lattice":
+            return float(marg[self.nodes[j] <= x].sum() / marg.sum())
+        cdf = np.concatenate([[0.0], np.cumsum(marg)]) / marg.sum()
+        if self.frame is not None:  # θ_j = shift_j + C_jj z_j
+            x = (x - self.frame.shift[j]) / self.frame.C[j, j]
+        return float(np.interp(x, self.fine_edges[j], cdf))
+
+    def _rotated_cells(self, j: int):
+        """θ_j's sum-of-uniforms terms per fine cell: lo, width, weight; θ_j's support."""
         if self.fine_mass.ndim != 2:
             raise ValueError("rotated quantiles are implemented for 2 axes")
         mass = self.fine_mass.ravel()
@@ -558,6 +578,15 @@ class Quadrature:
         left = float(self.frame.shift[j] + lo.sum(axis=1).min())
         right = float(self.frame.shift[j] + (lo + width).sum(axis=1).max())
         lo = lo + np.array([self.frame.shift[j], 0.0])
+        return lo, width, w, left, right
+
+    def _rotated_quantile(self, j: int, q: np.ndarray) -> np.ndarray:
+        """Quantiles of θ_j = shift_j + Σ_k C_jk z_k under the piecewise-uniform z posterior.
+
+        Each fine cell is uniform in z, so θ_j is a sum of uniforms on it (a trapezoid for two
+        axes): its CDF is exact, and the quantiles are found by bisection (no Monte Carlo).
+        """
+        lo, width, w, left, right = self._rotated_cells(j)
         out = np.empty(q.size)
         flat = q.ravel()
         for s0 in range(0, flat.size, 32):  # (points, cells) arrays of at most 32 rows

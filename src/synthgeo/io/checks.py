@@ -17,7 +17,7 @@ import pandas as pd
 import pyproj
 
 from synthgeo._errors import InputError
-from synthgeo.io.columns import check_records, coordinates, duplicate_rows, where
+from synthgeo.io.columns import check_records, coordinates, duplicate_rows
 from synthgeo.io.crs import coordinates_m, describe, metric_problem, note_zone_span, project
 from synthgeo.io.notices import note
 from synthgeo.io.origin import Origin
@@ -57,15 +57,20 @@ def _geometry_in(frame: pd.DataFrame, xy: np.ndarray, source_crs: pyproj.CRS) ->
 
 def _duplicates(frame: pd.DataFrame, xy: np.ndarray, *, id_column: str | None,
                 drop_duplicates: bool, origin: Origin, notes: list) -> np.ndarray:
-    """Flag exact duplicate rows and report them (coded warning ``exact_duplicates``)."""
+    """Flag exact duplicate rows and report them (coded warning ``exact_duplicates``).
+
+    The warning counts them and names no record: it reaches the console, release.json and the
+    report, and an id (or row) there tells an intruder which records repeat (break-it trial
+    2026-12-07). Refusals still name rows, since they stop the run and write nothing.
+    """
     duplicated = duplicate_rows(frame, xy, id_column)
     n_duplicates = int(duplicated.sum())
     if n_duplicates:
         action = "dropped" if drop_duplicates else origin.text("duplicates_kept")
         note(notes, "exact_duplicates",
              f"{n_duplicates} exact duplicate row(s) in {origin.name} (same location and every "
-             "value but the id as an earlier row, e.g. "
-             f"{where(frame, duplicated, id_column, origin)}): {action}")
+             "value but the id as an earlier row; no record is named, since the warning reaches "
+             f"release.json): {action}")
     return duplicated
 
 

@@ -30,6 +30,13 @@ _THOUSANDS = re.compile(r"^\s*[-+]?\d{1,3}(,\d{3})+\s*$")  # "1,200": or 1.2 wit
 _SPACES = {" ": ("a space", '" "'), "\u00a0": ("a no-break space (U+00A0)", '"\\u00a0"'),
            "\u202f": ("a narrow no-break space (U+202F)", '"\\u202f"')}
 _SPACED = re.compile(r"^\s*[-+]?\d{1,3}([ \u00a0\u202f]\d{3})+([.,]\d+)?\s*$")
+#: Digits grouped by "." (two groups or more, or with a decimal comma: "1.234.567", "1.234,5";
+#: one group alone reads as a decimal, files.py's check): German or Danish exports.
+_DOT_GROUPED = re.compile(r"^\s*[-+]?\d{1,3}(\.\d{3})+(,\d+)?\s*$")
+#: Digits grouped by an apostrophe or a right single quotation mark (U+2019): Swiss exports.
+_APOSTROPHES = {"'": ("an apostrophe", '"\'"'),
+                "\u2019": ("a right single quotation mark (U+2019)", '"\\u2019"')}
+_APOSTROPHE = re.compile(r"^\s*[-+]?\d{1,3}(['\u2019]\d{3})+([.,]\d+)?\s*$")
 
 
 def where(frame: pd.DataFrame, mask: Any, id_column: str | None, origin: Origin) -> str:
@@ -129,7 +136,8 @@ def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: st
 
     Text that reads as a number with a decimal comma (``"354,5"``) names the fix (for a file,
     the `decimal` option); text in thousands groups (``"1,200"``) names both readings, since a
-    decimal comma would make it 1.2.
+    decimal comma would make it 1.2; digits grouped by spaces, by "." (``"1.234.567"``) or by
+    an apostrophe (``"59'222"``) name the `thousands` separator found.
     """
     series = frame[column]
     values = pd.to_numeric(series, errors="coerce")
@@ -142,6 +150,12 @@ def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: st
             hint = origin.text("fix_decimal")
         elif all(_SPACED.match(str(v)) for v in shown):
             hint = _spaced_hint([str(v) for v in shown], origin)
+        elif all(_DOT_GROUPED.match(str(v)) for v in shown):
+            hint = origin.text("fix_dot_grouped")
+        elif all(_APOSTROPHE.match(str(v)) for v in shown):
+            used = [c for c in _APOSTROPHES if any(c in str(v) for v in shown)][0]
+            chars, literal = _APOSTROPHES[used]
+            hint = origin.text("fix_apostrophe").format(chars=chars, literal=literal)
         else:
             hint = origin.text("fix_text")
         raise InputError(f"{what} column `{column}` holds text that is not a number in "

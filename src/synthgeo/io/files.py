@@ -222,7 +222,42 @@ def _refuse_dot_grouped(path: Path, opts: CsvOptions, id_column: str | None) -> 
                 '`thousands = "."` ([data] thousands, or --thousands)')
 
 
-def _read_csv(path: Path, opts: CsvOptions, id_column: str | None = None) -> pd.DataFrame:
+#: A whole number under 1,000, or one "."-grouped: 836, 59.222, 1.234.567 (never 0.250).
+_POINT_GROUPED = re.compile(r"^[-+]?(\d{1,3}|[1-9]\d{0,2}(\.\d{3})+)$")
+
+
+def _refuse_point_grouped(path: Path, id_column: str | None, columns: list[str],
+                          read: dict) -> None:
+    """Under the default ``decimal = "."`` without ``thousands``: refuse "."-grouped thousands.
+
+    German or Danish exports write 59,222 as "59.222": read with a decimal point, a price column
+    is 1,000 times too small without a word (break-it trial 2026-12-07). A response or
+    covariate column read as decimals counts when every value, as written, is "."-grouped (a
+    leading group of 1–3 digits, not 0, then groups of exactly three) or a whole number of at
+    most three digits (exports group only from 1,000), and some value is grouped. The rule and
+    its false positives (three-decimal measurements from 1 to 999.999 written with every
+    trailing zero): docs/locations.md, "Column integrity". Raises InputError naming the column,
+    ``thousands = "."`` with ``decimal = ","``, and how to go on if they are decimals.
+    """
+    raw = pd.read_csv(path, usecols=lambda c: c in columns, dtype=str, **read)
+    for column in [c for c in columns if c in raw.columns and c != id_column]:
+        values = raw[column].dropna().str.strip()
+        if not (bool(values.str.contains(".", regex=False).any())
+                and bool(values.str.fullmatch(_POINT_GROUPED).all())):
+            continue
+        raise InputError(
+            f"column `{column}` of {path.name} holds numbers written like 1.234 (every value "
+            'with exactly three digits after its ".", or a whole number under 1,000): '
+            'thousands grouped with "." (German or Danish exports)? They would be read as '
+            '1.234; set `thousands = "."` and `decimal = ","` ([data] thousands/decimal, or '
+            '--thousands/--decimal; where other columns use a decimal point, remove the "." '
+            "from this column instead); if they are decimals with three places, name the file's "
+            'real thousands separator instead (`thousands = " "` if it has none), which turns '
+            "this check off")
+
+
+def _read_csv(path: Path, opts: CsvOptions, id_column: str | None = None,
+              number_columns: list[str] | None = None) -> pd.DataFrame:
     _header(path, opts)
     dtype = None if id_column is None else {id_column: str}
     # pandas' C parser ignores a non-ASCII decimal mark or thousands separator without a word
@@ -245,6 +280,12 @@ def _read_csv(path: Path, opts: CsvOptions, id_column: str | None = None) -> pd.
                          f"({opts.sep!r}) and quoting") from exc
     if opts.decimal == "," and opts.thousands is None:  # the file read: its text is good
         _refuse_dot_grouped(path, opts, id_column)
+    columns = [c for c in number_columns or () if c != id_column and c in frame.columns
+               and pd.api.types.is_float_dtype(frame[c])]  # "59.222" reads as a float
+    if opts.decimal == "." and opts.thousands is None and columns:
+        _refuse_point_grouped(path, id_column, columns,
+                              dict(sep=opts.sep, encoding=opts.encoding,
+                                   engine="python" if wide else "c"))
     return keep_id_text(frame, id_column)
 
 
@@ -269,7 +310,8 @@ def _read_layer(path: Path, given: pyproj.CRS | None, crs: Any
 
 
 def read_table(path: Path, *, x: str | None, y: str | None, crs: Any,
-               csv_options: CsvOptions, id_column: str | None = None
+               csv_options: CsvOptions, id_column: str | None = None,
+               number_columns: list[str] | None = None
                ) -> tuple[pd.DataFrame, pyproj.CRS]:
     """Read `path`: a DataFrame for a CSV (with x/y columns), a GeoDataFrame for a layer.
 
@@ -288,6 +330,11 @@ def read_table(path: Path, *, x: str | None, y: str | None, crs: Any,
     id_column : str, optional
         A CSV's record id column: read as text, and kept as text when reading it as numbers
         would change an id (``007`` → 7); ids that read back unchanged become numbers.
+    number_columns : list of str, optional
+        A CSV's response and covariate columns. Under ``decimal = "."`` without
+        ``thousands``, one read as decimals whose every value is a "."-grouped number
+        (``59.222``) or a whole number under 1,000 is refused (thousands grouped with "." by
+        German or Danish exports).
 
     Returns
     -------
@@ -309,7 +356,7 @@ def read_table(path: Path, *, x: str | None, y: str | None, crs: Any,
             raise InputError(f"the CSV {path.name} has no CRS: set `crs` in the spec (or "
                              "`--crs` on the command line) to the CRS of its `x`/`y` columns, "
                              'e.g. "EPSG:4326" for longitude/latitude')
-        return _read_csv(path, csv_options, id_column), given
+        return _read_csv(path, csv_options, id_column, number_columns), given
     if suffix not in _VECTOR_SUFFIXES | _PARQUET_SUFFIXES:
         raise InputError(f"input file {path.name} has suffix {suffix!r}; supported: {SUFFIXES}")
     if x is not None or y is not None:

@@ -38,6 +38,12 @@ _FILE = {
                      "1.2: only right for decimal commas)",
     "fix_spaced": "they look like numbers with thousands grouped by {chars}: set `thousands` "
                   "([data] thousands, or --thousands): {fix}",
+    "fix_dot_grouped": 'they look like numbers with thousands grouped by "." ("1.234.567", '
+                       'German or Danish exports): set `thousands = "."` and `decimal = ","` '
+                       "([data] thousands/decimal, or --thousands/--decimal)",
+    "fix_apostrophe": "they look like numbers with thousands grouped by {chars} (\"59'222\", "
+                      "Swiss exports): set `thousands = {literal}` ([data] thousands, or "
+                      "--thousands)",
     "fix_geometry": "drop them or fix the file",
     "fix_record": 'set `id_column = "record"` if it is the record id, or rename it',
     "duplicates_kept": "kept; set `drop_duplicates = true` to drop them",
@@ -69,6 +75,13 @@ _MEMORY = {
                      "make it 1.2",
     "fix_spaced": "they look like numbers with thousands grouped by {chars}: remove it "
                   "(e.g. {fix}) and convert the column to numbers",
+    "fix_dot_grouped": 'they look like numbers with thousands grouped by "." ("1.234.567"): '
+                       'remove the points (and read a decimal comma as a point) and convert '
+                       'the column, e.g. `s.str.replace(".", "").str.replace(",", ".")'
+                       '.astype(float)`',
+    "fix_apostrophe": "they look like numbers with thousands grouped by {chars} (\"59'222\"): "
+                      "remove it and convert the column, e.g. `s.str.replace({literal}, "
+                      '"").astype(float)`',
     "fix_geometry": "drop them first",
     "fix_record": 'pass `id="record"` if it is the record id, or rename it',
     "duplicates_kept": "kept; drop them first if they are not real records",

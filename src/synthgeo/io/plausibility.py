@@ -4,7 +4,9 @@ docs/locations.md, "Units and plausibility". Checked on every load:
 
 - geographic coordinates within ±180° / ±90°;
 - projected values within the CRS's projected bounds (its area of use, buffered by 1°, projected):
-  x = 1e12 m in a UTM zone is refused here, not after minutes of MCMC;
+  x = 1e12 m in a UTM zone is refused here, not after minutes of MCMC; under a world-wide
+  projected CRS (no bounds to check), a value no lon/lat maps to (past ±180° / ±90°), whatever
+  the share of such points;
 - every point within the CRS's area of use (pyproj ``area_of_use``) buffered by 1° (data crossing
   a UTM zone edge by less than that pass): lon/lat degrees labelled with a UTM CRS land off the
   zone and are refused;
@@ -134,6 +136,37 @@ def _projected_bounds(xy: np.ndarray, crs: pyproj.CRS, area: tuple, frame: pd.Da
                 f"{origin.text('fix_crs')}")
 
 
+def _beyond_the_world(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame,
+                      labels: tuple[str, str], id_column: str | None, origin: Origin) -> None:
+    """Refuse projected values no longitude/latitude maps to (past ±180° / ±90°).
+
+    A world-wide CRS has no projected bounds to check (:func:`_projected_bounds` leaves it to the
+    lon/lat), and PROJ wraps the longitude of an x past the world's edge (x = 63,000 km in Web
+    Mercator reads as 154°W): such a value is impossible, whatever share of the points look
+    right (break-it trial 2026-12-07: UTM metres labelled EPSG:3857, 60 % of the eastings
+    mistyped, passed the UTM-shaped check). A value counts when projecting its lon/lat back does
+    not return it (to 1 mm per 1,000 km), or its latitude is past ±90°.
+    """
+    to_deg = pyproj.Transformer.from_crs(crs, crs.geodetic_crs, always_xy=True)
+    to_crs = pyproj.Transformer.from_crs(crs.geodetic_crs, crs, always_xy=True)
+    with np.errstate(all="ignore"):
+        lon, lat = (np.asarray(v, float) for v in to_deg.transform(xy[:, 0], xy[:, 1],
+                                                                   errcheck=False))
+        back = np.column_stack([np.asarray(v, float) for v in to_crs.transform(
+            lon, lat, errcheck=False)])
+        off = ~(np.abs(back - xy) <= 1e-3 + 1e-9 * np.abs(xy))  # NaN counts as off
+    off[:, 1] |= ~(np.abs(lat) <= 90.0)
+    for axis in (0, 1):
+        out = off[:, axis]
+        if out.any():
+            raise InputError(
+                f"{'xy'[axis]} ({labels[axis]}) of {int(out.sum()):,} of {len(xy):,} points, "
+                f"at {where(frame, out, id_column, origin)}, is beyond the world's extent in "
+                f"{describe(crs)} (no longitude within ±180° and latitude within ±90° maps to "
+                "it): an impossible value for this CRS, whatever share of the points look "
+                f"right (mistyped values?); {origin.text('fix_crs')}")
+
+
 def _lon_within(lon, west: float, east: float):
     """Longitudes between `west` and `east`, measured eastwards: right across the antimeridian."""
     return (lon - west) % 360.0 <= (east - west) % 360.0
@@ -193,6 +226,9 @@ def check_ranges(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame, *,
     area = _area(crs)
     if area is not None and not crs.is_geographic:
         _projected_bounds(xy, crs, area, frame, labels, id_column, origin)
+    if not crs.is_geographic and len(xy) and (area is None or area[2] - area[0] >= 360.0
+                                              or area[0] > area[2]):
+        _beyond_the_world(xy, crs, frame, labels, id_column, origin)  # no bounds checked
     if area is not None:
         _area_of_use(xy, crs, area, frame, id_column, origin)
     if (not crs.is_geographic and len(xy) > 1 and np.all(np.abs(xy[:, 0]) <= 180)

@@ -203,7 +203,10 @@ def load_points(
     digest = file_sha256(path)
     origin = Origin.file(path)
     frame, source_crs = read_table(path, x=x, y=y, crs=crs, csv_options=options,
-                                   id_column=id_column)
+                                   id_column=id_column,
+                                   number_columns=[c for c in (*numeric_columns,
+                                                               *required_columns)
+                                                   if c not in (x, y, id_column)])
     n_read = len(frame)
     logger.info("read %d rows from %s", n_read, path)
     frame = _query(frame, query, n_read)

@@ -22,7 +22,7 @@ import xarray as xr
 from synthgeo.inference.quadrature import thread_map
 from synthgeo.pipeline.loo_cache import cached_map
 from synthgeo.risk.measure import Measure
-from synthgeo.risk.predictive import Predictive, record_slices
+from synthgeo.risk.predictive import Predictive, kept_predictive, record_slices
 from synthgeo.risk.rao_blackwell import rb_risk
 from synthgeo.risk.release_attacker import (
     attacker_predictive,
@@ -531,12 +531,17 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
     y = data.y
     measure, attack, threshold = judged_target(spec)
 
-    def pooled_by_target(n_implicates: int) -> dict:
+    def by_target(prior: Predictive, n_implicates: int) -> dict:
         info = info_at(n_implicates)
-        return {(m.key, t.attack): attributable_function(baseline, y, m, t.attack, g,
+        return {(m.key, t.attack): attributable_function(prior, y, m, t.attack, g,
                                                          kappa=kappa,
                                                          ols_information=ols_info)[1](info)
                 for t in spec.risk.targets for m in (Measure.parse(t.measure),)}
+
+    kept = kept_predictive(baseline)  # for the cumulative risk, later: on disk when large
+
+    def pooled_by_target(n_implicates: int) -> dict:
+        return by_target(kept(), n_implicates)
 
     info_L = info_at(L)
     base, attributable_at = attributable_function(baseline, y, measure, attack, g, kappa=kappa,
@@ -551,7 +556,7 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
                          seconds=time.perf_counter() - t0, attributable=risk - base,
                          risk=risk, baseline=base, budget=budget,
                          largest_unlimited=unlimited, kappa_chosen=noise.get("chosen"),
-                         by_target=pooled_by_target(L), mean_noise_sd=float(np.sqrt(v_eta)),
+                         by_target=by_target(baseline, L), mean_noise_sd=float(np.sqrt(v_eta)),
                          mean_noise_chosen=mean_noise.get("chosen"),
                          pooled_by_target=pooled_by_target,
                          judged=spec.risk.release_attacker == "judge" and bool(spec.risk.targets),

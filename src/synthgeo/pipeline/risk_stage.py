@@ -30,7 +30,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -61,7 +61,7 @@ from synthgeo.risk.loo_posterior import reweight_leave_out
 from synthgeo.risk.loo_units import LooUnitComparison, UnitFigures, unit_figures
 from synthgeo.risk.measure import Measure, measures_from
 from synthgeo.risk.noise import z_value
-from synthgeo.risk.predictive import Predictive
+from synthgeo.risk.predictive import Predictive, kept_predictive
 from synthgeo.risk.records import RecordRisk, score_records
 from synthgeo.risk.selection import HistogramSelection, histogram_records
 from synthgeo.risk.verdict import (
@@ -382,9 +382,11 @@ class RiskScores:
     loo_units : LooUnitComparison or None
         The leave-out unit run and the largest a_i under every other unit
         (:func:`compare_loo_units`); None when not compared.
-    baseline : Predictive or None
-        The leave-one-out baseline of the spec's unit as scored (confidential; the release
-        attacker's prior, :mod:`synthgeo.pipeline.release_attack`).
+    baseline_loader : callable or None
+        ``() -> Predictive``: the leave-one-out baseline of the spec's unit as scored
+        (confidential; the release attacker's prior, :mod:`synthgeo.pipeline.release_attack`),
+        kept on disk when large (:func:`synthgeo.risk.predictive.kept_predictive`); read it
+        as :attr:`baseline`.
     release_attack : ReleaseAttack or None
         The release attacker's figures (:func:`synthgeo.pipeline.release_attack.\
 score_release_attacker`); None when not scored.
@@ -404,9 +406,14 @@ score_release_attacker`); None when not scored.
     warnings: list[dict[str, str]] = field(default_factory=list)
     loo_units: LooUnitComparison | None = None
     loo_posterior: dict | None = None
-    baseline: Predictive | None = field(default=None, repr=False)
+    baseline_loader: Callable[[], Predictive] | None = field(default=None, repr=False)
     release_attack: ReleaseAttack | None = None
     attacker_reported: tuple = ()
+
+    @property
+    def baseline(self) -> Predictive | None:
+        """The scored leave-one-out baseline (confidential; read from disk when large)."""
+        return None if self.baseline_loader is None else self.baseline_loader()
 
     @property
     def records(self) -> dict[str, RecordRisk]:
@@ -760,5 +767,6 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
                 if attack is not None and not attack.judged else ())
     return RiskScores(measures=measures, g=g, summary=summary, verdict=verdict, joint=joint,
                       identifiable=below | unique, warnings=notes, loo_units=units,
-                      loo_posterior=loo_posterior, baseline=loo, release_attack=attack,
+                      loo_posterior=loo_posterior, baseline_loader=kept_predictive(loo),
+                      release_attack=attack,
                       attacker_reported=reported)

@@ -505,8 +505,27 @@ def _location_verdict_and_warnings(result: ReleaseResult) -> dict[str, Any]:
     loc = getattr(result, "locations", None)
     verdict = getattr(loc, "verdict", None) or location_verdict(None, None)
     return {"warnings": collect(result.data.gdf.attrs.get("warnings"),
-                                getattr(loc, "warnings", None)),
+                                getattr(loc, "warnings", None), fit_warnings(result)),
             "verdicts": {"location": verdict.to_dict()}}
+
+
+def fit_warnings(result) -> list[dict[str, str]]:
+    """Coded warnings of the fits (``posterior_at_prior_bound``), every response's, in order.
+
+    A fit records them in its ``engine`` only when they fire
+    (:mod:`synthgeo.inference.prior_bound`); a several-response release names the response.
+    """
+    several = getattr(result, "responses", None)
+    groups = ([(r.name, r.fits) for r in several] if several is not None
+              else [(None, getattr(result, "fits", None) or {})])
+    out = []
+    for name, fits in groups:
+        for fit in fits.values():
+            for item in (getattr(fit, "engine", None) or {}).get("posterior_at_prior_bound", ()):
+                where = "" if name is None else f"response `{name}`, "
+                out.append({"code": "posterior_at_prior_bound",
+                            "message": where + item["message"]})
+    return out
 
 
 def write_release(
@@ -706,23 +725,72 @@ def _write_predictive_summary(result: ReleaseResult, path: Path) -> dict[str, An
     What a later release needs to pool Rao-Blackwellised risk with this one: columns
     ``record`` (confidential id), ``implicate``, ``mean``, ``sd`` (model scale). Returns the
     register's pointer fields (``bytes``, ``sha256``, counts, scale).
+
+    Written :data:`PARQUET_ROW_GROUP` rows at a time (:func:`write_long_parquet`): the same
+    bytes as ``DataFrame.to_parquet`` of the whole long frame, which at 10⁶ records and L = 100
+    would be 10⁸ rows (3.2 GB) in memory at once.
     """
     from synthgeo.pipeline.risk_stage import release_predictive_of
 
     pred = release_predictive_of(result.implicates["restricted"])
     L, n = pred.mean.shape
-    frame = pd.DataFrame({"record": np.tile(np.asarray(result.data.record_id), L),
-                          "implicate": np.repeat(np.arange(1, L + 1), n),
-                          "mean": pred.mean.ravel(), "sd": pred.sd.ravel()})
+    record = np.asarray(result.data.record_id)
+
+    def rows(lo: int, hi: int) -> pd.DataFrame:
+        imp, rec = np.divmod(np.arange(lo, hi), n)  # row-major over (implicate, record)
+        return pd.DataFrame({"record": record[rec], "implicate": imp + 1,
+                             "mean": pred.mean[imp, rec], "sd": pred.sd[imp, rec]})
+
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial")
-    frame.to_parquet(partial, index=False)
+    write_long_parquet(partial, rows, L * n)
     partial.replace(path)
     g = response_scale(result.spec).g_name
     return {"bytes": path.stat().st_size, "sha256": file_sha256(path), "n_records": int(n),
             "n_implicates": int(L),
             "scale": "model scale (" + ("log of the response; released = exp" if g == "exp"
                                         else "the response's own units") + ")"}
+
+
+#: Rows per Parquet row group: pyarrow's default (``pyarrow.parquet.write_table`` and
+#: ``DataFrame.to_parquet`` without ``row_group_size``), written explicitly.
+PARQUET_ROW_GROUP = 1024 * 1024
+
+
+def write_long_parquet(path: Path, rows, n_rows: int) -> None:
+    """Write a long frame to Parquet one row group at a time, as ``to_parquet`` would whole.
+
+    Parameters
+    ----------
+    path : Path
+        The file to create.
+    rows : callable
+        ``rows(lo, hi) -> pandas.DataFrame``: rows ``lo..hi-1`` of the frame (same columns and
+        dtypes for every slice).
+    n_rows : int
+        Rows in all.
+
+    Notes
+    -----
+    Each slice is :data:`PARQUET_ROW_GROUP` rows (the last fewer), converted as ``to_parquet``
+    converts (``pyarrow.Table.from_pandas``, no index) and written with its writer's defaults
+    (snappy), so the file has the same row groups and the same bytes as
+    ``rows(0, n_rows).to_parquet(path, index=False)``, with one row group in memory.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    writer = None
+    try:
+        for lo in range(0, max(n_rows, 1), PARQUET_ROW_GROUP):
+            table = pa.Table.from_pandas(rows(lo, min(lo + PARQUET_ROW_GROUP, n_rows)),
+                                         preserve_index=False)
+            if writer is None:
+                writer = pq.ParquetWriter(path, table.schema, compression="snappy")
+            writer.write_table(table, row_group_size=PARQUET_ROW_GROUP)
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 def write_result(result, out: str | os.PathLike, *, overwrite: bool = False,

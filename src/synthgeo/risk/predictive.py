@@ -8,13 +8,16 @@ N(x_iβ^(ℓ) + d_s w_s^(ℓ), τ²^(ℓ)), the leave-one-out GP predictive, or 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from synthgeo._spill import Spilled, spill, unspill
+
 __all__ = ["Predictive", "release_predictive", "pool_predictives", "pool_synthetic",
-           "record_slices", "RECORD_BLOCK"]
+           "kept_predictive", "record_slices", "RECORD_BLOCK"]
 
 #: Records per block where a per-record figure is computed block by block (all of a record's
 #: implicates in one block): (L, 4096) temporaries, 3.3 MB at L = 100, instead of (L, n).
@@ -238,3 +241,42 @@ def pool_synthetic(*parts: np.ndarray) -> np.ndarray:
         raise ValueError(f"releases to pool must hold the same records, got record counts "
                          f"{sorted(n)}; link them by id first.")
     return np.concatenate(arrays)
+
+
+def kept_predictive(pred: Predictive) -> Callable[[], Predictive]:
+    """Return a loader of ``pred`` for a later stage: itself when small, else from disk.
+
+    Large means and sds (:data:`synthgeo._spill.SPILL_BYTES` each, from about 10⁵ records at
+    L = 100) go to an unnamed temporary file (:func:`synthgeo._spill.spill`); each call then
+    returns a fresh :class:`Predictive` with the same doubles, and between calls none of it is
+    resident (the leave-one-out baseline kept for the cumulative risk and the release record).
+
+    Parameters
+    ----------
+    pred : Predictive
+
+    Returns
+    -------
+    callable
+        ``loader() -> Predictive``.
+
+    Examples
+    --------
+    >>> g = Predictive(mean=np.zeros((2, 3)), sd=np.ones((2, 3)), name="baseline_loo")
+    >>> kept_predictive(g)() is g
+    True
+    """
+    mean, sd = spill(pred.mean), spill(pred.sd)
+    if not (isinstance(mean, Spilled) or isinstance(sd, Spilled)):
+        return _held(pred)
+    return _loaded(mean, sd, pred.name)  # the loader holds the files, not the arrays
+
+
+def _held(pred: Predictive) -> Callable[[], Predictive]:
+    """Return ``() -> pred``."""
+    return lambda: pred
+
+
+def _loaded(mean, sd, name: str) -> Callable[[], Predictive]:
+    """Return ``() -> Predictive`` read from spilled (or in-memory) arrays."""
+    return lambda: Predictive(mean=unspill(mean), sd=unspill(sd), name=name)

@@ -34,6 +34,8 @@ def section_grid_diagnostics(result) -> Section | None:
         return None
     failures = [(name, fit.convergence.problems) for name, fit in fits.items()
                 if not fit.convergence.passed]
+    failures += [(name, [b["message"] for b in fit.engine["posterior_at_prior_bound"]])
+                 for name, fit in fits.items() if fit.engine.get("posterior_at_prior_bound")]
     body = render("grid_checks.html.j2", grid=grid, failures=failures,
                   not_fitted=NOT_FITTED if len(fits) < len(result.fits) else None)
     return Section("convergence", "Posterior checks (grid quadrature)", body)

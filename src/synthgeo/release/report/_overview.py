@@ -374,6 +374,11 @@ def key_figures(result) -> pd.DataFrame:
         rows.append((f"convergence, {name}",
                      "passed" if c.passed else f"FAILED: {'; '.join(c.problems)}",
                      "ok" if c.passed else "warn"))
+    for name, fit in fits.items():  # only where the posterior piles against a prior bound
+        at_bound = (getattr(fit, "engine", None) or {}).get("posterior_at_prior_bound")
+        if at_bound:
+            rows.append((f"posterior at a prior bound, {name}",
+                         "; ".join(b["message"] for b in at_bound), "warn"))
     if "restricted" in result.fits and "restricted" not in fits:
         rows.append(("convergence, cross_fitted", "the unrestricted fit's (reused: no "
                      "restricted fit)", ""))

@@ -1,0 +1,89 @@
+"""Large arrays kept for a later stage in an unnamed temporary file, out of the resident set.
+
+A fit's posterior draws of w for the implicates' draws are made once (the NNGP draws cost
+minutes at 10⁶ records) and read again by the report's surface panel, long after the risk
+stage has passed the run's memory peak. At 10⁶ records and L = 100 they are 800 MB per model.
+:func:`spill` writes such an array to a :func:`tempfile.TemporaryFile` (no name on POSIX, mode
+0600, gone when closed or collected) and :meth:`Spilled.load` reads a fresh copy back with
+``read`` calls: the same bytes, and between reads nothing of it is resident in this process
+(a memory map would keep the pages it has read counted in the resident set; the operating
+system's page cache is not). docs/inference.md, "Memory".
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import weakref
+
+import numpy as np
+
+__all__ = ["spill", "unspill", "Spilled", "SPILL_BYTES"]
+
+#: Arrays of at least this many bytes are spilled (64 MiB: from about 10⁵ records at L = 100;
+#: smaller runs keep their arrays in memory; the values are the same either way).
+SPILL_BYTES = 64 * 2**20
+
+
+class Spilled:
+    """An array written to an unnamed temporary file; :meth:`load` returns a fresh copy.
+
+    Parameters
+    ----------
+    array : ndarray
+        Any shape, a fixed-size dtype (no objects).
+    """
+
+    def __init__(self, array: np.ndarray) -> None:
+        array = np.asarray(array)
+        self.shape, self.dtype = array.shape, array.dtype
+        self._file = tempfile.TemporaryFile(prefix="synthgeo-spill-")
+        np.save(self._file, array, allow_pickle=False)
+        self._lock = threading.Lock()
+        weakref.finalize(self, self._file.close)  # also at exit: no unclosed-file warning
+
+    def load(self) -> np.ndarray:
+        """Return a new in-memory copy of the array (writeable; the same bytes)."""
+        with self._lock:
+            self._file.seek(0)
+            return np.load(self._file, allow_pickle=False)
+
+    def __repr__(self) -> str:
+        """Show shape and dtype only (the values may be confidential)."""
+        return f"Spilled(shape={self.shape}, dtype={self.dtype})"
+
+
+def spill(array: np.ndarray, *, min_bytes: int | None = None) -> np.ndarray | Spilled:
+    """Return ``array`` itself, or a :class:`Spilled` copy of it on disk when it is large.
+
+    Parameters
+    ----------
+    array : ndarray
+    min_bytes : int, optional
+        Arrays smaller than this are returned unchanged; default :data:`SPILL_BYTES` (read
+        at each call).
+
+    Returns
+    -------
+    ndarray or Spilled
+
+    Examples
+    --------
+    >>> a = np.arange(6.0).reshape(2, 3)
+    >>> spill(a) is a
+    True
+    >>> b = spill(a, min_bytes=0)
+    >>> b
+    Spilled(shape=(2, 3), dtype=float64)
+    >>> bool(np.array_equal(b.load(), a))
+    True
+    """
+    array = np.asarray(array)
+    if array.nbytes < (SPILL_BYTES if min_bytes is None else min_bytes) or array.size == 0:
+        return array
+    return Spilled(array)
+
+
+def unspill(value: np.ndarray | Spilled) -> np.ndarray:
+    """Return the array held by ``value`` (a fresh copy when spilled)."""
+    return value.load() if isinstance(value, Spilled) else value

@@ -1,0 +1,88 @@
+"""Large cached draws are kept in a temporary file: the same doubles, nothing resident."""
+
+import numpy as np
+import pytest
+
+from synthgeo import _spill
+from synthgeo.config import SamplingConfig
+from synthgeo.inference.grid import fit_gp_grid
+from synthgeo.model.kernels import make_sites
+from synthgeo.model.restricted_gp import default_priors
+from synthgeo.testing import simulate_gp
+
+
+def test_spilled_array_reads_back_the_same_bytes_as_a_fresh_copy():
+    a = np.random.default_rng(0).standard_normal((3, 5))
+    s = _spill.spill(a, min_bytes=0)
+    assert isinstance(s, _spill.Spilled) and "0." not in repr(s)  # no values in the repr
+    b, c = s.load(), s.load()
+    assert b.tobytes() == a.tobytes() and b is not c
+    b[0, 0] = 99.0  # a caller's change does not reach the stored copy
+    assert s.load().tobytes() == a.tobytes()
+    assert _spill.spill(a) is a  # small: kept in memory as before
+
+
+@pytest.mark.parametrize("gp", ["exact", "nngp"])
+def test_grid_fit_effects_are_the_same_when_the_cache_spills(monkeypatch, gp):
+    sim = simulate_gp(n=120, random_seed=4)
+    sites = make_sites(sim["coords_m"])
+    pri = default_priors(sim["y"], sim["X"], sites)
+    flat = np.arange(0, 200, 10)
+
+    def effects(threshold):
+        monkeypatch.setattr(_spill, "SPILL_BYTES", threshold)
+        fit = fit_gp_grid(sim["y"], sim["X"], sites, priors=pri, coef_names=["a", "b"],
+                          config=SamplingConfig(sampler="grid", draws=100, seed=3), gp=gp)
+        first, again = fit.effects(flat), fit.effects(flat)
+        cached = fit.effect_sampler.__closure__
+        held = [c.cell_contents for c in cached if isinstance(c.cell_contents, dict)
+                and any(isinstance(k, tuple) for k in c.cell_contents)]
+        return first, again, held[0][tuple(flat)]
+
+    w, w_again, held = effects(0)  # every array spills
+    assert isinstance(held, _spill.Spilled)
+    assert w_again.tobytes() == w.tobytes() and w_again is not w
+    w_mem, _, held_mem = effects(2**40)  # nothing spills: the old route
+    assert isinstance(held_mem, np.ndarray)
+    assert w.tobytes() == w_mem.tobytes()
+
+
+def test_kept_predictive_reads_back_the_same_doubles(monkeypatch):
+    from synthgeo.risk.predictive import Predictive, kept_predictive
+
+    rng = np.random.default_rng(1)
+    pred = Predictive(mean=rng.standard_normal((4, 6)), sd=rng.uniform(1, 2, (4, 6)),
+                      name="baseline_loo")
+    assert kept_predictive(pred)() is pred  # small: kept as it is
+    monkeypatch.setattr(_spill, "SPILL_BYTES", 0)
+    load = kept_predictive(pred)
+    assert not any(c.cell_contents is pred for c in load.__closure__)  # the files, not pred
+    got = load()
+    assert got is not pred and got.name == "baseline_loo"
+    assert got.mean.tobytes() == pred.mean.tobytes() and got.sd.tobytes() == pred.sd.tobytes()
+
+
+@pytest.mark.slow
+def test_a_release_that_spills_writes_the_same_files(tmp_path, monkeypatch):
+    """Every spill on (threshold 0 bytes) against none: release/ and confidential/ identical."""
+    import hashlib
+    from pathlib import Path
+
+    from synthgeo.cli.main import main
+
+    root = Path(__file__).resolve().parents[1]
+    spec = (root / "models" / "sacramento_all.toml").read_text()
+    p = tmp_path / "s.toml"
+    p.write_text(spec.replace('gp = "auto"', 'gp = "nngp"'))
+
+    def files(threshold, name):
+        monkeypatch.setattr(_spill, "SPILL_BYTES", threshold)
+        out = tmp_path / name
+        assert main(["run", str(p), "--out", str(out), "--draws", "200", "--implicates", "20",
+                     "--quiet", "--progress", "never"]) == 0
+        return {str(f.relative_to(out)): hashlib.sha256(f.read_bytes()).hexdigest()
+                for d in ("release", "confidential") for f in sorted((out / d).rglob("*"))
+                if f.is_file()}
+
+    spilled, kept = files(0, "spilled"), files(2**40, "kept")
+    assert spilled and spilled == kept
