@@ -51,16 +51,16 @@ class NeighbourGraph:
     neighbours : ndarray of int, shape (n, m)
         For the point ranked r, the ranks of its (up to) m nearest earlier *eligible* points,
         nearest first; -1 pads rows with fewer (the first points, and ineligible rows).
-    dist_nn : ndarray of shape (n, m, m)
-        Distances between each row's neighbours (same unit as the coordinates; 0 on padding).
-    dist_in : ndarray of shape (n, m)
-        Distance from each point to each of its neighbours (0 on padding).
+    points : ndarray of shape (n, 2)
+        The coordinates in the ordering (``coords[order]``). The compiled kernels compute each
+        block's distances from these as they go (:mod:`synthgeo.model.vecchia_kernel`): the
+        graph holds 8 (m + 3) bytes a point (144 at m = 15), no (n, m, m) distance array
+        (1.8 KB a point, 1.8 GB at 10⁶ points); :meth:`distances` gives it for some rows.
     """
 
     order: np.ndarray
     neighbours: np.ndarray
-    dist_nn: np.ndarray
-    dist_in: np.ndarray
+    points: np.ndarray
 
     @property
     def n(self) -> int:
@@ -71,6 +71,18 @@ class NeighbourGraph:
     def m(self) -> int:
         """Neighbours per point."""
         return int(self.neighbours.shape[1])
+
+    def distances(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Return (dist_nn, dist_in) of the points ranked ``rows`` (default all).
+
+        ``dist_nn`` (r, m, m): distances between each row's neighbours; ``dist_in`` (r, m):
+        from the point to each neighbour; in the coordinates' unit, 0 on padding. The doubles
+        the kernels compute (:func:`~synthgeo.model.vecchia_kernel.neighbour_distances`);
+        8 (m² + m) bytes a row.
+        """
+        from synthgeo.model.vecchia_kernel import neighbour_distances  # numba: on first use
+
+        return neighbour_distances(self.points, self.neighbours, rows)
 
 
 def maxmin_order(coords: np.ndarray) -> np.ndarray:
@@ -197,10 +209,7 @@ def ordered_neighbours(
             nbr[rows[rr], pos[rr, cc]] = r[rr, cc]
             todo = todo[~done]
             k = min(cand.size, 2 * k)
-    from synthgeo.model.vecchia_kernel import neighbour_distances  # numba: on first use
-
-    dist_nn, dist_in = neighbour_distances(pts, nbr)
-    return NeighbourGraph(order=order, neighbours=nbr, dist_nn=dist_nn, dist_in=dist_in)
+    return NeighbourGraph(order=order, neighbours=nbr, points=pts)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -304,8 +313,7 @@ def vecchia_factors(
     dd = np.ones(graph.n) if d is None else np.asarray(d, float)[graph.order]
     om = (np.ones(graph.n) if nugget_weight is None
           else np.asarray(nugget_weight, float)[graph.order])
-    b, F, failed = factor_rows(graph.dist_nn, graph.dist_in, graph.neighbours, dd, om, nug,
-                               float(phi))
+    b, F, failed = factor_rows(graph.points, graph.neighbours, dd, om, nug, float(phi))
     if failed.any():  # a numerically singular block: LU with pivoting, as before the kernel
         rows = np.flatnonzero(failed)
         b[rows], F[rows] = _solve_rows(graph, rows, phi, nug, dd, om)
@@ -318,11 +326,11 @@ def _solve_rows(graph: NeighbourGraph, rows: np.ndarray, phi: float, nug: float,
     nbr = graph.neighbours[rows]
     valid = nbr >= 0
     d_nb = np.where(valid, dd[np.where(valid, nbr, 0)], 0.0)
-    C = exponential_correlation(graph.dist_nn[rows], phi) * (d_nb[:, :, None]
-                                                             * d_nb[:, None, :])
+    dist_nn, dist_in = graph.distances(rows)
+    C = exponential_correlation(dist_nn, phi) * (d_nb[:, :, None] * d_nb[:, None, :])
     idx = np.arange(nbr.shape[1])
     C[:, idx, idx] += np.where(valid, nug * om[np.where(valid, nbr, 0)], 1.0)  # padding: I
-    c = exponential_correlation(graph.dist_in[rows], phi) * d_nb * dd[rows, None]
+    c = exponential_correlation(dist_in, phi) * d_nb * dd[rows, None]
     b = np.linalg.solve(C, c[:, :, None])[:, :, 0]
     own = nug * om[rows]
     F = dd[rows] ** 2 + own - np.einsum("nm,nm->n", b, c)
