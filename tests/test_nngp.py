@@ -533,3 +533,38 @@ def test_row_statistics_lanes_kernel_gives_the_same_bits_as_one_alpha_at_a_time(
     logdet, G = vk.row_statistics(g.points, g.neighbours, D, om, extra, alphas,
                                   2.5, v)
     assert np.array_equal(logdet, out[1][0]) and np.array_equal(G, out[1][1])
+
+
+def test_graphs_of_the_same_inputs_are_shared_and_read_only():
+    """One graph per (coordinates, m, eligible, ordering) alive at a time; nobody may write it."""
+    import gc
+
+    rng = np.random.default_rng(11)
+    xy = rng.uniform(0, 5, (200, 2))
+    elig = rng.uniform(size=200) > 0.2
+    g = ordered_neighbours(xy, 6, eligible=elig)
+    assert ordered_neighbours(xy.copy(), 6, eligible=elig.copy()) is g
+    others = [ordered_neighbours(xy, 6), ordered_neighbours(xy, 7, eligible=elig),
+              ordered_neighbours(xy, 6, eligible=elig, ordering="maxmin"),
+              ordered_neighbours(xy * 1000.0, 6, eligible=elig)]
+    assert all(o is not g for o in others)
+    assert len({id(o) for o in others}) == len(others)
+    for a in (g.order, g.neighbours, g.points):
+        with pytest.raises(ValueError, match="read-only"):
+            a[0] = 0
+    want = (g.order.copy(), g.neighbours.copy(), g.points.copy())
+    del g, others
+    gc.collect()
+    g2 = ordered_neighbours(xy, 6, eligible=elig)  # built again: the same arrays
+    assert all(np.array_equal(a, b) for a, b in zip((g2.order, g2.neighbours, g2.points), want))
+
+
+def test_graph_distances_of_some_rows_are_those_rows_of_all():
+    """NeighbourGraph.distances(rows): the rows of the whole (n, m, m) and (n, m) arrays."""
+    rng = np.random.default_rng(12)
+    g = ordered_neighbours(rng.uniform(0, 5, (300, 2)), 8, eligible=rng.uniform(size=300) > 0.1)
+    nn, din = g.distances()
+    rows = np.array([0, 5, 299, 17, 5])
+    sub_nn, sub_in = g.distances(rows)
+    assert np.array_equal(sub_nn, nn[rows]) and np.array_equal(sub_in, din[rows])
+    assert nn.shape == (300, 8, 8) and np.all(nn[g.neighbours < 0] == 0.0)

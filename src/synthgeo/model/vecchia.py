@@ -24,6 +24,9 @@ spatial signal, so they are never anyone's neighbour and their own conditional i
 
 from __future__ import annotations
 
+import hashlib
+import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +37,13 @@ from synthgeo.model.kernels import exponential_correlation
 
 __all__ = ["NeighbourGraph", "ordered_neighbours", "maxmin_order", "VecchiaFactors",
            "vecchia_factors"]
+
+#: The graphs alive in this process, by their inputs (:func:`ordered_neighbours`): the fits,
+#: the effect draws and the other consumers of one run that ask for the graph of the same
+#: coordinates, m, eligible points and ordering share one (weak references: a graph goes
+#: when its last consumer does).
+_GRAPHS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_GRAPHS_LOCK = threading.Lock()
 
 #: Relative jitter on the diagonal of each neighbour block when α = 0 (latent field over
 #: distinct sites): guards round-off for sites a few metres apart, nothing more.
@@ -170,20 +180,42 @@ def ordered_neighbours(
     are found with one cKDTree query of k candidates, keeping the earlier ones; rows still short
     of min(m, number of earlier eligible points) are queried again with k doubled (the
     approach of GpGp's ``find_ordered_nn``). Ties (coincident points) are broken by the tree.
+
+    A graph is a pure function of its inputs, so a graph of the same coordinates (the same
+    doubles), m, eligible points and ordering that is still alive in the process is returned
+    instead of a new one (the unrestricted fit and its effect draws, when every record is its
+    own site). Its arrays are read-only: consumers share them.
     """
-    coords = np.asarray(coords, dtype=float)
+    coords = np.ascontiguousarray(coords, dtype=float)
     n = coords.shape[0]
     m = int(n_neighbors)
     if m < 1:
         raise ValueError(f"`n_neighbors` must be a positive integer, got {n_neighbors!r}")
+    if ordering not in ("coord", "maxmin"):
+        raise ValueError(f"`ordering` must be 'coord' or 'maxmin', got {ordering!r}")
+    elig_in = np.ones(n, bool) if eligible is None else np.asarray(eligible, bool)
+    digest = hashlib.blake2b(coords.tobytes(), digest_size=32)
+    digest.update(np.ascontiguousarray(elig_in).tobytes())
+    key = (coords.shape, m, ordering, digest.hexdigest())
+    with _GRAPHS_LOCK:
+        graph = _GRAPHS.get(key)
+    if graph is None:
+        graph = _build_graph(coords, m, elig_in, ordering)
+        with _GRAPHS_LOCK:
+            graph = _GRAPHS.setdefault(key, graph)
+    return graph
+
+
+def _build_graph(coords: np.ndarray, m: int, elig_in: np.ndarray,
+                 ordering: str) -> NeighbourGraph:
+    """Build the graph of :func:`ordered_neighbours` (validated inputs), arrays read-only."""
+    n = coords.shape[0]
     if ordering == "coord":
         order = np.lexsort((coords[:, 1], coords[:, 0], coords.sum(axis=1)))
-    elif ordering == "maxmin":
-        order = maxmin_order(coords)
     else:
-        raise ValueError(f"`ordering` must be 'coord' or 'maxmin', got {ordering!r}")
+        order = maxmin_order(coords)
     pts = coords[order]
-    elig = np.ones(n, bool) if eligible is None else np.asarray(eligible, bool)[order]
+    elig = elig_in[order]
     cand = np.flatnonzero(elig)  # ranks of eligible points (sorted)
     nbr = np.full((n, m), -1, dtype=np.int64)
     if cand.size:
@@ -209,6 +241,8 @@ def ordered_neighbours(
             nbr[rows[rr], pos[rr, cc]] = r[rr, cc]
             todo = todo[~done]
             k = min(cand.size, 2 * k)
+    for a in (order, nbr, pts):
+        a.flags.writeable = False
     return NeighbourGraph(order=order, neighbours=nbr, points=pts)
 
 
