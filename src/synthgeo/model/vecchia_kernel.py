@@ -16,7 +16,10 @@ symmetric positive definite: a correlation matrix plus a positive diagonal; Golu
 *Matrix Computations*, 4th ed., Alg. 4.2.1) and solved by two triangular sweeps, one point after
 another, in compiled code without the GIL (numba): no temporaries, half the exponentials (one
 triangle), a third of the flops of LU. Measured at 10⁵ points, m = 15:
-``benchmarks/bench_nngp.py factors``.
+``benchmarks/bench_nngp.py factors``. The distances H and h are computed in the same loop from
+the coordinates and the neighbour indices (√(Δx² + Δy²), the doubles
+:func:`neighbour_distances` gives), so no (n, m, m) distance array is stored: 1.8 KB a point
+at m = 15, which every neighbour graph of a run held before.
 
 The result agrees with the LU solve to round-off (relative differences of order cond(C)·ε;
 ``tests/test_nngp.py``). A block whose Cholesky meets a non-positive pivot (possible only for a
@@ -99,9 +102,11 @@ def _rows(src, pts, h_in, nbr, dd, d_src, om, om_src, nug, phi, b, F):  # pragma
     rhs = np.empty(m)
     x = np.empty(m)
     d_nb = np.empty(m)
-    xy = np.empty((m, 2))
+    xy = np.empty((2, m))  # the neighbours' x and y, each contiguous
+    h = np.empty(m)
     pos = np.empty(m, np.int64)
     failed = np.zeros(n, np.bool_)
+    one = np.exp(-phi * 0.0)  # the diagonal's correlation: a point's distance to itself is 0
     for i in range(n):
         k = 0
         for a in range(m):
@@ -109,8 +114,8 @@ def _rows(src, pts, h_in, nbr, dd, d_src, om, om_src, nug, phi, b, F):  # pragma
             if j >= 0:
                 pos[k] = a
                 d_nb[k] = d_src[j]
-                xy[k, 0] = src[j, 0]
-                xy[k, 1] = src[j, 1]
+                xy[0, k] = src[j, 0]
+                xy[1, k] = src[j, 1]
                 k += 1
         for a in range(m):
             b[i, a] = 0.0
@@ -121,14 +126,14 @@ def _rows(src, pts, h_in, nbr, dd, d_src, om, om_src, nug, phi, b, F):  # pragma
         # lower triangle of C and the right-hand side c; distances from the coordinates
         for a in range(k):
             pa = pos[a]
-            xa, ya = xy[a, 0], xy[a, 1]
+            xa, ya = xy[0, a], xy[1, a]
+            for c in range(a):  # the distances first: a loop the compiler vectorises
+                h[c] = _distance(xa, ya, xy[0, c], xy[1, c])
             for c in range(a):
-                A[a, c] = np.exp(-phi * _distance(xa, ya, xy[c, 0], xy[c, 1])) \
-                    * (d_nb[a] * d_nb[c])
-            A[a, a] = np.exp(-phi * _distance(xa, ya, xa, ya)) * (d_nb[a] * d_nb[a]) \
-                + nug * om_src[nbr[i, pa]]
-            h = h_in[i, pa] if given else _distance(xa, ya, pts[i, 0], pts[i, 1])
-            rhs[a] = np.exp(-phi * h) * d_nb[a] * dd[i]
+                A[a, c] = np.exp(-phi * h[c]) * (d_nb[a] * d_nb[c])
+            A[a, a] = one * (d_nb[a] * d_nb[a]) + nug * om_src[nbr[i, pa]]
+            h_a = h_in[i, pa] if given else _distance(xa, ya, pts[i, 0], pts[i, 1])
+            rhs[a] = np.exp(-phi * h_a) * d_nb[a] * dd[i]
         if not _cholesky_in_place(A, k):  # C = L Lᵀ in place (lower triangle)
             failed[i] = True
             continue
@@ -271,14 +276,14 @@ def factor_rows(points: np.ndarray, neighbours: np.ndarray, dd: np.ndarray, om: 
 
 
 @numba.njit(cache=True, nogil=True)
-def _gather_block(pts, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb,
-                  xy):  # pragma: no cover - compiled
+def _gather_block(pts, nbr, om, v, phi, one, i, pos, R, r, om_nb, v_nb, xy,
+                  h):  # pragma: no cover - compiled
     """Point i's neighbour block, once for every α: positions, correlations, ω and values.
 
-    Fills ``pos`` (the real neighbours' columns), ``xy`` (their coordinates), R's lower
-    triangle exp(−φ H) and r = exp(−φ h) with the distances computed here from the
-    coordinates (:func:`_distance`), the neighbours' ω and rows of v; returns how many
-    neighbours i has.
+    Fills ``pos`` (the real neighbours' columns), ``xy`` (their x and y, 2 x m), R's lower
+    triangle exp(−φ H) (diagonal ``one`` = exp(−φ·0)) and r = exp(−φ h), with the distances
+    computed here from the coordinates (:func:`_distance`; ``h`` a buffer of m), the
+    neighbours' ω and rows of v; returns how many neighbours i has.
     """
     m = nbr.shape[1]
     k = v.shape[1]
@@ -291,10 +296,13 @@ def _gather_block(pts, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb,
     for a in range(cnt):
         ja = nbr[i, pos[a]]
         xa, ya = pts[ja, 0], pts[ja, 1]
-        xy[a, 0] = xa
-        xy[a, 1] = ya
-        for c in range(a + 1):
-            R[a, c] = np.exp(-phi * _distance(xa, ya, xy[c, 0], xy[c, 1]))
+        xy[0, a] = xa
+        xy[1, a] = ya
+        for c in range(a):  # the distances first: a loop the compiler vectorises
+            h[c] = _distance(xa, ya, xy[0, c], xy[1, c])
+        for c in range(a):
+            R[a, c] = np.exp(-phi * h[c])
+        R[a, a] = one
         r[a] = np.exp(-phi * _distance(xa, ya, xi, yi))
         om_nb[a] = om[ja]
         for c in range(k):
@@ -318,10 +326,12 @@ def _row_stats(pts, nbr, D, om, extra, alphas, phi, v, logdet, G):  # pragma: no
     d_nb = np.empty(m)
     om_nb = np.empty(m)
     v_nb = np.empty((m, k))
-    xy = np.empty((m, 2))
+    xy = np.empty((2, m))
+    h = np.empty(m)
     pos = np.empty(m, np.int64)
+    one = np.exp(-phi * 0.0)  # the diagonal's correlation (distance 0)
     for i in range(n):
-        cnt = _gather_block(pts, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb, xy)
+        cnt = _gather_block(pts, nbr, om, v, phi, one, i, pos, R, r, om_nb, v_nb, xy, h)
         if shared:
             di = D[0, i]
             for a in range(cnt):
@@ -392,10 +402,12 @@ def _row_stats_lanes(pts, nbr, D, om, extra, alphas, phi, v, logdet,
     d_nb = np.empty(m)
     om_nb = np.empty(m)
     v_nb = np.empty((m, k))
-    xy = np.empty((m, 2))
+    xy = np.empty((2, m))
+    h = np.empty(m)
     pos = np.empty(m, np.int64)
+    one = np.exp(-phi * 0.0)  # the diagonal's correlation (distance 0)
     for i in range(n):
-        cnt = _gather_block(pts, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb, xy)
+        cnt = _gather_block(pts, nbr, om, v, phi, one, i, pos, R, r, om_nb, v_nb, xy, h)
         if shared:
             di = D[0, i]
             for a in range(cnt):
