@@ -276,14 +276,15 @@ def factor_rows(points: np.ndarray, neighbours: np.ndarray, dd: np.ndarray, om: 
 
 
 @numba.njit(cache=True, nogil=True)
-def _gather_block(pts, nbr, om, v, phi, one, i, pos, R, r, om_nb, v_nb, xy,
-                  h):  # pragma: no cover - compiled
+def _gather_block(pts, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb,
+                  xy):  # pragma: no cover - compiled
     """Point i's neighbour block, once for every α: positions, correlations, ω and values.
 
-    Fills ``pos`` (the real neighbours' columns), ``xy`` (their x and y, 2 x m), R's lower
-    triangle exp(−φ H) (diagonal ``one`` = exp(−φ·0)) and r = exp(−φ h), with the distances
-    computed here from the coordinates (:func:`_distance`; ``h`` a buffer of m), the
-    neighbours' ω and rows of v; returns how many neighbours i has.
+    Fills ``pos`` (the real neighbours' columns), ``xy`` (their coordinates), R's lower
+    triangle exp(−φ H) and r = exp(−φ h) with the distances computed here from the
+    coordinates (:func:`_distance`), the neighbours' ω and rows of v; returns how many
+    neighbours i has. Distances and exponentials in one loop here: the split loops of
+    :func:`_rows` measured ~5 % slower on a grid row of 14 α at 10⁵ points.
     """
     m = nbr.shape[1]
     k = v.shape[1]
@@ -296,13 +297,10 @@ def _gather_block(pts, nbr, om, v, phi, one, i, pos, R, r, om_nb, v_nb, xy,
     for a in range(cnt):
         ja = nbr[i, pos[a]]
         xa, ya = pts[ja, 0], pts[ja, 1]
-        xy[0, a] = xa
-        xy[1, a] = ya
-        for c in range(a):  # the distances first: a loop the compiler vectorises
-            h[c] = _distance(xa, ya, xy[0, c], xy[1, c])
-        for c in range(a):
-            R[a, c] = np.exp(-phi * h[c])
-        R[a, a] = one
+        xy[a, 0] = xa
+        xy[a, 1] = ya
+        for c in range(a + 1):
+            R[a, c] = np.exp(-phi * _distance(xa, ya, xy[c, 0], xy[c, 1]))
         r[a] = np.exp(-phi * _distance(xa, ya, xi, yi))
         om_nb[a] = om[ja]
         for c in range(k):
@@ -326,12 +324,10 @@ def _row_stats(pts, nbr, D, om, extra, alphas, phi, v, logdet, G):  # pragma: no
     d_nb = np.empty(m)
     om_nb = np.empty(m)
     v_nb = np.empty((m, k))
-    xy = np.empty((2, m))
-    h = np.empty(m)
+    xy = np.empty((m, 2))
     pos = np.empty(m, np.int64)
-    one = np.exp(-phi * 0.0)  # the diagonal's correlation (distance 0)
     for i in range(n):
-        cnt = _gather_block(pts, nbr, om, v, phi, one, i, pos, R, r, om_nb, v_nb, xy, h)
+        cnt = _gather_block(pts, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb, xy)
         if shared:
             di = D[0, i]
             for a in range(cnt):
@@ -402,12 +398,10 @@ def _row_stats_lanes(pts, nbr, D, om, extra, alphas, phi, v, logdet,
     d_nb = np.empty(m)
     om_nb = np.empty(m)
     v_nb = np.empty((m, k))
-    xy = np.empty((2, m))
-    h = np.empty(m)
+    xy = np.empty((m, 2))
     pos = np.empty(m, np.int64)
-    one = np.exp(-phi * 0.0)  # the diagonal's correlation (distance 0)
     for i in range(n):
-        cnt = _gather_block(pts, nbr, om, v, phi, one, i, pos, R, r, om_nb, v_nb, xy, h)
+        cnt = _gather_block(pts, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb, xy)
         if shared:
             di = D[0, i]
             for a in range(cnt):
