@@ -147,7 +147,7 @@ def factors(n: int = 100_000, m: int = 15, reps: int = 3) -> None:
             "grid row of 14 nugget shares, cell by cell": timed(
                 lambda: [cov._stats(vecchia_factors(g, phi, a)) for a in row]),
             "eigendecomposition of the blocks": timed(lambda: np.linalg.eigh(
-                np.exp(-phi * g.dist_nn[g.neighbours[:, -1] >= 0]))),
+                np.exp(-phi * g.distances(np.flatnonzero(g.neighbours[:, -1] >= 0))[0]))),
         }
     b, F = _solve_rows(g, np.arange(n), phi, alpha, ones, ones)
     diff_b = float(np.abs(f.b - b).max())

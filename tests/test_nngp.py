@@ -63,7 +63,7 @@ def test_ordered_neighbours_match_brute_force(m):
         assert all(j < r and el[j] for j in got_idx)
         got = np.sort(np.linalg.norm(pts[got_idx] - pts[r], axis=1))
         np.testing.assert_allclose(got, want)  # same distances (ties may swap points)
-        np.testing.assert_allclose(g.dist_in[r][: got_idx.size],
+        np.testing.assert_allclose(g.distances([r])[1][0][: got_idx.size],
                                    np.linalg.norm(pts[got_idx] - pts[r], axis=1))
 
 
@@ -91,7 +91,7 @@ def test_maxmin_neighbours_match_brute_force_and_full_sets_are_exact(m):
         want = np.sort(np.linalg.norm(pts[:r] - pts[r], axis=1))[:m]
         got_idx = g.neighbours[r][g.neighbours[r] >= 0]
         assert all(j < r for j in got_idx)
-        np.testing.assert_allclose(np.sort(g.dist_in[r][: got_idx.size]), want)
+        np.testing.assert_allclose(np.sort(g.distances([r])[1][0][: got_idx.size]), want)
     full = ordered_neighbours(xy, 49, ordering="maxmin")
     f = vecchia_factors(full, phi=5.0, alpha=0.1)
     C = np.exp(-5.0 * cdist(xy, xy)) + 0.1 * np.eye(50)
@@ -335,7 +335,7 @@ def test_a_singular_neighbour_block_is_flagged_and_solved_by_lu(monkeypatch):
     xy = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [0.0, 0.0]])  # three coincident points
     g = ordered_neighbours(xy, 2)
     ones = np.ones(4)
-    _, _, failed = factor_rows(g.dist_nn, g.dist_in, g.neighbours, ones, ones, 0.0, 1.0)
+    _, _, failed = factor_rows(g.points, g.neighbours, ones, ones, 0.0, 1.0)
     assert failed.any()  # the singular block [[1, 1], [1, 1]]: no Cholesky without a nugget
     rng = np.random.default_rng(0)
     g = ordered_neighbours(rng.uniform(0, 3, (50, 2)), 5)
@@ -461,7 +461,7 @@ def test_grid_row_with_one_d_for_every_alpha_is_bit_identical_to_d_per_alpha():
     out = []
     for D in (np.tile(d, (3, 1)), d[None, :]):  # per α (the general path), shared
         logdet, G = np.zeros(3), np.zeros((3, 3, 3))
-        assert _row_stats(g.dist_nn, g.dist_in, g.neighbours, D, om, extra, alphas, 0.9, v,
+        assert _row_stats(g.points, g.neighbours, D, om, extra, alphas, 0.9, v,
                           logdet, G)
         out.append((logdet, G))
     assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])
@@ -507,7 +507,7 @@ def test_compiled_neighbour_distances_are_numpys_norm_and_einsum(eligible_share)
     want_nn *= valid[:, :, None] & valid[:, None, :]
     got_nn, got_in = neighbour_distances(pts, nbr)
     assert np.array_equal(got_nn, want_nn) and np.array_equal(got_in, want_in)
-    assert np.array_equal(g.dist_nn, want_nn) and np.array_equal(g.dist_in, want_in)
+    assert all(np.array_equal(a, b) for a, b in zip(g.distances(), (want_nn, want_in)))
 
 
 @pytest.mark.parametrize("shared", [True, False])
@@ -525,11 +525,46 @@ def test_row_statistics_lanes_kernel_gives_the_same_bits_as_one_alpha_at_a_time(
     out = []
     for kernel in (vk._row_stats, vk._row_stats_lanes):
         logdet, G = np.zeros(alphas.size), np.zeros((alphas.size, 3, 3))
-        assert kernel(g.dist_nn, g.dist_in, g.neighbours.astype(np.int64), D, om, extra,
+        assert kernel(g.points, g.neighbours.astype(np.int64), D, om, extra,
                       alphas, 2.5, v, logdet, G)
         out.append((logdet, G))
     assert np.array_equal(out[0][0], out[1][0]) and np.array_equal(out[0][1], out[1][1])
     # the public entry point takes the lanes kernel for a grid row and gives these bits
-    logdet, G = vk.row_statistics(g.dist_nn, g.dist_in, g.neighbours, D, om, extra, alphas,
+    logdet, G = vk.row_statistics(g.points, g.neighbours, D, om, extra, alphas,
                                   2.5, v)
     assert np.array_equal(logdet, out[1][0]) and np.array_equal(G, out[1][1])
+
+
+def test_graphs_of_the_same_inputs_are_shared_and_read_only():
+    """One graph per (coordinates, m, eligible, ordering) alive at a time; nobody may write it."""
+    import gc
+
+    rng = np.random.default_rng(11)
+    xy = rng.uniform(0, 5, (200, 2))
+    elig = rng.uniform(size=200) > 0.2
+    g = ordered_neighbours(xy, 6, eligible=elig)
+    assert ordered_neighbours(xy.copy(), 6, eligible=elig.copy()) is g
+    others = [ordered_neighbours(xy, 6), ordered_neighbours(xy, 7, eligible=elig),
+              ordered_neighbours(xy, 6, eligible=elig, ordering="maxmin"),
+              ordered_neighbours(xy * 1000.0, 6, eligible=elig)]
+    assert all(o is not g for o in others)
+    assert len({id(o) for o in others}) == len(others)
+    for a in (g.order, g.neighbours, g.points):
+        with pytest.raises(ValueError, match="read-only"):
+            a[0] = 0
+    want = (g.order.copy(), g.neighbours.copy(), g.points.copy())
+    del g, others
+    gc.collect()
+    g2 = ordered_neighbours(xy, 6, eligible=elig)  # built again: the same arrays
+    assert all(np.array_equal(a, b) for a, b in zip((g2.order, g2.neighbours, g2.points), want))
+
+
+def test_graph_distances_of_some_rows_are_those_rows_of_all():
+    """NeighbourGraph.distances(rows): the rows of the whole (n, m, m) and (n, m) arrays."""
+    rng = np.random.default_rng(12)
+    g = ordered_neighbours(rng.uniform(0, 5, (300, 2)), 8, eligible=rng.uniform(size=300) > 0.1)
+    nn, din = g.distances()
+    rows = np.array([0, 5, 299, 17, 5])
+    sub_nn, sub_in = g.distances(rows)
+    assert np.array_equal(sub_nn, nn[rows]) and np.array_equal(sub_in, din[rows])
+    assert nn.shape == (300, 8, 8) and np.all(nn[g.neighbours < 0] == 0.0)

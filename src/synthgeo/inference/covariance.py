@@ -182,7 +182,7 @@ class NNGPCovariance:
         D = np.stack([self.d_of(a)[self.site_index][g.order] for a in alphas])
         om = np.ones(g.n) if self.nugget_weight is None else self.nugget_weight[g.order]
         extra = np.zeros(g.n) if self.extra is None else self.extra
-        out = row_statistics(g.dist_nn, g.dist_in, g.neighbours, D, om, extra,
+        out = row_statistics(g.points, g.neighbours, D, om, extra,
                              np.array([a if a > 0 else LATENT_JITTER for a in alphas]),
                              float(phi_km), self.Xy)
         if out is None:

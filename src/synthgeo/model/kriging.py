@@ -93,18 +93,20 @@ def krige(
     k = min(int(n_neighbors), source.shape[0])
     dist, j = cKDTree(source).query(target, k=k, workers=-1)
     dist, j = np.asarray(dist).reshape(-1, k), np.asarray(j).reshape(-1, k)
-    nb = source[j]  # (T, k, 2)
-    d_nn = np.linalg.norm(nb[:, :, None, :] - nb[:, None, :, :], axis=-1)
     diag = np.arange(k)
     ones_t, ones_s = np.ones(target.shape[0]), np.ones(source.shape[0])
 
     def one_phi(ph: float) -> None:
         rows = np.flatnonzero(phi == ph)
-        # each target's block C b = c: Cholesky in compiled code (model.vecchia_kernel)
-        b, _, failed = factor_rows(d_nn, dist, j, ones_t, ones_t, KRIGING_JITTER, ph,
-                                   d_source=ones_s, om_source=ones_s)
+        # each target's block C b = c: Cholesky in compiled code (model.vecchia_kernel), the
+        # sources' distances computed there from their coordinates (no (T, k, k) array)
+        b, _, failed = factor_rows(target, j, ones_t, ones_t, KRIGING_JITTER, ph,
+                                   source=source, dist_in=dist, d_source=ones_s,
+                                   om_source=ones_s)
         if failed.any():  # a numerically singular block (coincident sources): LU, as before
-            C = exponential_correlation(d_nn[failed], ph)
+            nb = source[j[failed]]  # (f, k, 2)
+            d_nn = np.linalg.norm(nb[:, :, None, :] - nb[:, None, :, :], axis=-1)
+            C = exponential_correlation(d_nn, ph)
             C[:, diag, diag] += KRIGING_JITTER
             b[failed] = np.linalg.solve(
                 C, exponential_correlation(dist[failed], ph)[:, :, None])[:, :, 0]

@@ -24,6 +24,9 @@ spatial signal, so they are never anyone's neighbour and their own conditional i
 
 from __future__ import annotations
 
+import hashlib
+import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +37,13 @@ from synthgeo.model.kernels import exponential_correlation
 
 __all__ = ["NeighbourGraph", "ordered_neighbours", "maxmin_order", "VecchiaFactors",
            "vecchia_factors"]
+
+#: The graphs alive in this process, by their inputs (:func:`ordered_neighbours`): the fits,
+#: the effect draws and the other consumers of one run that ask for the graph of the same
+#: coordinates, m, eligible points and ordering share one (weak references: a graph goes
+#: when its last consumer does).
+_GRAPHS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_GRAPHS_LOCK = threading.Lock()
 
 #: Relative jitter on the diagonal of each neighbour block when α = 0 (latent field over
 #: distinct sites): guards round-off for sites a few metres apart, nothing more.
@@ -51,16 +61,16 @@ class NeighbourGraph:
     neighbours : ndarray of int, shape (n, m)
         For the point ranked r, the ranks of its (up to) m nearest earlier *eligible* points,
         nearest first; -1 pads rows with fewer (the first points, and ineligible rows).
-    dist_nn : ndarray of shape (n, m, m)
-        Distances between each row's neighbours (same unit as the coordinates; 0 on padding).
-    dist_in : ndarray of shape (n, m)
-        Distance from each point to each of its neighbours (0 on padding).
+    points : ndarray of shape (n, 2)
+        The coordinates in the ordering (``coords[order]``). The compiled kernels compute each
+        block's distances from these as they go (:mod:`synthgeo.model.vecchia_kernel`): the
+        graph holds 8 (m + 3) bytes a point (144 at m = 15), no (n, m, m) distance array
+        (1.8 KB a point, 1.8 GB at 10⁶ points); :meth:`distances` gives it for some rows.
     """
 
     order: np.ndarray
     neighbours: np.ndarray
-    dist_nn: np.ndarray
-    dist_in: np.ndarray
+    points: np.ndarray
 
     @property
     def n(self) -> int:
@@ -71,6 +81,18 @@ class NeighbourGraph:
     def m(self) -> int:
         """Neighbours per point."""
         return int(self.neighbours.shape[1])
+
+    def distances(self, rows: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Return (dist_nn, dist_in) of the points ranked ``rows`` (default all).
+
+        ``dist_nn`` (r, m, m): distances between each row's neighbours; ``dist_in`` (r, m):
+        from the point to each neighbour; in the coordinates' unit, 0 on padding. The doubles
+        the kernels compute (:func:`~synthgeo.model.vecchia_kernel.neighbour_distances`);
+        8 (m² + m) bytes a row.
+        """
+        from synthgeo.model.vecchia_kernel import neighbour_distances  # numba: on first use
+
+        return neighbour_distances(self.points, self.neighbours, rows)
 
 
 def maxmin_order(coords: np.ndarray) -> np.ndarray:
@@ -158,20 +180,42 @@ def ordered_neighbours(
     are found with one cKDTree query of k candidates, keeping the earlier ones; rows still short
     of min(m, number of earlier eligible points) are queried again with k doubled (the
     approach of GpGp's ``find_ordered_nn``). Ties (coincident points) are broken by the tree.
+
+    A graph is a pure function of its inputs, so a graph of the same coordinates (the same
+    doubles), m, eligible points and ordering that is still alive in the process is returned
+    instead of a new one (the unrestricted fit and its effect draws, when every record is its
+    own site). Its arrays are read-only: consumers share them.
     """
-    coords = np.asarray(coords, dtype=float)
+    coords = np.ascontiguousarray(coords, dtype=float)
     n = coords.shape[0]
     m = int(n_neighbors)
     if m < 1:
         raise ValueError(f"`n_neighbors` must be a positive integer, got {n_neighbors!r}")
+    if ordering not in ("coord", "maxmin"):
+        raise ValueError(f"`ordering` must be 'coord' or 'maxmin', got {ordering!r}")
+    elig_in = np.ones(n, bool) if eligible is None else np.asarray(eligible, bool)
+    digest = hashlib.blake2b(coords.tobytes(), digest_size=32)
+    digest.update(np.ascontiguousarray(elig_in).tobytes())
+    key = (coords.shape, m, ordering, digest.hexdigest())
+    with _GRAPHS_LOCK:
+        graph = _GRAPHS.get(key)
+    if graph is None:
+        graph = _build_graph(coords, m, elig_in, ordering)
+        with _GRAPHS_LOCK:
+            graph = _GRAPHS.setdefault(key, graph)
+    return graph
+
+
+def _build_graph(coords: np.ndarray, m: int, elig_in: np.ndarray,
+                 ordering: str) -> NeighbourGraph:
+    """Build the graph of :func:`ordered_neighbours` (validated inputs), arrays read-only."""
+    n = coords.shape[0]
     if ordering == "coord":
         order = np.lexsort((coords[:, 1], coords[:, 0], coords.sum(axis=1)))
-    elif ordering == "maxmin":
-        order = maxmin_order(coords)
     else:
-        raise ValueError(f"`ordering` must be 'coord' or 'maxmin', got {ordering!r}")
+        order = maxmin_order(coords)
     pts = coords[order]
-    elig = np.ones(n, bool) if eligible is None else np.asarray(eligible, bool)[order]
+    elig = elig_in[order]
     cand = np.flatnonzero(elig)  # ranks of eligible points (sorted)
     nbr = np.full((n, m), -1, dtype=np.int64)
     if cand.size:
@@ -197,10 +241,9 @@ def ordered_neighbours(
             nbr[rows[rr], pos[rr, cc]] = r[rr, cc]
             todo = todo[~done]
             k = min(cand.size, 2 * k)
-    from synthgeo.model.vecchia_kernel import neighbour_distances  # numba: on first use
-
-    dist_nn, dist_in = neighbour_distances(pts, nbr)
-    return NeighbourGraph(order=order, neighbours=nbr, dist_nn=dist_nn, dist_in=dist_in)
+    for a in (order, nbr, pts):
+        a.flags.writeable = False
+    return NeighbourGraph(order=order, neighbours=nbr, points=pts)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -304,8 +347,7 @@ def vecchia_factors(
     dd = np.ones(graph.n) if d is None else np.asarray(d, float)[graph.order]
     om = (np.ones(graph.n) if nugget_weight is None
           else np.asarray(nugget_weight, float)[graph.order])
-    b, F, failed = factor_rows(graph.dist_nn, graph.dist_in, graph.neighbours, dd, om, nug,
-                               float(phi))
+    b, F, failed = factor_rows(graph.points, graph.neighbours, dd, om, nug, float(phi))
     if failed.any():  # a numerically singular block: LU with pivoting, as before the kernel
         rows = np.flatnonzero(failed)
         b[rows], F[rows] = _solve_rows(graph, rows, phi, nug, dd, om)
@@ -318,11 +360,11 @@ def _solve_rows(graph: NeighbourGraph, rows: np.ndarray, phi: float, nug: float,
     nbr = graph.neighbours[rows]
     valid = nbr >= 0
     d_nb = np.where(valid, dd[np.where(valid, nbr, 0)], 0.0)
-    C = exponential_correlation(graph.dist_nn[rows], phi) * (d_nb[:, :, None]
-                                                             * d_nb[:, None, :])
+    dist_nn, dist_in = graph.distances(rows)
+    C = exponential_correlation(dist_nn, phi) * (d_nb[:, :, None] * d_nb[:, None, :])
     idx = np.arange(nbr.shape[1])
     C[:, idx, idx] += np.where(valid, nug * om[np.where(valid, nbr, 0)], 1.0)  # padding: I
-    c = exponential_correlation(graph.dist_in[rows], phi) * d_nb * dd[rows, None]
+    c = exponential_correlation(dist_in, phi) * d_nb * dd[rows, None]
     b = np.linalg.solve(C, c[:, :, None])[:, :, 0]
     own = nug * om[rows]
     F = dd[rows] ** 2 + own - np.einsum("nm,nm->n", b, c)

@@ -16,7 +16,10 @@ symmetric positive definite: a correlation matrix plus a positive diagonal; Golu
 *Matrix Computations*, 4th ed., Alg. 4.2.1) and solved by two triangular sweeps, one point after
 another, in compiled code without the GIL (numba): no temporaries, half the exponentials (one
 triangle), a third of the flops of LU. Measured at 10⁵ points, m = 15:
-``benchmarks/bench_nngp.py factors``.
+``benchmarks/bench_nngp.py factors``. The distances H and h are computed in the same loop from
+the coordinates and the neighbour indices (√(Δx² + Δy²), the doubles
+:func:`neighbour_distances` gives), so no (n, m, m) distance array is stored: 1.8 KB a point
+at m = 15, which every neighbour graph of a run held before.
 
 The result agrees with the LU solve to round-off (relative differences of order cond(C)·ε;
 ``tests/test_nngp.py``). A block whose Cholesky meets a non-positive pivot (possible only for a
@@ -84,14 +87,26 @@ def _cholesky_solve(A, rhs, x, k):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _rows(dist_nn, dist_in, nbr, dd, d_src, om, om_src, nug, phi, b, F):  # pragma: no cover
+def _distance(x0, y0, x1, y1):  # pragma: no cover - compiled
+    """√(Δx² + Δy²), Δ = (x0 − x1, y0 − y1): the one formula of every graph distance."""
+    dx = x0 - x1
+    dy = y0 - y1
+    return np.sqrt(dx * dx + dy * dy)
+
+
+@numba.njit(cache=True, nogil=True)
+def _rows(src, pts, h_in, nbr, dd, d_src, om, om_src, nug, phi, b, F):  # pragma: no cover
     n, m = nbr.shape
+    given = h_in.shape[0] > 0  # point-to-neighbour distances given (kriging's tree's)
     A = np.empty((m, m))
     rhs = np.empty(m)
     x = np.empty(m)
     d_nb = np.empty(m)
+    xy = np.empty((2, m))  # the neighbours' x and y, each contiguous
+    h = np.empty(m)
     pos = np.empty(m, np.int64)
     failed = np.zeros(n, np.bool_)
+    one = np.exp(-phi * 0.0)  # the diagonal's correlation: a point's distance to itself is 0
     for i in range(n):
         k = 0
         for a in range(m):
@@ -99,6 +114,8 @@ def _rows(dist_nn, dist_in, nbr, dd, d_src, om, om_src, nug, phi, b, F):  # prag
             if j >= 0:
                 pos[k] = a
                 d_nb[k] = d_src[j]
+                xy[0, k] = src[j, 0]
+                xy[1, k] = src[j, 1]
                 k += 1
         for a in range(m):
             b[i, a] = 0.0
@@ -106,14 +123,17 @@ def _rows(dist_nn, dist_in, nbr, dd, d_src, om, om_src, nug, phi, b, F):  # prag
         if k == 0:
             F[i] = max(dd[i] * dd[i] + own, own * 1e-6)
             continue
-        # lower triangle of C and the right-hand side c
+        # lower triangle of C and the right-hand side c; distances from the coordinates
         for a in range(k):
             pa = pos[a]
+            xa, ya = xy[0, a], xy[1, a]
+            for c in range(a):  # the distances first: a loop the compiler vectorises
+                h[c] = _distance(xa, ya, xy[0, c], xy[1, c])
             for c in range(a):
-                A[a, c] = np.exp(-phi * dist_nn[i, pa, pos[c]]) * (d_nb[a] * d_nb[c])
-            A[a, a] = np.exp(-phi * dist_nn[i, pa, pa]) * (d_nb[a] * d_nb[a]) \
-                + nug * om_src[nbr[i, pa]]
-            rhs[a] = np.exp(-phi * dist_in[i, pa]) * d_nb[a] * dd[i]
+                A[a, c] = np.exp(-phi * h[c]) * (d_nb[a] * d_nb[c])
+            A[a, a] = one * (d_nb[a] * d_nb[a]) + nug * om_src[nbr[i, pa]]
+            h_a = h_in[i, pa] if given else _distance(xa, ya, pts[i, 0], pts[i, 1])
+            rhs[a] = np.exp(-phi * h_a) * d_nb[a] * dd[i]
         if not _cholesky_in_place(A, k):  # C = L Lᵀ in place (lower triangle)
             failed[i] = True
             continue
@@ -186,20 +206,23 @@ def whitened_gram(b: np.ndarray, F: np.ndarray, neighbours: np.ndarray,
                  np.ascontiguousarray(v, dtype=float))
 
 
-def factor_rows(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndarray,
-                dd: np.ndarray, om: np.ndarray, nug: float, phi: float, *,
-                d_source: np.ndarray | None = None, om_source: np.ndarray | None = None,
+def factor_rows(points: np.ndarray, neighbours: np.ndarray, dd: np.ndarray, om: np.ndarray,
+                nug: float, phi: float, *, source: np.ndarray | None = None,
+                dist_in: np.ndarray | None = None, d_source: np.ndarray | None = None,
+                om_source: np.ndarray | None = None,
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """b, F and the rows whose block Cholesky failed, for every point of an ordering.
 
+    The distances are computed inside the compiled loop from the coordinates and the
+    neighbour indices, √(Δx² + Δy²) as :func:`neighbour_distances` computes them (the same
+    doubles): nothing of size (n, m, m) is stored.
+
     Parameters
     ----------
-    dist_nn : ndarray of shape (n, m, m)
-        Distances between each point's neighbours (the unit of 1/φ).
-    dist_in : ndarray of shape (n, m)
-        Distance from each point to each neighbour.
+    points : ndarray of shape (n, 2)
+        Coordinates of the points (the unit of 1/φ), in the ordering.
     neighbours : ndarray of int, shape (n, m)
-        Indices of the neighbours (ranks in the ordering, or rows of ``d_source``); -1 pads.
+        Indices of the neighbours (ranks in the ordering, or rows of ``source``); -1 pads.
     dd : ndarray of shape (n,)
         Smoothing scale d per point, in the ordering.
     om : ndarray of shape (n,)
@@ -208,9 +231,15 @@ def factor_rows(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndarray
         α (> 0; the latent field's jitter where α = 0).
     phi : float
         Decay φ, > 0.
+    source : ndarray of shape (S, 2), optional
+        Coordinates of the points ``neighbours`` indexes, when they are not the points
+        themselves (kriging targets from sources); default ``points``.
+    dist_in : ndarray of shape (n, m), optional
+        Distance from each point to each neighbour, when the caller has it (kriging: the
+        k-d tree's); default computed from the coordinates.
     d_source, om_source : ndarray of shape (S,), optional
         d and ω of the points ``neighbours`` indexes, when they are not the points
-        themselves (kriging targets from sources); default ``dd`` and ``om``.
+        themselves; default ``dd`` and ``om``.
 
     Returns
     -------
@@ -224,10 +253,9 @@ def factor_rows(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndarray
 
     Examples
     --------
-    >>> d_nn = np.array([[[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]]])
-    >>> d_in = np.array([[0.0, 0.0], [1.0, 0.0]])
+    >>> pts = np.array([[0.0, 0.0], [1.0, 0.0]])
     >>> nbr = np.array([[-1, -1], [0, -1]])
-    >>> b, F, failed = factor_rows(d_nn, d_in, nbr, np.ones(2), np.ones(2), 0.5, 1.0)
+    >>> b, F, failed = factor_rows(pts, nbr, np.ones(2), np.ones(2), 0.5, 1.0)
     >>> round(float(b[1, 0]), 6), round(float(F[1]), 6), failed.tolist()  # e⁻¹/1.5, 1.5 − e⁻²/1.5
     (0.245253, 1.409776, [False, False])
     """
@@ -236,8 +264,10 @@ def factor_rows(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndarray
     F = np.empty(n)
     dd = np.ascontiguousarray(dd, dtype=float)
     om = np.ascontiguousarray(om, dtype=float)
-    failed = _rows(np.ascontiguousarray(dist_nn, dtype=float),
-                   np.ascontiguousarray(dist_in, dtype=float),
+    pts = np.ascontiguousarray(points, dtype=float)
+    failed = _rows(pts if source is None else np.ascontiguousarray(source, dtype=float), pts,
+                   np.zeros((0, m)) if dist_in is None
+                   else np.ascontiguousarray(dist_in, dtype=float),
                    np.ascontiguousarray(neighbours, dtype=np.int64), dd,
                    dd if d_source is None else np.ascontiguousarray(d_source, dtype=float),
                    om, om if om_source is None else np.ascontiguousarray(om_source, dtype=float),
@@ -246,12 +276,15 @@ def factor_rows(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndarray
 
 
 @numba.njit(cache=True, nogil=True)
-def _gather_block(dist_nn, dist_in, nbr, om, v, phi, i, pos, R, r, om_nb,
-                  v_nb):  # pragma: no cover - compiled
+def _gather_block(pts, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb,
+                  xy):  # pragma: no cover - compiled
     """Point i's neighbour block, once for every α: positions, correlations, ω and values.
 
-    Fills ``pos`` (the real neighbours' columns), R's lower triangle exp(−φ H), r = exp(−φ h),
-    the neighbours' ω and rows of v; returns how many neighbours i has.
+    Fills ``pos`` (the real neighbours' columns), ``xy`` (their coordinates), R's lower
+    triangle exp(−φ H) and r = exp(−φ h) with the distances computed here from the
+    coordinates (:func:`_distance`), the neighbours' ω and rows of v; returns how many
+    neighbours i has. Distances and exponentials in one loop here: the split loops of
+    :func:`_rows` measured ~5 % slower on a grid row of 14 α at 10⁵ points.
     """
     m = nbr.shape[1]
     k = v.shape[1]
@@ -260,12 +293,15 @@ def _gather_block(dist_nn, dist_in, nbr, om, v, phi, i, pos, R, r, om_nb,
         if nbr[i, a] >= 0:
             pos[cnt] = a
             cnt += 1
+    xi, yi = pts[i, 0], pts[i, 1]
     for a in range(cnt):
-        pa = pos[a]
+        ja = nbr[i, pos[a]]
+        xa, ya = pts[ja, 0], pts[ja, 1]
+        xy[a, 0] = xa
+        xy[a, 1] = ya
         for c in range(a + 1):
-            R[a, c] = np.exp(-phi * dist_nn[i, pa, pos[c]])
-        r[a] = np.exp(-phi * dist_in[i, pa])
-        ja = nbr[i, pa]
+            R[a, c] = np.exp(-phi * _distance(xa, ya, xy[c, 0], xy[c, 1]))
+        r[a] = np.exp(-phi * _distance(xa, ya, xi, yi))
         om_nb[a] = om[ja]
         for c in range(k):
             v_nb[a, c] = v[ja, c]
@@ -273,7 +309,7 @@ def _gather_block(dist_nn, dist_in, nbr, om, v, phi, i, pos, R, r, om_nb,
 
 
 @numba.njit(cache=True, nogil=True)
-def _row_stats(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet, G):  # pragma: no cover
+def _row_stats(pts, nbr, D, om, extra, alphas, phi, v, logdet, G):  # pragma: no cover
     n, m = nbr.shape
     n_a = alphas.shape[0]
     k = v.shape[1]
@@ -288,9 +324,10 @@ def _row_stats(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet, G): 
     d_nb = np.empty(m)
     om_nb = np.empty(m)
     v_nb = np.empty((m, k))
+    xy = np.empty((m, 2))
     pos = np.empty(m, np.int64)
     for i in range(n):
-        cnt = _gather_block(dist_nn, dist_in, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb)
+        cnt = _gather_block(pts, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb, xy)
         if shared:
             di = D[0, i]
             for a in range(cnt):
@@ -341,7 +378,7 @@ def _row_stats(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet, G): 
 
 
 @numba.njit(cache=True, nogil=True)
-def _row_stats_lanes(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet,
+def _row_stats_lanes(pts, nbr, D, om, extra, alphas, phi, v, logdet,
                      G):  # pragma: no cover
     n, m = nbr.shape
     n_a = alphas.shape[0]
@@ -361,9 +398,10 @@ def _row_stats_lanes(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet
     d_nb = np.empty(m)
     om_nb = np.empty(m)
     v_nb = np.empty((m, k))
+    xy = np.empty((m, 2))
     pos = np.empty(m, np.int64)
     for i in range(n):
-        cnt = _gather_block(dist_nn, dist_in, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb)
+        cnt = _gather_block(pts, nbr, om, v, phi, i, pos, R, r, om_nb, v_nb, xy)
         if shared:
             di = D[0, i]
             for a in range(cnt):
@@ -460,16 +498,18 @@ def _row_stats_lanes(dist_nn, dist_in, nbr, D, om, extra, alphas, phi, v, logdet
     return True
 
 
-def row_statistics(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndarray,
-                   D: np.ndarray, om: np.ndarray, extra: np.ndarray, alphas: np.ndarray,
-                   phi: float, v: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def row_statistics(points: np.ndarray, neighbours: np.ndarray, D: np.ndarray, om: np.ndarray,
+                   extra: np.ndarray, alphas: np.ndarray, phi: float,
+                   v: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """log|C̃| and vᵀC̃⁻¹v at one φ and several α, in one pass over the points.
 
     What a grid row needs from :func:`~synthgeo.model.vecchia.vecchia_factors` and
     :func:`whitened_gram` at each α, without either's arrays: for each point the neighbour
-    block's correlations exp(−φ h) are computed once and serve every α (they are about 40 %
-    of a block's work), then per α the block is scaled by d, factored (Cholesky), solved, and
-    the point's F_i and whitened row are added to Σ log F_i and to the Gram matrix. Same
+    block's distances (from the coordinates, as :func:`neighbour_distances`: the same
+    doubles, nothing stored) and correlations exp(−φ h) are computed once and serve every α
+    (they are about 40 % of a block's work), then per α the block is scaled by d, factored
+    (Cholesky), solved, and the point's F_i and whitened row are added to Σ log F_i and to
+    the Gram matrix. Same
     arithmetic as the two-step route, so equal to round-off (only the order of the sums
     differs). From :data:`LANES_MIN_ALPHAS` α (a grid row holds 14) every α's block is
     factored side by side, α innermost, so that each step runs over the α's in SIMD lanes:
@@ -479,8 +519,10 @@ def row_statistics(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndar
 
     Parameters
     ----------
-    dist_nn, dist_in, neighbours
-        As :func:`factor_rows` (the graph's arrays).
+    points : ndarray of shape (n, 2)
+        Coordinates in the ordering (the graph's ``points``).
+    neighbours : ndarray of int, shape (n, m)
+        Ranks of the neighbours; -1 pads (the graph's ``neighbours``).
     D : ndarray of shape (A, n)
         d per α and point, in the ordering (rows equal where d does not depend on α).
     om : ndarray of shape (n,)
@@ -504,8 +546,8 @@ def row_statistics(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndar
     Examples
     --------
     >>> nbr = np.array([[-1], [0]])
-    >>> d_nn, d_in = np.zeros((2, 1, 1)), np.array([[0.0], [np.log(2.0)]])  # correlation ½
-    >>> logdet, G = row_statistics(d_nn, d_in, nbr, np.ones((1, 2)), np.ones(2), np.zeros(2),
+    >>> pts = np.array([[0.0, 0.0], [np.log(2.0), 0.0]])  # correlation ½
+    >>> logdet, G = row_statistics(pts, nbr, np.ones((1, 2)), np.ones(2), np.zeros(2),
     ...                            np.array([1e-12]), 1.0, np.eye(2))
     >>> (G[0] * 3).round(6).tolist()  # the inverse of [[1, ½], [½, 1]], times 3
     [[4.0, -2.0], [-2.0, 4.0]]
@@ -517,13 +559,12 @@ def row_statistics(dist_nn: np.ndarray, dist_in: np.ndarray, neighbours: np.ndar
     if D.shape[0] > 1 and np.array_equal(D, np.broadcast_to(D[:1], D.shape)):
         D = D[:1]  # d does not depend on α: the kernel scales each block once (same bits)
     kernel = _row_stats_lanes if n_a >= LANES_MIN_ALPHAS else _row_stats
-    ok = kernel(np.ascontiguousarray(dist_nn, dtype=float),
-                    np.ascontiguousarray(dist_in, dtype=float),
-                    np.ascontiguousarray(neighbours, dtype=np.int64),
-                    np.ascontiguousarray(D, dtype=float), np.ascontiguousarray(om, dtype=float),
-                    np.ascontiguousarray(extra, dtype=float),
-                    np.ascontiguousarray(alphas, dtype=float), float(phi),
-                    np.ascontiguousarray(v, dtype=float), logdet, G)
+    ok = kernel(np.ascontiguousarray(points, dtype=float),
+                np.ascontiguousarray(neighbours, dtype=np.int64),
+                np.ascontiguousarray(D, dtype=float), np.ascontiguousarray(om, dtype=float),
+                np.ascontiguousarray(extra, dtype=float),
+                np.ascontiguousarray(alphas, dtype=float), float(phi),
+                np.ascontiguousarray(v, dtype=float), logdet, G)
     return (logdet, G) if ok else None
 
 
@@ -590,36 +631,37 @@ def i_minus_b_csr(b: np.ndarray, neighbours: np.ndarray
 
 
 @numba.njit(cache=True, nogil=True)
-def _neighbour_distances(pts, nbr, dist_nn, dist_in):  # pragma: no cover - compiled
-    n, m = nbr.shape
-    for i in range(n):
+def _neighbour_distances(pts, nbr, rows, dist_nn, dist_in):  # pragma: no cover - compiled
+    m = nbr.shape[1]
+    for t in range(rows.shape[0]):
+        i = rows[t]
         for a in range(m):
             ja = nbr[i, a]
             if ja < 0:
-                dist_in[i, a] = 0.0
+                dist_in[t, a] = 0.0
                 for c in range(m):
-                    dist_nn[i, a, c] = 0.0
+                    dist_nn[t, a, c] = 0.0
                 continue
-            dx = pts[ja, 0] - pts[i, 0]
-            dy = pts[ja, 1] - pts[i, 1]
-            dist_in[i, a] = np.sqrt(dx * dx + dy * dy)
+            xa, ya = pts[ja, 0], pts[ja, 1]
+            dist_in[t, a] = _distance(xa, ya, pts[i, 0], pts[i, 1])
             for c in range(m):
                 jc = nbr[i, c]
                 if jc < 0:
-                    dist_nn[i, a, c] = 0.0
+                    dist_nn[t, a, c] = 0.0
                     continue
-                dx = pts[ja, 0] - pts[jc, 0]
-                dy = pts[ja, 1] - pts[jc, 1]
-                dist_nn[i, a, c] = np.sqrt(dx * dx + dy * dy)
+                dist_nn[t, a, c] = _distance(xa, ya, pts[jc, 0], pts[jc, 1])
 
 
-def neighbour_distances(pts: np.ndarray, neighbours: np.ndarray
+def neighbour_distances(pts: np.ndarray, neighbours: np.ndarray, rows: np.ndarray | None = None,
                         ) -> tuple[np.ndarray, np.ndarray]:
-    """Return each point's neighbour-to-neighbour and point-to-neighbour distances.
+    """Return the neighbour-to-neighbour and point-to-neighbour distances of some points.
 
-    √(Δx² + Δy²) per pair, as NumPy's ``norm`` and ``einsum`` of the differences computed
-    it before (the same doubles, checked in ``tests/test_nngp.py``), in one compiled pass:
-    no (n, m, m, 2) array of differences (360 MB at 10⁵ points, m = 15).
+    √(Δx² + Δy²) per pair, as NumPy's ``norm`` and ``einsum`` of the differences compute it
+    (the same doubles, checked in ``tests/test_nngp.py``), in one compiled pass. The kernels
+    (:func:`factor_rows`, :func:`row_statistics`) compute the same doubles from the
+    coordinates as they go and need none of this; it is for a block of rows that another
+    route solves (the LU fallback) and for checks. Memory: 8 (m² + m) bytes a row, 1.9 KB at
+    m = 15, so ask for the rows needed, not all of them at 10⁶ points.
 
     Parameters
     ----------
@@ -627,12 +669,14 @@ def neighbour_distances(pts: np.ndarray, neighbours: np.ndarray
         Coordinates in the graph's ordering.
     neighbours : ndarray of int, shape (n, m)
         Ranks of each point's neighbours; -1 pads.
+    rows : ndarray of int, shape (r,), optional
+        The points (ranks) wanted; default all n.
 
     Returns
     -------
-    dist_nn : ndarray of shape (n, m, m)
+    dist_nn : ndarray of shape (r, m, m)
         0 where either neighbour is padding.
-    dist_in : ndarray of shape (n, m)
+    dist_in : ndarray of shape (r, m)
         0 on padding.
 
     Examples
@@ -644,9 +688,10 @@ def neighbour_distances(pts: np.ndarray, neighbours: np.ndarray
     """
     nbr = np.ascontiguousarray(neighbours, dtype=np.int64)
     n, m = nbr.shape
-    dist_nn = np.empty((n, m, m))
-    dist_in = np.empty((n, m))
-    _neighbour_distances(np.ascontiguousarray(pts, dtype=float), nbr, dist_nn, dist_in)
+    rows = np.arange(n) if rows is None else np.asarray(rows, dtype=np.int64).ravel()
+    dist_nn = np.empty((rows.size, m, m))
+    dist_in = np.empty((rows.size, m))
+    _neighbour_distances(np.ascontiguousarray(pts, dtype=float), nbr, rows, dist_nn, dist_in)
     return dist_nn, dist_in
 
 
