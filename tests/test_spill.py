@@ -86,3 +86,40 @@ def test_a_release_that_spills_writes_the_same_files(tmp_path, monkeypatch):
 
     spilled, kept = files(0, "spilled"), files(2**40, "kept")
     assert spilled and spilled == kept
+
+
+def test_run_cache_keeps_large_leave_out_entries_on_disk_and_serves_the_same_doubles(
+        monkeypatch):
+    from synthgeo.pipeline import loo_cache
+    from synthgeo.risk.predictive import Predictive
+
+    monkeypatch.setattr(_spill, "SPILL_BYTES", 0)
+    rng = np.random.default_rng(2)
+    made = []
+
+    def compute(todo):
+        made.append(sorted(todo))
+        return {u: {"predictive": Predictive(mean=rng.standard_normal((3, 4)),
+                                             sd=rng.uniform(1, 2, (3, 4))),
+                    "own_weight": None, "log_density": rng.standard_normal((3, 4)),
+                    "seconds": 0.5} for u in todo}
+
+    fit, data = object(), object()
+    draws = (np.arange(3), np.arange(3))
+    blocks = {"record": np.arange(4)}
+    with loo_cache.run_scope():
+        first = loo_cache.cached_loo(fit, data, draws, blocks, compute)["record"]
+        kept = loo_cache._ENTRIES[next(iter(loo_cache._ENTRIES))]["units"]["record"][1]
+        assert isinstance(kept["log_density"], _spill.Spilled)  # on disk, not the array
+        again = loo_cache.cached_loo(fit, data, draws, blocks, compute)["record"]
+        assert made == [["record"]]  # served, not computed twice
+        assert again["predictive"] is not first["predictive"]
+        for k in ("mean", "sd"):
+            assert (getattr(again["predictive"], k).tobytes()
+                    == getattr(first["predictive"], k).tobytes())
+        assert again["log_density"].tobytes() == first["log_density"].tobytes()
+        assert again["own_weight"] is None and again["seconds"] == 0.5
+        weight = rng.uniform(size=(3, 4))
+        loo_cache.update_loo(fit, data, draws, "record", own_weight=weight)
+        third = loo_cache.cached_loo(fit, data, draws, blocks, compute)["record"]
+        assert third["own_weight"].tobytes() == weight.tobytes()

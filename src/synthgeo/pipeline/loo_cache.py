@@ -8,6 +8,9 @@ same unrestricted fit and the same draws. Each is the same computation — a pre
 (φ, α) cell and a block solve per unit — so :func:`cached_loo` keeps, per fit, draws and leave-out
 unit, the predictive, the calibration's own-value weights and the block log densities of the
 first computation, and serves them (identical arrays, so identical results) to the later ones.
+Large arrays are kept in a temporary file and served as fresh copies with the same doubles
+(:mod:`synthgeo._spill`; from about 10⁵ records at L = 100): between the risk stage and a
+later round they are not resident.
 
 The cache lives for one :func:`synthgeo.pipeline.run.run_release` call (:func:`run_scope`): it
 holds strong references to the fit and the data it was computed from, so an entry can never be
@@ -22,7 +25,10 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-__all__ = ["run_scope", "cached_loo", "remember_map", "cached_map",
+from synthgeo._spill import spill, unspill
+from synthgeo.risk.predictive import kept_predictive
+
+__all__ = ["run_scope", "cached_loo", "update_loo", "remember_map", "cached_map",
            "cached_precision_function"]
 
 _ENTRIES: dict | None = None  # None outside a run: nothing is kept
@@ -77,10 +83,46 @@ def cached_loo(fit, data, draws: tuple[np.ndarray, np.ndarray], blocks: dict[str
     units = slot["units"]
     missing = {u: b for u, b in blocks.items()
                if u not in units or units[u][0] != _digest(np.asarray(b))}
-    if missing:
-        for u, entry in compute(missing).items():
-            units[u] = (_digest(np.asarray(missing[u])), entry)
-    return {u: units[u][1] for u in blocks}
+    made = compute(missing) if missing else {}
+    for u, entry in made.items():
+        units[u] = (_digest(np.asarray(missing[u])), _keep(entry))
+    return {u: made[u] if u in made else _serve(units[u][1]) for u in blocks}
+
+
+def update_loo(fit, data, draws: tuple[np.ndarray, np.ndarray], unit: str, **fields) -> None:
+    """Set ``fields`` (e.g. ``own_weight``) of ``unit``'s kept entry, if there is one."""
+    if _ENTRIES is None:
+        return
+    slot = _ENTRIES.get((id(fit), id(data), _digest(*draws)))
+    if slot is not None and unit in slot["units"]:
+        digest, kept = slot["units"][unit]
+        slot["units"][unit] = (digest, {**kept, **_keep(fields)})
+
+
+#: An entry's (L, n) arrays besides its predictive: kept on disk when large.
+_LARGE = ("own_weight", "log_density")
+
+
+def _keep(entry: dict) -> dict:
+    """Return ``entry`` as kept: its large arrays spilled (:mod:`synthgeo._spill`)."""
+    out = dict(entry)
+    if out.get("predictive") is not None:
+        out["predictive"] = kept_predictive(out["predictive"])
+    for k in _LARGE:
+        if out.get(k) is not None:
+            out[k] = spill(out[k])
+    return out
+
+
+def _serve(kept: dict) -> dict:
+    """Return a kept entry as :func:`cached_loo` serves it (the same doubles, fresh copies)."""
+    out = dict(kept)
+    if out.get("predictive") is not None:
+        out["predictive"] = out["predictive"]()
+    for k in _LARGE:
+        if out.get(k) is not None:
+            out[k] = unspill(out[k])
+    return out
 
 
 def remember_map(fit, data, draws: tuple[np.ndarray, np.ndarray], blocks, M) -> None:

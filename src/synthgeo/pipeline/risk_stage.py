@@ -46,7 +46,7 @@ from synthgeo.inference.result import GPFit
 from synthgeo.io.notices import note
 from synthgeo.io.points import coordinates_m
 from synthgeo.pipeline.data import response_scale
-from synthgeo.pipeline.loo_cache import cached_loo, cached_precision_function
+from synthgeo.pipeline.loo_cache import cached_loo, cached_precision_function, update_loo
 from synthgeo.risk.attributable import ATTACKS, AttributableSummary, attributable_summary
 from synthgeo.risk.baselines import public_regression
 from synthgeo.risk.joint import JointCount, joint_count, unique_on
@@ -288,12 +288,13 @@ def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
     # the same predictive serves the synthesis, the risk stage and every round of a run; the
     # own-value weights (an (L, n) array per unit) only when asked for (a calibrated cross-fit)
     wanted = own_weight is not None
-    entries = cached_loo(fit, data, (ds["source_chain"].values, ds["source_draw"].values),
-                         blocks, lambda todo: compute(todo, wanted))
+    draws = (ds["source_chain"].values, ds["source_draw"].values)
+    entries = cached_loo(fit, data, draws, blocks, lambda todo: compute(todo, wanted))
     lacking = {u: blocks[u] for u, e in entries.items() if wanted and e["own_weight"] is None}
     if lacking:  # kept without them by an earlier caller: the same arrays, now with weights
         for u, e in compute(lacking, True).items():
             entries[u]["own_weight"] = e["own_weight"]
+            update_loo(fit, data, draws, u, own_weight=e["own_weight"])
     loos = {u: e["predictive"] for u, e in entries.items()}
     for u, e in entries.items():
         if seconds is not None:
