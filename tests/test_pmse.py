@@ -214,7 +214,7 @@ def test_blocks_of_rows_give_the_same_bits(case, monkeypatch):
               terms="interactions", n_permutations=4, random_seed=6,
               regions=np.arange(150) % 4, n_threads=2)
     whole = pmse_scores(conf, frames, **kw)
-    monkeypatch.setattr(P, "_ROW_BLOCK", 7)
+    monkeypatch.setattr(P, "_BLOCK_ELEMENTS", 100)  # a few rows
     blocks = pmse_scores(conf, frames, **kw)
     pd.testing.assert_frame_equal(whole.by_implicate, blocks.by_implicate, check_exact=True)
     pd.testing.assert_frame_equal(whole.by_region, blocks.by_region, check_exact=True)
@@ -251,7 +251,7 @@ def test_single_precision_rows_are_the_cast_product(monkeypatch):
     rng = np.random.default_rng(8)
     X = rng.normal(size=(1000, 6)) * 10.0 ** rng.integers(-8, 8, size=(1000, 6))
     w = rng.random(1000).astype(np.float32)[:, None]
-    monkeypatch.setattr(P, "_ROW_BLOCK", 300)
+    monkeypatch.setattr(P, "_BLOCK_ELEMENTS", 1800)  # 300 rows
     got = P._scaled_rows32(X, w, out=np.empty(X.shape, np.float32))
     assert got.tobytes() == (X.astype(np.float32) * w).tobytes()
 

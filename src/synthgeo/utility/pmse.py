@@ -76,10 +76,16 @@ _BATCH_ELEMENTS = 8_000_000
 #: threads against 0.17 s in one for 50 implicates, the same wall time; 10⁵ records:
 #: 10,000 × 22, threaded, one fit after another).
 _THREADED_ELEMENTS = 100_000
-#: Rows per block where a large design is worked on a block at a time (the single-precision
-#: cast of the Newton steps, an implicate's design columns): the same values as the whole at
-#: once, with a block's temporaries (4,096 × 19 columns: 0.3 MB in single precision).
-_ROW_BLOCK = 4096
+#: Elements per block where a large design is worked on a block of rows at a time (the
+#: single-precision cast of the Newton steps, an implicate's design columns): the same values
+#: as the whole at once, with a block's temporaries (2^17 elements: 1 MiB in double precision;
+#: 6,898 rows of 19 columns).
+_BLOCK_ELEMENTS = 2**17
+
+
+def _block_rows(k: int) -> int:
+    """Return the rows of a block of a design with ``k`` columns (:data:`_BLOCK_ELEMENTS`)."""
+    return max(1, _BLOCK_ELEMENTS // max(1, int(k)))
 #: Names of the coordinate columns inside the propensity frame (metres).
 _X, _Y = "__easting_m", "__northing_m"
 
@@ -231,7 +237,7 @@ def _scaled_rows32(X: np.ndarray, root_w: np.ndarray, *, out: np.ndarray) -> np.
     The same values as ``X.astype(np.float32) * root_w`` (each double rounded to single, then
     the single-precision product) with one block's copy in single precision instead of X's.
     """
-    rows = _ROW_BLOCK
+    rows = _block_rows(X.shape[1])
     tmp = np.empty((min(rows, len(X)), X.shape[1]), np.float32)
     for lo in range(0, len(X), rows):
         hi = min(lo + rows, len(X))
@@ -571,8 +577,9 @@ def pmse_scores(
     np.subtract(X_conf, mu, out=X0[:n])
     np.divide(X0[:n], scale, out=X0[:n])
     rest = np.setdiff1d(np.arange(k), cols)
-    for lo in range(0, n, _ROW_BLOCK):
-        hi = min(lo + _ROW_BLOCK, n)
+    rows = _block_rows(k)
+    for lo in range(0, n, rows):
+        hi = min(lo + rows, n)
         X0[n + lo:n + hi, rest] = (design.constant(X_conf, lo, hi) - mu[rest]) / scale[rest]
     del X_conf  # the confidential design lives on in X0 only
     pool = queue.SimpleQueue()
@@ -592,8 +599,8 @@ def pmse_scores(
             X[n:] = D
             return
         values = {v: np.asarray(a, dtype=float) for v, a in values.items()}
-        for lo in range(0, n, _ROW_BLOCK):  # the varying columns, a block of rows at a time
-            hi = min(lo + _ROW_BLOCK, n)
+        for lo in range(0, n, rows):  # the varying columns, a block of rows at a time
+            hi = min(lo + rows, n)
             D = design.values(values, lo, hi)
             np.subtract(D, mu[cols], out=D)
             np.divide(D, scale[cols], out=D)
@@ -821,9 +828,10 @@ class _ImplicateDesign:
                          if any(S)}
         scale = np.maximum(np.abs(X_conf).max(axis=0), 1.0)
         values = {v: np.asarray(self._conf[v], dtype=float) for v in syn}
-        block = np.empty((min(_ROW_BLOCK, self.n), self.k))
-        for lo in range(0, self.n, _ROW_BLOCK):  # the design of the confidential values
-            hi = min(lo + _ROW_BLOCK, self.n)
+        rows = _block_rows(self.k)
+        block = np.empty((min(rows, self.n), self.k))
+        for lo in range(0, self.n, rows):  # the design of the confidential values
+            hi = min(lo + rows, self.n)
             b = block[:hi - lo]
             np.add(X_conf[lo:hi], 0, out=b)  # a column no corner changes: 0 + X_conf, as C_0
             b[:, self.cols] = self.values(values, lo, hi)
