@@ -225,3 +225,24 @@ def test_risk_rule_by_hand_puts_the_whole_site_at_risk():
     assert res.at_risk.tolist() == [True, False, True, True]
     with pytest.raises(ValueError, match="needs the unrestricted record risk"):
         risk_rule(spec, data, spatial, None)
+
+
+@pytest.mark.parametrize("n", [2, 201, 203])
+def test_restricted_side_by_blocks_of_records_is_the_whole_to_the_bit(n, monkeypatch):
+    """The neighbour check's restricted side, a block of records at a time (a last block of
+    one record folded into the one before), gives the doubles of the whole (L, n) array."""
+    from synthgeo.pipeline import at_risk_rule as A
+    from synthgeo.risk.noise import paired_se
+    from synthgeo.risk.rao_blackwell import within_probability
+
+    rng = np.random.default_rng(n)
+    L, y = 23, rng.normal(11, 1, n)
+    m = Measure.parse("rel:0.1")
+    pu = within_probability(Predictive(mean=y + rng.normal(0, .2, (L, n)),
+                                       sd=rng.uniform(0.01, .5, (L, n))), y, m, "exp")
+    restricted = Predictive(mean=y + rng.normal(0, .3, (L, n)), sd=rng.uniform(0, .5, (L, n)))
+    pr = within_probability(restricted, y, m, "exp")
+    monkeypatch.setattr(A, "_RECORD_BLOCK", 100)
+    mean_r, se = A._restricted_side(pu, restricted, y, m, "exp")
+    assert mean_r.tobytes() == pr.mean(axis=0).tobytes()
+    assert se.tobytes() == paired_se(pu, pr).tobytes()

@@ -197,6 +197,65 @@ def test_same_result_whatever_the_threads():
     pd.testing.assert_frame_equal(one.by_implicate, two.by_implicate)
 
 
+@pytest.mark.parametrize("case", ["multilinear", "patsy"])
+def test_blocks_of_rows_give_the_same_bits(case, monkeypatch):
+    """An implicate's design and the Newton steps' float32 cast, a few rows at a time, give
+    the figures of the whole at once to the bit (two synthesized variables, interactions)."""
+    from synthgeo.utility import pmse as P
+
+    conf, syn, xy = _data(150, 12)
+    conf["z"] = conf["x"] ** 2
+    rng = np.random.default_rng(3)
+    frames = [{"y": s, "z": conf["z"].to_numpy() + rng.normal(size=150)} for s in syn]
+    if case == "patsy":  # a text synthesized variable: patsy builds every implicate's design
+        conf["z"] = np.where(conf["z"] > 1, "a", "b")
+        frames = [{"y": f["y"], "z": np.where(f["z"] > 1, "a", "b")} for f in frames]
+    kw = dict(synthesized=["y", "z"], coords_m=xy, coordinates="spline",
+              terms="interactions", n_permutations=4, random_seed=6,
+              regions=np.arange(150) % 4, n_threads=2)
+    whole = pmse_scores(conf, frames, **kw)
+    monkeypatch.setattr(P, "_BLOCK_ELEMENTS", 100)  # a few rows
+    blocks = pmse_scores(conf, frames, **kw)
+    pd.testing.assert_frame_equal(whole.by_implicate, blocks.by_implicate, check_exact=True)
+    pd.testing.assert_frame_equal(whole.by_region, blocks.by_region, check_exact=True)
+
+
+def test_implicate_design_columns_are_patsys():
+    """The held columns and the constant ones make patsy's design of an implicate, also when
+    a later corner changes columns an earlier one left as they were (z = 0 in the file)."""
+    import patsy
+
+    from synthgeo.utility import pmse as P
+
+    conf, syn, xy = _data(120, 13)
+    conf["z"] = 0.0
+    conf = conf.assign(**{P._X: xy[:, 0], P._Y: xy[:, 1]})
+    f = P.propensity_formula(["y", "x", "z"], ["y", "z"], terms="interactions",
+                             coordinates="spline")
+    info = patsy.dmatrix(f, conf).design_info
+    X_conf = P._design(info, conf)
+    d = P._ImplicateDesign(info, conf, ["y", "z"], X_conf)
+    assert not d.patsy and 0 < d.cols.size < X_conf.shape[1]
+    values = {"y": syn[0], "z": np.linspace(-1, 2, 120)}
+    ref = P._design(info, conf.assign(**values))
+    got = np.empty_like(ref)
+    got[:, d.cols] = np.vstack([d.values(values, lo, min(lo + 50, 120))
+                                for lo in range(0, 120, 50)])
+    got[:, np.setdiff1d(np.arange(ref.shape[1]), d.cols)] = d.constant(X_conf, 0, 120)
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-9 * np.abs(ref).max())
+
+
+def test_single_precision_rows_are_the_cast_product(monkeypatch):
+    from synthgeo.utility import pmse as P
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(1000, 6)) * 10.0 ** rng.integers(-8, 8, size=(1000, 6))
+    w = rng.random(1000).astype(np.float32)[:, None]
+    monkeypatch.setattr(P, "_BLOCK_ELEMENTS", 1800)  # 300 rows
+    got = P._scaled_rows32(X, w, out=np.empty(X.shape, np.float32))
+    assert got.tobytes() == (X.astype(np.float32) * w).tobytes()
+
+
 def test_multilinear_design_matches_patsy_with_interactions():
     conf, syn, xy = _data(200, 10)
     conf["group"] = np.where(conf["x"] > 0, "a", "b")  # text: treatment coded

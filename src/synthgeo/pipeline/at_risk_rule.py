@@ -70,6 +70,7 @@ from synthgeo.risk.fresh_draws import FreshDrawJudgement, fresh_draw_judgement
 from synthgeo.risk.measure import Measure
 from synthgeo.risk.neighbours import NeighbourCheck, neighbour_check, same_model_rises
 from synthgeo.risk.noise import paired_se, z_value
+from synthgeo.risk.predictive import Predictive
 from synthgeo.risk.rao_blackwell import within_probability
 from synthgeo.risk.records import RecordRisk
 from synthgeo.risk.selection import AtRiskChoice, choose_at_risk
@@ -331,18 +332,48 @@ def run_neighbour_check(spec: ReleaseSpec, data: PreparedData, implicates: dict[
     confidence = getattr(spec.risk, "confidence", 0.95)
     checks, same = {}, {}
     flags = np.asarray(at_risk.at_risk, bool)
-    for m in risk_measures(spec):  # (L, n) per model, one measure at a time
+    for m in risk_measures(spec):  # (L, n) of the unrestricted model, one measure at a time
         pu = within_probability(preds["unrestricted"], data.y, m, g)
-        pr = within_probability(preds["restricted"], data.y, m, g)
-        paired = pu.shape[0] == pr.shape[0]
-        checks[m.key] = neighbour_check(coords, flags, pu.mean(axis=0), pr.mean(axis=0),
-                                        rise_se=paired_se(pu, pr), confidence=confidence,
+        mean_r, rise_se = _restricted_side(pu, preds["restricted"], data.y, m, g)
+        paired = pu.shape[0] == preds["restricted"].n_implicates
+        checks[m.key] = neighbour_check(coords, flags, pu.mean(axis=0), mean_r,
+                                        rise_se=rise_se, confidence=confidence,
                                         n_rows=pu.shape[0] if paired else None)
         same[m.key] = same_model_rises(pu, confidence)
-        del pu, pr
+        del pu
     return NeighbourChecks(checks=checks, choice=choice, at_risk=flags,
                            record_id=np.asarray(data.record_id), id_column=data.id_column,
                            same_model=same)
+
+
+#: Records per block of the restricted model's exact probabilities in the neighbour check
+#: (:func:`_restricted_side`): 2^15 records × L = 100 implicates, 26 MB per array.
+_RECORD_BLOCK = 2**15
+
+
+def _restricted_side(pu: np.ndarray, restricted: Predictive, y: np.ndarray, measure: Measure,
+                     g: str) -> tuple[np.ndarray, np.ndarray]:
+    """Return the restricted model's mean exact probability per record, and the rise's se.
+
+    ``mean over implicates of within_probability(restricted)`` and ``paired_se(pu, that)``,
+    a block of records at a time: the same doubles as the whole (L, n) array at once (each
+    record's values and sums over implicates are its own), without holding it and its
+    differences from ``pu``.
+    """
+    y = np.asarray(y, dtype=float)
+    n = pu.shape[1]
+    mean_r, se = np.empty(n), np.empty(n)
+    # no block of a single record when there are more: numpy sums a lone column over the
+    # implicates pairwise, and the columns of a wider block one implicate after another
+    starts = [lo for lo in range(0, n, _RECORD_BLOCK) if n == 1 or n - lo != 1 or lo == 0]
+    for lo, hi in zip(starts, [*starts[1:], n]):
+        cols = slice(lo, hi)
+        part = Predictive(mean=restricted.mean[:, cols], sd=restricted.sd[:, cols],
+                          name=restricted.name)
+        pr = within_probability(part, y[cols], measure, g)
+        mean_r[cols] = pr.mean(axis=0)
+        se[cols] = paired_se(pu[:, cols], pr)
+    return mean_r, se
 
 
 #: How the risk rule's selection and the judgement use the posterior draws (release.json).

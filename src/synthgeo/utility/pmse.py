@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
+import queue
 import warnings
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -76,6 +76,16 @@ _BATCH_ELEMENTS = 8_000_000
 #: threads against 0.17 s in one for 50 implicates, the same wall time; 10⁵ records:
 #: 10,000 × 22, threaded, one fit after another).
 _THREADED_ELEMENTS = 100_000
+#: Elements per block where a large design is worked on a block of rows at a time (the
+#: single-precision cast of the Newton steps, an implicate's design columns): the same values
+#: as the whole at once, with a block's temporaries (2^17 elements: 1 MiB in double precision;
+#: 6,898 rows of 19 columns).
+_BLOCK_ELEMENTS = 2**17
+
+
+def _block_rows(k: int) -> int:
+    """Return the rows of a block of a design with ``k`` columns (:data:`_BLOCK_ELEMENTS`)."""
+    return max(1, _BLOCK_ELEMENTS // max(1, int(k)))
 #: Names of the coordinate columns inside the propensity frame (metres).
 _X, _Y = "__easting_m", "__northing_m"
 
@@ -177,19 +187,25 @@ def _newton(X, t, *, max_iter: int = 30, tol: float = 1e-8, start=None, X32=None
     """Return ``(p̂, β̂)`` of :func:`fit_logistic`.
 
     ``X32``: X in single precision and ``work``: a float32 array of X's shape, when the caller
-    holds them (a fresh large array costs page faults; the stage reuses its buffers).
+    holds them (a fresh large array costs page faults; the stage reuses its buffers). With
+    ``work`` and no ``X32``, X is cast to single precision a block of rows at a time
+    (:func:`_scaled_rows32`: the same products, without holding X32).
     """
     X = np.asarray(X, float)
-    if X32 is None:  # the Hessian only steers the steps: single precision halves its cost;
-        X32 = X.astype(np.float32)  # the gradient, and so the fixed point, is float64
-    A = np.empty_like(X32) if work is None else work
+    if X32 is None and work is None:  # the Hessian only steers the steps: single precision
+        X32 = X.astype(np.float32)  # halves its cost; the gradient, and so the fixed point,
+    A = np.empty(X.shape, np.float32) if work is None else work  # is float64
     t = np.asarray(t, float)
     beta = np.zeros(X.shape[1]) if start is None else np.asarray(start, float).copy()
     eta = X @ beta
     dev = _deviance(eta, t)
     for _ in range(max_iter):
         p = expit(eta)
-        np.multiply(X32, np.sqrt(p * (1.0 - p)).astype(np.float32)[:, None], out=A)
+        root_w = np.sqrt(p * (1.0 - p)).astype(np.float32)[:, None]
+        if X32 is None:
+            _scaled_rows32(X, root_w, out=A)
+        else:
+            np.multiply(X32, root_w, out=A)
         H = (A.T @ A).astype(float)  # XᵀWX = (W½X)ᵀ(W½X)
         g = X.T @ (t - p)
         try:
@@ -213,6 +229,22 @@ def _newton(X, t, *, max_iter: int = 30, tol: float = 1e-8, start=None, X32=None
         if converged:
             break
     return expit(eta), beta
+
+
+def _scaled_rows32(X: np.ndarray, root_w: np.ndarray, *, out: np.ndarray) -> np.ndarray:
+    """Write ``float32(X) * root_w`` (single precision) into ``out``, a block of rows at a time.
+
+    The same values as ``X.astype(np.float32) * root_w`` (each double rounded to single, then
+    the single-precision product) with one block's copy in single precision instead of X's.
+    """
+    rows = _block_rows(X.shape[1])
+    tmp = np.empty((min(rows, len(X)), X.shape[1]), np.float32)
+    for lo in range(0, len(X), rows):
+        hi = min(lo + rows, len(X))
+        t = tmp[:hi - lo]
+        t[...] = X[lo:hi]
+        np.multiply(t, root_w[lo:hi], out=out[lo:hi])
+    return out
 
 
 def _newton_batch(X: np.ndarray, T: np.ndarray, *, X32: np.ndarray, max_iter: int = 30,
@@ -519,11 +551,12 @@ def pmse_scores(
     variables = [c for c in confidential.columns]
     formula = propensity_formula(variables, synthesized, terms=terms, coordinates=coordinates,
                                  spline_df=spline_df)
-    info = patsy.dmatrix(formula, conf, return_type="matrix").design_info
-    X_conf = _design(info, conf)
+    dm = patsy.dmatrix(formula, conf, return_type="matrix")
+    info, X_conf = dm.design_info, np.asarray(dm, dtype=float)
+    del dm
     mu, scale = _column_scale(X_conf)
-    X_conf_std = (X_conf - mu) / scale
-    design_of = _design_function(info, conf, synthesized, X_conf)
+    design = _ImplicateDesign(info, conf, synthesized, X_conf)
+    cols = design.cols
     seeds = _seed_sequence(random_seed).spawn(len(frames))
     m = min(n, int(null_max_pairs))
     k = X_conf.shape[1]
@@ -534,29 +567,56 @@ def pmse_scores(
     batch = max(1, min(int(n_permutations), _BATCH_ELEMENTS // (2 * m * k)))
     reg = None if regions is None else np.asarray(regions, int)
     n_reg = 0 if reg is None or not np.any(reg >= 0) else int(reg.max()) + 1
-    local = threading.local()
+    if n_threads is None:
+        n_threads = (os.cpu_count() or 1) if 2 * m * k >= _THREADED_ELEMENTS else 1
+    n_threads = max(1, int(n_threads))
+    # one set of arrays per implicate in flight (the first implicate alone, then n_threads at
+    # once), made here: the stacked design X (its confidential rows, and the implicate rows'
+    # columns that no implicate changes, filled once) and the Newton steps' float32 work array
+    X0 = np.empty((2 * n, k))
+    np.subtract(X_conf, mu, out=X0[:n])
+    np.divide(X0[:n], scale, out=X0[:n])
+    rest = np.setdiff1d(np.arange(k), cols)
+    rows = _block_rows(k)
+    for lo in range(0, n, rows):
+        hi = min(lo + rows, n)
+        X0[n + lo:n + hi, rest] = (design.constant(X_conf, lo, hi) - mu[rest]) / scale[rest]
+    del X_conf  # the confidential design lives on in X0 only
+    pool = queue.SimpleQueue()
+    for j in range(max(1, min(n_threads, len(frames) - 1))):
+        pool.put({"X": X0 if j == 0 else X0.copy(), "A": np.empty((2 * n, k), np.float32),
+                  "Xs": np.empty((2 * m, k)), "Xs32": np.empty((2 * m, k), np.float32),
+                  "As": None if small else np.empty((2 * m, k), np.float32)})
+    del X0
+    t = np.r_[np.zeros(n), np.ones(n)]
 
-    def buffers() -> dict:
-        """Return the calling thread's arrays (made once, reused for its implicates)."""
-        if not hasattr(local, "b"):
-            b = {"X": np.empty((2 * n, k)), "X32": np.empty((2 * n, k), np.float32),
-                 "A": np.empty((2 * n, k), np.float32), "Xs": np.empty((2 * m, k)),
-                 "Xs32": np.empty((2 * m, k), np.float32),
-                 "As": None if small else np.empty((2 * m, k), np.float32)}
-            b["X"][:n] = X_conf_std
-            b["X32"][:n] = X_conf_std
-            local.b = b
-        return local.b
+    def fill(X: np.ndarray, values: Mapping) -> None:
+        """Write implicate ``values``' rows of the standardised design into ``X[n:]``."""
+        if design.patsy:
+            D = design.values(values)
+            np.subtract(D, mu, out=D)
+            np.divide(D, scale, out=D)
+            X[n:] = D
+            return
+        values = {v: np.asarray(a, dtype=float) for v, a in values.items()}
+        for lo in range(0, n, rows):  # the varying columns, a block of rows at a time
+            hi = min(lo + rows, n)
+            D = design.values(values, lo, hi)
+            np.subtract(D, mu[cols], out=D)
+            np.divide(D, scale[cols], out=D)
+            X[n + lo:n + hi, cols] = D
 
     def one(i: int, start=None) -> tuple:
-        b = buffers()
-        X, X32 = b["X"], b["X32"]
-        design_of(frames[i], out=X[n:])
-        np.subtract(X[n:], mu, out=X[n:])
-        np.divide(X[n:], scale, out=X[n:])
-        X32[n:] = X[n:]
-        t = np.r_[np.zeros(n), np.ones(n)]
-        p, beta = _newton(X, t, start=start, X32=X32, work=b["A"])
+        b = pool.get()  # a set of arrays no other implicate in flight uses
+        try:
+            return score(b, i, start)
+        finally:
+            pool.put(b)
+
+    def score(b: dict, i: int, start) -> tuple:
+        X = b["X"]
+        fill(X, frames[i])
+        p, beta = _newton(X, t, start=start, work=b["A"])
         obs = pmse(p)
         specks = float(ks_2samp(p[n:], p[:n]).statistic)
         rng = np.random.default_rng(seeds[i])
@@ -598,10 +658,7 @@ def pmse_scores(
 
     # the first implicate's coefficients start the others' fits (the implicates are alike, so
     # this saves Newton steps; the maximum, and so every figure, does not depend on the start)
-    if n_threads is None:
-        n_threads = (os.cpu_count() or 1) if 2 * m * k >= _THREADED_ELEMENTS else 1
-    with threadpool_limits(limits=1), ThreadPoolExecutor(
-            max_workers=max(1, int(n_threads))) as ex:
+    with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=n_threads) as ex:
         first = one(0)
         out = [first, *ex.map(lambda i: one(i, first[4]), range(1, len(frames)))]
     by_region = None
@@ -615,7 +672,7 @@ def pmse_scores(
                 "n_records": np.bincount(reg[reg >= 0], minlength=n_reg),
                 "pmse": obs_r, "null_mean": null_r, "ratio": obs_r / null_r})
     return PMSEResult(by_implicate=pd.DataFrame([o[0] for o in out]), by_region=by_region,
-                      formula=formula, n_params=X_conf.shape[1], n_pairs=n, n_null_pairs=m,
+                      formula=formula, n_params=k, n_pairs=n, n_null_pairs=m,
                       n_permutations=int(n_permutations))
 
 
@@ -709,8 +766,8 @@ def _column_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(varying, X.mean(axis=0), 0.0), np.where(varying, sd, 1.0)
 
 
-def _design_function(info, conf: pd.DataFrame, synthesized: Sequence[str], X_conf):
-    """``values -> design`` of an implicate's rows (``values``: its synthesized columns).
+class _ImplicateDesign:
+    """An implicate's rows of the propensity design: the columns that depend on its values.
 
     Numeric synthesized variables enter the propensity formulas multilinearly (main effects
     and products with other terms), so the design is Σ_S C_S Π_{v∈S} y_v over the subsets S
@@ -718,43 +775,92 @@ def _design_function(info, conf: pd.DataFrame, synthesized: Sequence[str], X_con
     (Möbius inversion). That costs a few multiply-adds per implicate instead of a patsy
     evaluation; it is checked against patsy on the confidential rows, and patsy is used
     whenever the check fails or a synthesized variable is not numeric.
+
+    Only the columns ``cols`` that differ between the corners are held (n × |cols|) and
+    computed per implicate; every other column is the confidential design's, the same in
+    every implicate (:meth:`constant`). Built a corner at a time, and checked a block of rows
+    at a time: the values are those of the whole design computed at once.
+
+    Parameters
+    ----------
+    info : patsy.DesignInfo
+    conf : pandas.DataFrame
+        The confidential rows (with the coordinate columns when the formula has them).
+    synthesized : sequence of str
+    X_conf : ndarray of shape (n, k)
+        The confidential rows' design.
     """
-    syn = list(synthesized)
 
-    def by_patsy(values, out: np.ndarray | None = None) -> np.ndarray:
-        X = _design(info, conf.assign(**values))  # the implicate: conf with its values
-        if out is None:
-            return X
-        out[...] = X
-        return out
+    def __init__(self, info, conf: pd.DataFrame, synthesized: Sequence[str], X_conf) -> None:
+        self._info, self._conf, self._syn = info, conf, list(synthesized)
+        self.n, self.k = X_conf.shape
+        self.patsy = (len(self._syn) > 3 or not all(pd.api.types.is_numeric_dtype(conf[v])
+                                                    for v in self._syn))
+        if not self.patsy:
+            self._multilinear(X_conf)
+        if self.patsy:  # every column from patsy, per implicate
+            self.cols = np.arange(self.k)
 
-    if len(syn) > 3 or not all(pd.api.types.is_numeric_dtype(conf[v]) for v in syn):
-        return by_patsy
-    corners = {}
-    for bits in itertools.product((0, 1), repeat=len(syn)):
-        corners[bits] = _design(info, conf.assign(**{v: float(b) for v, b in zip(syn, bits)}))
-    coef = {}
-    for S in corners:
-        coef[S] = sum((-1.0) ** (sum(S) - sum(T)) * corners[T] for T in corners
-                      if all(t <= s for t, s in zip(T, S)))
+    def _multilinear(self, X_conf) -> None:
+        """Find the corners' coefficients C_S of the varying columns, and check them."""
+        syn = self._syn
+        corners, cols = {}, np.zeros(self.k, bool)
+        for bits in itertools.product((0, 1), repeat=len(syn)):
+            C = _design(self._info, self._conf.assign(**{v: float(b)
+                                                         for v, b in zip(syn, bits)}))
+            cols |= np.any(~(C == X_conf) | ~np.isfinite(C), axis=0)  # differs, or not finite
+            corners[bits] = C[:, cols] if np.all(cols) else C
+            for T in corners:  # the earlier corners' columns as they now stand
+                if corners[T].shape[1] != cols.sum():
+                    corners[T] = _design(self._info, self._conf.assign(
+                        **{v: float(b) for v, b in zip(syn, T)}))[:, cols]
+            del C
+        self.cols = np.flatnonzero(cols)
+        coef = {}
+        for S in corners:
+            coef[S] = sum((-1.0) ** (sum(S) - sum(T)) * corners[T] for T in corners
+                          if all(t <= s for t, s in zip(T, S)))
+        del corners
+        self._coef = coef
+        # within cols, only those that depend on a synthesized variable change between
+        # implicates
+        self._varying = {S: np.flatnonzero(np.any(C != 0, axis=0)) for S, C in coef.items()
+                         if any(S)}
+        scale = np.maximum(np.abs(X_conf).max(axis=0), 1.0)
+        values = {v: np.asarray(self._conf[v], dtype=float) for v in syn}
+        rows = _block_rows(self.k)
+        block = np.empty((min(rows, self.n), self.k))
+        for lo in range(0, self.n, rows):  # the design of the confidential values
+            hi = min(lo + rows, self.n)
+            b = block[:hi - lo]
+            np.add(X_conf[lo:hi], 0, out=b)  # a column no corner changes: 0 + X_conf, as C_0
+            b[:, self.cols] = self.values(values, lo, hi)
+            if not np.allclose(b / scale, X_conf[lo:hi] / scale, rtol=0, atol=1e-9):
+                self.patsy, self._coef = True, None
+                return
 
-    # only the columns that depend on a synthesized variable change between implicates
-    varying = {S: np.flatnonzero(np.any(C != 0, axis=0)) for S, C in coef.items() if any(S)}
+    def constant(self, X_conf: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        """Return rows ``lo:hi`` of the implicate design's constant columns (those not in cols).
 
-    def multilinear(values, out: np.ndarray | None = None) -> np.ndarray:
-        values = [np.asarray(values[v], dtype=float) for v in syn]
-        X = np.empty_like(coef[(0,) * len(syn)]) if out is None else out
-        X[...] = coef[(0,) * len(syn)]
-        for S, cols in varying.items():
-            w = np.prod([values[j] for j, b in enumerate(S) if b], axis=0)
-            X[:, cols] += coef[S][:, cols] * w[:, None]
+        ``0 + X_conf`` there, as the Möbius sum gives them (−0.0 becomes 0.0).
+        """
+        rest = np.setdiff1d(np.arange(self.k), self.cols)
+        return np.add(X_conf[lo:hi][:, rest], 0)
+
+    def values(self, values: Mapping, lo: int = 0, hi: int | None = None) -> np.ndarray:
+        """Return rows ``lo:hi`` of the design's columns ``cols`` at ``values`` (unscaled)."""
+        hi = self.n if hi is None else hi
+        if self.patsy:  # the whole design at once (patsy's transforms see every row)
+            if (lo, hi) != (0, self.n):
+                raise ValueError("a patsy design is built for every row at once")
+            return _design(self._info, self._conf.assign(**values))
+        syn = self._syn
+        vals = [np.asarray(values[v], dtype=float)[lo:hi] for v in syn]
+        X = self._coef[(0,) * len(syn)][lo:hi].copy()
+        for S, c in self._varying.items():
+            w = np.prod([vals[j] for j, b in enumerate(S) if b], axis=0)
+            X[:, c] += self._coef[S][lo:hi][:, c] * w[:, None]
         return X
-
-    scale = np.maximum(np.abs(X_conf).max(axis=0), 1.0)
-    if not np.allclose(multilinear({v: conf[v] for v in syn}) / scale, X_conf / scale,
-                       rtol=0, atol=1e-9):
-        return by_patsy
-    return multilinear
 
 
 def _design(info, frame: pd.DataFrame) -> np.ndarray:

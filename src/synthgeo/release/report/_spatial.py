@@ -40,17 +40,22 @@ def section_at_risk_map(result) -> Section:
     return Section("at-risk", "At-risk records", body)
 
 
+def _has_w_draws(fit) -> bool:
+    """Whether the fit's posterior has φ and w, or w can be drawn (:func:`_w_draws`)."""
+    post = getattr(fit, "posterior", None)
+    return (post is not None and "phi" in post
+            and ("w" in post or getattr(fit, "effect_sampler", None) is not None))
+
+
 def _w_draws(fit, n_implicates: int) -> tuple[np.ndarray, np.ndarray] | None:
     """Posterior draws of the site effects w, shape (n_draws, n_sites), and of φ; None if absent."""
-    post = getattr(fit, "posterior", None)
-    if post is None or "phi" not in post:
+    if not _has_w_draws(fit):
         return None
+    post = fit.posterior
     phi = post["phi"].transpose("chain", "draw").values.ravel()
     if "w" in post:
         w = post["w"].transpose("chain", "draw", ...).values
         return w.reshape(-1, w.shape[-1]), phi
-    if getattr(fit, "effect_sampler", None) is None:
-        return None
     # grid route: w exists for the implicates' draws (cached; no new draws are made)
     from synthgeo.synthesis.implicates import implicate_draw_index
 
@@ -58,17 +63,26 @@ def _w_draws(fit, n_implicates: int) -> tuple[np.ndarray, np.ndarray] | None:
     return fit.effects(flat), phi[flat]
 
 
-def _at_risk_effects(result, draws) -> pd.DataFrame | None:
-    """Posterior mean of D·w at each at-risk site, per model (D = 0 at γ = ∞); None if none."""
+def _at_risk_sites(result) -> np.ndarray:
+    """Return the sites of the at-risk records (sorted, each once)."""
+    return np.unique(result.data.sites.site_index[result.at_risk.at_risk])
+
+
+def _at_risk_effects(result, means: dict[str, np.ndarray]) -> pd.DataFrame | None:
+    """Posterior mean of D·w at each at-risk site, per model (D = 0 at γ = ∞); None if none.
+
+    ``means``: per fit shown (section_surfaces), the posterior mean of w at each site of
+    :func:`_at_risk_sites`.
+    """
     sites = result.data.sites
     rows = []
-    for s in np.unique(sites.site_index[result.at_risk.at_risk]):
+    for i, s in enumerate(_at_risk_sites(result)):
         recs = result.data.record_id[sites.site_index == s]
         row = {"record id(s)": ", ".join(map(str, recs))}
-        for name, (w, _) in draws.items():  # the fits shown (section_surfaces)
+        for name, mean_w in means.items():
             fit = result.fits[name]
             d = float(np.asarray(fit.scale)[s]) if getattr(fit, "scale", None) is not None else 1.0
-            row[f"{name}: E[D·w] at site"] = float(np.mean(w[:, s]) * d) + 0.0  # no "-0"
+            row[f"{name}: E[D·w] at site"] = float(mean_w[i] * d) + 0.0  # no "-0"
         rows.append(row)
     return pd.DataFrame(rows) if rows else None
 
@@ -88,17 +102,18 @@ def section_surfaces(result, *, n_cells: int = 80, max_draws: int = 200) -> Sect
         return Section("surfaces", "Posterior mean surface of w: as in the release drawn from",
                        body)
     fits = fitted_models(result)
-    draws = {name: _w_draws(fit, result.spec.synthesis.n_implicates)
-             for name, fit in fits.items()}
-    if not draws or any(v is None for v in draws.values()):
+    if not fits or not all(_has_w_draws(fit) for fit in fits.values()):
         return None
     coords = coords_m(result)
     xs, ys, grid = grid_over(coords, n_cells=n_cells)
-    surfaces = {
-        name: posterior_mean_surface(result.data.sites.coords_m, w, phi, grid,
-                                     max_draws=max_draws).reshape(len(ys), len(xs))
-        for name, (w, phi) in draws.items()
-    }
+    at_risk = _at_risk_sites(result)
+    surfaces, means = {}, {}
+    for name, fit in fits.items():  # one fit's draws of w (L, n_sites) in memory at a time
+        w, phi = _w_draws(fit, result.spec.synthesis.n_implicates)
+        surfaces[name] = posterior_mean_surface(result.data.sites.coords_m, w, phi, grid,
+                                                max_draws=max_draws).reshape(len(ys), len(xs))
+        means[name] = np.array([np.mean(w[:, s]) for s in at_risk])
+        del w
     fig = F.plot_surfaces(xs, ys, surfaces, coords, result.at_risk.at_risk)
     if len(fits) < len(result.fits):  # cross-fitted: the unrestricted surface only, no D
         body = render("surfaces.html.j2", max_draws=max_draws, surfaces_uri=F.to_data_uri(fig),
@@ -106,5 +121,5 @@ def section_surfaces(result, *, n_cells: int = 80, max_draws: int = 200) -> Sect
         return Section("surfaces", "Posterior mean surface of w: unrestricted (no restricted "
                        "fit)", body)
     body = render("surfaces.html.j2", max_draws=max_draws, surfaces_uri=F.to_data_uri(fig),
-                  effects=_at_risk_effects(result, draws), not_fitted=None)
+                  effects=_at_risk_effects(result, means), not_fitted=None)
     return Section("surfaces", "Posterior mean surface of w: unrestricted vs restricted", body)

@@ -142,11 +142,14 @@ def posterior_mean_surface(
     if w.ndim != 2 or w.shape[1] != sites.shape[0] or w.shape[0] != phi.shape[0]:
         raise ValueError(f"`w` must have shape (n_draws, n_sites) = ({phi.shape[0]}, "
                          f"{sites.shape[0]}), got {w.shape!r}")
-    if not (np.all(np.isfinite(w)) and np.all(np.isfinite(phi)) and np.all(phi > 0)):
+    if not (all(np.isfinite(row).all() for row in w)  # a draw at a time: no (L, n) mask
+            and np.all(np.isfinite(phi)) and np.all(phi > 0)):
         raise ValueError("`w` must be finite and `phi_per_m` finite and positive")
     take = _draw_index(len(phi), max_draws)
+    # every draw, in order: w itself (krige reads it), not a copy of (L, n_sites)
+    w_take = w if np.array_equal(take, np.arange(len(phi))) else w[take]
     # one BLAS thread: multi-threaded OpenBLAS on these small factorisations was measured
     # more than 10x slower on 2 shared cores (as in synthgeo.inference.nuts)
     m = None if sites.shape[0] <= MAX_SITES_EXACT else min(n_neighbors, sites.shape[0])
     with threadpool_limits(limits=1):
-        return krige(sites, w[take], phi[take], grid, n_neighbors=m, n_threads=2).mean(axis=0)
+        return krige(sites, w_take, phi[take], grid, n_neighbors=m, n_threads=2).mean(axis=0)
