@@ -97,7 +97,8 @@ class LeaveOutPosterior:
         Effective number of draws 1 / Σ_ℓ w_iℓ² after smoothing.
     rows : ndarray of int, shape (L, n_records), optional
         The full-posterior draw behind each row of each record (:func:`resample_rows`), so
-        that a later term paired with row ℓ can use that draw's parameters.
+        that a later term paired with row ℓ can use that draw's parameters; int16 up to
+        L = 32,768 draws.
     """
 
     predictive: Predictive
@@ -189,7 +190,8 @@ def reweight_leave_out(loo: Predictive, log_density: np.ndarray, *,
     # flat weights everywhere: PSIS would not fit a tail
     flat = max(float(np.ptp(lp[:, c], axis=0).max(initial=0.0)) for c in blocks) == 0.0
     k, ess = np.empty(n), np.empty(n)
-    rows = np.empty((L, n), dtype=np.int64)
+    # a draw's index needs 16 bits up to L = 32,768: a quarter of int64's (L, n) array
+    rows = np.empty((L, n), dtype=np.int16 if L <= 2**15 else np.int64)
     mean, sd = np.empty((L, n)), np.empty((L, n))
     for c in blocks:  # each record on its own: blocks of records, (L, block) temporaries
         if flat:
