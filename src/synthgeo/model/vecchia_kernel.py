@@ -696,9 +696,8 @@ def neighbour_distances(pts: np.ndarray, neighbours: np.ndarray, rows: np.ndarra
 
 
 @numba.njit(cache=True)
-def _pattern_positions(members, indptr, indices):  # pragma: no cover - compiled
+def _pattern_positions(members, indptr, indices, pos):  # pragma: no cover - compiled
     n, s = members.shape
-    pos = np.full((n, s, s), -1, np.int32)
     for i in range(n):
         for a in range(s):
             row = members[i, a]
@@ -708,6 +707,7 @@ def _pattern_positions(members, indptr, indices):  # pragma: no cover - compiled
             for c in range(s):
                 col = members[i, c]
                 if col < 0:
+                    pos[i, a, c] = -1
                     continue
                 lo, hi = lo0, hi0
                 while lo < hi:  # binary search of col in the row's sorted indices
@@ -716,27 +716,28 @@ def _pattern_positions(members, indptr, indices):  # pragma: no cover - compiled
                         lo = mid + 1
                     else:
                         hi = mid
-                pos[i, a, c] = lo
-    return pos
+                pos[i, a, c] = lo - lo0  # offset within the row: fits 16 bits (see caller)
 
 
 @numba.njit(cache=True, nogil=True)
-def _precision_values(b, F, nbr, pos, nnz):  # pragma: no cover - compiled
-    n, m = nbr.shape
+def _precision_values(b, F, members, offset, indptr, nnz):  # pragma: no cover - compiled
+    n, s = members.shape
     data = np.zeros(nnz)
-    u = np.empty(m + 1)
+    u = np.empty(s)
     for i in range(n):
         u[0] = 1.0
-        for a in range(m):
-            u[a + 1] = -b[i, a] if nbr[i, a] >= 0 else 0.0
+        for a in range(s - 1):
+            u[a + 1] = -b[i, a] if members[i, a + 1] >= 0 else 0.0
         f_inv = 1.0 / F[i]
-        for a in range(m + 1):
-            if a > 0 and nbr[i, a - 1] < 0:
+        for a in range(s):
+            row = members[i, a]
+            if row < 0:
                 continue
-            for c in range(m + 1):
-                if c > 0 and nbr[i, c - 1] < 0:
+            base = indptr[row]
+            for c in range(s):
+                if members[i, c] < 0:
                     continue
-                data[pos[i, a, c]] += u[a] * u[c] * f_inv
+                data[base + offset[i, a, c]] += u[a] * u[c] * f_inv
     return data
 
 
@@ -784,9 +785,15 @@ class PrecisionPattern:
         self.indices = pattern.indices
         self.indptr.flags.writeable = False
         self.indices.flags.writeable = False
-        self._nbr = nbr
-        self._pos = _pattern_positions(members, self.indptr.astype(np.int64),
-                                       self.indices.astype(np.int64))
+        # each pair's place as an offset within its row: int16 while no row holds 2^15
+        # entries (half of int32's (n, m + 1, m + 1) array: 0.5 GB at 10⁶ records, m = 15)
+        self._indptr = self.indptr.astype(np.int64)
+        longest = int(np.diff(self._indptr).max(initial=0))
+        self._members = members.astype(np.int32 if n < 2**31 else np.int64)
+        self._offset = np.empty((n, members.shape[1], members.shape[1]),
+                                np.int16 if longest < 2**15 else np.int32)
+        _pattern_positions(self._members, self._indptr, self.indices.astype(np.int64),
+                           self._offset)
 
     def values(self, b: np.ndarray, F: np.ndarray):
         """Return C̃⁻¹ (scipy.sparse.csr_matrix, n x n, units of 1/σ²) for factors b, F.
@@ -797,7 +804,7 @@ class PrecisionPattern:
         import scipy.sparse as sp
 
         data = _precision_values(np.ascontiguousarray(b, dtype=float),
-                                 np.ascontiguousarray(F, dtype=float), self._nbr, self._pos,
-                                 int(self.indices.size))
+                                 np.ascontiguousarray(F, dtype=float), self._members,
+                                 self._offset, self._indptr, int(self.indices.size))
         return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.n, self.n),
                              copy=False)
