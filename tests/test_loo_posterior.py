@@ -127,3 +127,22 @@ def test_psis_by_rows_is_arviz_psislw_bit_for_bit(kind, monkeypatch):
         lw, k = psislw_rows(raw)
     np.testing.assert_array_equal(lw, np.asarray(lw_az))
     np.testing.assert_array_equal(k, np.asarray(k_az))
+
+
+def test_reweighting_in_place_gives_the_same_doubles_and_no_second_pair_of_arrays():
+    from synthgeo.risk.predictive import Predictive
+
+    rng = np.random.default_rng(5)
+    L, n = 40, 9
+    mean, sd = rng.standard_normal((L, n)), rng.uniform(0.5, 2.0, (L, n))
+    lp = rng.standard_normal((L, n)) * 3
+    fresh = reweight_leave_out(Predictive(mean=mean.copy(), sd=sd.copy()), lp)
+    own = Predictive(mean=mean.copy(), sd=sd.copy())
+    moved = reweight_leave_out(own, lp, overwrite=True)
+    assert moved.predictive.mean is own.mean and moved.predictive.sd is own.sd
+    assert moved.predictive.mean.tobytes() == fresh.predictive.mean.tobytes()
+    assert moved.predictive.sd.tobytes() == fresh.predictive.sd.tobytes()
+    assert np.array_equal(moved.rows, fresh.rows) and moved.rows.dtype == np.int16
+    with pytest.raises(ValueError, match="writeable"):
+        ro = Predictive(mean=np.broadcast_to(mean[:1], (L, n)), sd=sd)
+        reweight_leave_out(ro, lp, overwrite=True)

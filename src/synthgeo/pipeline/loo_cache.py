@@ -7,10 +7,10 @@ the attacker's prior; and `protect = "targets"` repeats all of this in every rou
 same unrestricted fit and the same draws. Each is the same computation — a precision per
 (φ, α) cell and a block solve per unit — so :func:`cached_loo` keeps, per fit, draws and leave-out
 unit, the predictive, the calibration's own-value weights and the block log densities of the
-first computation, and serves them (identical arrays, so identical results) to the later ones.
-Large arrays are kept in a temporary file and served as fresh copies with the same doubles
-(:mod:`synthgeo._spill`; from about 10⁵ records at L = 100): between the risk stage and a
-later round they are not resident.
+first computation, and serves them (the same doubles, so identical results) to the later ones.
+The cache keeps its own copies and serves fresh ones (identical doubles), so a caller may
+overwrite what it is served; large arrays are kept in a temporary file (:mod:`synthgeo._spill`;
+from about 10⁵ records at L = 100), not resident between the risk stage and a later round.
 
 The cache lives for one :func:`synthgeo.pipeline.run.run_release` call (:func:`run_scope`): it
 holds strong references to the fit and the data it was computed from, so an entry can never be
@@ -25,8 +25,8 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from synthgeo._spill import spill, unspill
-from synthgeo.risk.predictive import kept_predictive
+from synthgeo._spill import Spilled, spill
+from synthgeo.risk.predictive import Predictive
 
 __all__ = ["run_scope", "cached_loo", "update_loo", "remember_map", "cached_map",
            "cached_precision_function"]
@@ -99,32 +99,6 @@ def update_loo(fit, data, draws: tuple[np.ndarray, np.ndarray], unit: str, **fie
         slot["units"][unit] = (digest, {**kept, **_keep(fields)})
 
 
-#: An entry's (L, n) arrays besides its predictive: kept on disk when large.
-_LARGE = ("own_weight", "log_density")
-
-
-def _keep(entry: dict) -> dict:
-    """Return ``entry`` as kept: its large arrays spilled (:mod:`synthgeo._spill`)."""
-    out = dict(entry)
-    if out.get("predictive") is not None:
-        out["predictive"] = kept_predictive(out["predictive"])
-    for k in _LARGE:
-        if out.get(k) is not None:
-            out[k] = spill(out[k])
-    return out
-
-
-def _serve(kept: dict) -> dict:
-    """Return a kept entry as :func:`cached_loo` serves it (the same doubles, fresh copies)."""
-    out = dict(kept)
-    if out.get("predictive") is not None:
-        out["predictive"] = out["predictive"]()
-    for k in _LARGE:
-        if out.get(k) is not None:
-            out[k] = unspill(out[k])
-    return out
-
-
 def remember_map(fit, data, draws: tuple[np.ndarray, np.ndarray], blocks, M) -> None:
     """Keep M̄, the cross-fit's map averaged over the implicates' cells, for this run.
 
@@ -176,3 +150,47 @@ def cached_precision_function(data, n_neighbors: int, build: Callable[[], Callab
     if key not in _ENTRIES:
         _ENTRIES[key] = {"data": data, "function": build()}
     return _ENTRIES[key]["function"]
+
+
+#: An entry's (L, n) arrays besides its predictive: kept on disk when large.
+_LARGE = ("own_weight", "log_density")
+
+
+def _stash(array: np.ndarray):
+    """Return the cache's own copy of ``array``: on disk when large, else in memory."""
+    kept = spill(array)
+    return np.array(array, copy=True) if kept is array else kept
+
+
+def _fetch(kept) -> np.ndarray:
+    """Return a fresh copy of a stashed array (the caller may write into it)."""
+    return kept.load() if isinstance(kept, Spilled) else np.array(kept, copy=True)
+
+
+def _keep(entry: dict) -> dict:
+    """Return ``entry`` as kept: its own copies of the large arrays (:mod:`synthgeo._spill`).
+
+    The caller that computed the entry keeps the only reference to the arrays it was given,
+    and every later caller gets fresh copies, so a caller may overwrite what it was served
+    (the risk stage reweights its baseline in place) without changing what is kept.
+    """
+    out = dict(entry)
+    pred = out.get("predictive")
+    if pred is not None:
+        out["predictive"] = (_stash(pred.mean), _stash(pred.sd), pred.name)
+    for k in _LARGE:
+        if out.get(k) is not None:
+            out[k] = _stash(out[k])
+    return out
+
+
+def _serve(kept: dict) -> dict:
+    """Return a kept entry as :func:`cached_loo` serves it (the same doubles, fresh copies)."""
+    out = dict(kept)
+    if out.get("predictive") is not None:
+        mean, sd, name = out["predictive"]
+        out["predictive"] = Predictive(mean=_fetch(mean), sd=_fetch(sd), name=name)
+    for k in _LARGE:
+        if out.get(k) is not None:
+            out[k] = _fetch(out[k])
+    return out

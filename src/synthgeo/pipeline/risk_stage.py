@@ -712,7 +712,9 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
     def leave_out_posterior(u: str) -> Predictive:
         """Return unit ``u``'s baseline at the leave-out posterior (risk.loo_posterior)."""
         nonlocal loo_posterior
-        moved = reweight_leave_out(full[u], density[u])
+        # the unit run's baseline is this stage's own copy (the run's cache serves copies):
+        # reweighted in place, no second pair of (L, N) arrays
+        moved = reweight_leave_out(full[u], density[u], overwrite=u == spec.loo_unit)
         if u == spec.loo_unit:
             loo_posterior = moved.summary()
         if not paired:
@@ -723,6 +725,10 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
 
     if reweight:  # the baseline's θ fitted without the record; the other units' when scored
         loos = {**loos, spec.loo_unit: leave_out_posterior(spec.loo_unit)}
+        # its full-posterior baseline and densities are not read again (the run's cache keeps
+        # its own copy): not held through the scoring (three (L, N) arrays)
+        full = {u: p for u, p in full.items() if u != spec.loo_unit}
+        density.pop(spec.loo_unit, None)
     loo = loos[spec.loo_unit]
     public = data if own_X is None else dataclasses.replace(data, X=public_X(own_X))
     mask = np.asarray(at_risk, bool)

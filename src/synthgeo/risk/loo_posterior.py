@@ -144,7 +144,7 @@ class LeaveOutPosterior:
 
 
 def reweight_leave_out(loo: Predictive, log_density: np.ndarray, *,
-                       reff: float = 1.0) -> LeaveOutPosterior:
+                       reff: float = 1.0, overwrite: bool = False) -> LeaveOutPosterior:
     """Move the leave-one-out baseline from the full posterior to the leave-out posterior.
 
     Parameters
@@ -158,6 +158,11 @@ def reweight_leave_out(loo: Predictive, log_density: np.ndarray, *,
     reff : float, default=1.0
         Relative efficiency of the draws for PSIS (1: independent draws, as the grid
         posterior's are).
+    overwrite : bool, default=False
+        Write the reweighted baseline into ``loo``'s own arrays (a block of records at a time:
+        a record's rows are gathered from its own column before it is written), so that no
+        second pair of (L, n_records) arrays is made; ``loo`` is then the result. For a
+        caller that holds the only reference to ``loo``'s arrays.
 
     Returns
     -------
@@ -192,7 +197,9 @@ def reweight_leave_out(loo: Predictive, log_density: np.ndarray, *,
     k, ess = np.empty(n), np.empty(n)
     # a draw's index needs 16 bits up to L = 32,768: a quarter of int64's (L, n) array
     rows = np.empty((L, n), dtype=np.int16 if L <= 2**15 else np.int64)
-    mean, sd = np.empty((L, n)), np.empty((L, n))
+    if overwrite and not (loo.mean.flags.writeable and loo.sd.flags.writeable):
+        raise ValueError("`overwrite=True` needs writeable baseline arrays")
+    mean, sd = (loo.mean, loo.sd) if overwrite else (np.empty((L, n)), np.empty((L, n)))
     for c in blocks:  # each record on its own: blocks of records, (L, block) temporaries
         if flat:
             lw, k[c] = np.full((c.stop - c.start, L), -np.log(L)), -np.inf  # -inf: no tail
