@@ -123,3 +123,20 @@ def test_run_cache_keeps_large_leave_out_entries_on_disk_and_serves_the_same_dou
         loo_cache.update_loo(fit, data, draws, "record", own_weight=weight)
         third = loo_cache.cached_loo(fit, data, draws, blocks, compute)["record"]
         assert third["own_weight"].tobytes() == weight.tobytes()
+
+
+def test_a_full_temporary_folder_keeps_the_array_in_memory_with_one_warning(monkeypatch, caplog):
+    import errno
+    import logging
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_spill.tempfile, "TemporaryFile", full)
+    monkeypatch.setattr(_spill, "_WARNED", False)
+    a = np.arange(12.0)
+    with caplog.at_level(logging.WARNING, logger="synthgeo"):
+        assert _spill.spill(a, min_bytes=0) is a
+        assert _spill.spill(a, min_bytes=0) is a
+    lines = [r.getMessage() for r in caplog.records if "temporary file" in r.getMessage()]
+    assert len(lines) == 1 and "TMPDIR" in lines[0] and "No space left" in lines[0]

@@ -12,6 +12,7 @@ system's page cache is not). docs/inference.md, "Memory".
 
 from __future__ import annotations
 
+import logging
 import tempfile
 import threading
 import weakref
@@ -23,6 +24,9 @@ __all__ = ["spill", "unspill", "Spilled", "SPILL_BYTES"]
 #: Arrays of at least this many bytes are spilled (64 MiB: from about 10⁵ records at L = 100;
 #: smaller runs keep their arrays in memory; the values are the same either way).
 SPILL_BYTES = 64 * 2**20
+
+log = logging.getLogger(__name__)
+_WARNED = False  # the memory warning is given once per process
 
 
 class Spilled:
@@ -81,7 +85,16 @@ def spill(array: np.ndarray, *, min_bytes: int | None = None) -> np.ndarray | Sp
     array = np.asarray(array)
     if array.nbytes < (SPILL_BYTES if min_bytes is None else min_bytes) or array.size == 0:
         return array
-    return Spilled(array)
+    try:
+        return Spilled(array)
+    except OSError as exc:  # a full or unwritable temporary folder: keep it in memory
+        global _WARNED
+        if not _WARNED:
+            _WARNED = True
+            log.warning("could not keep a %s-byte array in a temporary file (%s: %s); it "
+                        "stays in memory (set TMPDIR to a folder with room to lower the peak)",
+                        f"{array.nbytes:,}", type(exc).__name__, exc.strerror or "error")
+        return array
 
 
 def unspill(value: np.ndarray | Spilled) -> np.ndarray:
