@@ -140,3 +140,30 @@ def test_a_full_temporary_folder_keeps_the_array_in_memory_with_one_warning(monk
         assert _spill.spill(a, min_bytes=0) is a
     lines = [r.getMessage() for r in caplog.records if "temporary file" in r.getMessage()]
     assert len(lines) == 1 and "TMPDIR" in lines[0] and "No space left" in lines[0]
+
+
+def test_a_disk_that_fills_on_the_last_buffer_keeps_the_array_in_memory(monkeypatch):
+    import errno
+    import io
+
+    class FullOnFlush(io.BytesIO):
+        def flush(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_spill.tempfile, "TemporaryFile", lambda **kw: FullOnFlush())
+    monkeypatch.setattr(_spill, "_WARNED", True)  # the warning is tested above
+    a = np.arange(10.0)
+    assert _spill.spill(a, min_bytes=0) is a  # not a Spilled that fails at load
+
+
+def test_a_tmpdir_python_cannot_use_is_named_once(monkeypatch, caplog, tmp_path):
+    import logging
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    monkeypatch.setattr(_spill.tempfile, "gettempdir", lambda: str(tmp_path))
+    monkeypatch.setattr(_spill, "_TMPDIR_CHECKED", False)
+    with caplog.at_level(logging.WARNING, logger="synthgeo"):
+        _spill.spill(np.arange(4.0), min_bytes=0)
+        _spill.spill(np.arange(4.0), min_bytes=0)
+    lines = [r.getMessage() for r in caplog.records if "TMPDIR" in r.getMessage()]
+    assert len(lines) == 1 and str(tmp_path) in lines[0]

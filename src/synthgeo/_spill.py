@@ -13,6 +13,7 @@ system's page cache is not). docs/inference.md, "Memory".
 from __future__ import annotations
 
 import logging
+import os
 import tempfile
 import threading
 import weakref
@@ -27,6 +28,7 @@ SPILL_BYTES = 64 * 2**20
 
 log = logging.getLogger(__name__)
 _WARNED = False  # the memory warning is given once per process
+_TMPDIR_CHECKED = False
 
 
 class Spilled:
@@ -43,6 +45,7 @@ class Spilled:
         self.shape, self.dtype = array.shape, array.dtype
         self._file = tempfile.TemporaryFile(prefix="synthgeo-spill-")
         np.save(self._file, array, allow_pickle=False)
+        self._file.flush()  # a full disk fails here (caught by spill), not at a later load
         self._lock = threading.Lock()
         weakref.finalize(self, self._file.close)  # also at exit: no unclosed-file warning
 
@@ -85,6 +88,7 @@ def spill(array: np.ndarray, *, min_bytes: int | None = None) -> np.ndarray | Sp
     array = np.asarray(array)
     if array.nbytes < (SPILL_BYTES if min_bytes is None else min_bytes) or array.size == 0:
         return array
+    _check_tmpdir()
     try:
         return Spilled(array)
     except OSError as exc:  # a full or unwritable temporary folder: keep it in memory
@@ -95,6 +99,24 @@ def spill(array: np.ndarray, *, min_bytes: int | None = None) -> np.ndarray | Sp
                         "stays in memory (set TMPDIR to a folder with room to lower the peak)",
                         f"{array.nbytes:,}", type(exc).__name__, exc.strerror or "error")
         return array
+
+
+def _check_tmpdir() -> None:
+    """Warn once if ``TMPDIR`` is set but Python's temporary folder is another one.
+
+    :mod:`tempfile` skips a ``TMPDIR`` it cannot write to and falls back to /tmp (or the
+    working folder) without a word; an operator who chose ``TMPDIR`` for confidential
+    scratch data (an encrypted volume) must hear that it is not used.
+    """
+    global _TMPDIR_CHECKED
+    if _TMPDIR_CHECKED:
+        return
+    _TMPDIR_CHECKED = True
+    wanted = os.environ.get("TMPDIR")
+    used = tempfile.gettempdir()
+    if wanted and os.path.realpath(wanted) != os.path.realpath(used):
+        log.warning("TMPDIR is set to a folder Python cannot use (missing or not writable); "
+                    "temporary files of large arrays go to %s instead", used)
 
 
 def unspill(value: np.ndarray | Spilled) -> np.ndarray:

@@ -114,6 +114,12 @@ def _posterior(draws: GridDraws, shape: tuple[int, int], coef_names: list[str]) 
     )
 
 
+def _read_only(w: np.ndarray) -> np.ndarray:
+    """Return ``w`` marked read-only: a caller cannot change the cache, spilled or not."""
+    w.flags.writeable = False
+    return w
+
+
 def _effect_sampler(draws: dict, y, X, sites, d_arg, gp, n_neighbors, effect_solver, seed,
                     seconds: dict, extra=None, nugget_weight=None):
     """``effect_sampler(flat_index) -> w`` drawing at each draw's own (φ, α), cached.
@@ -133,7 +139,7 @@ def _effect_sampler(draws: dict, y, X, sites, d_arg, gp, n_neighbors, effect_sol
     def effect_sampler(flat_index: np.ndarray) -> np.ndarray:
         key = tuple(int(i) for i in flat_index)
         if key in cache:
-            return unspill(cache[key])
+            return _read_only(unspill(cache[key]))
         t = time.perf_counter()
         sel = {k: v[np.asarray(flat_index)] for k, v in draws.items()}
         seeds = keyed_seeds(seed, key)  # per draw, by its index: common random numbers
@@ -146,7 +152,7 @@ def _effect_sampler(draws: dict, y, X, sites, d_arg, gp, n_neighbors, effect_sol
         # kept for the report's surfaces: on disk when large, out of the risk stage's peak
         cache[key] = spill(w)
         seconds["recover"] += time.perf_counter() - t
-        return w
+        return _read_only(w)
 
     return effect_sampler
 
