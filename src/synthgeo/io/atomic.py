@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from synthgeo._errors import SpecError
+from synthgeo._warn import warn
 
 __all__ = ["atomic_folder", "check_output_dir", "write_folder"]
 
@@ -131,6 +132,22 @@ def _is_record(path: Path, marker: str) -> bool:
     return isinstance(data, dict) and "synthgeo_release_record" in data
 
 
+def _warn_stale(out: Path) -> None:
+    """Warn of staging folders beside ``out`` left by a killed run (they may be confidential).
+
+    A run stopped by an exception or Ctrl-C removes its own; one killed outright (SIGKILL, the
+    out-of-memory killer) cannot. They are not removed here: another run may be writing to
+    ``out`` at this moment.
+    """
+    stale = sorted(p.name for pattern in (f".{out.name}.tmp-*", f".{out.name}.old-*")
+                   for p in out.parent.glob(pattern) if p.is_dir())
+    if stale:
+        warn(f"{len(stale)} folder(s) beside {out.name} were left by an interrupted run "
+             f"({', '.join(stale[:3])}{', ...' if len(stale) > 3 else ''} in {out.parent}): "
+             "they may hold confidential files; remove them once no other synthgeo run "
+             "writes there")
+
+
 @contextmanager
 def atomic_folder(out: Path) -> Iterator[Path]:
     """Yield an empty temporary folder beside ``out``; on success it becomes ``out``.
@@ -152,6 +169,7 @@ def atomic_folder(out: Path) -> Iterator[Path]:
     """
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    _warn_stale(out)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
     try:
         yield tmp
