@@ -408,6 +408,11 @@ def test_dot_grouped_prices_are_refused_not_read_as_decimals(tmp_path):
     frame.to_csv(path, index=False)
     with pytest.raises(InputError, match="^column `price_usd`"):
         load_points(path, **kw)
+    # one price left ungrouped among grouped ones (break-it trial): still refused
+    frame.loc[frame.index[0], "price_usd"] = "59222"
+    frame.to_csv(path, index=False)
+    with pytest.raises(InputError, match="^column `price_usd`"):
+        load_points(path, **kw)
     plain = _sacramento_two_beds(tmp_path, int)
     assert load_points(plain, **kw)["price_usd"].min() > 1000
 

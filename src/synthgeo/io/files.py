@@ -222,8 +222,8 @@ def _refuse_dot_grouped(path: Path, opts: CsvOptions, id_column: str | None) -> 
                 '`thousands = "."` ([data] thousands, or --thousands)')
 
 
-#: A whole number under 1,000, or one "."-grouped: 836, 59.222, 1.234.567 (never 0.250).
-_POINT_GROUPED = re.compile(r"^[-+]?(\d{1,3}|[1-9]\d{0,2}(\.\d{3})+)$")
+#: A whole number, or one "."-grouped: 836, 59222, 59.222, 1.234.567 (never 0.250).
+_POINT_GROUPED = re.compile(r"^[-+]?(\d+|[1-9]\d{0,2}(\.\d{3})+)$")
 
 
 def _refuse_point_grouped(path: Path, id_column: str | None, columns: list[str],
@@ -233,8 +233,9 @@ def _refuse_point_grouped(path: Path, id_column: str | None, columns: list[str],
     German or Danish exports write 59,222 as "59.222": read with a decimal point, a price column
     is 1,000 times too small without a word (break-it trial 2026-12-07). A response or
     covariate column read as decimals counts when every value, as written, is "."-grouped (a
-    leading group of 1–3 digits, not 0, then groups of exactly three) or a whole number of at
-    most three digits (exports group only from 1,000), and some value is grouped. The rule and
+    leading group of 1–3 digits, not 0, then groups of exactly three) or a whole number
+    (exports group only from 1,000; one left ungrouped, "59222" among "68.880", defeated the
+    first rule, which took only whole numbers under 1,000), and some value is grouped. The rule and
     its false positives (three-decimal measurements from 1 to 999.999 written with every
     trailing zero): docs/locations.md, "Column integrity". Raises InputError naming the column,
     ``thousands = "."`` with ``decimal = ","``, and how to go on if they are decimals.
@@ -247,7 +248,7 @@ def _refuse_point_grouped(path: Path, id_column: str | None, columns: list[str],
             continue
         raise InputError(
             f"column `{column}` of {path.name} holds numbers written like 1.234 (every value "
-            'with exactly three digits after its ".", or a whole number under 1,000): '
+            'with exactly three digits after its ".", or a whole number): '
             'thousands grouped with "." (German or Danish exports)? They would be read as '
             '1.234; set `thousands = "."` and `decimal = ","` ([data] thousands/decimal, or '
             '--thousands/--decimal; where other columns use a decimal point, remove the "." '
