@@ -372,6 +372,28 @@ def test_values_beyond_the_world_are_refused_whatever_the_share(tmp_path, crs):
         load_points(path, x="x", y="y", crs=crs, id_column="id")
 
 
+def test_x_just_past_the_antimeridian_is_a_place_not_a_mistype(tmp_path):
+    """Break-it 2026-12-07: Fiji at 179.8-180.3° in Web Mercator (a map panned across the
+    antimeridian) was refused as beyond the world; up to 1° past the edge (the area-of-use
+    check's widening) is allowed, PROJ wraps it; 10 times the easting is still refused."""
+    import pyproj
+
+    lon = np.linspace(179.8, 180.3, 40)
+    lat = -17.0 + 0.01 * np.arange(40)
+    x, y = pyproj.Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True).transform(
+        np.where(lon > 180, 180, lon), lat)
+    x = np.asarray(x) + (np.maximum(lon - 180, 0) * np.pi / 180 * 6378137.0)  # unwrapped
+    path = tmp_path / "fiji.csv"
+    pd.DataFrame({"id": range(40), "x": x, "y": y}).to_csv(path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert len(load_points(path, x="x", y="y", crs="EPSG:3857", id_column="id",
+                               accept_offshore=True)) == 40
+    pd.DataFrame({"id": range(40), "x": x * 10, "y": y}).to_csv(path, index=False)
+    with pytest.raises(InputError, match=r"beyond the world's extent"):
+        load_points(path, x="x", y="y", crs="EPSG:3857", id_column="id")
+
+
 # --- thousands grouped by "." or by an apostrophe (break-it trial 2026-12-07) ---------------
 
 SACRAMENTO = Path(__file__).resolve().parents[1] / "src" / "synthgeo" / "data" / \

@@ -155,6 +155,14 @@ def _beyond_the_world(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame,
         back = np.column_stack([np.asarray(v, float) for v in to_crs.transform(
             lon, lat, errcheck=False)])
         off = ~(np.abs(back - xy) <= 1e-3 + 1e-9 * np.abs(xy))  # NaN counts as off
+        # an x just past the edge (a web map panned across the antimeridian: 180.3°) is a
+        # place, wrapped by PROJ: allowed up to BUFFER_DEG past it, as the area-of-use check
+        # allows (break-it trial 2026-12-07: Fiji at 179.8-180.3° was refused)
+        edge = np.abs(np.asarray(to_crs.transform(np.full(len(xy), 180.0),
+                                                  np.clip(lat, -90.0, 90.0),
+                                                  errcheck=False)[0], float))
+        near = np.abs(xy[:, 0]) <= edge * (180.0 + BUFFER_DEG) / 180.0
+    off[:, 0] &= ~near
     off[:, 1] |= ~(np.abs(lat) <= 90.0)
     for axis in (0, 1):
         out = off[:, axis]
@@ -162,9 +170,9 @@ def _beyond_the_world(xy: np.ndarray, crs: pyproj.CRS, frame: pd.DataFrame,
             raise InputError(
                 f"{'xy'[axis]} ({labels[axis]}) of {int(out.sum()):,} of {len(xy):,} points, "
                 f"at {where(frame, out, id_column, origin)}, is beyond the world's extent in "
-                f"{describe(crs)} (no longitude within ±180° and latitude within ±90° maps to "
-                "it): an impossible value for this CRS, whatever share of the points look "
-                f"right (mistyped values?); {origin.text('fix_crs')}")
+                f"{describe(crs)} (no longitude within ±{180 + BUFFER_DEG:g}° and latitude "
+                "within ±90° maps to it): an impossible value for this CRS, whatever share of "
+                f"the points look right (mistyped values?); {origin.text('fix_crs')}")
 
 
 def _lon_within(lon, west: float, east: float):
