@@ -22,7 +22,7 @@ SRC = Path(synthgeo.__file__).resolve().parent
 #: Rank of each top-level package or module of synthgeo: an import must go to a lower rank.
 RANK = {
     "_errors": 0, "_seed": 0, "_progress": 0, "_versions": 0, "_allocator": 0, "_repr": 0,
-    "_warn": 0, "_gc": 0,
+    "_warn": 0, "_gc": 0, "_spill": 0,
     "compute": 0,
     "io": 1, "register": 1.5, "locations": 2, "config": 3, "masking": 3, "model": 4,
     "inference": 5, "synthesis": 6, "risk": 7, "utility": 8, "pipeline": 9, "release": 10,
