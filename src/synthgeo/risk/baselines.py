@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from synthgeo.risk.predictive import Predictive, record_slices
+from synthgeo.risk.predictive import ImplicateRecordShape, Predictive, record_slices
 
 __all__ = ["baseline_public", "public_regression", "PublicBaseline", "point_guesses",
            "synthetic_point_guesses", "FORMS"]
@@ -41,7 +41,7 @@ _ROWS = 8
 
 
 @dataclass(frozen=True, eq=False)
-class PublicBaseline:
+class PublicBaseline(ImplicateRecordShape):
     """The public regression's predictive with its sd made block by block, not stored.
 
     The sd s^(ℓ)(1 + h_ii)^½ is a product of a per-implicate and a per-record factor: keeping
@@ -64,16 +64,6 @@ class PublicBaseline:
     s2: np.ndarray
     leverage: np.ndarray
     name: str = "baseline_public"
-
-    @property
-    def n_implicates(self) -> int:
-        """L."""
-        return int(self.mean.shape[0])
-
-    @property
-    def n_records(self) -> int:
-        """Number of records."""
-        return int(self.mean.shape[1])
 
     def sd_of(self, records: slice) -> np.ndarray:
         """Return the sd (L, block) of a block of records, √(ŝ²(1 + h_ii))."""

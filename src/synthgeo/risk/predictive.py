@@ -67,8 +67,24 @@ def record_slices(n_records: int, size: int | None = None) -> list[slice]:
     return [slice(a, b) for a, b in zip(edges[:-1], edges[1:], strict=True)]
 
 
+class ImplicateRecordShape:
+    """``n_implicates`` and ``n_records`` of a class whose ``mean`` is (L, n_records)."""
+
+    mean: np.ndarray
+
+    @property
+    def n_implicates(self) -> int:
+        """L."""
+        return int(self.mean.shape[0])
+
+    @property
+    def n_records(self) -> int:
+        """Number of records."""
+        return int(self.mean.shape[1])
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
-class Predictive:
+class Predictive(ImplicateRecordShape):
     """Normal predictive distributions N(mean, sd²) of y, model scale.
 
     Attributes
@@ -113,16 +129,6 @@ class Predictive:
             raise ValueError(f"predictive {self.name!r} has a negative sd.")
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "sd", sd)
-
-    @property
-    def n_implicates(self) -> int:
-        """L."""
-        return int(self.mean.shape[0])
-
-    @property
-    def n_records(self) -> int:
-        """Number of records."""
-        return int(self.mean.shape[1])
 
     def columns(self, records: slice) -> Predictive:
         """Return the predictive of a block of records (views of ``mean`` and ``sd``, no copy).
