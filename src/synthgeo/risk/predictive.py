@@ -17,7 +17,7 @@ import pandas as pd
 from synthgeo._spill import Spilled, spill, unspill
 
 __all__ = ["Predictive", "release_predictive", "pool_predictives", "pool_synthetic",
-           "kept_predictive", "record_slices", "RECORD_BLOCK"]
+           "kept_predictive", "record_slices", "RECORD_BLOCK", "ImplicateRecordShape"]
 
 #: Records per block where a per-record figure is computed block by block (all of a record's
 #: implicates in one block): (L, 4096) temporaries, 3.3 MB at L = 100, instead of (L, n).
