@@ -601,9 +601,14 @@ def _sampling_row(result) -> str:
 
 
 def _spec_without_seed(spec) -> dict:
-    """Return the spec as run with ``[sampling] seed`` blanked (a key: confidential/seed.txt)."""
+    """Return the spec as run with ``[sampling] seed`` withheld (a key: confidential/seed.txt).
+
+    Said in words, not ``null`` (the new-user trial read ``null`` as "no seed was set").
+    """
     out = spec.to_dict()
-    out["sampling"]["seed"] = None
+    out["sampling"]["seed"] = ("withheld (a key: confidential/seed.txt)"
+                               if out["sampling"].get("seed") is not None else
+                               "not set: a fresh seed was drawn (confidential/seed.txt)")
     return out
 
 
