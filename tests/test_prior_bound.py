@@ -105,6 +105,7 @@ def _points(range_m: float) -> gpd.GeoDataFrame:
 def test_the_warning_reaches_release_json_and_the_report():
     from synthgeo.pipeline import run_release
     from synthgeo.release.report import render_report
+    from synthgeo.release.schema import validate_release_record
     from synthgeo.release.writer import release_record
 
     spec = ReleaseSpec(
@@ -122,5 +123,8 @@ def test_the_warning_reaches_release_json_and_the_report():
     assert found and found[0]["message"].startswith("unrestricted fit: ")
     assert rec["fits"]["unrestricted"]["engine"]["posterior_at_prior_bound"][0]["bound"] == \
         "lower"
+    # the record is written, not refused by the schema at the end of the run (break-it trial:
+    # the engine key was missing from release.schema.json and every such run wrote nothing)
+    validate_release_record(rec)
     page = render_report(result)
     assert "posterior at a prior bound, unrestricted" in page
