@@ -363,6 +363,22 @@ def test_dot_grouped_thousands_under_decimal_comma(tmp_path, capsys):
                     thousands=",")
 
 
+def test_dot_grouped_with_decimal_places_under_decimal_comma(tmp_path):
+    """Final break-it trial 2026-12-07: "1.250,00" beside "750,00" (decimal commas, thousands
+    grouped by ".") escaped the guard, was read as text and released as categories."""
+    path = tmp_path / "places.csv"
+    rows = "".join(f"{i};{-121.5 + 0.01 * i:.4f};{38.5 + 0.01 * i:.4f}".replace(".", ",")
+                   + (";750,00\n" if i % 2 else f";1.{250 + i:03d},00\n") for i in range(12))
+    path.write_text("id;lon;lat;sqft\n" + rows, encoding="utf-8")
+    with pytest.raises(InputError, match=r"column `sqft` of places.csv holds numbers written "
+                                         r'like 1.234 .*set `thousands = "."`'):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                    numeric_columns=["sqft"], id_column="id")
+    gdf = load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                      thousands=".", numeric_columns=["sqft"], id_column="id")
+    assert gdf["sqft"].iloc[0] == 1250 and gdf["sqft"].iloc[1] == 750
+
+
 def test_dot_grouped_beside_whole_numbers_under_decimal_comma(tmp_path):
     """Break-it trial 2026-12-07: exports group only numbers of 1,000 or more, so a column with
     836 beside 1.167 passed the guard and half the sizes were released 1,000 times too small."""

@@ -195,9 +195,11 @@ def keep_id_text(frame: pd.DataFrame, id_column: str | None) -> pd.DataFrame:
     return frame.assign(**{id_column: numbers})
 
 
-#: A number written with "." grouping thousands and no decimals: 1.234, -12.345.678.
-_DOT_GROUPED = re.compile(r"^-?\d{1,3}(\.\d{3})+$")
-_PLAIN_INTEGER = re.compile(r"^-?\d+$")
+#: A number written with "." grouping thousands, with or without decimal-comma places:
+#: 1.234, -12.345.678, 1.250,00.
+_DOT_GROUPED = re.compile(r"^-?\d{1,3}(\.\d{3})+(,\d+)?$")
+#: An ungrouped number, with or without decimal-comma places: 836, 750,00.
+_PLAIN_INTEGER = re.compile(r"^-?\d+(,\d+)?$")
 
 
 def _refuse_dot_grouped(path: Path, opts: CsvOptions, id_column: str | None) -> None:
@@ -205,9 +207,11 @@ def _refuse_dot_grouped(path: Path, opts: CsvOptions, id_column: str | None) -> 
 
     Such a column ("1.234" for one thousand two hundred and thirty-four) would otherwise be read
     as 1.234 without a word. Exports group only numbers of 1,000 or more, so a column counts when
-    some value is dot-grouped and every value is a whole number, grouped or not ("836" beside
-    "1.167": break-it trial 2026-12-07 released half the sizes 1,000 times too small). Raises
-    InputError naming the column and ``thousands = "."``.
+    some value is dot-grouped and every value is a number, grouped or not, with or without
+    decimal-comma places ("836" beside "1.167": break-it trial 2026-12-07 released half the
+    sizes 1,000 times too small; "1.250,00" beside "750,00": the final trial's column was read
+    as text and released as categories). Raises InputError naming the column and
+    ``thousands = "."``.
     """
     raw = pd.read_csv(path, sep=opts.sep, encoding=opts.encoding, dtype=str)
     for column in raw.columns:
