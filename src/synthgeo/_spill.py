@@ -19,8 +19,11 @@ import threading
 import weakref
 
 import numpy as np
+import xarray as xr
+from xarray.backends import BackendArray
+from xarray.core import indexing
 
-__all__ = ["spill", "unspill", "Spilled", "SPILL_BYTES"]
+__all__ = ["spill", "unspill", "Spilled", "SPILL_BYTES", "spill_variables"]
 
 #: Arrays of at least this many bytes are spilled (64 MiB: from about 10⁵ records at L = 100;
 #: smaller runs keep their arrays in memory; the values are the same either way).
@@ -46,6 +49,9 @@ class Spilled:
         self._file = tempfile.TemporaryFile(prefix="synthgeo-spill-")
         np.save(self._file, array, allow_pickle=False)
         self._file.flush()  # a full disk fails here (caught by spill), not at a later load
+        # where the values start (np.save writes C order unless the array is Fortran-ordered)
+        self._offset = self._file.tell() - array.nbytes
+        self._c_order = array.flags.c_contiguous or not array.flags.f_contiguous
         self._lock = threading.Lock()
         weakref.finalize(self, self._file.close)  # also at exit: no unclosed-file warning
 
@@ -55,9 +61,55 @@ class Spilled:
             self._file.seek(0)
             return np.load(self._file, allow_pickle=False)
 
+    def read(self, key: tuple) -> np.ndarray:
+        """Return ``array[key]`` for a tuple of ints and slices, one per axis.
+
+        Only the selected rows of the leading axis are read, and of a 2-D array's rows only
+        the columns from the first to the last selected: a block of records of an
+        (implicate, record) array costs its own bytes, not the whole array's.
+        """
+        key = tuple(key) + (slice(None),) * (len(self.shape) - len(key))
+        if not self._c_order or not self.shape:
+            return self.load()[key]
+        rows = range(self.shape[0])[key[0]]
+        single = isinstance(rows, int)
+        rows = [rows] if single else rows
+        tail = self.shape[1:]
+        row_items = int(np.prod(tail, dtype=np.int64))
+        lo, hi, rest = 0, row_items, key[1:]
+        if len(tail) == 1 and isinstance(key[1], slice):  # only the columns' span
+            start, stop, step = key[1].indices(tail[0])
+            cols = range(start, stop, step)
+            if len(cols) == 0:
+                return np.empty((len(rows), 0), self.dtype)[0 if single else slice(None)]
+            lo, hi = min(cols[0], cols[-1]), max(cols[0], cols[-1]) + 1
+            rest = (slice(None) if step == 1 else np.asarray(cols) - lo,)
+        item, width = self.dtype.itemsize, hi - lo
+        out = np.empty((len(rows), width), self.dtype)
+        fd = self._file.fileno()
+        if width == row_items and len(rows) > 1 and rows[-1] - rows[0] == len(rows) - 1:
+            _pread_into(fd, out, self._offset + rows[0] * row_items * item)  # one read
+        else:
+            for k, i in enumerate(rows):
+                _pread_into(fd, out[k], self._offset + (i * row_items + lo) * item)
+        out = out.reshape((len(rows), width) if width != row_items else (len(rows), *tail))
+        out = out[(slice(None), *rest)]
+        return out[0] if single else out
+
     def __repr__(self) -> str:
         """Show shape and dtype only (the values may be confidential)."""
         return f"Spilled(shape={self.shape}, dtype={self.dtype})"
+
+
+def _pread_into(fd: int, buffer: np.ndarray, offset: int) -> None:
+    """Fill the contiguous ``buffer`` from the file ``fd`` at ``offset`` (no file position)."""
+    view = memoryview(buffer).cast("B")
+    done = 0
+    while done < view.nbytes:  # a read returns at most about 2 GB
+        got = os.preadv(fd, [view[done:]], offset + done)
+        if got <= 0:
+            raise OSError(f"the temporary file of a spilled array ended early ({done} bytes)")
+        done += got
 
 
 def spill(array: np.ndarray, *, min_bytes: int | None = None) -> np.ndarray | Spilled:
@@ -122,3 +174,67 @@ def _check_tmpdir() -> None:
 def unspill(value: np.ndarray | Spilled) -> np.ndarray:
     """Return the array held by ``value`` (a fresh copy when spilled)."""
     return value.load() if isinstance(value, Spilled) else value
+
+
+class _SpilledBackend(BackendArray):
+    """An xarray lazily loaded array over a :class:`Spilled` file (read-only, no cache)."""
+
+    def __init__(self, spilled: Spilled) -> None:
+        self.spilled = spilled
+        self.shape, self.dtype = spilled.shape, spilled.dtype
+
+    def __getitem__(self, key):
+        """Read the selection from the file (xarray's basic indexing)."""
+        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.BASIC,
+                                                  self.spilled.read)
+
+    def __deepcopy__(self, memo) -> _SpilledBackend:
+        """Share the file: the values never change (a deep copy of a Dataset stays lazy)."""
+        return self
+
+    def __reduce__(self):
+        """Pickle the values themselves (a worker process cannot read this file)."""
+        return (indexing.NumpyIndexingAdapter, (self.spilled.load(),))
+
+
+def spill_variables(ds: xr.Dataset, *, min_bytes: int | None = None) -> xr.Dataset:
+    """Return ``ds`` with its large data variables kept in temporary files, read on access.
+
+    A variable of at least ``min_bytes`` (default :data:`SPILL_BYTES`) whose values are
+    contiguous in memory (not a broadcast view) is written to a :class:`Spilled` file and
+    replaced by a lazily loaded array (xarray's backend interface, as ``open_dataset`` with
+    ``cache=False``): ``.values`` returns a fresh copy each time, and a selection
+    (``ds["y_synthetic"][:, a:b]``, ``ds.isel(implicate=l)``) reads only its own bytes. The
+    values are the same doubles. At 10⁶ records and L = 100 each (implicate, record) array is
+    800 MB, held only while a stage uses it (docs/inference.md, "Memory").
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+    min_bytes : int, optional
+
+    Returns
+    -------
+    xarray.Dataset
+        A new Dataset (``ds`` itself when nothing is large enough); ``ds`` is not changed.
+
+    Examples
+    --------
+    >>> ds = xr.Dataset({"y": (("implicate", "record"), np.arange(6.0).reshape(2, 3))})
+    >>> lazy = spill_variables(ds, min_bytes=0)
+    >>> lazy["y"][:, 1:].values.tolist(), ds.identical(lazy)
+    ([[1.0, 2.0], [4.0, 5.0]], True)
+    """
+    threshold = SPILL_BYTES if min_bytes is None else min_bytes
+    swap = {}
+    for name, var in ds.data_vars.items():
+        data = var.variable._data
+        if (not isinstance(data, np.ndarray) or data.nbytes < threshold or data.size == 0
+                or not data.flags.c_contiguous or data.dtype.hasobject):
+            continue
+        kept = spill(data, min_bytes=0)
+        if not isinstance(kept, Spilled):  # the temporary folder is full: stays in memory
+            continue
+        lazy = indexing.CopyOnWriteArray(indexing.LazilyIndexedArray(_SpilledBackend(kept)))
+        swap[name] = xr.Variable(var.dims, lazy, var.attrs, var.encoding)
+    return ds.assign(swap) if swap else ds

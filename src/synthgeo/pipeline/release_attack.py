@@ -520,12 +520,16 @@ def score_release_attacker(spec, data, fits: dict, implicates: dict[str, xr.Data
             raise ValueError("`extra_information` (several responses) with mean noise: "
                              "not derived; the spec refuses mean_noise with several responses")
         per_implicate = per_implicate + np.asarray(extra_information, float)
+    # the map is read again only under mean noise: not kept by the result's pooled figures
+    # otherwise (a sparse n × n matrix, 0.6 GB at 10⁶ records)
+    noisy_map = M0 if per_implicate is None else None
+    del M0
 
     def info_at(n_implicates) -> np.ndarray:
         """I_i with this many pooled implicates (the means' noise: v_η + s²/L)."""
         if per_implicate is not None:
             return per_implicate * n_implicates
-        return information_with_mean_noise(M0, X, s2, v_eta, n_implicates,
+        return information_with_mean_noise(noisy_map, X, s2, v_eta, n_implicates,
                                            calibration=calibration)
 
     y = data.y

@@ -11,7 +11,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 
@@ -23,6 +23,7 @@ from scipy.special import logit
 from synthgeo._errors import RiskError, SpecError
 from synthgeo._progress import progress_iter
 from synthgeo._seed import resolve_seed
+from synthgeo._spill import spill_variables
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec, ResponseConfig, load_spec
 from synthgeo.inference.result import GPFit, require_convergence
 from synthgeo.io.notices import note
@@ -397,6 +398,30 @@ class _Drawn:
     raw_error: np.ndarray | None = None  # the calibration's mean leave-out error (cross-fit)
 
 
+class _SyntheticValues(Mapping):
+    """model → its implicates' (L, n_records) ``y_synthetic``, read from them on each access.
+
+    One response's implicates keep their large arrays in temporary files
+    (:func:`synthgeo._spill.spill_variables`); a stage holds the values only while it uses
+    them.
+    """
+
+    def __init__(self, implicates: dict) -> None:
+        self._implicates = implicates
+
+    def __getitem__(self, model: str) -> np.ndarray:
+        """Return ``model``'s synthetic values (a fresh array when they are spilled)."""
+        return self._implicates[model]["y_synthetic"].values
+
+    def __iter__(self):
+        """Iterate over the models."""
+        return iter(self._implicates)
+
+    def __len__(self) -> int:
+        """Return the number of models."""
+        return len(self._implicates)
+
+
 def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, streams,
                   X_syn: dict, *, fitter, say, progressbar: bool, several: bool,
                   reuse_fits: dict | None = None,
@@ -539,10 +564,14 @@ def _fit_and_draw(spec: ReleaseSpec, data_j: PreparedData, rc: ResponseConfig, s
                               responses.shift_to_earlier(ds, fits[m], design, X_syn[m],
                                                          beta=keep["beta"])
                               for m, ds in implicates.items()}
-            synthetic = {m: ds["y_synthetic"].values for m, ds in implicates.items()}
             if smoothing.likelihood_weight is not None:  # aggregates for release.json
                 implicates["restricted"].attrs["pseudo_likelihood"] = pseudo_bound(
                     data_j.y, smoothing.likelihood_weight, implicates)
+            if several:  # a later response's design holds the earlier ones' values
+                synthetic = {m: ds["y_synthetic"].values for m, ds in implicates.items()}
+            else:  # large (implicate, record) arrays wait in temporary files between stages
+                implicates = {m: spill_variables(ds) for m, ds in implicates.items()}
+                synthetic = _SyntheticValues(implicates)
         else:
             synthetic = {m: responses.draw_discrete(spec, fits[m], data_j.X, X_syn[m],
                                                     streams[2])
@@ -808,8 +837,9 @@ def _release(spec: ReleaseSpec, *, inputs: _Inputs, progress=None, progressbar: 
                                    draw_index=None if plan is None else plan.new_draws,
                                    noisy_earlier=[e.y_star for e in drawn]))
         conf[rc.name] = data_j.y
-        for m in MODELS:
-            syn[m].append(drawn[-1].synthetic[m])
+        if several:  # the next response's design (one response: nothing reads them)
+            for m in MODELS:
+                syn[m].append(drawn[-1].synthetic[m])
     if not several:
         return _one_response(spec, data, drawn[0], locations, earlier, seconds, seed, say,
                              progressbar, plan, general=general)

@@ -97,7 +97,7 @@ def section_histograms(result) -> Section | None:
         panels.append({
             "title": f"id {result.data.record_id[i]}{flag}\n{label}: {change}",
             "truth": truth[i],
-            "synthetic": {m: _g(ds["y_synthetic"].values[:, i], transform)
+            "synthetic": {m: _g(ds["y_synthetic"][:, i].values, transform)  # one column
                           for m, ds in result.implicates.items()},
         })
     if spec.data.response_transform == "log":
