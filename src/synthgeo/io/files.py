@@ -269,7 +269,7 @@ def _typos_said(path: Path, rows: list[int]) -> str:
 
 
 def _refuse_dot_grouped(path: Path, opts: CsvOptions, id_column: str | None) -> None:
-    """Under ``decimal = ","`` without ``thousands``: refuse a column of dot-grouped integers.
+    """Under ``decimal = ","`` without ``thousands``: refuse a column of dot-grouped numbers.
 
     Such a column ("1.234" for one thousand two hundred and thirty-four) would otherwise be read
     as 1.234 without a word. Exports group only numbers of 1,000 or more, so a column counts when
@@ -399,16 +399,17 @@ def read_table(path: Path, *, x: str | None, y: str | None, crs: Any,
         CRS of the coordinates (required for CSV; must agree with a layer's own).
     csv_options : CsvOptions
         Separator, decimal mark, thousands separator and encoding (CSV only; defaults
-        required for a layer). Under ``decimal = ","`` without ``thousands``, a column whose
-        values all look like dot-grouped integers (``1.234``) is refused.
+        required for a layer). Under ``decimal = ","`` without ``thousands``, a column of
+        dot-grouped numbers (``1.234``) beside whole ones or ones with decimal-comma places is
+        refused, a few typos (``1.23``) aside (:func:`_grouped_typos`).
     id_column : str, optional
         A CSV's record id column: read as text, and kept as text when reading it as numbers
         would change an id (``007`` → 7); ids that read back unchanged become numbers.
     number_columns : list of str, optional
         A CSV's response and covariate columns. Under ``decimal = "."`` without
         ``thousands``, one read as decimals whose every value is a "."-grouped number
-        (``59.222``) or a whole number under 1,000 is refused (thousands grouped with "." by
-        German or Danish exports).
+        (``59.222``) or a whole number is refused, a few typos (``59.2``) aside (thousands
+        grouped with "." by German or Danish exports; :func:`_grouped_typos`).
 
     Returns
     -------
