@@ -379,6 +379,45 @@ def test_dot_grouped_with_decimal_places_under_decimal_comma(tmp_path):
     assert gdf["sqft"].iloc[0] == 1250 and gdf["sqft"].iloc[1] == 750
 
 
+def test_one_decimal_comma_beside_dot_grouped_values_names_the_grouping(tmp_path):
+    """Break-it trial 2026-12-08: 836 and 1.167 ("."-grouped) with one 852,5 got the hint for
+    decimal commas alone, which would read 1.167 (1,167) as 1.167."""
+    sizes = ["836", "1.167", "852,5"] + [f"1.{100 + i:03d}" if i % 2 else f"{700 + i}"
+                                         for i in range(9)]
+    coords = [(f"{-121.5 + 0.01 * i:.4f}", f"{38.5 + 0.01 * i:.4f}") for i in range(12)]
+    path = tmp_path / "sizes.csv"  # decimal commas: refused before, by the file's guard
+    path.write_text("id;lon;lat;sqft\n" + "".join(
+        f"{i};{x};{y};{v}\n".replace(".", ",", 2) for i, ((x, y), v)
+        in enumerate(zip(coords, sizes))), encoding="utf-8")
+    with pytest.raises(InputError, match=r'column `sqft` of sizes.csv holds numbers written '
+                                         r'like 1.234 .*set `thousands = "."`'):
+        load_points(path, x="lon", y="lat", crs="EPSG:4326", sep=";", decimal=",",
+                    numeric_columns=["sqft"], id_column="id")
+    point = tmp_path / "point.csv"  # the default decimal point: 852,5 is the only text
+    point.write_text("id;lon;lat;sqft\n" + "".join(
+        f"{i};{x};{y};{v}\n" for i, ((x, y), v) in enumerate(zip(coords, sizes))),
+        encoding="utf-8")
+    with pytest.raises(InputError) as err:
+        load_points(point, x="lon", y="lat", crs="EPSG:4326", sep=";",
+                    numeric_columns=["sqft"], id_column="id")
+    msg = str(err.value)
+    assert 'grouped by "."' in msg and '`thousands = "."` and `decimal = ","`' in msg, msg
+    assert "look like decimal commas" not in msg and "852" not in msg
+    frame = pd.DataFrame({"id": range(12), "lon": [float(x) for x, _ in coords],
+                          "lat": [float(y) for _, y in coords], "sqft": sizes})
+    gdf = geopandas.GeoDataFrame(frame, crs="EPSG:4326",
+                                 geometry=geopandas.points_from_xy(frame.lon, frame.lat))
+    with pytest.raises(InputError) as err:  # in memory: not the comma-to-point replace
+        check_points_frame(gdf, id_column="id", numeric_columns=["sqft"])
+    msg = str(err.value)
+    assert 'grouped by "."' in msg and 'str.replace(".", "")' in msg, msg
+    assert "look like decimal commas" not in msg
+    mixed = frame.assign(sqft=["8.5", "1.167", "852,5"] + sizes[3:])  # "8.5": not grouped
+    gdf = geopandas.GeoDataFrame(mixed, crs="EPSG:4326", geometry=gdf.geometry)
+    with pytest.raises(InputError, match="look like decimal commas"):
+        check_points_frame(gdf, id_column="id", numeric_columns=["sqft"])
+
+
 def test_dot_grouped_beside_whole_numbers_under_decimal_comma(tmp_path):
     """Break-it trial 2026-12-07: exports group only numbers of 1,000 or more, so a column with
     836 beside 1.167 passed the guard and half the sizes were released 1,000 times too small."""

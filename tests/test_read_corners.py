@@ -439,19 +439,55 @@ def test_dot_grouped_prices_are_refused_not_read_as_decimals(tmp_path):
     assert load_points(plain, **kw)["price_usd"].min() > 1000
 
 
-def test_three_decimal_measurements_pass_or_have_a_way_on(tmp_path):
-    """Values that are decimals: a leading 0, other decimals, or a declared separator."""
+def test_a_typo_in_a_dot_grouped_column_does_not_clear_it(tmp_path):
+    """Break-it trial 2026-12-08: one 59.2 among 59.222, 68.880, ... (a value with fewer than
+    three decimals) cleared the rule, and every price was read 1,000 times too small."""
     kw = dict(x="lon", y="lat", crs="EPSG:4326", id_column="id", numeric_columns=["price_usd"])
-    rng = np.random.default_rng(0)
-    small = _sacramento_two_beds(tmp_path, lambda v: f"{rng.uniform(0, 3):.3f}")  # 0.250 too
-    assert load_points(small, **kw)["price_usd"].max() < 3.0
-    four = _sacramento_two_beds(tmp_path, lambda v: f"{v / 1000:.4f}")  # 59.2220: a decimal
-    assert load_points(four, **kw)["price_usd"].min() > 1.0
-    three = _sacramento_two_beds(tmp_path, lambda v: f"{v / 1000:.3f}")  # 59.222: ambiguous
-    with pytest.raises(InputError, match=r"if they are decimals with three places.*"
-                                         r"thousands = \" \""):
-        load_points(three, **kw)
-    assert load_points(three, **kw, thousands=" ")["price_usd"].min() > 1.0  # said so
+    path = _sacramento_two_beds(tmp_path, _dots)
+    frame = pd.read_csv(path, dtype=str)
+    assert frame["price_usd"].str.fullmatch(r"\d+\.\d\d0").any()  # trailing zeros kept
+    frame.loc[frame.index[3], "price_usd"] = "59.2"
+    frame.to_csv(path, index=False)
+    with pytest.raises(InputError, match=r"^column `price_usd` of sales.csv holds numbers "
+                                         r"written like 1.234 .*; 1 value\(s\), at data rows "
+                                         r"\[3\] \(0-based, header excluded\), have fewer than "
+                                         r"three digits .*correct them too") as err:
+        load_points(path, **kw)
+    assert "59.2" not in str(err.value) and "\n" not in str(err.value)
+    # under decimal = ",": the same typo (1.16 among 1.167, 836 and 1.250)
+    semi = tmp_path / "semi.csv"
+    frame.assign(**{c: frame[c].str.replace(".", ",") for c in ("lon", "lat")}).to_csv(
+        semi, sep=";", index=False)
+    with pytest.raises(InputError, match=r'while `decimal` is ",".*`thousands = "\."`.*; 1 '
+                                         r"value\(s\), at data rows \[3\]"):
+        load_points(semi, **kw, sep=";", decimal=",")
+    # two typos where one in a hundred values is allowed: read as decimals (a mixed column)
+    n = len(frame)
+    assert n < 200
+    frame.loc[frame.index[5], "price_usd"] = "68.8"
+    frame.to_csv(path, index=False)
+    assert load_points(path, **kw)["price_usd"].max() < 1000.0
+
+
+def test_decimals_without_trailing_zeros_are_not_taken_for_typos(tmp_path):
+    """Genuine three-decimal measurements written without trailing zeros (7.5, 3.25 beside
+    12.125): about one in ten has fewer places, and none ends in 0, so none is a typo."""
+    kw = dict(x="lon", y="lat", crs="EPSG:4326", id_column="id", numeric_columns=["price_usd"])
+    rng = np.random.default_rng(1)
+    path = _sacramento_two_beds(
+        tmp_path, lambda v: f"{rng.integers(1000, 999_000) / 1000:.3f}".rstrip("0"))
+    written = pd.read_csv(path, dtype=str)["price_usd"]
+    short = written.str.fullmatch(r"\d+\.\d{1,2}")
+    assert 1 <= short.sum() <= 0.2 * len(written)  # some shorter, most with three places
+    got = load_points(path, **kw)["price_usd"]
+    assert got.max() < 1000.0 and np.allclose(got, written.astype(float))
+    # every value with three places but one, none ending in 0: still decimals (no zero kept)
+    path = _sacramento_two_beds(tmp_path, lambda v: f"{rng.integers(100, 99_900) * 10 + 7}")
+    frame = pd.read_csv(path, dtype=str)
+    frame["price_usd"] = frame["price_usd"].str.slice(0, -3) + "." + frame["price_usd"].str[-3:]
+    frame.loc[frame.index[3], "price_usd"] = "59.2"
+    frame.to_csv(path, index=False)
+    assert load_points(path, **kw)["price_usd"].iloc[3] == 59.2
 
 
 @pytest.mark.parametrize("sep,literal", [("'", "\"'\""), ("\u2019", '"\\u2019"')])

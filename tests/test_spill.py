@@ -217,3 +217,55 @@ def test_spill_variables_keeps_large_arrays_on_disk_and_reads_the_same_doubles()
     for other in (copy.deepcopy(lazy), pickle.loads(pickle.dumps(lazy))):
         assert other["y_synthetic"].values.tobytes() == a.tobytes()
     assert "99" not in repr(lazy) and _spill.spill_variables(ds, min_bytes=10**9) is ds
+
+
+@pytest.mark.slow
+def test_a_tmpdir_python_cannot_use_reaches_release_json_and_the_report(monkeypatch, tmp_path):
+    """Break-it trial 2026-12-08: an unusable TMPDIR moved the confidential spill files to the
+    fallback folder with only a log line; it is a coded warning of the release now."""
+    import warnings
+
+    import synthgeo as sg
+    from synthgeo.config import (
+        AnonymityConfig,
+        DataConfig,
+        ModelConfig,
+        ReleaseSpec,
+        SamplingConfig,
+    )
+    from synthgeo.pipeline import run_release
+    from synthgeo.release.report import render_report
+    from synthgeo.release.schema import validate_release_record
+    from synthgeo.release.writer import release_record
+    from synthgeo.testing import fake_fitter, fake_spec
+
+    spec = fake_spec(ReleaseSpec(data=DataConfig(response="log_price", id="id",
+                                                 covariates=["sqft_living"]),
+                                 model=ModelConfig(gp="exact"), sampling=SamplingConfig(seed=2),
+                                 anonymity=AnonymityConfig(on_location_failure="warn")),
+                     n_draws=150, n_implicates=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        points = sg.read_points("synthgeo:sacramento_home_sales.csv", x="lon", y="lat",
+                                crs="EPSG:4326", id="id", query="beds == 2")
+
+    def record():
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            result = run_release(spec, points=points.copy(), fitter=fake_fitter(n_draws=150))
+        rec = release_record(result, seconds={})
+        validate_release_record(rec)  # a record the schema refuses would write nothing
+        return result, rec, [str(w.message) for w in said]
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # usable: said nowhere
+    monkeypatch.setattr(_spill.tempfile, "gettempdir", lambda: str(tmp_path))
+    assert _spill.tmpdir_not_used() is None
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    monkeypatch.setattr(_spill.tempfile, "gettempdir", lambda: str(tmp_path / "fallback"))
+    result, rec, said = record()
+    found = [w["message"] for w in rec["warnings"] if w["code"] == "tmpdir_not_used"]
+    assert len(found) == 1 and f"go to {tmp_path / 'fallback'} instead" in found[0], found
+    assert "set TMPDIR to a writable folder" in found[0] and found[0] in said
+    import html
+
+    assert found[0] in html.unescape(render_report(result))  # the report lists it

@@ -23,7 +23,8 @@ import xarray as xr
 from xarray.backends import BackendArray
 from xarray.core import indexing
 
-__all__ = ["spill", "unspill", "Spilled", "SPILL_BYTES", "spill_variables"]
+__all__ = ["spill", "unspill", "Spilled", "SPILL_BYTES", "spill_variables",
+           "tmpdir_not_used"]
 
 #: Arrays of at least this many bytes are spilled (64 MiB: from about 10⁵ records at L = 100;
 #: smaller runs keep their arrays in memory; the values are the same either way).
@@ -153,22 +154,59 @@ def spill(array: np.ndarray, *, min_bytes: int | None = None) -> np.ndarray | Sp
         return array
 
 
+def _fallback() -> str | None:
+    """Return Python's temporary folder when ``TMPDIR`` is set to another one, else None."""
+    wanted = os.environ.get("TMPDIR")
+    used = tempfile.gettempdir()
+    return used if wanted and os.path.realpath(wanted) != os.path.realpath(used) else None
+
+
 def _check_tmpdir() -> None:
-    """Warn once if ``TMPDIR`` is set but Python's temporary folder is another one.
+    """Log once if ``TMPDIR`` is set but Python's temporary folder is another one.
 
     :mod:`tempfile` skips a ``TMPDIR`` it cannot write to and falls back to /tmp (or the
     working folder) without a word; an operator who chose ``TMPDIR`` for confidential
-    scratch data (an encrypted volume) must hear that it is not used.
+    scratch data (an encrypted volume) must hear that it is not used. A release also says so
+    in its coded warnings (:func:`tmpdir_not_used`).
     """
     global _TMPDIR_CHECKED
     if _TMPDIR_CHECKED:
         return
     _TMPDIR_CHECKED = True
-    wanted = os.environ.get("TMPDIR")
-    used = tempfile.gettempdir()
-    if wanted and os.path.realpath(wanted) != os.path.realpath(used):
+    used = _fallback()
+    if used is not None:
         log.warning("TMPDIR is set to a folder Python cannot use (missing or not writable); "
                     "temporary files of large arrays go to %s instead", used)
+
+
+def tmpdir_not_used() -> str | None:
+    """Return the coded warning's line when ``TMPDIR`` is set but not used, else None.
+
+    A release run calls it before fitting (``tmpdir_not_used`` in release.json's
+    ``warnings`` and the report: break-it trial 2026-12-08, only a log line said that the
+    confidential arrays :func:`spill` writes went to the fallback folder). The line names
+    that folder, never the data.
+
+    Returns
+    -------
+    str or None
+        One line naming the folder used instead and the fix, or None when ``TMPDIR`` is not
+        set or is the folder used.
+
+    Examples
+    --------
+    >>> line = tmpdir_not_used()  # None here unless TMPDIR names an unusable folder
+    >>> line is None or line.startswith("TMPDIR is set to a folder Python cannot use")
+    True
+    """
+    used = _fallback()
+    if used is None:
+        return None
+    mib = SPILL_BYTES // 2**20
+    return (f"TMPDIR is set to a folder Python cannot use (missing or not writable): the "
+            f"temporary files of this run's large arrays (confidential draws and predictives "
+            f"of {mib:,} MiB or more, from about 10^5 records) go to {used} instead; set TMPDIR "
+            "to a writable folder (the one chosen for confidential scratch data) and run again")
 
 
 def unspill(value: np.ndarray | Spilled) -> np.ndarray:

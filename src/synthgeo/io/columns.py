@@ -137,7 +137,9 @@ def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: st
     Text that reads as a number with a decimal comma (``"354,5"``) names the fix (for a file,
     the `decimal` option); text in thousands groups (``"1,200"``) names both readings, since a
     decimal comma would make it 1.2; digits grouped by spaces, by "." (``"1.234.567"``) or by
-    an apostrophe (``"59'222"``) name the `thousands` separator found.
+    an apostrophe (``"59'222"``) name the `thousands` separator found. Decimal commas beside
+    values written "."-grouped that read as decimals (``"852,5"`` beside ``"1.167"``) name the
+    "." grouping, not the decimal comma alone.
     """
     series = frame[column]
     values = pd.to_numeric(series, errors="coerce")
@@ -146,12 +148,15 @@ def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: st
         shown = series[text].head(N_SHOW).tolist()
         if all(_THOUSANDS.match(str(v)) for v in shown):
             hint = origin.text("fix_thousands")
+        elif (all(_DOT_GROUPED.match(str(v)) or _DECIMAL_COMMA.match(str(v)) for v in shown)
+              and (any(_DOT_GROUPED.match(str(v)) for v in shown)
+                   or _grouped_read_as_decimals(series, text))):
+            hint = origin.text("fix_dot_grouped") + _MIXED_MARKS * (
+                not any(_DOT_GROUPED.match(str(v)) for v in shown))
         elif all(_DECIMAL_COMMA.match(str(v)) for v in shown):
             hint = origin.text("fix_decimal")
         elif all(_SPACED.match(str(v)) for v in shown):
             hint = _spaced_hint([str(v) for v in shown], origin)
-        elif all(_DOT_GROUPED.match(str(v)) for v in shown):
-            hint = origin.text("fix_dot_grouped")
         elif all(_APOSTROPHE.match(str(v)) for v in shown):
             used = [c for c in _APOSTROPHES if any(c in str(v) for v in shown)][0]
             chars, literal = _APOSTROPHES[used]
@@ -169,6 +174,32 @@ def as_numbers(frame: pd.DataFrame, column: str, id_column: str | None, what: st
                              f"{where(frame, bad, id_column, origin)}; "
                              f"{origin.text('fix_missing')}")
     return array
+
+
+#: Said when decimal commas sit beside "."-grouped values that read as decimals: either
+#: reading is possible, and a comma-to-point fix would read 1.167 (1,167) as 1.167.
+_MIXED_MARKS = ('; if the "." of the values read as numbers (1.234) are decimal points '
+                "instead, the column mixes two decimal marks: write every value with one")
+
+
+def _grouped_read_as_decimals(series: pd.Series, text: pd.Series) -> bool:
+    """Whether the values read as numbers include text written "."-grouped, and no other ".".
+
+    ``"836"``, ``"1.167"`` beside ``"852,5"``: the reader takes 1.167 for a decimal and only
+    852,5 is text, so the hint for decimal commas alone would have the user convert 852,5 and
+    keep 1.167 a thousand times too small (break-it trial, 2026-12-08).
+
+    Examples
+    --------
+    >>> s = pd.Series(["836", "1.167", "852,5"])
+    >>> _grouped_read_as_decimals(s, pd.to_numeric(s, errors="coerce").isna())
+    True
+    >>> s = pd.Series(["8.5", "1.167", "852,5"])
+    >>> _grouped_read_as_decimals(s, pd.to_numeric(s, errors="coerce").isna())
+    False
+    """
+    written = [v for v in series[~text & series.notna()] if isinstance(v, str) and "." in v]
+    return bool(written) and all(_DOT_GROUPED.match(v) for v in written)
 
 
 def _spaced_hint(shown: list[str], origin: Origin) -> str:

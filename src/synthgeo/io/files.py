@@ -20,6 +20,7 @@ import pyproj
 
 from synthgeo._errors import InputError
 from synthgeo.io.crs import describe, parse_crs
+from synthgeo.io.origin import Origin
 
 __all__ = ["CsvOptions", "keep_id_text", "read_table", "SUFFIXES"]
 
@@ -202,32 +203,99 @@ _DOT_GROUPED = re.compile(r"^-?\d{1,3}(\.\d{3})+(,\d+)?$")
 _PLAIN_INTEGER = re.compile(r"^-?\d+(,\d+)?$")
 
 
+#: A "."-grouped number whose last group has 1 or 2 digits (59.2, 1.234.56): a typo in a
+#: grouped column, or a decimal whose trailing zeros were dropped.
+_SHORT_GROUP = re.compile(r"^[-+]?[1-9]\d{0,2}(\.\d{3})*\.\d{1,2}$")
+#: A grouped value whose last group ends in 0 (68.880, 1.250,00): its writer keeps the
+#: trailing zeros a decimal would lose, so a short value beside it is not a dropped zero.
+_ZERO_KEPT = re.compile(r"\.\d\d0(?:,\d+)?$")
+
+
+def _grouped_typos(values: pd.Series, grouped: re.Pattern, plain: re.Pattern
+                   ) -> list[int] | None:
+    """Tell whether a column's text is "."-grouped thousands: None if not, else typos' rows.
+
+    A column counts when some value is `grouped`, every other one is `plain` (a whole number,
+    or one with decimal-comma places), except at most ``max(1, n // 100)`` of its `n` values
+    with a short last group (``59.2`` among ``59.222``, ``68.880``: break-it trial 2026-12-08,
+    one typo cleared the rule and every price was read 1,000 times too small), and those only
+    when some grouped value ends in 0 (``68.880``): a writer that keeps trailing zeros did not
+    drop them from ``59.2``, whereas genuine decimals written without trailing zeros
+    (``12.125``, ``3.25``, ``7.5``) never show a third decimal 0 and stay clear.
+    docs/locations.md, "Column integrity".
+
+    Parameters
+    ----------
+    values : pandas.Series of str
+        The column as written, without missing values, indexed by 0-based data row.
+    grouped, plain : re.Pattern
+        A "."-grouped value, and a value consistent with grouping (not grouped itself).
+
+    Returns
+    -------
+    list of int or None
+        None: not a grouped column; else the data rows of its short values (often ``[]``).
+
+    Examples
+    --------
+    >>> g, w = _POINT_GROUPED_ONLY, _WHOLE
+    >>> _grouped_typos(pd.Series(["59.222", "68.880", "950"]), g, w)
+    []
+    >>> _grouped_typos(pd.Series(["59.222", "68.880", "59.2"]), g, w)
+    [2]
+    >>> _grouped_typos(pd.Series(["59.222", "68.885", "59.2"]), g, w) is None  # no 0 kept
+    True
+    """
+    is_grouped = values.str.fullmatch(grouped)
+    if not bool(is_grouped.any()):
+        return None
+    short = values.str.fullmatch(_SHORT_GROUP) & ~is_grouped
+    if not bool((is_grouped | short | values.str.fullmatch(plain)).all()):
+        return None
+    rows = [int(i) for i in values.index[short.to_numpy()]]
+    if rows and (len(rows) > max(1, len(values) // 100)
+                 or not bool(values[is_grouped].str.contains(_ZERO_KEPT).any())):
+        return None
+    return rows
+
+
+def _typos_said(path: Path, rows: list[int]) -> str:
+    """Return the refusal's clause naming the short values by data row (never by value)."""
+    if not rows:
+        return ""
+    return (f"; {len(rows)} value(s), at {Origin.file(path).rows(str(rows[:5]))}, have fewer "
+            'than three digits after their last "." where others keep trailing zeros '
+            "(1.230): correct them too (a typo?)")
+
+
 def _refuse_dot_grouped(path: Path, opts: CsvOptions, id_column: str | None) -> None:
-    """Under ``decimal = ","`` without ``thousands``: refuse a column of dot-grouped integers.
+    """Under ``decimal = ","`` without ``thousands``: refuse a column of dot-grouped numbers.
 
     Such a column ("1.234" for one thousand two hundred and thirty-four) would otherwise be read
     as 1.234 without a word. Exports group only numbers of 1,000 or more, so a column counts when
     some value is dot-grouped and every value is a number, grouped or not, with or without
     decimal-comma places ("836" beside "1.167": break-it trial 2026-12-07 released half the
     sizes 1,000 times too small; "1.250,00" beside "750,00": the final trial's column was read
-    as text and released as categories). Raises InputError naming the column and
-    ``thousands = "."``.
+    as text and released as categories), with the few typos :func:`_grouped_typos` allows.
+    Raises InputError naming the column and ``thousands = "."``.
     """
     raw = pd.read_csv(path, sep=opts.sep, encoding=opts.encoding, dtype=str)
     for column in raw.columns:
         if column == id_column:
             continue  # ids are labels, not numbers
         values = raw[column].dropna().str.strip()
-        grouped = values.str.fullmatch(_DOT_GROUPED)
-        if bool(grouped.any()) and bool((grouped | values.str.fullmatch(_PLAIN_INTEGER)).all()):
+        typos = _grouped_typos(values, _DOT_GROUPED, _PLAIN_INTEGER)
+        if typos is not None:
             raise InputError(
                 f"column `{column}` of {path.name} holds numbers written like 1.234 (thousands "
                 'grouped with ".") while `decimal` is ",": they would be read as 1.234; set '
-                '`thousands = "."` ([data] thousands, or --thousands)')
+                '`thousands = "."` ([data] thousands, or --thousands)'
+                + _typos_said(path, typos))
 
 
-#: A whole number, or one "."-grouped: 836, 59222, 59.222, 1.234.567 (never 0.250).
-_POINT_GROUPED = re.compile(r"^[-+]?(\d+|[1-9]\d{0,2}(\.\d{3})+)$")
+#: A "."-grouped number: 59.222, 1.234.567 (never 0.250); and a whole number: 836, 59222.
+_POINT_GROUPED_ONLY = re.compile(r"^[-+]?[1-9]\d{0,2}(\.\d{3})+$")
+_WHOLE = re.compile(r"^[-+]?\d+$")
 
 
 def _refuse_point_grouped(path: Path, id_column: str | None, columns: list[str],
@@ -239,16 +307,17 @@ def _refuse_point_grouped(path: Path, id_column: str | None, columns: list[str],
     covariate column read as decimals counts when every value, as written, is "."-grouped (a
     leading group of 1–3 digits, not 0, then groups of exactly three) or a whole number
     (exports group only from 1,000; one left ungrouped, "59222" among "68.880", defeated the
-    first rule, which took only whole numbers under 1,000), and some value is grouped. The rule and
-    its false positives (three-decimal measurements from 1 to 999.999 written with every
-    trailing zero): docs/locations.md, "Column integrity". Raises InputError naming the column,
+    first rule, which took only whole numbers under 1,000), and some value is grouped, with the
+    few typos :func:`_grouped_typos` allows (``59.2``). The rule and its false positives
+    (three-decimal measurements from 1 to 999.999 written with every trailing zero):
+    docs/locations.md, "Column integrity". Raises InputError naming the column,
     ``thousands = "."`` with ``decimal = ","``, and how to go on if they are decimals.
     """
     raw = pd.read_csv(path, usecols=lambda c: c in columns, dtype=str, **read)
     for column in [c for c in columns if c in raw.columns and c != id_column]:
         values = raw[column].dropna().str.strip()
-        if not (bool(values.str.contains(".", regex=False).any())
-                and bool(values.str.fullmatch(_POINT_GROUPED).all())):
+        typos = _grouped_typos(values, _POINT_GROUPED_ONLY, _WHOLE)
+        if typos is None:
             continue
         raise InputError(
             f"column `{column}` of {path.name} holds numbers written like 1.234 (every value "
@@ -258,7 +327,7 @@ def _refuse_point_grouped(path: Path, id_column: str | None, columns: list[str],
             '--thousands/--decimal; where other columns use a decimal point, remove the "." '
             "from this column instead); if they are decimals with three places, name the file's "
             'real thousands separator instead (`thousands = " "` if it has none), which turns '
-            "this check off")
+            "this check off" + _typos_said(path, typos))
 
 
 def _read_csv(path: Path, opts: CsvOptions, id_column: str | None = None,
@@ -330,16 +399,17 @@ def read_table(path: Path, *, x: str | None, y: str | None, crs: Any,
         CRS of the coordinates (required for CSV; must agree with a layer's own).
     csv_options : CsvOptions
         Separator, decimal mark, thousands separator and encoding (CSV only; defaults
-        required for a layer). Under ``decimal = ","`` without ``thousands``, a column whose
-        values all look like dot-grouped integers (``1.234``) is refused.
+        required for a layer). Under ``decimal = ","`` without ``thousands``, a column of
+        dot-grouped numbers (``1.234``) beside whole ones or ones with decimal-comma places is
+        refused, a few typos (``1.23``) aside (:func:`_grouped_typos`).
     id_column : str, optional
         A CSV's record id column: read as text, and kept as text when reading it as numbers
         would change an id (``007`` → 7); ids that read back unchanged become numbers.
     number_columns : list of str, optional
         A CSV's response and covariate columns. Under ``decimal = "."`` without
         ``thousands``, one read as decimals whose every value is a "."-grouped number
-        (``59.222``) or a whole number under 1,000 is refused (thousands grouped with "." by
-        German or Danish exports).
+        (``59.222``) or a whole number is refused, a few typos (``59.2``) aside (thousands
+        grouped with "." by German or Danish exports; :func:`_grouped_typos`).
 
     Returns
     -------

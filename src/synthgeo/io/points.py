@@ -131,8 +131,8 @@ def load_points(
         CSV only: field separator (one character), decimal mark and text encoding.
     thousands : str, optional
         CSV only: the thousands separator of numbers (``"."`` for ``1.234,5``). Under
-        ``decimal = ","`` without it, a column whose values all look like dot-grouped integers
-        (``1.234``) is refused rather than read as 1.234.
+        ``decimal = ","`` without it, a column of dot-grouped numbers (``1.234``, beside whole
+        ones, a few typos aside) is refused rather than read as 1.234.
     accept_small_extent : bool, default=False
         Keep going, with a coded warning (``small_extent``, ``near_crs_origin``), when the
         points' extent is implausibly small (10–49 distinct locations under 100 m across, 50

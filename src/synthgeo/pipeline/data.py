@@ -170,16 +170,20 @@ def _refuse_rare_levels(gdf: geopandas.GeoDataFrame, levels: dict, k: int) -> No
     The covariate is released unchanged, so such a level singles its records out, and their
     own design column lets the model (and the public GLM baseline, which is fitted with it)
     reproduce their values: a level held by one person beside a yes/no response released its
-    true value in every implicate while the attributable risk read 0 (break-it trial).
+    true value in every implicate while the attributable risk read 0 (break-it trial). The
+    message gives how many records hold each rare level, never the level itself (a level can
+    be a confidential value: it listed them until a break-it trial, 2026-12-08).
     """
     for column in levels:
         counts = gdf[column].astype(str).value_counts()
         rare = counts[counts < k]
         if len(rare):
-            shown = ", ".join(f"{lv!r}: {n}" for lv, n in rare.head(5).items())
+            held = ", ".join(str(int(n)) for n in sorted(rare.to_numpy())[:5])
+            more = ", ..." if len(rare) > 5 else ""
             raise InputError(
                 f"covariate `{column}` has {len(rare)} level(s) held by fewer than k = {k} "
-                f"records ({shown}): released unchanged, such a level singles its records out "
+                f"records (by {held}{more} record(s); the levels are not shown: they may be "
+                "confidential): released unchanged, such a level singles its records out "
                 "and the model reproduces their values; merge rare levels (e.g. into 'other') "
                 "or drop the covariate (`[anonymity] k` sets the bound)")
 
@@ -374,7 +378,8 @@ def _check_model_inputs(spec: ReleaseSpec, y: np.ndarray, X: np.ndarray,
     for j, c in enumerate(d.covariates if names is None else names, start=1):
         x = X[:, j]
         if np.ptp(x) == 0:
-            raise InputError(f"covariate `{c}` is constant ({float(x[0]):g}): it is collinear with "
+            raise InputError(f"covariate `{c}` is constant (all {len(x):,} records share one "
+                             "value, not shown: it may be confidential): it is collinear with "
                              "the intercept; remove it from `[data] covariates`")
         if hit := _determines_response(x, y, g, rank=True):
             r, what, kind = hit

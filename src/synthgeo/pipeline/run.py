@@ -23,7 +23,7 @@ from scipy.special import logit
 from synthgeo._errors import RiskError, SpecError
 from synthgeo._progress import progress_iter
 from synthgeo._seed import resolve_seed
-from synthgeo._spill import spill_variables
+from synthgeo._spill import spill_variables, tmpdir_not_used
 from synthgeo.config import AUTO_EXACT_MAX_RECORDS, ReleaseSpec, ResponseConfig, load_spec
 from synthgeo.inference.result import GPFit, require_convergence
 from synthgeo.io.notices import note
@@ -752,6 +752,8 @@ def _valid_inputs(spec: ReleaseSpec, points, previous, ledger, say, *, land_chec
              f"the cumulative risk pools this release with the one given to --previous only: "
              f"{len(earlier.chain()) - 1} older release(s) of its chain are not pooled, so the "
              "pooled figures are a lower bound for an attacker holding every release")
+    if (tmpdir := tmpdir_not_used()) is not None:  # confidential arrays go elsewhere
+        note(data.gdf.attrs.setdefault("warnings", []), "tmpdir_not_used", tmpdir)
     with _timed(seconds, "locations"):
         locations = _locations(spec, data)
     say(_locations_message(spec, locations))
