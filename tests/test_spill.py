@@ -269,3 +269,24 @@ def test_a_tmpdir_python_cannot_use_reaches_release_json_and_the_report(monkeypa
     import html
 
     assert found[0] in html.unescape(render_report(result))  # the report lists it
+
+
+def test_spilled_read_of_one_column_reads_only_its_bytes(monkeypatch):
+    """[:, i] reads L values, not the whole array (break-it: it read every byte)."""
+    a = np.random.default_rng(2).normal(size=(20, 932))
+    kept = _spill.Spilled(a)
+    read = []
+    real = _spill.os.preadv
+
+    def counting(fd, buffers, offset):
+        got = real(fd, buffers, offset)
+        read.append(got)
+        return got
+
+    monkeypatch.setattr(_spill.os, "preadv", counting)
+    for key, want in [((slice(None), 17), a[:, 17]), ((slice(None), -1), a[:, -1]),
+                      ((slice(None), 5, ), a[:, 5]), ((3, 17), a[3, 17])]:
+        read.clear()
+        got = kept.read(key)
+        assert np.asarray(got).tobytes() == np.asarray(want).tobytes()
+        assert sum(read) == np.asarray(want).size * a.itemsize, key

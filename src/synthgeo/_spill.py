@@ -78,7 +78,10 @@ class Spilled:
         tail = self.shape[1:]
         row_items = int(np.prod(tail, dtype=np.int64))
         lo, hi, rest = 0, row_items, key[1:]
-        if len(tail) == 1 and isinstance(key[1], slice):  # only the columns' span
+        if len(tail) == 1 and isinstance(key[1], (int, np.integer)):  # one column
+            lo = range(tail[0])[int(key[1])]
+            hi, rest = lo + 1, (0,)
+        elif len(tail) == 1 and isinstance(key[1], slice):  # only the columns' span
             start, stop, step = key[1].indices(tail[0])
             cols = range(start, stop, step)
             if len(cols) == 0:
