@@ -160,6 +160,72 @@ def _value(fig: dict) -> str:
     return f"{_num(fig['value'])} {fig['unit']}".rstrip()
 
 
+#: Stages that ``[compute] scheduler`` runs as tasks on dask.distributed workers: the grid's
+#: cells (``map_batches`` in the grid posterior). The implicates' blocks go to workers too, but
+#: the NNGP effect draws they read are made in the driver (``inference.grid._effect_sampler``).
+DISTRIBUTED_STAGES = ("  grid",)
+
+
+def _stages(rec: dict) -> list[str]:
+    """The per-stage profile of a ``bench_memory`` record (wall, CPU, peak RSS), or []."""
+    stages = (rec.get("detail") or {}).get("stages")
+    if not stages:
+        return []
+    lines = ["Per stage (indented: a part of an enclosing stage, also counted in it; peak RSS "
+             "while the stage ran):",
+             "", "| stage | calls | wall s | CPU s | peak RSS MiB |", "|---|---|---|---|---|"]
+    for label, st in stages.items():
+        name = label.strip()
+        name = f"&nbsp;&nbsp;{name}" if label.startswith("  ") else name
+        peak = f"{st['peak_mib']:,}" if st.get("peak_mib") else "(< 20 ms)"
+        lines.append(f"| {name} | {st['calls']} | {st['seconds']:,.1f} | "
+                     f"{st.get('cpu_seconds', 0.0):,.1f} | {peak} |")
+    return [*lines, ""]
+
+
+def _cluster(rec: dict) -> list[str]:
+    """What n workers could change, from the stages of a ``bench_memory`` run-1e6 record."""
+    stages = (rec.get("detail") or {}).get("stages") or {}
+    wall = next((f["value"] for f in rec["figures"] if f["name"].startswith("wall")), None)
+    if not stages or wall is None:
+        return []
+    shared = sum(stages[k]["seconds"] for k in DISTRIBUTED_STAGES if k in stages)
+    driver = wall - shared
+    effects = stages.get("  w draws (NNGP)", {}).get("seconds", 0.0)
+    return [f"On a cluster (`[compute] scheduler`, issue 28 item 4): of this run's "
+            f"{wall:,.0f} s, the grid's cells, whose tasks go to workers, took {shared:,.0f} s "
+            f"on this machine's 2 cores; everything else ({driver:,.0f} s) runs in the driver "
+            "process whatever the number of workers: loading, locations, the posterior draws, "
+            f"the NNGP effect draws of the implicates ({effects:,.0f} s: made in the driver; "
+            "only the implicates' blocks built from them go to workers), the at-risk rule, risk "
+            "and baselines, utility, pMSE, the report and writing. With n single-threaded "
+            f"workers the grid could fall to about {shared:,.0f} × 2/n s before dispatch "
+            "(scattering each fit's model data, gathering in order), so the wall time stays "
+            f"above {driver:,.0f} s for any n, and the workers' memory adds to the driver's. "
+            "Sending the effect draws to workers (one task per implicate draw, each an "
+            "independent sparse solve) is what would make a cluster pay at this size. This is "
+            "arithmetic on the stages measured here; the 10⁶-record run on a 2-worker "
+            "LocalCluster (identical files; its dispatch cost) has not been made, and on 2 "
+            "cores a LocalCluster would measure dispatch, not gain.", ""]
+
+
+def _history(key: tuple[str, str], records: list[tuple[str, dict]]) -> list[str]:
+    """Every record of ``key`` (newest first) with its figures, when there are several."""
+    mine = [(n, r) for n, r in records if (r["benchmark"], r["case"]) == key]
+    if len(mine) < 2:
+        return []
+    names = [f["name"] for f in mine[-1][1]["figures"]]
+    lines = [f"All {len(mine)} records of this case (newest first):", "",
+             "| record | commit | load start → end | " + " | ".join(names) + " |",
+             "|---" * (3 + len(names)) + "|"]
+    for name, rec in reversed(mine):
+        by = {f["name"]: f for f in rec["figures"]}
+        cells = [_value(by[k]) if k in by else "" for k in names]
+        lines.append(f"| {name} | `{_commit(rec)}` | {_load(rec)} | " + " | ".join(cells)
+                     + " |")
+    return [*lines, ""]
+
+
 def render(records: list[tuple[str, dict]]) -> str:
     """Return the page's text, made from ``records`` (from :func:`load_records`) alone."""
     latest: dict[tuple[str, str], tuple[str, dict]] = {}
@@ -180,6 +246,11 @@ def render(records: list[tuple[str, dict]]) -> str:
         for fig in rec["figures"]:
             lines.append(f"| {fig['name']} | {_value(fig)} | {_goal(fig, rec)} | {name} |")
         lines.append("")
+        if key[0] == "bench_memory":
+            lines += _stages(rec)
+        if key == ("bench_memory", "run-1e6"):
+            lines += _cluster(rec)
+        lines += _history(key, records)
     if records:
         lines += ["## Every record", "",
                   "| record | date (UTC) | commit | machine | load start → end | command |",
