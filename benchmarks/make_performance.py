@@ -167,7 +167,7 @@ DISTRIBUTED_STAGES = ("  grid",)
 
 
 def _stages(rec: dict) -> list[str]:
-    """The per-stage profile of a ``bench_memory`` record (wall, CPU, peak RSS), or []."""
+    """Return the per-stage profile of a ``bench_memory`` record (wall, CPU, peak RSS), or []."""
     stages = (rec.get("detail") or {}).get("stages")
     if not stages:
         return []
@@ -184,7 +184,7 @@ def _stages(rec: dict) -> list[str]:
 
 
 def _cluster(rec: dict) -> list[str]:
-    """What n workers could change, from the stages of a ``bench_memory`` run-1e6 record."""
+    """Return what n workers could change, from the stages of a run-1e6 record."""
     stages = (rec.get("detail") or {}).get("stages") or {}
     wall = next((f["value"] for f in rec["figures"] if f["name"].startswith("wall")), None)
     if not stages or wall is None:
@@ -210,7 +210,7 @@ def _cluster(rec: dict) -> list[str]:
 
 
 def _history(key: tuple[str, str], records: list[tuple[str, dict]]) -> list[str]:
-    """Every record of ``key`` (newest first) with its figures, when there are several."""
+    """Return every record of ``key`` (newest first) with its figures, when there are several."""
     mine = [(n, r) for n, r in records if (r["benchmark"], r["case"]) == key]
     if len(mine) < 2:
         return []
