@@ -517,3 +517,29 @@ def test_the_precision_function_is_built_once_per_run(monkeypatch):
         assert loo_cache.cached_precision_function(data, 10, build) is not first
         assert loo_cache.cached_precision_function(object(), 15, build) is not first
     assert len(built) == 3
+
+
+def test_a_large_precision_pattern_is_let_go_before_scoring_and_built_again(monkeypatch):
+    """drop_precision_function: large patterns are rebuilt on the next ask; small ones kept."""
+    import types
+
+    from synthgeo import _spill
+    from synthgeo.pipeline import loo_cache
+
+    built = []
+
+    def build():
+        built.append(1)
+        return object()
+
+    data = types.SimpleNamespace(n_records=1000)
+    with loo_cache.run_scope():
+        first = loo_cache.cached_precision_function(data, 15, build)
+        monkeypatch.setattr(_spill, "SPILL_BYTES", 10**9)  # 1000 · 16² · 2 bytes: small
+        assert not loo_cache.drop_precision_function(data, 15)
+        assert loo_cache.cached_precision_function(data, 15, build) is first
+        monkeypatch.setattr(_spill, "SPILL_BYTES", 1000)
+        assert loo_cache.drop_precision_function(data, 15)
+        assert loo_cache.cached_precision_function(data, 15, build) is not first
+    assert len(built) == 2
+    assert not loo_cache.drop_precision_function(data, 15)  # outside a run: nothing kept

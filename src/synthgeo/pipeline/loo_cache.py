@@ -29,7 +29,7 @@ from synthgeo._spill import Spilled, spill
 from synthgeo.risk.predictive import Predictive
 
 __all__ = ["run_scope", "cached_loo", "update_loo", "remember_map", "cached_map",
-           "cached_precision_function"]
+           "cached_precision_function", "drop_precision_function"]
 
 _ENTRIES: dict | None = None  # None outside a run: nothing is kept
 
@@ -150,6 +150,27 @@ def cached_precision_function(data, n_neighbors: int, build: Callable[[], Callab
     if key not in _ENTRIES:
         _ENTRIES[key] = {"data": data, "function": build()}
     return _ENTRIES[key]["function"]
+
+
+def drop_precision_function(data, n_neighbors: int) -> bool:
+    """Stop keeping ``data``'s NNGP precision function when its pattern is large.
+
+    The pattern (:class:`synthgeo.model.vecchia_kernel.PrecisionPattern`: about 1 GB at 10⁶
+    records, m = 15) is kept from the leave-one-out baseline onwards; the scoring of both
+    models, which holds the run's peak, does not read it. When the pattern's offsets alone
+    reach :data:`synthgeo._spill.SPILL_BYTES` (from about 10⁵ records) it is let go here and
+    the next stage that asks (the release attacker) builds it again: 30 s at 10⁶ records,
+    measured. Smaller runs keep it. Returns whether it was dropped.
+    """
+    from synthgeo import _spill  # noqa: PLC0415 (the threshold is read at each call)
+
+    if _ENTRIES is None:
+        return False
+    key = ("nngp_precision", id(data), int(n_neighbors))
+    if key not in _ENTRIES or data.n_records * (n_neighbors + 1) ** 2 * 2 < _spill.SPILL_BYTES:
+        return False
+    del _ENTRIES[key]
+    return True
 
 
 #: An entry's (L, n) arrays besides its predictive: kept on disk when large.

@@ -46,7 +46,12 @@ from synthgeo.inference.result import GPFit
 from synthgeo.io.notices import note
 from synthgeo.io.points import coordinates_m
 from synthgeo.pipeline.data import response_scale
-from synthgeo.pipeline.loo_cache import cached_loo, cached_precision_function, update_loo
+from synthgeo.pipeline.loo_cache import (
+    cached_loo,
+    cached_precision_function,
+    drop_precision_function,
+    update_loo,
+)
 from synthgeo.risk.attributable import ATTACKS, AttributableSummary, attributable_summary
 from synthgeo.risk.baselines import public_regression
 from synthgeo.risk.joint import JointCount, joint_count, unique_on
@@ -238,11 +243,17 @@ def precision_function(spec: ReleaseSpec, data, fit: GPFit):
     :func:`~synthgeo.risk.loo.exact_precision` otherwise; locations in metres.
     """
     coords = coordinates_m(data.gdf)
-    if fit.engine.get("gp") == "nngp":
-        m = int(fit.engine.get("n_neighbors") or spec.model.n_neighbors)
-        # one graph and pattern per run for every stage that asks (pipeline.loo_cache)
+    m = _nngp_neighbours(spec, fit)
+    if m is not None:  # one graph and pattern per run for every stage that asks (loo_cache)
         return cached_precision_function(data, m, lambda: nngp_precision(coords, m))
     return exact_precision(coords)
+
+
+def _nngp_neighbours(spec: ReleaseSpec, fit: GPFit) -> int | None:
+    """Return the neighbour count of an NNGP fit, or None for the exact GP."""
+    if fit.engine.get("gp") != "nngp":
+        return None
+    return int(fit.engine.get("n_neighbors") or spec.model.n_neighbors)
 
 
 def loo_predictives(spec: ReleaseSpec, data, fit: GPFit, ds: xr.Dataset,
@@ -730,6 +741,8 @@ def score_release_risk(spec: ReleaseSpec, data, fits: dict[str, GPFit],
         full = {u: p for u, p in full.items() if u != spec.loo_unit}
         density.pop(spec.loo_unit, None)
     loo = loos[spec.loo_unit]
+    if (m := _nngp_neighbours(spec, fits["unrestricted"])) is not None:
+        drop_precision_function(data, m)  # not held through the scoring (1 GB at 10⁶)
     public = data if own_X is None else dataclasses.replace(data, X=public_X(own_X))
     mask = np.asarray(at_risk, bool)
     groups = {"at_risk": mask, "other": ~mask}
