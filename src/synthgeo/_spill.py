@@ -7,7 +7,9 @@ stage has passed the run's memory peak. At 10⁶ records and L = 100 they are 80
 0600, gone when closed or collected) and :meth:`Spilled.load` reads a fresh copy back with
 ``read`` calls: the same bytes, and between reads nothing of it is resident in this process
 (a memory map would keep the pages it has read counted in the resident set; the operating
-system's page cache is not). docs/inference.md, "Memory".
+system's page cache is not). :func:`spill_variables` does the same for an xarray Dataset's
+large variables (one response's implicates between stages), which then read from the file on
+access, a selection only its own bytes (:meth:`Spilled.read`). docs/inference.md, "Memory".
 """
 
 from __future__ import annotations
