@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from synthgeo import _spill
 from synthgeo._spill import Spilled, spill
 from synthgeo.risk.predictive import Predictive
 
@@ -162,12 +163,11 @@ def drop_precision_function(data, n_neighbors: int) -> bool:
     the next stage that asks (the release attacker) builds it again: 30 s at 10⁶ records,
     measured. Smaller runs keep it. Returns whether it was dropped.
     """
-    from synthgeo import _spill  # noqa: PLC0415 (the threshold is read at each call)
-
     if _ENTRIES is None:
         return False
     key = ("nngp_precision", id(data), int(n_neighbors))
-    if key not in _ENTRIES or data.n_records * (n_neighbors + 1) ** 2 * 2 < _spill.SPILL_BYTES:
+    offsets = data.n_records * (n_neighbors + 1) ** 2 * 2  # int16 (n, m + 1, m + 1)
+    if key not in _ENTRIES or offsets < _spill.SPILL_BYTES:  # the threshold read now
         return False
     del _ENTRIES[key]
     return True
