@@ -142,3 +142,16 @@ def test_a_log_transform_refusal_does_not_show_the_value():
     with pytest.raises(ValueError) as err:
         scale.to_model(np.array([120000.0, -73519.0]), name="price_usd")
     assert "73519" not in str(err.value) and "1 value(s)" in str(err.value)
+
+
+def test_a_constant_text_covariate_is_refused_without_its_value():
+    """break-it 2026-12-08: the one-level refusal showed the level ('SecretZ')."""
+    import pandas as pd
+
+    from synthgeo._errors import InputError
+    from synthgeo.pipeline.design import design_matrix
+
+    frame = pd.DataFrame({"zone": ["SecretZ"] * 5})
+    with pytest.raises(InputError, match="`zone` has one level") as err:
+        design_matrix(frame, ["zone"])
+    assert "SecretZ" not in str(err.value) and "remove it" in str(err.value)

@@ -82,8 +82,9 @@ def design_matrix(frame: pd.DataFrame, covariates: list[str]
         text = s.astype(str)
         lv = sorted(text.unique())
         if len(lv) < 2:
-            raise InputError(f"covariate `{c}` has one level ({lv[0]!r}): it is collinear with "
-                             "the intercept; remove it from `[data] covariates`")
+            raise InputError(f"covariate `{c}` has one level (all {len(text)} records share "
+                             "it, not shown): it is collinear with the intercept; remove it "
+                             "from `[data] covariates`")
         levels[c] = {"levels": lv, "reference": lv[0]}
         for level in lv[1:]:
             cols.append((text == level).to_numpy(dtype=float))
